@@ -1,0 +1,214 @@
+// The wsc dialect, defined once, in IRDL, and loaded at run time by
+// python/wsc/dialect.py. IRDL checks operand/result types and the presence and
+// kind of attributes; what IRDL cannot express (value ranges, warpgroup
+// alignment, thread ranges inside the block, tile rules) is checked by
+// python/wsc/verifier.py, which every tool runs right after parsing.
+//
+// Conventions:
+//  - Shared-memory ring buffers are builtin memrefs in address space 3 of
+//    shape [num_stages, rows, cols]; global tensors are rank-2 memrefs.
+//  - A stage is an `index` operand; a phase is an `i1` operand (the parity of
+//    the mbarrier phase being waited for).
+//  - Roles and elected single threads are i1 predicates guarding an scf.if,
+//    because IRDL operations cannot declare a region terminator.
+//
+// Every constraint value below is used by exactly one operand, result or
+// attribute: IRDL unifies all uses of one constraint value, so sharing one
+// would force those types or attributes to be equal.
+irdl.dialect @wsc {
+
+  // An array of mbarriers in shared memory (their count and arrival count
+  // live on the wsc.mbarrier_alloc that defines the value).
+  irdl.type @mbarriers {
+  }
+
+  // A register tile distributed over the threads of one warpgroup, e.g.
+  // !wsc.acc<array<i64: 128, 128>, f32>.
+  irdl.type @acc {
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    irdl.parameters(shape: %shape, element: %element)
+  }
+
+  // %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32,
+  //                              num_threads = 32 : i32} : () -> i1
+  // True in the threads [thread_begin, thread_begin + num_threads) of the
+  // block; guards the scf.if that holds the role's code. An optional
+  // `max_registers` attribute is the role's setmaxnreg budget.
+  irdl.operation @role {
+    %role = irdl.base "#builtin.string"
+    %begin = irdl.base "#builtin.integer"
+    %count = irdl.base "#builtin.integer"
+    irdl.attributes { "role" = %role, "thread_begin" = %begin, "num_threads" = %count }
+    %pred = irdl.is i1
+    irdl.results(is_member: %pred)
+  }
+
+  // %elected = "wsc.elect"() : () -> i1
+  // True in exactly one thread of the enclosing role (of the block outside roles).
+  irdl.operation @elect {
+    %pred = irdl.is i1
+    irdl.results(is_elected: %pred)
+  }
+
+  // %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  // A ring buffer in shared memory: num_stages x rows x cols.
+  irdl.operation @alloc_shared {
+    %buffer = irdl.base "!builtin.memref"
+    irdl.results(buffer: %buffer)
+  }
+
+  // %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32}
+  //           : () -> !wsc.mbarriers
+  // num_barriers mbarriers, each completing a phase after arrival_count arrivals
+  // (and all expected transaction bytes). Initialised by one thread; visible to
+  // the others only after the next block-wide wsc.sync.
+  irdl.operation @mbarrier_alloc {
+    %arrivals = irdl.base "#builtin.integer"
+    %size = irdl.base "#builtin.integer"
+    irdl.attributes { "arrival_count" = %arrivals, "num_barriers" = %size }
+    %bars = irdl.base @wsc::@mbarriers
+    irdl.results(barriers: %bars)
+  }
+
+  // "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
+  // Every executing thread arrives once on barriers[stage].
+  irdl.operation @mbarrier_arrive {
+    %bars = irdl.base @wsc::@mbarriers
+    %stage = irdl.is index
+    irdl.operands(barriers: %bars, stage: %stage)
+  }
+
+  // "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32}
+  // Arrives once and adds tx_bytes to the bytes barriers[stage] waits for.
+  irdl.operation @mbarrier_arrive_expect_tx {
+    %bars = irdl.base @wsc::@mbarriers
+    %stage = irdl.is index
+    irdl.operands(barriers: %bars, stage: %stage)
+    %bytes = irdl.base "#builtin.integer"
+    irdl.attributes { "tx_bytes" = %bytes }
+  }
+
+  // "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+  // Blocks until the phase of barriers[stage] with parity %phase has completed.
+  irdl.operation @mbarrier_wait {
+    %bars = irdl.base @wsc::@mbarriers
+    %stage = irdl.is index
+    %phase = irdl.is i1
+    irdl.operands(barriers: %bars, stage: %stage, phase: %phase)
+  }
+
+  // %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32}
+  // The next slot of a ring of num_stages: stage + 1, wrapping to 0 with the
+  // phase flipped.
+  irdl.operation @ring_advance {
+    %stage = irdl.is index
+    %phase = irdl.is i1
+    irdl.operands(stage: %stage, phase: %phase)
+    %stages = irdl.base "#builtin.integer"
+    irdl.attributes { "num_stages" = %stages }
+    %next_stage = irdl.is index
+    %next_phase = irdl.is i1
+    irdl.results(next_stage: %next_stage, next_phase: %next_phase)
+  }
+
+  // "wsc.tma_load"(%a, %row, %col, %sa, %stage, %full)
+  // One TMA copy of the tile src[row:row+R, col:col+C] into dst[stage]
+  // (R x C = dst's trailing dims; out-of-bounds elements are zero-filled),
+  // completing its R*C*sizeof(T) bytes on barriers[stage]. Issued by one thread.
+  irdl.operation @tma_load {
+    %src = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %col = irdl.is index
+    %dst = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    %bars = irdl.base @wsc::@mbarriers
+    irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %bars)
+  }
+
+  // "wsc.tma_store"(%tile, %stage, %c, %row, %col)
+  // One TMA copy of src[stage] (shared) into dst[row:row+R, col:col+C]
+  // (global), clipped at dst's bounds. Issued by one thread.
+  irdl.operation @tma_store {
+    %src = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    %dst = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %col = irdl.is index
+    irdl.operands(src: %src, stage: %stage, dst: %dst, row: %row, col: %col)
+  }
+
+  // %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  // A zero-filled register tile of the executing warpgroup(s).
+  irdl.operation @acc_alloc {
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %tile = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(tile: %tile)
+  }
+
+  // "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"}
+  // acc += sa[stage][a_row : a_row + M, :] * op(sb[stage]) where M x N is acc's
+  // shape; op(B) = B^T when B's stage tile is [N, K] ("nk"), B when it is
+  // [K, N] ("kn"). Asynchronous: joins the open WGMMA group.
+  irdl.operation @wgmma {
+    %a = irdl.base "!builtin.memref"
+    %b = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %acc = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.operands(a: %a, b: %b, stage: %stage, acc: %acc)
+    %a_row = irdl.base "#builtin.integer"
+    %nk = irdl.is "nk"
+    %kn = irdl.is "kn"
+    %b_layout = irdl.any_of(%nk, %kn)
+    irdl.attributes { "a_row" = %a_row, "b_layout" = %b_layout }
+  }
+
+  // Orders register accesses before the following WGMMAs (wgmma_fence).
+  irdl.operation @wgmma_fence {
+  }
+
+  // Closes the open group of WGMMAs (wgmma_commit_group).
+  irdl.operation @wgmma_commit_group {
+  }
+
+  // Waits until at most `pending` committed WGMMA groups are in flight.
+  irdl.operation @wgmma_wait_group {
+    %pending = irdl.base "#builtin.integer"
+    irdl.attributes { "pending" = %pending }
+  }
+
+  // "wsc.sync"() : () -> ()
+  // A barrier of every thread of the block, or of the enclosing role.
+  irdl.operation @sync {
+  }
+
+  // %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>)
+  //                          -> !wsc.acc<array<i64: 128, 128>, f16>
+  // Converts each element of a register tile (round to nearest even).
+  irdl.operation @cast {
+    %src_shape = irdl.base "#builtin.dense_array"
+    %src_element = irdl.any
+    %src = irdl.parametric @wsc::@acc<%src_shape, %src_element>
+    irdl.operands(src: %src)
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
+  // "wsc.store"(%acc, %c, %row, %col)
+  // Stores a register tile to dst[row:row+M, col:col+N], clipped at dst's
+  // bounds. The tile's element type must be dst's.
+  irdl.operation @store {
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %tile = irdl.parametric @wsc::@acc<%shape, %element>
+    %dst = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %col = irdl.is index
+    irdl.operands(tile: %tile, dst: %dst, row: %row, col: %col)
+  }
+}

@@ -1,0 +1,1 @@
+"""Hopper code generation helpers (being written)."""

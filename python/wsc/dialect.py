@@ -1,0 +1,183 @@
+"""The wsc dialect at run time: a context with the IRDL definition loaded, the
+dialect's types, and one Python builder per op.
+
+IRDL ops have no custom assembly and no generated Python classes, so each
+builder creates the op in generic form at the current insertion point and
+location (`with ir.InsertionPoint(...), ir.Location...:`), exactly as
+`dialects/wsc.irdl.mlir` declares it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import irdl
+
+from wsc.dialects import IRDL_PATH
+
+_IRDL_TEXT = IRDL_PATH.read_text()
+
+#: The shared-memory address space of ring buffers (NVVM's).
+SHARED_MEMORY_SPACE = 3
+
+#: The phase a producer starts with on a fresh barrier: a wait for parity 1
+#: returns at once, so every stage starts out empty.
+PRODUCER_INITIAL_PHASE = True
+#: The phase a consumer starts with: a wait for parity 0 blocks until the
+#: first phase completes, i.e. until the stage's first copy has landed.
+CONSUMER_INITIAL_PHASE = False
+
+
+def load_dialect(context: ir.Context) -> None:
+    """Load the wsc IRDL definition into `context`."""
+    with context, ir.Location.unknown():
+        irdl.load_dialects(ir.Module.parse(_IRDL_TEXT))
+
+
+def make_context() -> ir.Context:
+    """A new context with the upstream dialects and wsc loaded; unregistered
+    dialects are rejected, so a misspelt op is an error, not an opaque op."""
+    context = ir.Context()
+    context.allow_unregistered_dialects = False
+    load_dialect(context)
+    return context
+
+
+# Types ----------------------------------------------------------------------
+
+def mbarriers_type() -> ir.Type:
+    return ir.Type.parse("!wsc.mbarriers")
+
+
+def acc_type(shape: Sequence[int], element: ir.Type | str) -> ir.Type:
+    return ir.Type.parse(f"!wsc.acc<array<i64: {', '.join(map(str, shape))}>, {element}>")
+
+
+_ACC_RE = re.compile(r"^!wsc\.acc<array<i64(?::\s*([\d,\s]*))?>,\s*(.+)>$")
+
+
+def parse_acc_type(type_: ir.Type) -> tuple[tuple[int, ...], str] | None:
+    """(shape, element type name) of a `!wsc.acc` type, or None for other types.
+
+    IRDL types expose no parameter accessors to Python, hence the text."""
+    match = _ACC_RE.match(str(type_))
+    if not match:
+        return None
+    dims = tuple(int(d) for d in (match.group(1) or "").split(",") if d.strip())
+    return dims, match.group(2).strip()
+
+
+def is_mbarriers(type_: ir.Type) -> bool:
+    return str(type_) == "!wsc.mbarriers"
+
+
+def shared_buffer_type(num_stages: int, rows: int, cols: int, element: str) -> ir.Type:
+    return ir.Type.parse(f"memref<{num_stages}x{rows}x{cols}x{element}, {SHARED_MEMORY_SPACE}>")
+
+
+# Builders -------------------------------------------------------------------
+
+def _i32(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(value))
+
+
+def _create(name: str, operands=(), results=(), attributes=None) -> ir.Operation:
+    return ir.Operation.create(name, results=list(results), operands=list(operands),
+                               attributes=attributes or {})
+
+
+def role(role_name: str, thread_begin: int, num_threads: int,
+         max_registers: int | None = None) -> ir.Value:
+    """`wsc.role`: an i1 that is true in threads [thread_begin, thread_begin + num_threads)."""
+    attributes = {"role": ir.StringAttr.get(role_name),
+                  "thread_begin": _i32(thread_begin), "num_threads": _i32(num_threads)}
+    if max_registers is not None:
+        attributes["max_registers"] = _i32(max_registers)
+    return _create("wsc.role", results=[ir.IntegerType.get_signless(1)],
+                   attributes=attributes).result
+
+
+def elect() -> ir.Value:
+    """`wsc.elect`: true in one thread of the enclosing role."""
+    return _create("wsc.elect", results=[ir.IntegerType.get_signless(1)]).result
+
+
+def alloc_shared(type_: ir.Type) -> ir.Value:
+    """`wsc.alloc_shared`: a ring buffer in shared memory."""
+    return _create("wsc.alloc_shared", results=[type_]).result
+
+
+def mbarrier_alloc(arrival_count: int, num_barriers: int) -> ir.Value:
+    """`wsc.mbarrier_alloc`: num_barriers mbarriers expecting arrival_count arrivals."""
+    return _create("wsc.mbarrier_alloc", results=[mbarriers_type()],
+                   attributes={"arrival_count": _i32(arrival_count),
+                               "num_barriers": _i32(num_barriers)}).result
+
+
+def mbarrier_arrive(barriers: ir.Value, stage: ir.Value) -> ir.Operation:
+    return _create("wsc.mbarrier_arrive", operands=[barriers, stage])
+
+
+def mbarrier_arrive_expect_tx(barriers: ir.Value, stage: ir.Value, tx_bytes: int) -> ir.Operation:
+    return _create("wsc.mbarrier_arrive_expect_tx", operands=[barriers, stage],
+                   attributes={"tx_bytes": _i32(tx_bytes)})
+
+
+def mbarrier_wait(barriers: ir.Value, stage: ir.Value, phase: ir.Value) -> ir.Operation:
+    return _create("wsc.mbarrier_wait", operands=[barriers, stage, phase])
+
+
+def ring_advance(stage: ir.Value, phase: ir.Value, num_stages: int) -> tuple[ir.Value, ir.Value]:
+    """`wsc.ring_advance`: (next stage, next phase) in a ring of num_stages."""
+    op = _create("wsc.ring_advance", operands=[stage, phase],
+                 results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
+                 attributes={"num_stages": _i32(num_stages)})
+    return op.results[0], op.results[1]
+
+
+def tma_load(src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value,
+             stage: ir.Value, barriers: ir.Value) -> ir.Operation:
+    return _create("wsc.tma_load", operands=[src, row, col, dst, stage, barriers])
+
+
+def tma_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
+              col: ir.Value) -> ir.Operation:
+    return _create("wsc.tma_store", operands=[src, stage, dst, row, col])
+
+
+def acc_alloc(type_: ir.Type) -> ir.Value:
+    """`wsc.acc_alloc`: a zero-filled register tile."""
+    return _create("wsc.acc_alloc", results=[type_]).result
+
+
+def wgmma(a: ir.Value, b: ir.Value, stage: ir.Value, acc: ir.Value, a_row: int = 0,
+          b_layout: str = "nk") -> ir.Operation:
+    return _create("wsc.wgmma", operands=[a, b, stage, acc],
+                   attributes={"a_row": _i32(a_row), "b_layout": ir.StringAttr.get(b_layout)})
+
+
+def wgmma_fence() -> ir.Operation:
+    return _create("wsc.wgmma_fence")
+
+
+def wgmma_commit_group() -> ir.Operation:
+    return _create("wsc.wgmma_commit_group")
+
+
+def wgmma_wait_group(pending: int) -> ir.Operation:
+    return _create("wsc.wgmma_wait_group", attributes={"pending": _i32(pending)})
+
+
+def sync() -> ir.Operation:
+    return _create("wsc.sync")
+
+
+def cast(src: ir.Value, element: str) -> ir.Value:
+    shape, _ = parse_acc_type(src.type)
+    return _create("wsc.cast", operands=[src], results=[acc_type(shape, element)]).result
+
+
+def store(tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value) -> ir.Operation:
+    return _create("wsc.store", operands=[tile, dst, row, col])

@@ -1,0 +1,113 @@
+"""Small queries over IR shared by the verifier and the passes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mlir import ir
+
+KERNEL_THREADS_ATTR = "wsc.num_threads"
+WARP_SIZE = 32
+WARPGROUP_SIZE = 128
+
+
+def walk(op: ir.Operation) -> Iterator[ir.Operation]:
+    """`op`'s nested operations in pre-order (not `op` itself)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                child = child.operation
+                yield child
+                yield from walk(child)
+
+
+def int_attr(op: ir.Operation, name: str) -> int | None:
+    """The value of integer attribute `name`, or None when absent."""
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    if isinstance(attr, ir.BoolAttr):
+        return int(attr.value)
+    return ir.IntegerAttr(attr).value
+
+
+def str_attr(op: ir.Operation, name: str) -> str | None:
+    if name not in op.attributes:
+        return None
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return owner.operation if isinstance(owner, ir.OpView) or isinstance(owner, ir.Operation) else None
+
+
+def constant_int(value: ir.Value) -> int | None:
+    """The integer a value is defined as by arith.constant, else None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.BoolAttr):
+        return int(attr.value)
+    if isinstance(attr, ir.IntegerAttr):
+        return attr.value
+    return None
+
+
+def kernels(module: ir.Operation) -> list[ir.Operation]:
+    """The func.func ops of `module` that carry wsc.num_threads."""
+    return [op for op in walk(module)
+            if op.name == "func.func" and KERNEL_THREADS_ATTR in op.attributes]
+
+
+def parent_op(op: ir.Operation) -> ir.Operation | None:
+    parent = op.parent
+    return parent.operation if parent is not None else None
+
+
+def enclosing(op: ir.Operation, predicate) -> ir.Operation | None:
+    """The innermost ancestor of `op` that satisfies predicate."""
+    current = parent_op(op)
+    while current is not None:
+        if predicate(current):
+            return current
+        current = parent_op(current)
+    return None
+
+
+def role_of_if(if_op: ir.Operation) -> ir.Operation | None:
+    """The wsc.role op whose predicate guards scf.if `if_op`, if any."""
+    if if_op.name != "scf.if":
+        return None
+    condition = defining_op(if_op.operands[0])
+    return condition if condition is not None and condition.name == "wsc.role" else None
+
+
+def enclosing_role(op: ir.Operation) -> ir.Operation | None:
+    """The wsc.role whose scf.if `op` is nested in, if any."""
+    guard = enclosing(op, lambda p: role_of_if(p) is not None)
+    return role_of_if(guard) if guard is not None else None
+
+
+def enclosing_kernel(op: ir.Operation) -> ir.Operation | None:
+    return enclosing(op, lambda p: p.name == "func.func" and KERNEL_THREADS_ATTR in p.attributes)
+
+
+def memref_shape(type_: ir.Type) -> list[int] | None:
+    if not isinstance(type_, ir.MemRefType):
+        return None
+    return [d if not ir.ShapedType.is_dynamic_size(d) else -1 for d in ir.MemRefType(type_).shape]
+
+
+def memref_space(type_: ir.Type) -> int | None:
+    space = ir.MemRefType(type_).memory_space
+    if space is None:
+        return 0
+    if isinstance(space, ir.IntegerAttr):
+        return space.value
+    return None
+
+
+def element_bytes(type_: ir.Type) -> int:
+    return ir.MemRefType(type_).element_type.width // 8

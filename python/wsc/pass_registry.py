@@ -1,0 +1,101 @@
+"""The machinery every wsc pass shares: options in MLIR syntax, registration
+with an MLIR `PassManager`, and the structural verifier run before each pass.
+
+A pass is a `WscPass` subclass in `passes/<flag with underscores>.py`;
+`wsc.passes.REGISTRY` maps flags to those classes, so `wsc-opt --help` and the
+pipeline parser see every pass without importing them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from wsc.diagnostics import DiagnosticEngine, PassError
+
+
+@dataclass(frozen=True)
+class Option:
+    """One pass option, spelled `name=value` on the command line."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple = ()
+
+    def parse(self, text: str) -> Any:
+        if self.type is bool:
+            if text.lower() in ("1", "true"):
+                return True
+            if text.lower() in ("0", "false"):
+                return False
+            raise ValueError(f"option '{self.name}' expects true or false, got '{text}'")
+        try:
+            value = self.type(text)
+        except ValueError:
+            raise ValueError(f"option '{self.name}' expects {self.type.__name__}, got '{text}'") from None
+        self.check(value)
+        return value
+
+    def check(self, value: Any) -> None:
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(map(str, self.choices))
+            raise ValueError(f"option '{self.name}' must be one of {allowed}, got '{value}'")
+
+
+class WscPass:
+    """Base class of the wsc passes. Subclasses set ARGUMENT (the flag),
+    SUMMARY (one line for --help), OPTIONS, and implement run()."""
+
+    ARGUMENT: ClassVar[str]
+    SUMMARY: ClassVar[str]
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
+
+    def __init__(self, **options: Any):
+        known = {o.name.replace("-", "_"): o for o in self.OPTIONS}
+        values = {name: option.default for name, option in known.items()}
+        for name, value in options.items():
+            key = name.replace("-", "_")
+            if key not in known:
+                raise ValueError(f"pass '{self.ARGUMENT}' has no option '{name}'")
+            known[key].check(value)
+            values[key] = value
+        self.options = SimpleNamespace(**values)
+
+    @classmethod
+    def from_option_string(cls, text: str) -> WscPass:
+        """Build the pass from MLIR option syntax: `num-stages=4 producer=warp`."""
+        by_name = {o.name: o for o in cls.OPTIONS}
+        values = {}
+        for item in text.split():
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"pass '{cls.ARGUMENT}': option '{item}' needs a value (name=value)")
+            if name not in by_name:
+                known = ", ".join(by_name) or "none"
+                raise ValueError(f"pass '{cls.ARGUMENT}' has no option '{name}' (options: {known})")
+            values[name] = by_name[name].parse(value)
+        return cls(**values)
+
+    def run(self, module: ir.Operation) -> None:
+        raise NotImplementedError
+
+    def add_to(self, pass_manager: PassManager, engine: DiagnosticEngine) -> None:
+        """Append this pass to `pass_manager`; its errors go to `engine`."""
+        from wsc.verifier import verify_wsc
+
+        def run_pass(op: ir.Operation, external_pass) -> None:
+            try:
+                verify_wsc(op)
+                self.run(op.opview)
+            except PassError as error:
+                engine.add_pass_error(error)
+                external_pass.signal_pass_failure()
+
+        pass_manager.add(run_pass, name=type(self).__name__, argument=self.ARGUMENT,
+                         description=self.SUMMARY)

@@ -1,0 +1,306 @@
+"""Reading and validating a compiled kernel artifact directory.
+
+The compile side writes `DIR/kernel.json` next to the kernel image (PTX and/or
+cubin). Everything the runtime needs to bind arguments and launch comes from
+that file, so it is validated here, once, with errors that name the file and
+the offending key: a malformed artifact should fail at load time, not as a
+mysterious launch failure on the GPU.
+
+This module needs neither a GPU nor the MLIR bindings. It also defines the
+runtime's base exception, because every other runtime module imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+ARTIFACT_FILE = "kernel.json"
+
+# Bytes per element of each dtype the kernels may use.
+DTYPE_SIZES: Mapping[str, int] = {"f16": 2, "bf16": 2, "f32": 4}
+
+TENSOR_ROLES = ("input", "output", "inout")
+PARAM_KINDS = ("tensor_map", "pointer", "i32")
+SWIZZLES = ("none", "32B", "64B", "128B")
+L2_PROMOTIONS = ("none", "64B", "128B", "256B")
+DEFAULT_L2_PROMOTION = "256B"
+
+# An i32 parameter named "ld<tensor>" carries that tensor's row stride.
+LEADING_DIM_PREFIX = "ld"
+
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+class WscRuntimeError(Exception):
+    """Base class of every error raised by `wsc.runtime`."""
+
+
+class ArtifactError(WscRuntimeError, ValueError):
+    """The artifact directory or its kernel.json is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str
+
+    @property
+    def element_size(self) -> int:
+        return DTYPE_SIZES[self.dtype]
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    name: str
+    tensor: str
+    # Outermost dimension first, like the tensor's shape.
+    box: tuple[int, ...]
+    swizzle: str
+    l2_promotion: str
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Artifact:
+    directory: Path
+    wsc_version: str
+    kernel_name: str
+    ptx_path: Path | None
+    cubin_path: Path | None
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    dynamic_smem_bytes: int
+    problem: Mapping[str, Any]
+    config: Mapping[str, Any]
+    tensors: Mapping[str, TensorSpec]
+    tensor_maps: Mapping[str, TensorMapSpec]
+    params: tuple[ParamSpec, ...]
+
+    @property
+    def json_path(self) -> Path:
+        return self.directory / ARTIFACT_FILE
+
+    def images(self) -> list[tuple[str, bytes]]:
+        """Loadable images as (kind, bytes), preferred first.
+
+        A cubin is preferred because it skips the JIT; the PTX follows as a
+        fallback for a GPU the cubin was not built for. The driver wants PTX
+        NUL-terminated.
+        """
+        images = []
+        if self.cubin_path is not None:
+            images.append(("cubin", self.cubin_path.read_bytes()))
+        if self.ptx_path is not None:
+            images.append(("ptx", self.ptx_path.read_bytes().rstrip(b"\0") + b"\0"))
+        return images
+
+    def leading_dim_tensor(self, param_name: str) -> str | None:
+        """The tensor whose row stride an i32 param carries, or None.
+
+        A problem value of the same name takes precedence, so "ld..." only
+        means a stride when the problem does not define it.
+        """
+        if param_name in self.problem or not param_name.startswith(LEADING_DIM_PREFIX):
+            return None
+        tensor = param_name[len(LEADING_DIM_PREFIX):]
+        return tensor if tensor in self.tensors else None
+
+
+def load_artifact(directory: str | Path) -> Artifact:
+    """Read and validate `directory/kernel.json`; raise ArtifactError if bad."""
+    directory = Path(directory)
+    json_path = directory / ARTIFACT_FILE
+    if not directory.is_dir():
+        raise ArtifactError(f"{directory}: artifact directory does not exist")
+    try:
+        text = json_path.read_text()
+    except OSError as exc:
+        raise ArtifactError(f"{json_path}: cannot read artifact file: {exc}") from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{json_path}: invalid JSON: {exc}") from exc
+    return _Parser(json_path).artifact(doc)
+
+
+class _Parser:
+    """Validates the JSON document; every error names the file and key path."""
+
+    def __init__(self, json_path: Path):
+        self.json_path = json_path
+        self.directory = json_path.parent
+
+    def fail(self, key: str, message: str) -> ArtifactError:
+        return ArtifactError(f"{self.json_path}: key '{key}': {message}")
+
+    def get(self, obj: Mapping[str, Any], key: str, path: str, kind: type | tuple, required: bool = True):
+        full = f"{path}.{key}" if path else key
+        if key not in obj:
+            if required:
+                raise self.fail(full, "missing required key")
+            return None
+        value = obj[key]
+        # bool is an int subclass; a `true` where a count belongs is a bug.
+        if isinstance(value, bool) and bool not in _as_tuple(kind):
+            raise self.fail(full, f"expected {_kind_name(kind)}, got {value!r}")
+        if not isinstance(value, kind):
+            raise self.fail(full, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r}")
+        return value
+
+    def int_list(self, obj, key, path, length=None, minimum=1) -> tuple[int, ...]:
+        full = f"{path}.{key}" if path else key
+        values = self.get(obj, key, path, list)
+        if length is not None and len(values) != length:
+            raise self.fail(full, f"expected a list of {length} integers, got {values!r}")
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values):
+            raise self.fail(full, f"expected a non-empty list of integers >= {minimum}, got {values!r}")
+        return tuple(values)
+
+    def choice(self, obj, key, path, choices, default=None) -> str:
+        value = self.get(obj, key, path, str, required=default is None)
+        if value is None:
+            return default
+        if value not in choices:
+            full = f"{path}.{key}" if path else key
+            raise self.fail(full, f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def image_path(self, doc, key) -> Path | None:
+        name = self.get(doc, key, "", str, required=False)
+        if name is None:
+            return None
+        path = self.directory / name
+        if not path.is_file():
+            raise self.fail(key, f"file {path} does not exist")
+        return path
+
+    def artifact(self, doc) -> Artifact:
+        if not isinstance(doc, dict):
+            raise ArtifactError(f"{self.json_path}: expected a JSON object at top level")
+        version = self.get(doc, "wsc_version", "", str)
+        if not _VERSION_RE.match(version):
+            raise self.fail("wsc_version", f"expected a version like '0.1.0', got {version!r}")
+        kernel_name = self.get(doc, "kernel_name", "", str)
+        if not kernel_name:
+            raise self.fail("kernel_name", "must not be empty")
+        ptx_path = self.image_path(doc, "ptx")
+        cubin_path = self.image_path(doc, "cubin")
+        if ptx_path is None and cubin_path is None:
+            raise self.fail("ptx", "missing required key (one of 'ptx' or 'cubin' must be given)")
+        smem = self.get(doc, "dynamic_smem_bytes", "", int)
+        if smem < 0:
+            raise self.fail("dynamic_smem_bytes", f"expected an integer >= 0, got {smem}")
+        problem = self.get(doc, "problem", "", dict)
+        config = self.get(doc, "config", "", dict, required=False) or {}
+        tensors = self.tensors(doc)
+        tensor_maps = self.tensor_maps(doc, tensors)
+        artifact = Artifact(
+            directory=self.directory,
+            wsc_version=version,
+            kernel_name=kernel_name,
+            ptx_path=ptx_path,
+            cubin_path=cubin_path,
+            block=self.int_list(doc, "block", "", length=3),
+            grid=self.int_list(doc, "grid", "", length=3),
+            dynamic_smem_bytes=smem,
+            problem=problem,
+            config=config,
+            tensors=tensors,
+            tensor_maps=tensor_maps,
+            params=(),
+        )
+        # Params refer to tensors, maps and problem values, so they are
+        # checked against the otherwise complete artifact.
+        return replace(artifact, params=self.params(doc, artifact))
+
+    def tensors(self, doc) -> dict[str, TensorSpec]:
+        tensors = {}
+        for name, spec in self.get(doc, "tensors", "", dict).items():
+            path = f"tensors.{name}"
+            if not isinstance(spec, dict):
+                raise self.fail(path, f"expected an object, got {spec!r}")
+            tensors[name] = TensorSpec(
+                name=name,
+                shape=self.int_list(spec, "shape", path),
+                dtype=self.choice(spec, "dtype", path, tuple(DTYPE_SIZES)),
+                role=self.choice(spec, "role", path, TENSOR_ROLES),
+            )
+        if not tensors:
+            raise self.fail("tensors", "expected at least one tensor")
+        return tensors
+
+    def tensor_maps(self, doc, tensors) -> dict[str, TensorMapSpec]:
+        maps = {}
+        for name, spec in (self.get(doc, "tensor_maps", "", dict, required=False) or {}).items():
+            path = f"tensor_maps.{name}"
+            if not isinstance(spec, dict):
+                raise self.fail(path, f"expected an object, got {spec!r}")
+            tensor = self.get(spec, "tensor", path, str)
+            if tensor not in tensors:
+                raise self.fail(f"{path}.tensor", f"names no tensor in 'tensors': {tensor!r}")
+            box = self.int_list(spec, "box", path)
+            if len(box) != len(tensors[tensor].shape):
+                raise self.fail(
+                    f"{path}.box",
+                    f"expected {len(tensors[tensor].shape)} dims to match tensor '{tensor}', got {list(box)}",
+                )
+            maps[name] = TensorMapSpec(
+                name=name,
+                tensor=tensor,
+                box=box,
+                swizzle=self.choice(spec, "swizzle", path, SWIZZLES),
+                l2_promotion=self.choice(spec, "l2_promotion", path, L2_PROMOTIONS, DEFAULT_L2_PROMOTION),
+            )
+        return maps
+
+    def params(self, doc, artifact: Artifact) -> tuple[ParamSpec, ...]:
+        params = []
+        for index, spec in enumerate(self.get(doc, "params", "", list)):
+            path = f"params[{index}]"
+            if not isinstance(spec, dict):
+                raise self.fail(path, f"expected an object, got {spec!r}")
+            kind = self.choice(spec, "kind", path, PARAM_KINDS)
+            name = self.get(spec, "name", path, str)
+            if kind == "tensor_map" and name not in artifact.tensor_maps:
+                raise self.fail(f"{path}.name", f"names no entry of 'tensor_maps': {name!r}")
+            if kind == "pointer" and name not in artifact.tensors:
+                raise self.fail(f"{path}.name", f"names no entry of 'tensors': {name!r}")
+            if kind == "i32":
+                self.check_i32(artifact, name, f"{path}.name")
+            params.append(ParamSpec(kind=kind, name=name))
+        return tuple(params)
+
+    def check_i32(self, artifact: Artifact, name: str, path: str) -> None:
+        if name in artifact.problem:
+            value = artifact.problem[name]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.fail(f"problem.{name}", f"i32 kernel parameter needs an integer, got {value!r}")
+            if not _INT32_MIN <= value <= _INT32_MAX:
+                raise self.fail(f"problem.{name}", f"value {value} does not fit in i32")
+            return
+        tensor = artifact.leading_dim_tensor(name)
+        if tensor is None:
+            raise self.fail(path, f"i32 parameter {name!r} is neither a key of 'problem' nor 'ld<tensor>'")
+        if len(artifact.tensors[tensor].shape) < 2:
+            raise self.fail(path, f"{name!r} needs a tensor of rank >= 2, '{tensor}' has rank 1")
+
+
+def _as_tuple(kind) -> tuple:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+    return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))

@@ -1,0 +1,150 @@
+"""Building TMA descriptors (CUtensorMap) for a kernel's tensor maps.
+
+The kernels load tiles with the Hopper tensor memory accelerator, which reads
+a 128-byte descriptor passed by value as a kernel parameter. The driver's
+`cuTensorMapEncodeTiled` rejects bad descriptors with a bare
+CUDA_ERROR_INVALID_VALUE, so `plan_tensor_map` checks the rules first, in
+pure Python (CPU-testable), and says which tensor broke which rule.
+
+Conventions: the artifact gives box dims in the tensor's own order
+(outermost first); the driver wants every per-dimension array innermost
+first, and strides in bytes for all dims but the innermost. Out-of-bounds
+elements are zero-filled (OOB fill NONE), which the kernels rely on for
+ragged shapes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+from cuda.bindings import driver as cu
+
+from .artifact import DTYPE_SIZES, TensorMapSpec
+from .driver import TENSOR_MAP_BYTES, call
+from .tensors import ArgumentError, TensorInfo
+
+# Hardware limits of cuTensorMapEncodeTiled (CUDA driver API reference).
+MAX_RANK = 5
+MAX_BOX_DIM = 256
+MAX_GLOBAL_DIM = 2**32
+MAX_GLOBAL_STRIDE = 2**40
+GLOBAL_ALIGNMENT = 16
+SWIZZLE_SPAN_BYTES = {"none": None, "32B": 32, "64B": 64, "128B": 128}
+
+_DATA_TYPES = {
+    "f16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    "bf16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    "f32": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+}
+_SWIZZLES = {
+    "none": cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+    "32B": cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
+    "64B": cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B,
+    "128B": cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+}
+_L2_PROMOTIONS = {
+    "none": cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+    "64B": cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+    "128B": cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+    "256B": cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+}
+
+
+class TensorMapError(ArgumentError):
+    """A tensor cannot be described by the requested TMA descriptor."""
+
+
+@dataclass(frozen=True)
+class TensorMapPlan:
+    """The validated arguments of cuTensorMapEncodeTiled; arrays innermost first."""
+
+    name: str
+    tensor: str
+    dtype: str
+    global_address: int
+    global_dims: tuple[int, ...]
+    global_strides: tuple[int, ...]  # bytes, dims 1..rank-1
+    box_dims: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle: str
+    l2_promotion: str
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """An encoded descriptor: `raw` is what the kernel parameter receives."""
+
+    plan: TensorMapPlan
+    raw: bytes
+
+
+def plan_tensor_map(spec: TensorMapSpec, info: TensorInfo) -> TensorMapPlan:
+    """Validate the TMA rules for `spec` over the tensor `info`."""
+
+    def fail(message: str) -> TensorMapError:
+        return TensorMapError(f"tensor map '{spec.name}' (tensor '{spec.tensor}'): {message}")
+
+    rank = len(info.shape)
+    element_size = DTYPE_SIZES.get(info.dtype)
+    if element_size is None:
+        raise fail(f"dtype {info.dtype} has no TMA data type; expected one of {', '.join(_DATA_TYPES)}")
+    if not 1 <= rank <= MAX_RANK:
+        raise fail(f"rank {rank} is outside 1..{MAX_RANK}")
+    if len(spec.box) != rank:
+        raise fail(f"box {list(spec.box)} has {len(spec.box)} dims, the tensor has {rank}")
+    if info.ptr % GLOBAL_ALIGNMENT:
+        raise fail(f"base address {info.ptr:#x} is not {GLOBAL_ALIGNMENT}-byte aligned")
+    if info.strides[-1] != 1:
+        raise fail(f"innermost stride is {info.strides[-1]} elements; TMA needs it contiguous (1)")
+    for dim, extent in enumerate(info.shape):
+        if not 1 <= extent <= MAX_GLOBAL_DIM:
+            raise fail(f"dim {dim} has extent {extent}, outside 1..2^32")
+    for dim, stride in enumerate(info.strides[:-1]):
+        stride_bytes = stride * element_size
+        if stride_bytes % GLOBAL_ALIGNMENT or not 0 < stride_bytes < MAX_GLOBAL_STRIDE:
+            raise fail(
+                f"stride of dim {dim} is {stride_bytes} bytes; TMA needs a positive multiple of "
+                f"{GLOBAL_ALIGNMENT} below 2^40 (pad the rows)"
+            )
+    for dim, extent in enumerate(spec.box):
+        if not 1 <= extent <= MAX_BOX_DIM:
+            raise fail(f"box dim {dim} is {extent}, outside 1..{MAX_BOX_DIM}")
+    inner_bytes = spec.box[-1] * element_size
+    if inner_bytes % GLOBAL_ALIGNMENT:
+        raise fail(f"box inner extent is {inner_bytes} bytes; it must be a multiple of {GLOBAL_ALIGNMENT}")
+    span = SWIZZLE_SPAN_BYTES[spec.swizzle]
+    if span is not None and inner_bytes > span:
+        raise fail(f"box inner extent is {inner_bytes} bytes, more than the {span}-byte span of {spec.swizzle} swizzle")
+    return TensorMapPlan(
+        name=spec.name,
+        tensor=spec.tensor,
+        dtype=info.dtype,
+        global_address=info.ptr,
+        global_dims=tuple(reversed(info.shape)),
+        global_strides=tuple(s * element_size for s in reversed(info.strides[:-1])),
+        box_dims=tuple(reversed(spec.box)),
+        element_strides=(1,) * rank,
+        swizzle=spec.swizzle,
+        l2_promotion=spec.l2_promotion,
+    )
+
+
+def encode_tensor_map(plan: TensorMapPlan) -> TensorMap:
+    """Encode `plan` with the driver (needs an initialised CUDA driver)."""
+    descriptor = call(
+        "cuTensorMapEncodeTiled",
+        _DATA_TYPES[plan.dtype],
+        len(plan.global_dims),
+        plan.global_address,
+        # The binding accepts only its own integer wrappers in these arrays.
+        [cu.cuuint64_t(d) for d in plan.global_dims],
+        [cu.cuuint64_t(s) for s in plan.global_strides],
+        [cu.cuuint32_t(b) for b in plan.box_dims],
+        [cu.cuuint32_t(e) for e in plan.element_strides],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        _SWIZZLES[plan.swizzle],
+        _L2_PROMOTIONS[plan.l2_promotion],
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
+    return TensorMap(plan=plan, raw=ctypes.string_at(descriptor.getPtr(), TENSOR_MAP_BYTES))

@@ -1,0 +1,1 @@
+"""Command-line tools: `wsc-opt` (opt.py) and `wsc` (cli.py)."""

@@ -1,0 +1,295 @@
+"""wsc-opt: run wsc and upstream passes over MLIR text, like mlir-opt.
+
+    wsc-opt [options] [input.mlir | -]
+    wsc-opt --warp-specialize=num-stages=4 kernel.mlir -o out.mlir
+    wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=4},cse)' kernel.mlir
+
+Errors are printed as `file:line:col: error: message` and give exit status 1;
+no Python traceback reaches the user (set WSC_DEBUG=1 to see one for an
+internal error).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+
+import wsc
+from wsc.diagnostics import DiagnosticEngine, PassError
+
+SPLIT_MARKER = "// -----"
+
+_USAGE = """\
+OVERVIEW: wsc modular optimizer driver (warp-specialization passes for sm_90a)
+
+USAGE: wsc-opt [options] <input file, or - for stdin>
+
+OPTIONS:
+  -o <file>                    Output file (default: stdout)
+  --split-input-file           Split the input at '// -----' and process each chunk alone
+  --verify-diagnostics         Check diagnostics against expected-* comments in the input
+  --mlir-print-ir-after-all    Print the IR to stderr after every pass
+  --mlir-print-op-generic      Print operations in generic form
+  --pass-pipeline=<pipeline>   A textual pipeline, e.g. 'builtin.module(warp-specialize{num-stages=4})'
+  --version                    Print the wsc version
+  -h, --help                   Print this help
+
+PASSES (--<pass> or --<pass>='opt=value opt=value'):
+"""
+
+
+class UsageError(Exception):
+    """A bad command line; printed as `wsc-opt: error: ...`."""
+
+
+@dataclass
+class Options:
+    input: str = "-"
+    output: str = "-"
+    split_input_file: bool = False
+    verify_diagnostics: bool = False
+    print_ir_after_all: bool = False
+    print_generic: bool = False
+    pipeline: list = field(default_factory=list)  # WscPass instances and upstream pipeline text
+
+
+def _help_text() -> str:
+    from wsc import passes
+
+    lines = [_USAGE]
+    for flag in passes.available():
+        pass_class = passes.lookup(flag)
+        lines.append(f"  --{flag:<27}{pass_class.SUMMARY}")
+        for option in pass_class.OPTIONS:
+            default = f" (default: {option.default})"
+            lines.append(f"      {option.name + '=<' + option.type.__name__ + '>':<27}"
+                         f"{option.help}{default}")
+    return "\n".join(lines) + "\n"
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at commas outside (), {} and []."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+            if depth < 0:
+                raise UsageError(f"unbalanced '{ch}' in pass pipeline")
+        elif ch == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    if depth:
+        raise UsageError("unbalanced brackets in pass pipeline")
+    items.append(text[start:].strip())
+    return [item for item in items if item]
+
+
+def _pass_from_flag(flag: str, option_text: str):
+    from wsc import passes
+
+    pass_class = passes.lookup(flag) if flag in passes.available() else None
+    if pass_class is None:
+        return None
+    try:
+        return pass_class.from_option_string(option_text)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _parse_pipeline(text: str) -> list:
+    text = text.strip()
+    anchor = "builtin.module("
+    if not (text.startswith(anchor) and text.endswith(")")):
+        raise UsageError(f"pass pipeline must be anchored as 'builtin.module(...)', got '{text}'")
+    pipeline = []
+    for element in _split_top_level(text[len(anchor):-1]):
+        name, _, rest = element.partition("{")
+        options = rest[:-1] if rest.endswith("}") else ""
+        wsc_pass = _pass_from_flag(name.strip(), options)
+        pipeline.append(wsc_pass if wsc_pass is not None else element)
+    return pipeline
+
+
+def parse_args(argv: list[str]) -> Options | None:
+    """The options of a command line, or None when --help/--version was handled."""
+    options = Options()
+    inputs = []
+    pipeline_text = None
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-h", "--help", "-help"):
+            sys.stdout.write(_help_text())
+            return None
+        if arg == "--version":
+            print(f"wsc-opt {wsc.__version__}")
+            return None
+        if arg in ("-o", "--o"):
+            options.output = next(args, None)
+            if options.output is None:
+                raise UsageError("-o needs a file name")
+        elif arg.startswith(("-o=", "--o=")):
+            options.output = arg.split("=", 1)[1]
+        elif arg in ("--split-input-file", "-split-input-file"):
+            options.split_input_file = True
+        elif arg in ("--verify-diagnostics", "-verify-diagnostics"):
+            options.verify_diagnostics = True
+        elif arg in ("--mlir-print-ir-after-all", "-mlir-print-ir-after-all"):
+            options.print_ir_after_all = True
+        elif arg in ("--mlir-print-op-generic", "-mlir-print-op-generic"):
+            options.print_generic = True
+        elif arg.startswith("--pass-pipeline"):
+            pipeline_text = arg.split("=", 1)[1] if "=" in arg else next(args, None)
+            if pipeline_text is None:
+                raise UsageError("--pass-pipeline needs a pipeline")
+        elif arg.startswith("-") and arg != "-":
+            flag, _, option_text = arg.lstrip("-").partition("=")
+            wsc_pass = _pass_from_flag(flag, option_text)
+            if wsc_pass is None:
+                raise UsageError(f"unknown command line argument '{arg}'; "
+                                 f"see 'wsc-opt --help' for the passes")
+            options.pipeline.append(wsc_pass)
+        else:
+            inputs.append(arg)
+    if len(inputs) > 1:
+        raise UsageError(f"expected one input file, got {len(inputs)}: {' '.join(inputs)}")
+    if inputs:
+        options.input = inputs[0]
+    if pipeline_text is not None:
+        if options.pipeline:
+            raise UsageError("--pass-pipeline cannot be combined with individual pass flags")
+        options.pipeline = _parse_pipeline(pipeline_text)
+    return options
+
+
+def _read_input(path: str) -> tuple[str, str]:
+    """(display name, text) of the input; raise UsageError when unreadable."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
+    except OSError as error:
+        raise UsageError(f"could not open input file '{path}': {error.strerror}") from None
+    try:
+        return name, data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        col = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise UsageError(f"{name}:{line}:{col}: error: input is not valid UTF-8 text") from None
+
+
+def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
+    """(chunk, line offset) pairs of the input."""
+    if not split:
+        return [(text, 0)]
+    chunks, current, offset, start = [], [], 0, 0
+    for number, line in enumerate(text.splitlines(keepends=True)):
+        if line.strip() == SPLIT_MARKER:
+            chunks.append(("".join(current), start))
+            current, start = [], number + 1
+        else:
+            current.append(line)
+    chunks.append(("".join(current), start))
+    return chunks
+
+
+def process_chunk(chunk: str, line_offset: int, name: str,
+                  options: Options) -> tuple[str | None, DiagnosticEngine]:
+    """Parse, verify and transform one buffer; (printed IR or None, diagnostics)."""
+    from mlir import ir
+    from mlir.passmanager import PassManager
+
+    from wsc.dialect import make_context
+    from wsc.verifier import verify_wsc
+
+    engine = DiagnosticEngine(name, line_offset)
+    context = make_context()
+    context.attach_diagnostic_handler(engine.handler)
+    with context:
+        try:
+            module = ir.Module.parse(chunk)
+            verify_wsc(module.operation)
+        except ir.MLIRError as error:
+            engine.add_mlir_error(error)
+            return None, engine
+        except PassError as error:
+            engine.add_pass_error(error)
+            return None, engine
+        pass_manager = PassManager("builtin.module")
+        if options.print_ir_after_all:
+            pass_manager.enable_ir_printing(print_after_all=True)
+        for element in options.pipeline:
+            if isinstance(element, str):
+                try:
+                    pass_manager.add(element)
+                except ValueError as error:
+                    engine.add_error(f"invalid pass pipeline element '{element}': {error}")
+                    return None, engine
+            else:
+                element.add_to(pass_manager, engine)
+        try:
+            pass_manager.run(module.operation)
+        except ir.MLIRError as error:
+            # A failing wsc pass has already reported its located error; the
+            # pass manager's own "failed to run" message would only repeat it.
+            if not engine.has_errors:
+                engine.add_mlir_error(error)
+            return None, engine
+        if engine.has_errors:
+            return None, engine
+        return module.operation.get_asm(print_generic_op_form=options.print_generic), engine
+
+
+def run(options: Options) -> int:
+    name, text = _read_input(options.input)
+    outputs, failed = [], False
+    for chunk, line_offset in _chunks(text, options.split_input_file):
+        printed, engine = process_chunk(chunk, line_offset, name, options)
+        if options.verify_diagnostics:
+            from wsc.tools.verify_diagnostics import parse_expectations, verify
+
+            problems = verify(engine.diagnostics, parse_expectations(chunk, line_offset), name)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            failed |= bool(problems)
+        else:
+            for diagnostic in engine.diagnostics:
+                print(diagnostic.format(), file=sys.stderr)
+            failed |= printed is None
+        if printed is not None:
+            outputs.append(printed)
+    result = (SPLIT_MARKER + "\n").join(outputs)
+    if options.output == "-":
+        sys.stdout.write(result)
+    else:
+        try:
+            with open(options.output, "w") as out:
+                out.write(result)
+        except OSError as error:
+            raise UsageError(f"could not write '{options.output}': {error.strerror}") from None
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        options = parse_args(argv)
+        return 0 if options is None else run(options)
+    except UsageError as error:
+        message = str(error)
+        print(message if ": error: " in message else f"wsc-opt: error: {message}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 1
+    except Exception as error:  # an internal error must still not end in a traceback
+        if os.environ.get("WSC_DEBUG"):
+            traceback.print_exc()
+        print(f"wsc-opt: internal error: {type(error).__name__}: {error} "
+              f"(set WSC_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

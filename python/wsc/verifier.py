@@ -1,0 +1,241 @@
+"""Structural verification of wsc IR beyond what IRDL can say.
+
+IRDL (dialects/wsc.irdl.mlir) checks operand and result types and the presence
+of attributes. This module checks the rest: value ranges (stage counts, arrival
+counts, register budgets), that roles are warp-aligned thread ranges inside the
+block, that WGMMA runs in warpgroup-aligned roles, and the tile rules of TMA
+and WGMMA. Every tool runs it right after parsing and before every wsc pass,
+so passes may assume it holds; the first violation is raised as a PassError.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from wsc.dialect import SHARED_MEMORY_SPACE, parse_acc_type
+from wsc.diagnostics import PassError
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, constant_int,
+                          defining_op, enclosing_kernel, enclosing_role, int_attr,
+                          kernels, memref_shape, memref_space, walk)
+
+#: setmaxnreg accepts budgets in [24, 256], multiples of 8.
+MIN_REGISTERS, MAX_REGISTERS = 24, 256
+#: A block has at most 1024 threads.
+MAX_BLOCK_THREADS = 1024
+#: TMA box dimensions are at most 256 elements.
+MAX_TMA_BOX = 256
+#: The 128-byte swizzle that the TMA copies and WGMMA descriptors use bounds the
+#: inner extent of a box.
+SWIZZLE_BYTES = 128
+TILE_ELEMENT_TYPES = ("f16", "bf16")
+
+
+def _fail(op: ir.Operation, message: str) -> None:
+    raise PassError(op.location, f"'{op.name}' op {message}")
+
+
+def _verify_kernel(kernel: ir.Operation) -> int:
+    threads = int_attr(kernel, KERNEL_THREADS_ATTR)
+    if threads is None or threads < 1 or threads > MAX_BLOCK_THREADS or threads % WARP_SIZE:
+        _fail(kernel, f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
+                      f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}")
+    return threads
+
+
+def _verify_role(op: ir.Operation) -> None:
+    kernel = enclosing_kernel(op)
+    if kernel is None:
+        _fail(op, f"must be inside a func.func with '{KERNEL_THREADS_ATTR}'")
+    block_threads = int_attr(kernel, KERNEL_THREADS_ATTR)
+    begin, count = int_attr(op, "thread_begin"), int_attr(op, "num_threads")
+    if begin < 0 or count < WARP_SIZE or begin % WARP_SIZE or count % WARP_SIZE:
+        _fail(op, f"thread range [{begin}, {begin + count}) must be whole warps "
+                  f"(multiples of {WARP_SIZE} threads)")
+    if begin + count > block_threads:
+        _fail(op, f"thread range [{begin}, {begin + count}) is outside the block of "
+                  f"{block_threads} threads")
+    registers = int_attr(op, "max_registers")
+    if registers is not None and (registers < MIN_REGISTERS or registers > MAX_REGISTERS
+                                  or registers % 8):
+        _fail(op, f"max_registers must be a multiple of 8 in [{MIN_REGISTERS}, "
+                  f"{MAX_REGISTERS}], got {registers}")
+    for user in op.result.uses:
+        if user.owner.name != "scf.if":
+            _fail(op, "result may only be used as the condition of an scf.if")
+
+
+def _verify_roles_disjoint(kernel: ir.Operation) -> None:
+    seen: list[tuple[int, int, ir.Operation]] = []
+    for op in walk(kernel):
+        if op.name != "wsc.role":
+            continue
+        begin = int_attr(op, "thread_begin")
+        end = begin + int_attr(op, "num_threads")
+        for other_begin, other_end, other in seen:
+            if begin < other_end and other_begin < end:
+                raise PassError(op.location,
+                                f"'wsc.role' op thread range [{begin}, {end}) overlaps "
+                                f"another role's [{other_begin}, {other_end})",
+                                notes=[(other.location, "the other role is here")])
+        seen.append((begin, end, op))
+
+
+def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[int]:
+    shape = memref_shape(type_)
+    if shape is None or len(shape) != 3 or -1 in shape:
+        _fail(op, f"{what} must be a static memref<stages x rows x cols> in shared memory, "
+                  f"got {type_}")
+    if memref_space(type_) != SHARED_MEMORY_SPACE:
+        _fail(op, f"{what} must be in shared memory (address space {SHARED_MEMORY_SPACE}), "
+                  f"got {type_}")
+    if shape[0] < 1:
+        _fail(op, f"{what} needs at least 1 stage, got {shape[0]}")
+    element = str(ir.MemRefType(type_).element_type)
+    if element not in TILE_ELEMENT_TYPES:
+        _fail(op, f"{what} element type must be f16 or bf16, got {element}")
+    return shape
+
+
+def _verify_global(op: ir.Operation, type_: ir.Type, what: str) -> None:
+    shape = memref_shape(type_)
+    if shape is None or len(shape) != 2 or memref_space(type_) != 0:
+        _fail(op, f"{what} must be a rank-2 memref in global memory, got {type_}")
+
+
+def _verify_stage(op: ir.Operation, stage: ir.Value, num_stages: int) -> None:
+    index = constant_int(stage)
+    if index is not None and not 0 <= index < num_stages:
+        _fail(op, f"stage {index} is outside the ring of {num_stages} stages")
+
+
+def _barrier_count(op: ir.Operation, barriers: ir.Value) -> int | None:
+    alloc = defining_op(barriers)
+    return int_attr(alloc, "num_barriers") if alloc is not None else None
+
+
+def _verify_op(op: ir.Operation) -> None:
+    name = op.name
+    if name == "wsc.role":
+        _verify_role(op)
+    elif name == "wsc.alloc_shared":
+        _verify_shared_buffer(op, op.result.type, "result")
+    elif name == "wsc.mbarrier_alloc":
+        if int_attr(op, "num_barriers") < 1:
+            _fail(op, f"num_barriers must be at least 1 (one per stage), got "
+                      f"{int_attr(op, 'num_barriers')}")
+        if int_attr(op, "arrival_count") < 1:
+            _fail(op, f"arrival_count must be at least 1, got {int_attr(op, 'arrival_count')}")
+    elif name in ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
+        count = _barrier_count(op, op.operands[0])
+        if count is not None:
+            _verify_stage(op, op.operands[1], count)
+        if name == "wsc.mbarrier_arrive_expect_tx" and int_attr(op, "tx_bytes") <= 0:
+            _fail(op, f"tx_bytes must be positive, got {int_attr(op, 'tx_bytes')}")
+    elif name == "wsc.ring_advance":
+        if int_attr(op, "num_stages") < 1:
+            _fail(op, f"num_stages must be at least 1, got {int_attr(op, 'num_stages')}")
+    elif name == "wsc.tma_load":
+        _verify_tma_load(op)
+    elif name == "wsc.tma_store":
+        _verify_global(op, op.operands[2].type, "destination")
+        shape = _verify_shared_buffer(op, op.operands[0].type, "source")
+        _verify_stage(op, op.operands[1], shape[0])
+    elif name == "wsc.wgmma":
+        _verify_wgmma(op)
+    elif name == "wsc.wgmma_wait_group":
+        if int_attr(op, "pending") < 0:
+            _fail(op, f"pending must be non-negative, got {int_attr(op, 'pending')}")
+    elif name in ("wsc.acc_alloc", "wsc.cast"):
+        _verify_acc(op, op.result.type)
+    elif name == "wsc.store":
+        _verify_global(op, op.operands[1].type, "destination")
+        _, element = parse_acc_type(op.operands[0].type)
+        dst_element = str(ir.MemRefType(op.operands[1].type).element_type)
+        if element != dst_element:
+            _fail(op, f"tile element type {element} differs from the destination's "
+                      f"{dst_element} (convert it with wsc.cast)")
+
+
+def _verify_tma_load(op: ir.Operation) -> None:
+    src, _, _, dst, stage, barriers = op.operands
+    _verify_global(op, src.type, "source")
+    shape = _verify_shared_buffer(op, dst.type, "destination")
+    _verify_stage(op, stage, shape[0])
+    src_element = str(ir.MemRefType(src.type).element_type)
+    dst_element = str(ir.MemRefType(dst.type).element_type)
+    if src_element != dst_element:
+        _fail(op, f"source element type {src_element} differs from the destination's {dst_element}")
+    rows, cols = shape[1], shape[2]
+    if rows > MAX_TMA_BOX or cols > MAX_TMA_BOX:
+        _fail(op, f"TMA box {rows}x{cols} exceeds {MAX_TMA_BOX} elements in a dimension")
+    inner_bytes = cols * ir.MemRefType(dst.type).element_type.width // 8
+    if inner_bytes > SWIZZLE_BYTES:
+        _fail(op, f"TMA box inner extent is {inner_bytes} bytes, more than the "
+                  f"{SWIZZLE_BYTES}-byte swizzle span")
+    count = _barrier_count(op, barriers)
+    if count is not None and count != shape[0]:
+        _fail(op, f"the ring has {shape[0]} stages but its barrier array has {count}")
+
+
+def _verify_acc(op: ir.Operation, type_: ir.Type) -> None:
+    shape, element = parse_acc_type(type_)
+    if len(shape) != 2:
+        _fail(op, f"register tile must be rank 2, got shape {list(shape)}")
+    if shape[0] % 64 or shape[0] < 64:
+        _fail(op, f"register tile rows must be a multiple of 64 (the WGMMA M), got {shape[0]}")
+    if shape[1] % 8 or not 8 <= shape[1] <= 256:
+        _fail(op, f"register tile columns must be a multiple of 8 in [8, 256] "
+                  f"(the WGMMA N), got {shape[1]}")
+    if element not in ("f32", "f16", "bf16"):
+        _fail(op, f"register tile element type must be f32, f16 or bf16, got {element}")
+
+
+def _verify_wgmma(op: ir.Operation) -> None:
+    a, b, stage, acc = op.operands
+    a_shape = _verify_shared_buffer(op, a.type, "A")
+    b_shape = _verify_shared_buffer(op, b.type, "B")
+    _verify_acc(op, acc.type)
+    (m, n), element = parse_acc_type(acc.type)
+    if element != "f32":
+        _fail(op, f"accumulator must be f32, got {element}")
+    if a_shape[0] != b_shape[0]:
+        _fail(op, f"A and B rings have {a_shape[0]} and {b_shape[0]} stages")
+    _verify_stage(op, stage, a_shape[0])
+    if str(ir.MemRefType(a.type).element_type) != str(ir.MemRefType(b.type).element_type):
+        _fail(op, "A and B element types differ")
+    a_row = int_attr(op, "a_row")
+    block_k = a_shape[2]
+    if block_k % 16:
+        _fail(op, f"K tile {block_k} is not a multiple of 16 (the WGMMA K)")
+    if a_row < 0 or a_row % 64 or a_row + m > a_shape[1]:
+        _fail(op, f"rows [{a_row}, {a_row + m}) of A are outside its {a_shape[1]}-row tile "
+                  f"or not 64-aligned")
+    layout = ir.StringAttr(op.attributes["b_layout"]).value
+    b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
+    if b_n != n or b_k != block_k:
+        _fail(op, f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match "
+                  f"N={n}, K={block_k}")
+    role = enclosing_role(op)
+    if role is not None:
+        begin, count = int_attr(role, "thread_begin"), int_attr(role, "num_threads")
+        if begin % WARPGROUP_SIZE or count != WARPGROUP_SIZE:
+            raise PassError(op.location,
+                            f"'wsc.wgmma' op must run in one warpgroup-aligned role "
+                            f"(4 warps starting at a multiple of {WARPGROUP_SIZE} threads); "
+                            f"its role covers threads [{begin}, {begin + count})",
+                            notes=[(role.location, "role defined here")])
+    else:
+        kernel = enclosing_kernel(op)
+        if kernel is not None and int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
+            _fail(op, f"outside a role needs a block of exactly one warpgroup "
+                      f"({WARPGROUP_SIZE} threads)")
+
+
+def verify_wsc(module: ir.Operation) -> None:
+    """Raise a PassError at the first wsc rule `module` breaks."""
+    for kernel in kernels(module):
+        _verify_kernel(kernel)
+        _verify_roles_disjoint(kernel)
+    for op in walk(module):
+        if op.name.startswith("wsc."):
+            _verify_op(op)

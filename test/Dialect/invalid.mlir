@@ -1,0 +1,222 @@
+// Invalid uses of every wsc op and type: each case must give its located error.
+// RUN: wsc-opt --split-input-file --verify-diagnostics %s
+
+func.func @role_outside_block() attributes {wsc.num_threads = 160 : i32} {
+  // expected-error @below {{'wsc.role' op thread range [128, 192) is outside the block of 160 threads}}
+  %r = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 64 : i32} : () -> i1
+  return
+}
+// -----
+func.func @role_not_whole_warps() attributes {wsc.num_threads = 160 : i32} {
+  // expected-error @below {{'wsc.role' op thread range [144, 160) must be whole warps (multiples of 32 threads)}}
+  %r = "wsc.role"() {role = "producer", thread_begin = 144 : i32, num_threads = 16 : i32} : () -> i1
+  return
+}
+// -----
+func.func @roles_overlap() attributes {wsc.num_threads = 256 : i32} {
+  // expected-note @below {{the other role is here}}
+  %r0 = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32} : () -> i1
+  // expected-error @below {{'wsc.role' op thread range [96, 128) overlaps another role's [0, 128)}}
+  %r1 = "wsc.role"() {role = "producer", thread_begin = 96 : i32, num_threads = 32 : i32} : () -> i1
+  return
+}
+// -----
+func.func @register_budget() attributes {wsc.num_threads = 160 : i32} {
+  // expected-error @below {{'wsc.role' op max_registers must be a multiple of 8 in [24, 256], got 300}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 300 : i32} : () -> i1
+  return
+}
+// -----
+func.func @role_missing_attribute() attributes {wsc.num_threads = 160 : i32} {
+  // expected-error @below {{'wsc.role' op attribute "thread_begin" is expected but not provided}}
+  %r = "wsc.role"() {role = "consumer", num_threads = 128 : i32} : () -> i1
+  return
+}
+// -----
+func.func @role_result_type() attributes {wsc.num_threads = 160 : i32} {
+  // expected-error @below {{'wsc.role' op expected 'i1' but got 'i32'}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32} : () -> i32
+  return
+}
+// -----
+func.func @role_used_as_value(%x: i1) attributes {wsc.num_threads = 160 : i32} {
+  // expected-error @below {{'wsc.role' op result may only be used as the condition of an scf.if}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32} : () -> i1
+  %y = arith.andi %r, %x : i1
+  return
+}
+// -----
+// expected-error @below {{'func.func' op attribute 'wsc.num_threads' must be a multiple of 32 in [32, 1024], got 100}}
+func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
+  return
+}
+// -----
+// expected-error @below {{'wsc.elect' op expected 'i1' but got 'i32'}}
+%e = "wsc.elect"() : () -> i32
+// -----
+// expected-error @below {{'wsc.alloc_shared' op result needs at least 1 stage, got 0}}
+%s = "wsc.alloc_shared"() : () -> memref<0x128x64xf16, 3>
+// -----
+// expected-error @below {{'wsc.alloc_shared' op result must be in shared memory (address space 3), got memref<2x128x64xf16>}}
+%s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16>
+// -----
+// expected-error @below {{'wsc.alloc_shared' op expected base type 'builtin.memref' but got 'builtin.integer'}}
+%s = "wsc.alloc_shared"() : () -> i32
+// -----
+// expected-error @below {{'wsc.mbarrier_alloc' op num_barriers must be at least 1 (one per stage), got 0}}
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 0 : i32} : () -> !wsc.mbarriers
+// -----
+// expected-error @below {{'wsc.mbarrier_alloc' op attribute "num_barriers" is expected but not provided}}
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32} : () -> !wsc.mbarriers
+// -----
+// expected-error @below {{'wsc.mbarrier_alloc' op expected base attribute 'builtin.integer' but got 'builtin.string'}}
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = "four"} : () -> !wsc.mbarriers
+// -----
+// expected-error @below {{'wsc.mbarrier_alloc' op arrival_count must be at least 1, got 0}}
+%b = "wsc.mbarrier_alloc"() {arrival_count = 0 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+// -----
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+%c2 = arith.constant 2 : index
+// expected-error @below {{'wsc.mbarrier_arrive' op stage 2 is outside the ring of 2 stages}}
+"wsc.mbarrier_arrive"(%b, %c2) : (!wsc.mbarriers, index) -> ()
+// -----
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+%c0 = arith.constant 0 : i32
+// expected-error @below {{'wsc.mbarrier_arrive' op expected 'index' but got 'i32'}}
+"wsc.mbarrier_arrive"(%b, %c0) : (!wsc.mbarriers, i32) -> ()
+// -----
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+%c0 = arith.constant 0 : index
+// expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op tx_bytes must be positive, got 0}}
+"wsc.mbarrier_arrive_expect_tx"(%b, %c0) {tx_bytes = 0 : i32} : (!wsc.mbarriers, index) -> ()
+// -----
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+%c0 = arith.constant 0 : index
+// expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op attribute "tx_bytes" is expected but not provided}}
+"wsc.mbarrier_arrive_expect_tx"(%b, %c0) : (!wsc.mbarriers, index) -> ()
+// -----
+%b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+%c0 = arith.constant 0 : index
+%p = arith.constant 0 : i32
+// expected-error @below {{'wsc.mbarrier_wait' op expected 'i1' but got 'i32'}}
+"wsc.mbarrier_wait"(%b, %c0, %p) : (!wsc.mbarriers, index, i32) -> ()
+// -----
+%c0 = arith.constant 0 : index
+%p = arith.constant 0 : i1
+// expected-error @below {{'wsc.ring_advance' op num_stages must be at least 1, got 0}}
+%s:2 = "wsc.ring_advance"(%c0, %p) {num_stages = 0 : i32} : (index, i1) -> (index, i1)
+// -----
+%c0 = arith.constant 0 : index
+%p = arith.constant 0 : i1
+// expected-error @below {{'wsc.ring_advance' op op expects exactly 2 results, but got 1}}
+%s = "wsc.ring_advance"(%c0, %p) {num_stages = 2 : i32} : (index, i1) -> index
+// -----
+func.func @tma_inner_extent(%a: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x128xf16, 3>
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.tma_load' op TMA box inner extent is 256 bytes, more than the 128-byte swizzle span}}
+  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x128x128xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+// -----
+func.func @tma_box_dim(%a: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x512x64xf16, 3>
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.tma_load' op TMA box 512x64 exceeds 256 elements in a dimension}}
+  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x512x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+// -----
+func.func @tma_element(%a: memref<?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.tma_load' op source element type bf16 differs from the destination's f16}}
+  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xbf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+// -----
+func.func @tma_barrier_count(%a: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 3 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.tma_load' op the ring has 2 stages but its barrier array has 3}}
+  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+// -----
+func.func @tma_store_rank(%c: memref<?xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  // expected-error @below {{'wsc.tma_store' op destination must be a rank-2 memref in global memory, got memref<?xf16>}}
+  "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<2x128x64xf16, 3>, index, memref<?xf16>, index, index) -> ()
+  return
+}
+// -----
+// expected-error @below {{'wsc.acc_alloc' op register tile rows must be a multiple of 64 (the WGMMA M), got 32}}
+%acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 32, 128>, f32>
+// -----
+// expected-error @below {{'wsc.acc_alloc' op register tile columns must be a multiple of 8 in [8, 256] (the WGMMA N), got 300}}
+%acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 300>, f32>
+// -----
+// expected-error @below {{expected base attribute 'builtin.dense_array' but got 'builtin.integer'}}
+%acc = "wsc.acc_alloc"() : () -> !wsc.acc<3, f32>
+// -----
+func.func @wgmma_role_misaligned() attributes {wsc.num_threads = 256 : i32} {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  // expected-note @below {{role defined here}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 32 : i32, num_threads = 128 : i32} : () -> i1
+  scf.if %r {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    // expected-error @below {{'wsc.wgmma' op must run in one warpgroup-aligned role (4 warps starting at a multiple of 128 threads); its role covers threads [32, 160)}}
+    "wsc.wgmma"(%s, %s, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+  }
+  return
+}
+// -----
+func.func @wgmma_b_layout() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  // expected-error @below {{'wsc.wgmma' op '"mn"' does not satisfy the constraint}}
+  "wsc.wgmma"(%s, %s, %c0, %acc) {a_row = 0 : i32, b_layout = "mn"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+  return
+}
+// -----
+func.func @wgmma_shape() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
+  // expected-error @below {{'wsc.wgmma' op B stage tile 128x64 (nk) does not match N=64, K=64}}
+  "wsc.wgmma"(%s, %s, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
+  return
+}
+// -----
+// expected-error @below {{'wsc.wgmma_fence' op op expects exactly 0 results, but got 1}}
+"wsc.wgmma_fence"() : () -> i32
+// -----
+%c0 = arith.constant 0 : index
+// expected-error @below {{'wsc.wgmma_commit_group' op op expects exactly 0 operands, but got 1}}
+"wsc.wgmma_commit_group"(%c0) : (index) -> ()
+// -----
+// expected-error @below {{'wsc.wgmma_wait_group' op attribute "pending" is expected but not provided}}
+"wsc.wgmma_wait_group"() : () -> ()
+// -----
+%c0 = arith.constant 0 : index
+// expected-error @below {{'wsc.sync' op op expects exactly 0 operands, but got 1}}
+"wsc.sync"(%c0) : (index) -> ()
+// -----
+%c0 = arith.constant 0 : index
+// expected-error @below {{'wsc.cast' op expected base type 'wsc.acc' but got 'index'}}
+%h = "wsc.cast"(%c0) : (index) -> !wsc.acc<array<i64: 64, 64>, f16>
+// -----
+func.func @store_element(%c: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.store' op tile element type f32 differs from the destination's f16 (convert it with wsc.cast)}}
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf16>, index, index) -> ()
+  return
+}

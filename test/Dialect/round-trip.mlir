@@ -1,0 +1,61 @@
+// Every wsc op and type printed and parsed back: the generic form wsc-opt
+// prints must parse to the same IR.
+// RUN: wsc-opt %s | wsc-opt | FileCheck %s
+// RUN: wsc-opt --mlir-print-op-generic %s | wsc-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @every_op
+func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16>)
+    attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %true = arith.constant true
+  // CHECK: %[[SA:.*]] = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  // CHECK: %[[FULL:.*]] = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // CHECK: "wsc.sync"() : () -> ()
+  "wsc.sync"() : () -> ()
+  // CHECK: "wsc.role"() {max_registers = 232 : i32, num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+  %is_consumer = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %is_consumer {
+    // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    // CHECK: "wsc.mbarrier_wait"(%[[FULL]], %{{.*}}, %{{.*}}) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.mbarrier_wait"(%full, %c0, %true) : (!wsc.mbarriers, index, i1) -> ()
+    // CHECK: "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    // CHECK: "wsc.wgmma"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 0 : i32, b_layout = "nk"}
+    "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    // CHECK: "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    // CHECK: "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    // CHECK: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) : (!wsc.mbarriers, index) -> ()
+    "wsc.mbarrier_arrive"(%empty, %c0) : (!wsc.mbarriers, index) -> ()
+    // CHECK: "wsc.cast"(%{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
+    %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
+    // CHECK: "wsc.store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
+    "wsc.store"(%h, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
+    // CHECK: "wsc.tma_store"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+    "wsc.tma_store"(%sa, %c0, %c, %c0, %c0) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  }
+  // CHECK: "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32} : () -> i1
+  scf.if %is_producer {
+    // CHECK: %[[NEXT:.*]]:2 = "wsc.ring_advance"(%{{.*}}, %{{.*}}) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+    %next_stage, %next_phase = "wsc.ring_advance"(%c0, %true) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+    // CHECK: "wsc.mbarrier_wait"(%{{.*}}, %[[NEXT]]#0, %[[NEXT]]#1)
+    "wsc.mbarrier_wait"(%empty, %next_stage, %next_phase) : (!wsc.mbarriers, index, i1) -> ()
+    // CHECK: %[[ELECTED:.*]] = "wsc.elect"() : () -> i1
+    %elected = "wsc.elect"() : () -> i1
+    // CHECK: scf.if %[[ELECTED]]
+    scf.if %elected {
+      // CHECK: "wsc.mbarrier_arrive_expect_tx"(%[[FULL]], %{{.*}}) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      // CHECK: "wsc.tma_load"(%{{.*}}, %{{.*}}, %{{.*}}, %[[SA]], %{{.*}}, %[[FULL]]) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%a, %c0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+  }
+  return
+}

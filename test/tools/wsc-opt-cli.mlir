@@ -1,0 +1,35 @@
+// wsc-opt behaves like mlir-opt on the command line: bad input gives a located
+// error and exit status 1, never a Python traceback.
+
+// An empty file is an empty module.
+// RUN: echo "" | wsc-opt - | FileCheck %s --check-prefix=EMPTY
+// EMPTY: module {
+// EMPTY-NEXT: }
+
+// RUN: not wsc-opt %S/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: wsc-opt: error: could not open input file '{{.*}}does-not-exist.mlir': No such file or directory
+// MISSING-NOT: Traceback
+
+// RUN: printf 'garbage\xff\xfe' | not wsc-opt - 2>&1 | FileCheck %s --check-prefix=BYTES
+// BYTES: <stdin>:1:8: error: input is not valid UTF-8 text
+
+// RUN: printf '"wsc.bogus"() : () -> ()' | not wsc-opt - 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: <stdin>:1:1: error: unregistered operation 'wsc.bogus' found in dialect ('wsc')
+
+// RUN: not wsc-opt --no-such-pass %s 2>&1 | FileCheck %s --check-prefix=FLAG
+// FLAG: wsc-opt: error: unknown command line argument '--no-such-pass'
+
+// RUN: not wsc-opt %s %s 2>&1 | FileCheck %s --check-prefix=TWO
+// TWO: wsc-opt: error: expected one input file, got 2
+
+// RUN: wsc-opt --help | FileCheck %s --check-prefix=HELP
+// HELP: USAGE: wsc-opt [options]
+// HELP: PASSES
+
+// -o writes the output file.
+// RUN: wsc-opt %s -o %t && FileCheck %s --check-prefix=OUT < %t
+// OUT: func.func @k
+
+func.func @k() attributes {wsc.num_threads = 128 : i32} {
+  return
+}
