@@ -111,3 +111,41 @@ def memref_space(type_: ir.Type) -> int | None:
 
 def element_bytes(type_: ir.Type) -> int:
     return ir.MemRefType(type_).element_type.width // 8
+
+
+def clone_remapped(op: ir.Operation, mapping: dict) -> ir.Operation:
+    """Clone `op` at the current insertion point, replacing every operand (its
+    own and its nested ops') found in `mapping`; record its results in `mapping`
+    so later clones use them."""
+    clone = op.clone()
+    for target in (clone, *walk(clone)):
+        for index, operand in enumerate(target.operands):
+            if operand in mapping:
+                target.operands[index] = mapping[operand]
+    for old, new in zip(op.results, clone.results):
+        mapping[old] = new
+    return clone
+
+
+def operands_deep(op: ir.Operation) -> list[ir.Value]:
+    """The operands of `op` and of every op nested in it."""
+    values = list(op.operands)
+    for nested in walk(op):
+        values.extend(nested.operands)
+    return values
+
+
+def index_constant(value: int) -> ir.Value:
+    from mlir.dialects import arith
+
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def bool_constant(value: bool) -> ir.Value:
+    from mlir.dialects import arith
+
+    return arith.ConstantOp(ir.IntegerType.get_signless(1), int(value)).result
+
+
+def set_int_attr(op: ir.Operation, name: str, value: int) -> None:
+    op.attributes[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value)

@@ -1,0 +1,367 @@
+"""--warp-specialize: split a non-specialized kernel into a TMA producer role and
+WGMMA consumer warpgroups that hand ring-buffer stages over full/empty mbarriers.
+
+This is the tutorial's V2 -> V3 step done by the compiler.
+
+Contract
+--------
+Before: a kernel (func.func with `wsc.num_threads` = 128, one warpgroup, no
+roles) whose body is prologue ops, one `wsc.acc_alloc`, one K-tile `scf.for`
+and an epilogue. The loop carries exactly (stage, phase), advanced by one
+`wsc.ring_advance`; its body holds
+  - an `scf.if` guarded by `wsc.elect` with one `wsc.mbarrier_arrive_expect_tx`
+    and the `wsc.tma_load`s of the tile, all completing on the *full* barriers
+    (arrival count 1);
+  - `wsc.mbarrier_wait` on the full barriers, then `wsc.wgmma_fence`,
+    `wsc.wgmma`s, `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`;
+  - any number of block-wide `wsc.sync`s and pure arith ops.
+The epilogue may only use the accumulator through `wsc.cast` and `wsc.store`.
+
+After: the same computation, specialized (the seed's V3, generalised):
+  - an *empty* barrier array beside the full one, with one arrival per consumer
+    thread (128 x num-consumer-groups), initialised before the block-wide sync
+    that makes barrier init visible, i.e. before the roles split;
+  - num-consumer-groups consumer roles, warpgroup g on threads [128g, 128g+128),
+    each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
+    full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
+    B, waits for them (wait_group 0), then releases the stage by arriving on
+    empty[stage]; then it stores its rows;
+  - one producer role after them (a warp, or a warpgroup when producer =
+    warpgroup, which also records register budgets for setmaxnreg): it waits on
+    empty[stage] (initial phase 1: fresh barriers pass at once), then one elected
+    thread declares the bytes and issues the copies; after the loop it drains
+    min(num_stages, k_tiles) empties so it never exits while consumers still
+    arrive;
+  - no block-wide wsc.sync left inside the loop;
+  - wsc.num_threads = 128 x groups + (32 or 128).
+The mbarrier protocol of the output is then checked by --verify-pipeline's
+simulator unless `verify=false`. Any input outside this form gets a located
+error naming what is unsupported.
+
+Options
+-------
+num-stages           ring depth; 0 keeps the ring as written
+num-consumer-groups  1, 2 or 4 consumer warpgroups
+producer             warp | warpgroup
+producer-registers   setmaxnreg budget of a warpgroup producer
+consumer-registers   setmaxnreg budget of each consumer warpgroup (0: the most
+                     that fits the register file beside the producer, <= 232)
+verify               run the protocol check on the result
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from wsc import dialect
+from wsc.diagnostics import PassError
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, bool_constant,
+                          clone_remapped, constant_int, defining_op, index_constant, int_attr, kernels,
+                          operands_deep, set_int_attr, walk)
+from wsc.pass_registry import Option, WscPass
+
+#: Registers of one SM's register file available to one block (64K x 32-bit).
+REGISTER_FILE = 65536
+#: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
+DEFAULT_CONSUMER_REGISTERS = 232
+
+_CONSUMER_OPS = ("wsc.mbarrier_wait", "wsc.wgmma_fence", "wsc.wgmma",
+                 "wsc.wgmma_commit_group", "wsc.wgmma_wait_group")
+_PURE_DIALECTS = ("arith.",)
+
+
+class WarpSpecialize(WscPass):
+    ARGUMENT = "warp-specialize"
+    SUMMARY = "Split a kernel into a TMA producer role and WGMMA consumer warpgroups"
+    OPTIONS = (
+        Option("num-stages", int, 0, "ring depth (0: as written)"),
+        Option("num-consumer-groups", int, 1, "consumer warpgroups", choices=(1, 2, 4)),
+        Option("producer", str, "warp", "producer role size", choices=("warp", "warpgroup")),
+        Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
+        Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
+        Option("verify", bool, True, "check the mbarrier protocol of the result"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        found = kernels(module.operation)
+        for kernel in found:
+            with ir.Location.unknown(kernel.context):
+                _Specializer(kernel, self.options).run()
+        if self.options.verify and found:
+            from wsc.protocol import check_protocol
+
+            check_protocol(module.operation)
+
+
+class _Specializer:
+    """Rewrites one kernel; the fields name the parts of the input form."""
+
+    def __init__(self, kernel: ir.Operation, options):
+        self.kernel = kernel
+        self.options = options
+        self.body = kernel.regions[0].blocks[0]
+
+    # Matching the input form ------------------------------------------------
+
+    def _fail(self, op: ir.Operation, message: str) -> None:
+        raise PassError(op.location, f"--warp-specialize: {message}")
+
+    def _match(self) -> None:
+        kernel = self.kernel
+        if any(op.name == "wsc.role" for op in walk(kernel)):
+            self._fail(kernel, "kernel is already specialized (it has wsc.role ops)")
+        if int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
+            self._fail(kernel, f"expects a non-specialized kernel of one warpgroup "
+                               f"({KERNEL_THREADS_ATTR} = {WARPGROUP_SIZE})")
+        loops = [op.operation for op in self.body.operations
+                 if op.operation.name == "scf.for"
+                 and any(n.name == "wsc.tma_load" for n in walk(op.operation))]
+        if len(loops) != 1:
+            self._fail(kernel, f"expects exactly one K-tile scf.for with TMA loads at the "
+                               f"top level of the kernel, found {len(loops)}")
+        self.loop = loops[0]
+        self.loop_body = self.loop.regions[0].blocks[0]
+        ops = [op.operation for op in self.body.operations]
+        self.prologue = ops[:ops.index(self.loop)]
+        self.epilogue = ops[ops.index(self.loop) + 1:-1]
+
+        accs = [op for op in self.prologue if op.name == "wsc.acc_alloc"]
+        if len(accs) != 1:
+            self._fail(kernel, f"expects one wsc.acc_alloc before the K loop, found {len(accs)}")
+        self.acc_alloc = accs[0]
+        self._match_loop()
+        self._match_epilogue()
+
+    def _match_loop(self) -> None:
+        loop = self.loop
+        advances = [op.operation for op in self.loop_body.operations
+                    if op.operation.name == "wsc.ring_advance"]
+        args = list(self.loop_body.arguments)
+        if len(advances) != 1 or len(args) != 3:
+            self._fail(loop, "the K loop must carry exactly (stage, phase), advanced by one "
+                             "wsc.ring_advance")
+        self.advance = advances[0]
+        self.iv, self.stage, self.phase = args
+        if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
+            self._fail(loop, "the K loop must count K tiles from 0 in steps of 1")
+        yield_op = self.loop_body.operations[len(self.loop_body.operations) - 1].operation
+        if (list(self.advance.operands) != [self.stage, self.phase]
+                or list(yield_op.operands) != list(self.advance.results)):
+            self._fail(self.advance, "the loop must yield wsc.ring_advance of its own "
+                                     "(stage, phase)")
+
+        self.producer_anchors, self.consumer_anchors = [], []
+        self.full = None
+        for op in self.loop_body.operations:
+            op = op.operation
+            name = op.name
+            if name == "scf.if" and any(n.name == "wsc.tma_load" for n in walk(op)):
+                self._match_copies(op)
+                self.producer_anchors.append(op)
+            elif name in _CONSUMER_OPS:
+                self.consumer_anchors.append(op)
+                if name == "wsc.wgmma_wait_group" and int_attr(op, "pending") != 0:
+                    self._fail(op, "only wgmma_wait_group {pending = 0} is supported in the "
+                                   "input: the stage is released after it")
+            elif name in ("wsc.sync", "wsc.ring_advance", "wsc.elect", "scf.yield"):
+                continue
+            elif not name.startswith(_PURE_DIALECTS):
+                self._fail(op, f"cannot assign '{name}' in the K loop to the producer or "
+                               f"the consumers")
+        if self.full is None:
+            self._fail(loop, "found no elected TMA copies in the K loop")
+        waits = [op for op in self.consumer_anchors if op.name == "wsc.mbarrier_wait"]
+        if len(waits) != 1 or waits[0].operands[0] != self.full:
+            self._fail(loop, "the K loop must wait once on the full barriers its copies "
+                             "complete on")
+        self.wgmmas = [op for op in self.consumer_anchors if op.name == "wsc.wgmma"]
+        if not self.wgmmas:
+            self._fail(loop, "found no wsc.wgmma in the K loop")
+        for op in self.wgmmas:
+            if op.operands[3] != self.acc_alloc.result:
+                self._fail(op, "every wsc.wgmma must accumulate into the kernel's wsc.acc_alloc")
+
+    def _match_copies(self, if_op: ir.Operation) -> None:
+        guard = defining_op(if_op.operands[0])
+        if guard is None or guard.name != "wsc.elect":
+            self._fail(if_op, "TMA copies must be issued under a wsc.elect")
+        self.elect = guard
+        for op in walk(if_op):
+            if op.name in ("wsc.tma_load", "wsc.mbarrier_arrive_expect_tx"):
+                barriers = op.operands[5] if op.name == "wsc.tma_load" else op.operands[0]
+                if self.full is not None and barriers != self.full:
+                    self._fail(op, "all copies of a K tile must complete on one barrier array")
+                self.full = barriers
+        full_alloc = defining_op(self.full)
+        if full_alloc is None or full_alloc.name != "wsc.mbarrier_alloc":
+            self._fail(if_op, "the full barriers must come from a wsc.mbarrier_alloc")
+        if int_attr(full_alloc, "arrival_count") != 1:
+            self._fail(full_alloc, f"the full barriers must expect 1 arrival (the elected "
+                                   f"producer thread), not {int_attr(full_alloc, 'arrival_count')}")
+        self.full_alloc = full_alloc
+
+    def _match_epilogue(self) -> None:
+        acc = self.acc_alloc.result
+        self.stores = []
+        for op in self.epilogue:
+            uses_acc = acc in operands_deep(op)
+            if op.name == "wsc.store":
+                self.stores.append(op)
+            elif uses_acc and op.name != "wsc.cast":
+                self._fail(op, f"the epilogue may use the accumulator only through wsc.cast "
+                               f"and wsc.store, not '{op.name}'")
+            elif op.name not in ("wsc.cast",) and not op.name.startswith(_PURE_DIALECTS):
+                self._fail(op, f"unsupported epilogue op '{op.name}'")
+        if not self.stores:
+            self._fail(self.kernel, "the epilogue stores no result (wsc.store)")
+
+    # Building the output ------------------------------------------------------
+
+    def _slice(self, anchors: list[ir.Operation]) -> list[ir.Operation]:
+        """The loop-body ops `anchors` need, anchors included, in body order."""
+        body_ops = [op.operation for op in self.loop_body.operations]
+        needed = set()
+        pending = list(anchors)
+        while pending:
+            op = pending.pop()
+            if op in needed:
+                continue
+            needed.add(op)
+            for value in operands_deep(op):
+                producer = defining_op(value)
+                if producer is not None and producer in body_ops:
+                    pending.append(producer)
+        return [op for op in body_ops if op in needed]
+
+    def _resize_ring(self, num_stages: int) -> int:
+        """Rebuild the ring buffers and barrier arrays with num_stages stages."""
+        written = int_attr(self.full_alloc, "num_barriers")
+        if num_stages in (0, written):
+            return written
+        for op in [op.operation for op in self.body.operations]:
+            if op.name == "wsc.alloc_shared":
+                memref = ir.MemRefType(op.result.type)
+                _, rows, cols = memref.shape
+                with ir.InsertionPoint(op):
+                    resized = dialect.alloc_shared(dialect.shared_buffer_type(
+                        num_stages, rows, cols, str(memref.element_type)))
+                op.result.replace_all_uses_with(resized)
+                op.erase()
+            elif op.name == "wsc.mbarrier_alloc":
+                set_int_attr(op, "num_barriers", num_stages)
+        set_int_attr(self.advance, "num_stages", num_stages)
+        return num_stages
+
+    def _register_budgets(self, groups: int) -> tuple[int | None, int | None]:
+        if self.options.producer == "warp":
+            # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
+            return None, None
+        producer = self.options.producer_registers
+        consumer = self.options.consumer_registers
+        if consumer == 0:
+            fits = (REGISTER_FILE - WARPGROUP_SIZE * producer) // (WARPGROUP_SIZE * groups)
+            consumer = min(DEFAULT_CONSUMER_REGISTERS, fits // 8 * 8)
+        total = WARPGROUP_SIZE * (producer + groups * consumer)
+        if total > REGISTER_FILE:
+            self._fail(self.kernel, f"register budgets need {total} registers "
+                                    f"({groups} x 128 x {consumer} + 128 x {producer}), more "
+                                    f"than the {REGISTER_FILE} of the register file")
+        return producer, consumer
+
+    def run(self) -> None:
+        self._match()
+        groups = self.options.num_consumer_groups
+        num_stages = self._resize_ring(self.options.num_stages)
+        acc_shape, acc_element = dialect.parse_acc_type(self.acc_alloc.result.type)
+        block_m, block_n = acc_shape
+        group_rows = block_m // groups
+        if group_rows % 64:
+            self._fail(self.acc_alloc, f"a {block_m}-row tile cannot be split over {groups} "
+                                       f"consumer warpgroups in multiples of 64 rows")
+        producer_threads = WARP_SIZE if self.options.producer == "warp" else WARPGROUP_SIZE
+        producer_registers, consumer_registers = self._register_budgets(groups)
+        consumer_threads = WARPGROUP_SIZE * groups
+
+        # The empty barriers are initialised next to the full ones, so the
+        # block-wide sync after them makes both visible before the roles split.
+        with ir.InsertionPoint.after(self.full_alloc):
+            empty = dialect.mbarrier_alloc(consumer_threads, num_stages)
+
+        with ir.InsertionPoint(self.loop):
+            stage0 = index_constant(0)
+            for group in range(groups):
+                is_consumer = dialect.role("consumer", WARPGROUP_SIZE * group, WARPGROUP_SIZE,
+                                           consumer_registers)
+                if_op = scf.IfOp(is_consumer)
+                with ir.InsertionPoint(if_op.then_block):
+                    self._build_consumer(group, group_rows, block_n, acc_element, empty, stage0)
+                    scf.YieldOp([])
+            is_producer = dialect.role("producer", consumer_threads, producer_threads,
+                                       producer_registers)
+            if_op = scf.IfOp(is_producer)
+            with ir.InsertionPoint(if_op.then_block):
+                self._build_producer(empty, stage0, num_stages)
+                scf.YieldOp([])
+
+        for op in reversed(self.epilogue):
+            op.erase()
+        self.loop.erase()
+        self.acc_alloc.erase()
+        set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
+
+    def _ring_loop(self, initial_phase: bool, stage0: ir.Value) -> scf.ForOp:
+        """A copy of the K loop carrying (stage, phase) from (0, initial_phase)."""
+        lower, upper, step = self.loop.operands[0:3]
+        return scf.ForOp(lower, upper, step, [stage0, bool_constant(initial_phase)])
+
+    def _clone_body(self, loop: scf.ForOp, ops: list[ir.Operation], mapping: dict) -> None:
+        mapping.update({self.iv: loop.induction_variable,
+                        self.stage: loop.inner_iter_args[0],
+                        self.phase: loop.inner_iter_args[1]})
+        for op in ops:
+            clone_remapped(op, mapping)
+
+    def _build_consumer(self, group: int, rows: int, block_n: int, element: str,
+                        empty: ir.Value, stage0: ir.Value) -> None:
+        acc = dialect.acc_alloc(dialect.acc_type((rows, block_n), element))
+        mapping = {self.acc_alloc.result: acc}
+        loop = self._ring_loop(dialect.CONSUMER_INITIAL_PHASE, stage0)
+        with ir.InsertionPoint(loop.body):
+            self._clone_body(loop, self._slice(self.consumer_anchors), mapping)
+            for op in walk(loop.operation):
+                if op.name == "wsc.wgmma":
+                    set_int_attr(op, "a_row", int_attr(op, "a_row") + group * rows)
+            # Released only after wait_group 0: the WGMMAs reading the stage are done.
+            dialect.mbarrier_arrive(empty, mapping[self.stage])
+            next_stage, next_phase = clone_remapped(self.advance, mapping).results
+            scf.YieldOp([next_stage, next_phase])
+        row_offset = index_constant(group * rows) if group else None
+        for op in self.epilogue:
+            clone = clone_remapped(op, mapping)
+            if clone.name == "wsc.store" and row_offset is not None:
+                with ir.InsertionPoint(clone):
+                    row = arith.AddIOp(clone.operands[2], row_offset).result
+                clone.operands[2] = row
+
+    def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
+        mapping: dict = {}
+        loop = self._ring_loop(dialect.PRODUCER_INITIAL_PHASE, stage0)
+        with ir.InsertionPoint(loop.body):
+            stage, phase = loop.inner_iter_args
+            dialect.mbarrier_wait(empty, stage, phase)
+            self._clone_body(loop, self._slice(self.producer_anchors), mapping)
+            next_stage, next_phase = clone_remapped(self.advance, mapping).results
+            scf.YieldOp([next_stage, next_phase])
+        # Drain: every stage that was filled is released once more by the
+        # consumers; wait for those releases so the producer's threads do not
+        # leave the block while consumers still arrive on empty barriers.
+        upper = self.loop.operands[1]
+        drain_count = arith.MinUIOp(upper, index_constant(num_stages)).result
+        drain = scf.ForOp(index_constant(0), drain_count, index_constant(1),
+                          list(loop.results))
+        with ir.InsertionPoint(drain.body):
+            stage, phase = drain.inner_iter_args
+            dialect.mbarrier_wait(empty, stage, phase)
+            next_stage, next_phase = dialect.ring_advance(stage, phase, num_stages)
+            scf.YieldOp([next_stage, next_phase])

@@ -1,0 +1,380 @@
+// Inputs --warp-specialize does not support: each gets a located error.
+// RUN: wsc-opt --split-input-file --verify-diagnostics --warp-specialize=verify=false %s
+// RUN: not wsc-opt --split-input-file --warp-specialize=num-consumer-groups=4 %s 2>&1 | FileCheck %s --check-prefix=GROUPS
+// RUN: not wsc-opt --split-input-file --warp-specialize='num-consumer-groups=2 producer=warpgroup consumer-registers=256' %s 2>&1 | FileCheck %s --check-prefix=REGISTERS
+// RUN: not wsc-opt --warp-specialize=num-consumer-groups=3 %s 2>&1 | FileCheck %s --check-prefix=OPTION
+
+// GROUPS: error: --warp-specialize: a 128-row tile cannot be split over 4 consumer warpgroups in multiples of 64 rows
+// REGISTERS: error: --warp-specialize: register budgets need 70656 registers (2 x 128 x 256 + 128 x 40), more than the 65536 of the register file
+// OPTION: wsc-opt: error: option 'num-consumer-groups' must be one of 1, 2, 4, got '3'
+
+// A supported kernel: no diagnostics with the default options (the error
+// under other options is checked by the GROUPS and REGISTERS runs).
+func.func @supported(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// A kernel that already has roles.
+// expected-error @below {{--warp-specialize: kernel is already specialized (it has wsc.role ops)}}
+func.func @already_specialized(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %false = arith.constant false
+  %true = arith.constant true
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %is_consumer = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %is_consumer {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %cs:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32, max_registers = 40 : i32} : () -> i1
+  scf.if %is_producer {
+    %ps:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %true) -> (index, i1) {
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      %k0 = arith.muli %kt, %c64 : index
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    %drain = arith.minui %k_tiles, %c4 : index
+    %ds:2 = scf.for %i = %c0 to %drain step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+  }
+  return
+}
+
+// -----
+
+// Releasing after wait_group 1 is the V5 form, not an input.
+func.func @wait_group_one(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    // expected-error @below {{--warp-specialize: only wgmma_wait_group {pending = 0} is supported in the input: the stage is released after it}}
+    "wsc.wgmma_wait_group"() {pending = 1 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// The full barriers count the one elected producer arrival.
+func.func @full_count(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  // expected-error @below {{--warp-specialize: the full barriers must expect 1 arrival (the elected producer thread), not 2}}
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 2 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// Every thread would issue the copies.
+func.func @copies_not_elected(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    %t = arith.constant true
+    // expected-error @below {{--warp-specialize: TMA copies must be issued under a wsc.elect}}
+    scf.if %t {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// An op the pass cannot give to a role.
+func.func @store_in_loop(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    // expected-error @below {{--warp-specialize: cannot assign 'wsc.store' in the K loop to the producer or the consumers}}
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// The loop must yield the advanced ring position.
+func.func @no_stage_phase(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    // expected-error @below {{--warp-specialize: the loop must yield wsc.ring_advance of its own (stage, phase)}}
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// The drain count assumes one K tile per trip.
+func.func @step_two(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  // expected-error @below {{--warp-specialize: the K loop must count K tiles from 0 in steps of 1}}
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c2
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
