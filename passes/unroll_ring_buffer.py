@@ -1,0 +1,199 @@
+"""--unroll-ring-buffer: unroll every ring loop by its number of stages so each
+copy uses a constant stage (buffer slot and barrier index).
+
+This is the seed's `self.range(..., unroll=num_stages)`: with constant stages,
+shared-memory addresses and WGMMA descriptors fold to constants and no run-time
+index into a barrier or register array is left.
+
+Contract
+--------
+Before: ring loops, i.e. `scf.for %kt = 0 to %n step 1` carrying exactly
+(stage, phase) from (0, phase0) and yielding one `wsc.ring_advance` of them
+with num_stages = N (as --warp-specialize produces, or as written by hand);
+and optionally a drain loop: `scf.for 0 to minui(%n, N)` starting from a ring
+loop's results whose body only waits on barriers[stage] and advances.
+
+After: each ring loop becomes
+    scf.for %t = 0 to ceildiv(%n, N) iter_args(%phase = phase0) {
+      copy 0:   body with kt = t*N,     stage = 0, phase
+      copy j:   scf.if (t*N + j < %n) { body with kt = t*N + j, stage = j, phase }
+      yield not %phase          // one flip per trip: every stage wrapped once
+    }
+so k_tiles not divisible by N, and k_tiles < N, run only the guarded copies
+they need. The loop's former results are rebuilt for any later user:
+stage = %n mod N, phase = phase0 xor (%n / N odd). A drain becomes, for each
+constant stage s < N, `if (s < %n) wait(barriers[s], phase of stage s)`, where
+stages below the final stage have wrapped once more than the rest.
+No `scf.for` with a non-constant stage remains; anything else that carries a
+stage is rejected with a located error. The protocol of the result is checked
+by --verify-pipeline's simulator unless `verify=false`.
+
+Options
+-------
+verify   run the protocol check on the result
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, scf
+
+from wsc import dialect
+from wsc.diagnostics import PassError
+from wsc.ir_utils import (bool_constant, clone_remapped, constant_int, defining_op,
+                          index_constant, int_attr, kernels, walk)
+from wsc.pass_registry import Option, WscPass
+
+
+class UnrollRingBuffer(WscPass):
+    ARGUMENT = "unroll-ring-buffer"
+    SUMMARY = "Unroll ring loops by their stage count so every stage index is a constant"
+    OPTIONS = (Option("verify", bool, True, "check the mbarrier protocol of the result"),)
+
+    def run(self, module: ir.Operation) -> None:
+        found = kernels(module.operation)
+        for kernel in found:
+            with ir.Location.unknown(kernel.context):
+                # Drains first: they read the main loops' results, which the
+                # main loops' rewrite replaces.
+                for drain in [op for op in walk(kernel)
+                              if op.name == "scf.for" and _drain_source(op) is not None]:
+                    _unroll_drain(drain)
+                for loop in [op for op in walk(kernel)
+                             if op.name == "scf.for" and _ring_advance(op) is not None]:
+                    _unroll_ring_loop(loop)
+        if self.options.verify and found:
+            from wsc.protocol import check_protocol
+
+            check_protocol(module.operation)
+
+
+def _fail(op: ir.Operation, message: str) -> None:
+    raise PassError(op.location, f"--unroll-ring-buffer: {message}")
+
+
+def _body(loop: ir.Operation) -> ir.Block:
+    return loop.regions[0].blocks[0]
+
+
+def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
+    """The wsc.ring_advance a ring loop yields, or None if `loop` is no ring loop."""
+    body = _body(loop)
+    ops = [op.operation for op in body.operations]
+    advances = [op for op in ops if op.name == "wsc.ring_advance"]
+    if not advances:
+        return None
+    args = list(body.arguments)
+    advance = advances[0]
+    if (len(advances) != 1 or len(args) != 3 or list(advance.operands) != args[1:]
+            or list(ops[-1].operands) != list(advance.results)):
+        _fail(loop, "a ring loop must carry exactly (stage, phase) and yield one "
+                    "wsc.ring_advance of them")
+    if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
+        _fail(loop, "a ring loop must count from 0 in steps of 1")
+    return advance
+
+
+def _drain_source(loop: ir.Operation) -> ir.Operation | None:
+    """The ring loop whose final position `loop` drains, if `loop` is a drain."""
+    init_stage = loop.operands[3] if len(loop.operands) == 5 else None
+    source = defining_op(init_stage) if init_stage is not None else None
+    if source is None or source.name != "scf.for":
+        return None
+    body_ops = [op.operation.name for op in _body(loop).operations]
+    bound = defining_op(loop.operands[1])
+    if (body_ops != ["wsc.mbarrier_wait", "wsc.ring_advance", "scf.yield"]
+            or list(loop.operands[3:5]) != list(source.results)
+            or bound is None or bound.name != "arith.minui"
+            or bound.operands[0] != source.operands[1]):
+        _fail(loop, "a loop that starts at another ring loop's final stage must be a drain: "
+                    "for min(n, num_stages) trips, wait on barriers[stage] and advance")
+    return source
+
+
+def _num_stages(advance: ir.Operation) -> int:
+    return int_attr(advance, "num_stages")
+
+
+def _not(value: ir.Value) -> ir.Value:
+    return arith.XOrIOp(value, bool_constant(True)).result
+
+
+def _final_position(source: ir.Operation, num_stages: int) -> tuple[ir.Value, ir.Value]:
+    """(stage, phase) after `source` ran its %n trips: %n mod N and the initial
+    phase flipped once per completed wrap, i.e. (%n / N) times."""
+    trips = source.operands[1]
+    stages = index_constant(num_stages)
+    stage = arith.RemUIOp(trips, stages).result
+    wraps = arith.DivUIOp(trips, stages).result
+    odd = arith.IndexCastOp(ir.IntegerType.get_signless(1), wraps).result
+    phase = arith.XOrIOp(source.operands[4], odd).result
+    return stage, phase
+
+
+def _unroll_ring_loop(loop: ir.Operation) -> None:
+    advance = _ring_advance(loop)
+    num_stages = _num_stages(advance)
+    body = _body(loop)
+    iv, stage_arg, phase_arg = body.arguments
+    copied = [op.operation for op in body.operations
+              if op.operation.name not in ("wsc.ring_advance", "scf.yield")]
+    trips = loop.operands[1]
+    with ir.InsertionPoint(loop):
+        stages = index_constant(num_stages)
+        rounds = arith.CeilDivUIOp(trips, stages).result
+        unrolled = scf.ForOp(index_constant(0), rounds, index_constant(1), [loop.operands[4]])
+    with ir.InsertionPoint(unrolled.body):
+        phase = unrolled.inner_iter_args[0]
+        first_tile = arith.MulIOp(unrolled.induction_variable, stages).result
+        for stage in range(num_stages):
+            if stage == 0:
+                # t < ceildiv(n, N), so copy 0 is always within the K tiles.
+                _clone_copy(copied, {iv: first_tile, phase_arg: phase}, stage_arg, stage)
+                continue
+            k_tile = arith.AddIOp(first_tile, index_constant(stage)).result
+            in_range = arith.CmpIOp(arith.CmpIPredicate.ult, k_tile, trips).result
+            guard = scf.IfOp(in_range)
+            with ir.InsertionPoint(guard.then_block):
+                _clone_copy(copied, {iv: k_tile, phase_arg: phase}, stage_arg, stage)
+                scf.YieldOp([])
+        scf.YieldOp([_not(phase)])
+    if any(True for result in loop.results for _ in result.uses):
+        with ir.InsertionPoint(loop):
+            final_stage, final_phase = _final_position(loop, num_stages)
+        loop.results[0].replace_all_uses_with(final_stage)
+        loop.results[1].replace_all_uses_with(final_phase)
+    loop.erase()
+
+
+def _clone_copy(ops: list[ir.Operation], mapping: dict, stage_arg: ir.Value,
+                stage: int) -> None:
+    """One unrolled copy of a ring loop's body, at stage `stage`."""
+    mapping[stage_arg] = index_constant(stage)
+    for op in ops:
+        clone_remapped(op, mapping)
+
+
+def _unroll_drain(drain: ir.Operation) -> None:
+    source = _drain_source(drain)
+    num_stages = _num_stages(_ring_advance(source))
+    wait = _body(drain).operations[0].operation
+    barriers = wait.operands[0]
+    trips = source.operands[1]
+    with ir.InsertionPoint(drain):
+        final_stage, final_phase = _final_position(source, num_stages)
+        for stage in range(num_stages):
+            constant_stage = index_constant(stage)
+            filled = arith.CmpIOp(arith.CmpIPredicate.ult, constant_stage, trips).result
+            # Stages before the final one were refilled once more in the last,
+            # partial round, so their next phase is the other one.
+            wrapped = arith.CmpIOp(arith.CmpIPredicate.ult, constant_stage, final_stage).result
+            phase = arith.SelectOp(wrapped, _not(final_phase), final_phase).result
+            guard = scf.IfOp(filled)
+            with ir.InsertionPoint(guard.then_block):
+                dialect.mbarrier_wait(barriers, constant_stage, phase)
+                scf.YieldOp([])
+    bound = defining_op(drain.operands[1])
+    drain.erase()
+    if not any(True for _ in bound.result.uses):
+        bound.erase()
