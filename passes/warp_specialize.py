@@ -338,6 +338,11 @@ class _Specializer:
             scf.YieldOp([next_stage, next_phase])
         row_offset = index_constant(group * rows) if group else None
         for op in self.epilogue:
+            if op.name == "wsc.cast":
+                # The group's tile has rows/G rows: rebuild the cast for that shape.
+                _, element = dialect.parse_acc_type(op.result.type)
+                mapping[op.result] = dialect.cast(mapping[op.operands[0]], element)
+                continue
             clone = clone_remapped(op, mapping)
             if clone.name == "wsc.store" and row_offset is not None:
                 with ir.InsertionPoint(clone):

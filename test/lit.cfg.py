@@ -16,8 +16,10 @@ config.name = "wsc"
 # lit's internal shell provides `not`, pipes and redirections on every platform.
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
-config.test_source_root = os.path.dirname(__file__)
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "python", "Inputs"]
+# From a CMake build tree, lit.site.cfg.py names the source directory.
+config.test_source_root = os.path.join(getattr(config, "wsc_source_dir", None)
+                                       or os.path.dirname(os.path.dirname(__file__)), "test")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "python", "Inputs"]
 
 python = getattr(config, "wsc_python", None) or sys.executable
 python_bin = os.path.dirname(python)

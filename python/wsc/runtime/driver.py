@@ -105,11 +105,6 @@ def init() -> None:
         _initialized = True
 
 
-def device_count() -> int:
-    init()
-    return call("cuDeviceGetCount")
-
-
 def get_device(ordinal: int = 0) -> Device:
     """The `Device` for `ordinal`, created (and its context retained) once."""
     init()

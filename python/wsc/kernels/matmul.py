@@ -1,0 +1,110 @@
+"""The matmul kernel of the tutorial, built as wsc IR in its V2 form: one
+warpgroup that loads a K tile into a ring stage, waits for it, multiplies and
+syncs. `compile_matmul` then specializes, unrolls and lowers it.
+
+    C[M, N] = A[M, K] * op(B),  op(B) = B^T for B given as [N, K] ("nk"),
+                                op(B) = B   for B given as [K, N] ("kn")
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from mlir import ir
+from mlir.dialects import arith, func, gpu, memref, scf
+
+from wsc import dialect
+from wsc.ir_utils import KERNEL_THREADS_ATTR, WARPGROUP_SIZE, bool_constant, index_constant
+
+INPUT_DTYPES = ("f16", "bf16")
+OUTPUT_DTYPES = ("f32", "f16", "bf16")
+B_LAYOUTS = ("nk", "kn")
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    """The tile shape and schedule of one matmul kernel."""
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 64
+    num_stages: int = 4
+    num_consumer_groups: int = 1
+    producer: str = "warp"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MatmulProblem:
+    """What the kernel computes: dtypes and B's layout (shapes are run-time)."""
+
+    dtype: str = "f16"
+    out_dtype: str = "f32"
+    b_layout: str = "nk"
+
+    def __post_init__(self):
+        for name, value, allowed in (("dtype", self.dtype, INPUT_DTYPES),
+                                     ("out_dtype", self.out_dtype, OUTPUT_DTYPES),
+                                     ("b_layout", self.b_layout, B_LAYOUTS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got '{value}'")
+
+
+def _global(element: str) -> ir.Type:
+    return ir.Type.parse(f"memref<?x?x{element}>")
+
+
+def build_matmul(problem: MatmulProblem, config: MatmulConfig,
+                 name: str = "matmul") -> ir.Module:
+    """The V2-form matmul kernel as a module (needs an active wsc context)."""
+    bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
+    element = problem.dtype
+    b_tile = (bn, bk) if problem.b_layout == "nk" else (bk, bn)
+    tx_bytes = (bm * bk + bn * bk) * 2
+    module = ir.Module.create()
+    with ir.InsertionPoint(module.body):
+        kernel = func.FuncOp(name, ir.FunctionType.get(
+            [_global(element), _global(element), _global(problem.out_dtype)], []))
+        kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), WARPGROUP_SIZE)
+        entry = kernel.add_entry_block()
+    with ir.InsertionPoint(entry):
+        a, b, c = entry.arguments
+        c1 = index_constant(1)
+        tile_m = arith.MulIOp(gpu.BlockIdOp(gpu.Dimension.x).result, index_constant(bm)).result
+        tile_n = arith.MulIOp(gpu.BlockIdOp(gpu.Dimension.y).result, index_constant(bn)).result
+        k_size = memref.DimOp(a, c1).result
+        k_tiles = arith.CeilDivUIOp(k_size, index_constant(bk)).result
+        sa = dialect.alloc_shared(dialect.shared_buffer_type(stages, bm, bk, element))
+        sb = dialect.alloc_shared(dialect.shared_buffer_type(stages, *b_tile, element))
+        full = dialect.mbarrier_alloc(1, stages)
+        dialect.sync()
+        acc = dialect.acc_alloc(dialect.acc_type((bm, bn), "f32"))
+        loop = scf.ForOp(index_constant(0), k_tiles, c1,
+                         [index_constant(0), bool_constant(dialect.CONSUMER_INITIAL_PHASE)])
+        with ir.InsertionPoint(loop.body):
+            k_tile = loop.induction_variable
+            stage, phase = loop.inner_iter_args
+            k0 = arith.MulIOp(k_tile, index_constant(bk)).result
+            copy = scf.IfOp(dialect.elect())
+            with ir.InsertionPoint(copy.then_block):
+                dialect.mbarrier_arrive_expect_tx(full, stage, tx_bytes)
+                dialect.tma_load(a, tile_m, k0, sa, stage, full)
+                if problem.b_layout == "nk":
+                    dialect.tma_load(b, tile_n, k0, sb, stage, full)
+                else:
+                    dialect.tma_load(b, k0, tile_n, sb, stage, full)
+                scf.YieldOp([])
+            dialect.mbarrier_wait(full, stage, phase)
+            dialect.wgmma_fence()
+            dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)
+            dialect.wgmma_commit_group()
+            dialect.wgmma_wait_group(0)
+            dialect.sync()
+            scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
+        result = acc if problem.out_dtype == "f32" else dialect.cast(acc, problem.out_dtype)
+        dialect.store(result, c, tile_m, tile_n)
+        func.ReturnOp([])
+    return module

@@ -1,0 +1,816 @@
+"""Tests of wsc.runtime: artifact loading, argument checks, TMA rules, param packing, CLI.
+
+Most tests need no GPU. Tests marked `cuda` need a CUDA device (and nvcc, to
+build a small TMA matmul test kernel) and are skipped cleanly without them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wsc.runtime import ArgumentError, ArgumentTypeError, ArtifactError, TensorMapError, load_artifact
+from wsc.runtime.artifact import TensorMapSpec, TensorSpec
+from wsc.runtime.driver import PackedParams
+from wsc.runtime.run_cli import (
+    MatmulProblem,
+    float32_to_bf16_bits,
+    main,
+    sample_indices,
+    sampled_relative_error,
+    to_float64,
+)
+from wsc.runtime.tensor_map import plan_tensor_map
+from wsc.runtime.tensors import TensorInfo, check, describe, strided_rows_allowed
+
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+
+
+def matmul_doc(m=256, n=128, k=64, b_layout="nk", dtype="f16", out_dtype="f32", box_m=128, box_n=128, box_k=64,
+               swizzle="128B", grid=None, block=(128, 1, 1), smem=0, kernel_name="matmul_kernel", params=None):
+    b_shape = [n, k] if b_layout == "nk" else [k, n]
+    b_box = [box_n, box_k] if b_layout == "nk" else [box_k, box_n]
+    return {
+        "wsc_version": "0.1.0",
+        "kernel_name": kernel_name,
+        "ptx": "kernel.ptx",
+        "block": list(block),
+        "grid": list(grid or [max(1, -(-n // box_n)), max(1, -(-m // box_m)), 1]),
+        "dynamic_smem_bytes": smem,
+        "problem": {"m": m, "n": n, "k": k, "dtype": dtype, "out_dtype": out_dtype, "b_layout": b_layout},
+        "config": {"num_stages": 1, "block_m": box_m, "block_n": box_n, "block_k": box_k},
+        "tensors": {
+            "a": {"shape": [m, k], "dtype": dtype, "role": "input"},
+            "b": {"shape": b_shape, "dtype": dtype, "role": "input"},
+            "c": {"shape": [m, n], "dtype": out_dtype, "role": "output"},
+        },
+        "tensor_maps": {
+            "a": {"tensor": "a", "box": [box_m, box_k], "swizzle": swizzle},
+            "b": {"tensor": "b", "box": b_box, "swizzle": swizzle},
+        },
+        "params": params
+        or [
+            {"kind": "tensor_map", "name": "a"},
+            {"kind": "tensor_map", "name": "b"},
+            {"kind": "pointer", "name": "c"},
+            {"kind": "i32", "name": "m"},
+            {"kind": "i32", "name": "n"},
+            {"kind": "i32", "name": "k"},
+            {"kind": "i32", "name": "ldc"},
+        ],
+    }
+
+
+def write_artifact(directory: Path, doc: dict, ptx: str | None = "// ptx\n", cubin: bytes | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    if ptx is not None:
+        (directory / "kernel.ptx").write_text(ptx)
+    if cubin is not None:
+        (directory / "kernel.cubin").write_bytes(cubin)
+        doc = {**doc, "cubin": "kernel.cubin"}
+    (directory / "kernel.json").write_text(json.dumps(doc))
+    return directory
+
+
+class FakeCudaArray:
+    """Only a __cuda_array_interface__; no memory behind it (checks never touch it)."""
+
+    def __init__(self, shape, typestr="<f2", ptr=0x7F0000000000, strides=None, readonly=False):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape),
+            "typestr": typestr,
+            "data": (ptr, readonly),
+            "strides": strides,
+            "version": 3,
+        }
+
+
+class FakeTorchDevice:
+    def __init__(self, type_, index):
+        self.type, self.index = type_, index
+
+
+class FakeTorchTensor:
+    """Duck-types the few torch.Tensor members the runtime reads."""
+
+    __module__ = "torch"
+
+    def __init__(self, shape, dtype="torch.float16", device=("cuda", 0), ptr=0x7F0000000000, strides=None):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = FakeTorchDevice(*device)
+        self._ptr = ptr
+        self._strides = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+
+    def data_ptr(self):
+        return self._ptr
+
+    def stride(self):
+        return self._strides
+
+
+# ---------------------------------------------------------------- artifact
+
+
+def test_load_valid_artifact(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path, matmul_doc()))
+    assert artifact.kernel_name == "matmul_kernel"
+    assert artifact.block == (128, 1, 1)
+    assert artifact.grid == (1, 2, 1)
+    assert artifact.tensors["b"] == TensorSpec("b", (128, 64), "f16", "input")
+    assert artifact.tensor_maps["a"] == TensorMapSpec("a", "a", (128, 64), "128B", "256B")
+    assert [(p.kind, p.name) for p in artifact.params][:3] == [("tensor_map", "a"), ("tensor_map", "b"), ("pointer", "c")]
+    assert artifact.leading_dim_tensor("ldc") == "c"
+    assert artifact.leading_dim_tensor("m") is None
+    ((kind, image),) = artifact.images()
+    assert kind == "ptx" and image == b"// ptx\n\0"
+
+
+def test_cubin_is_preferred_over_ptx(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path, matmul_doc(), cubin=b"\x7fELF"))
+    assert [kind for kind, _ in artifact.images()] == ["cubin", "ptx"]
+
+
+def test_explicit_l2_promotion(tmp_path):
+    doc = matmul_doc()
+    doc["tensor_maps"]["a"]["l2_promotion"] = "128B"
+    assert load_artifact(write_artifact(tmp_path, doc)).tensor_maps["a"].l2_promotion == "128B"
+
+
+def _mutated(doc, path, value=KeyError):
+    """Copy of `doc` with the key at `path` set to `value`, or removed."""
+    doc = json.loads(json.dumps(doc))
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    "path, value, expected",
+    [
+        (("grid",), KeyError, "key 'grid': missing required key"),
+        (("wsc_version",), KeyError, "key 'wsc_version': missing required key"),
+        (("wsc_version",), "latest", "key 'wsc_version'"),
+        (("kernel_name",), 3, "key 'kernel_name': expected a string"),
+        (("block",), [128, 1], "key 'block': expected a list of 3 integers"),
+        (("block",), [128, 0, 1], "key 'block'"),
+        (("dynamic_smem_bytes",), True, "key 'dynamic_smem_bytes': expected an integer"),
+        (("tensors", "a", "dtype"), "f64", "key 'tensors.a.dtype': expected one of f16, bf16, f32, got 'f64'"),
+        (("tensors", "a", "role"), "scratch", "key 'tensors.a.role'"),
+        (("tensors", "c", "shape"), KeyError, "key 'tensors.c.shape': missing required key"),
+        (("tensor_maps", "a", "tensor"), "z", "key 'tensor_maps.a.tensor': names no tensor"),
+        (("tensor_maps", "a", "box"), [128], "key 'tensor_maps.a.box': expected 2 dims"),
+        (("tensor_maps", "b", "swizzle"), "256B", "key 'tensor_maps.b.swizzle'"),
+        (("params", 2, "name"), "z", "key 'params[2].name': names no entry of 'tensors'"),
+        (("params", 0, "name"), "z", "key 'params[0].name': names no entry of 'tensor_maps'"),
+        (("params", 3, "kind"), "f64", "key 'params[3].kind'"),
+        (("params", 6, "name"), "ldz", "key 'params[6].name'"),
+        (("problem", "m"), 2**31, "key 'problem.m': value 2147483648 does not fit in i32"),
+        (("problem",), KeyError, "key 'problem': missing required key"),
+    ],
+)
+def test_artifact_errors_name_file_and_key(tmp_path, path, value, expected):
+    write_artifact(tmp_path, _mutated(matmul_doc(), path, value))
+    with pytest.raises(ArtifactError) as info:
+        load_artifact(tmp_path)
+    assert str(tmp_path / "kernel.json") in str(info.value)
+    assert expected in str(info.value)
+
+
+def test_artifact_missing_image_file(tmp_path):
+    write_artifact(tmp_path, matmul_doc(), ptx=None)
+    with pytest.raises(ArtifactError, match=r"key 'ptx': file .*kernel.ptx does not exist"):
+        load_artifact(tmp_path)
+
+
+def test_artifact_without_any_image(tmp_path):
+    write_artifact(tmp_path, _mutated(matmul_doc(), ("ptx",)))
+    with pytest.raises(ArtifactError, match="one of 'ptx' or 'cubin'"):
+        load_artifact(tmp_path)
+
+
+def test_artifact_invalid_json_and_missing_dir(tmp_path):
+    (tmp_path / "kernel.json").write_text("{ not json")
+    with pytest.raises(ArtifactError, match="invalid JSON"):
+        load_artifact(tmp_path)
+    with pytest.raises(ArtifactError, match="does not exist"):
+        load_artifact(tmp_path / "nope")
+    (tmp_path / "kernel.json").unlink()
+    with pytest.raises(ArtifactError, match="cannot read"):
+        load_artifact(tmp_path)
+
+
+def test_artifact_errors_are_value_errors():
+    assert issubclass(ArtifactError, ValueError)
+
+
+# ---------------------------------------------------------------- tensors
+
+F16_SPEC = TensorSpec("b", (128, 64), "f16", "input")
+
+
+def test_cuda_array_interface_is_described():
+    info = describe(FakeCudaArray((128, 64), ptr=0x1000), "b")
+    assert info == TensorInfo(0x1000, (128, 64), (64, 1), "f16", "cuda", None, False)
+    check(info, F16_SPEC, "b")
+
+
+def test_cuda_array_interface_byte_strides():
+    info = describe(FakeCudaArray((128, 64), typestr="<f4", strides=(512, 4)), "c")
+    assert info.strides == (128, 1) and info.dtype == "f32"
+
+
+def test_wrong_dtype():
+    with pytest.raises(ArgumentTypeError, match="argument 'b': expected dtype f16, got f32"):
+        check(describe(FakeCudaArray((128, 64), typestr="<f4"), "b"), F16_SPEC, "b")
+
+
+def test_wrong_dtype_from_torch_tensor():
+    info = describe(FakeTorchTensor((128, 64), dtype="torch.bfloat16"), "b")
+    with pytest.raises(ArgumentTypeError, match="argument 'b': expected dtype f16, got bf16"):
+        check(info, F16_SPEC, "b")
+    other = describe(FakeTorchTensor((128, 64), dtype="torch.int32"), "b")
+    with pytest.raises(ArgumentTypeError, match="got torch.int32"):
+        check(other, F16_SPEC, "b")
+
+
+def test_torch_tensor_device_checks():
+    with pytest.raises(ArgumentError, match="argument 'b': expected a CUDA device tensor, got one on cpu"):
+        check(describe(FakeTorchTensor((128, 64), device=("cpu", None)), "b"), F16_SPEC, "b")
+    with pytest.raises(ArgumentError, match="expected a tensor on cuda:0, got one on cuda:1"):
+        check(describe(FakeTorchTensor((128, 64), device=("cuda", 1)), "b"), F16_SPEC, "b", device=0)
+
+
+def test_wrong_shape():
+    with pytest.raises(ArgumentError, match=r"argument 'b': expected shape \[128, 64\], got \[64, 128\]"):
+        check(describe(FakeCudaArray((64, 128)), "b"), F16_SPEC, "b")
+
+
+def test_non_contiguous_transposed():
+    info = describe(FakeCudaArray((128, 64), strides=(2, 256)), "b")
+    with pytest.raises(ArgumentError, match=r"argument 'b': expected row-major contiguous strides \[64, 1\]"):
+        check(info, F16_SPEC, "b")
+    with pytest.raises(ArgumentError, match="padded rows allowed"):
+        check(info, F16_SPEC, "b", strided_rows=True)
+
+
+def test_padded_rows_only_when_allowed():
+    info = describe(FakeCudaArray((128, 64), strides=(2 * 72, 2)), "b")
+    with pytest.raises(ArgumentError, match=r"got \[72, 1\]"):
+        check(info, F16_SPEC, "b")
+    check(info, F16_SPEC, "b", strided_rows=True)
+
+
+def test_extent_one_dims_ignore_strides():
+    spec = TensorSpec("x", (1, 64), "f16", "input")
+    check(describe(FakeCudaArray((1, 64), strides=(2, 2)), "x"), spec, "x")
+
+
+def test_misaligned_base():
+    with pytest.raises(ArgumentError, match="argument 'b': base address 0x1008 is not 16-byte aligned"):
+        check(describe(FakeCudaArray((128, 64), ptr=0x1008), "b"), F16_SPEC, "b")
+
+
+def test_null_pointer():
+    with pytest.raises(ArgumentError, match="null data pointer"):
+        check(describe(FakeCudaArray((128, 64), ptr=0), "b"), F16_SPEC, "b")
+
+
+def test_readonly_output():
+    spec = TensorSpec("c", (128, 64), "f16", "output")
+    with pytest.raises(ArgumentError, match="argument 'c': is an output of the kernel but its memory is read-only"):
+        check(describe(FakeCudaArray((128, 64), readonly=True), "c"), spec, "c")
+    check(describe(FakeCudaArray((128, 64), readonly=True), "b"), F16_SPEC, "b")
+
+
+def test_host_array_through_dlpack_is_rejected():
+    host = np.zeros((128, 64), dtype=np.float16)
+    info = describe(host, "b")
+    assert info.ptr == host.ctypes.data
+    assert (info.shape, info.strides, info.dtype, info.device_type) == ((128, 64), (64, 1), "f16", "cpu")
+    with pytest.raises(ArgumentError, match="argument 'b': expected a CUDA device tensor, got one on cpu"):
+        check(info, F16_SPEC, "b")
+
+
+def test_dlpack_strided_view_and_offset():
+    host = np.zeros((8, 16), dtype=np.float32)
+    view = host[2:, ::2]
+    info = describe(view, "x")
+    assert info.ptr == view.ctypes.data
+    assert (info.shape, info.strides, info.dtype) == ((6, 8), (16, 2), "f32")
+    assert describe(np.zeros(3, dtype=np.float64), "x").dtype == "f64"
+
+
+def test_unsupported_object():
+    with pytest.raises(ArgumentTypeError, match="argument 'a': expected a CUDA tensor .* got list"):
+        describe([1, 2, 3], "a")
+
+
+def test_strided_rows_allowed_follows_params(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path / "with_ld", matmul_doc()))
+    assert strided_rows_allowed(artifact, "a")  # reached through a tensor map
+    assert strided_rows_allowed(artifact, "c")  # pointer plus ldc
+    doc = matmul_doc()
+    doc["params"] = doc["params"][:-1]
+    artifact = load_artifact(write_artifact(tmp_path / "without_ld", doc))
+    assert not strided_rows_allowed(artifact, "c")
+
+
+# ---------------------------------------------------------------- tensor maps
+
+
+def _info(shape, dtype="f16", ptr=0x7F0000000000, strides=None):
+    strides = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    return TensorInfo(ptr, tuple(shape), tuple(strides), dtype, "cuda", 0)
+
+
+def _map(box, swizzle="128B", name="a"):
+    return TensorMapSpec(name, "a", tuple(box), swizzle, "256B")
+
+
+def test_plan_converts_to_innermost_first():
+    plan = plan_tensor_map(_map((128, 64)), _info((8192, 4096)))
+    assert plan.global_dims == (4096, 8192)
+    assert plan.global_strides == (4096 * 2,)
+    assert plan.box_dims == (64, 128)
+    assert plan.element_strides == (1, 1)
+    assert (plan.dtype, plan.swizzle, plan.l2_promotion) == ("f16", "128B", "256B")
+
+
+def test_plan_uses_actual_row_stride():
+    plan = plan_tensor_map(_map((64, 16), "64B"), _info((300, 136), "f32", strides=(144, 1)))
+    assert plan.global_dims == (136, 300) and plan.global_strides == (144 * 4,)
+
+
+@pytest.mark.parametrize(
+    "box, swizzle, info, expected",
+    [
+        ((128, 64), "128B", _info((256, 64), ptr=0x7F0000000008), "base address 0x7f0000000008 is not 16-byte aligned"),
+        ((128, 64), "128B", _info((256, 100)), "stride of dim 0 is 200 bytes"),
+        ((128, 64), "128B", _info((256, 64), strides=(128, 2)), "innermost stride is 2 elements"),
+        ((257, 64), "128B", _info((512, 64)), "box dim 0 is 257, outside 1..256"),
+        ((0, 64), "128B", _info((512, 64)), "box dim 0 is 0"),
+        ((128, 128), "128B", _info((256, 128)), "box inner extent is 256 bytes, more than the 128-byte span of 128B"),
+        ((128, 64), "64B", _info((256, 64)), "more than the 64-byte span of 64B swizzle"),
+        ((128, 32), "32B", _info((256, 64), "f32"), "more than the 32-byte span of 32B swizzle"),
+        ((128, 4), "none", _info((256, 64)), "box inner extent is 8 bytes; it must be a multiple of 16"),
+        ((128, 64), "none", _info((256, 64), "f64"), "dtype f64 has no TMA data type"),
+        ((128,), "none", _info((256, 64)), "box [128] has 1 dims, the tensor has 2"),
+    ],
+)
+def test_plan_rejects_tma_violations(box, swizzle, info, expected):
+    with pytest.raises(TensorMapError) as error:
+        plan_tensor_map(_map(box, swizzle), info)
+    assert "tensor map 'a' (tensor 'a')" in str(error.value)
+    assert expected in str(error.value)
+    assert isinstance(error.value, ValueError)
+
+
+def test_plan_accepts_each_swizzle_at_its_span():
+    for swizzle, inner in (("none", 256), ("32B", 16), ("64B", 32), ("128B", 64)):
+        plan_tensor_map(_map((64, inner), swizzle), _info((64, 256)))
+
+
+# ---------------------------------------------------------------- param packing
+
+
+def _pointer_array(packed: PackedParams) -> list[int]:
+    array = (ctypes.c_void_p * len(packed.slots)).from_address(packed.address)
+    return [int(p) for p in array]
+
+
+def test_packed_params_layout():
+    descriptor = bytes(range(128))
+    packed = PackedParams([
+        ("tensor_map", "a", descriptor),
+        ("tensor_map", "b", descriptor[::-1]),
+        ("pointer", "c", 0x7F00DEADBEEF00),
+        ("i32", "m", -5),
+        ("i32", "ldc", 2**31 - 1),
+    ])
+    assert [(s.kind, s.size) for s in packed.slots] == [
+        ("tensor_map", 128), ("tensor_map", 128), ("pointer", 8), ("i32", 4), ("i32", 4)
+    ]
+    assert _pointer_array(packed) == [s.address for s in packed.slots]
+    a, b, c, m, ldc = packed.slots
+    assert a.address % 64 == 0 and b.address % 64 == 0
+    assert ctypes.string_at(a.address, 128) == descriptor
+    assert ctypes.string_at(b.address, 128) == descriptor[::-1]
+    assert ctypes.string_at(c.address, 8) == struct.pack("<Q", 0x7F00DEADBEEF00)
+    assert ctypes.string_at(m.address, 4) == struct.pack("<i", -5)
+    assert ctypes.string_at(ldc.address, 4) == struct.pack("<i", 2**31 - 1)
+
+
+def test_packed_params_reject_bad_values():
+    with pytest.raises(ValueError, match="param 'm': expected an integer in the i32 range, got 2147483648"):
+        PackedParams([("i32", "m", 2**31)])
+    with pytest.raises(ValueError, match="param 'c': expected an integer in the u64 pointer range"):
+        PackedParams([("pointer", "c", -1)])
+    with pytest.raises(ValueError, match="param 'a': tensor map must be 128 bytes, got 64"):
+        PackedParams([("tensor_map", "a", bytes(64))])
+    with pytest.raises(ValueError, match="unknown kind 'f64'"):
+        PackedParams([("f64", "x", 1.0)])
+
+
+def test_packed_params_empty_is_null():
+    assert PackedParams([]).address == 0
+
+
+# ---------------------------------------------------------------- run CLI helpers
+
+
+def test_bf16_rounding_and_decoding():
+    values = np.array([1.0, -2.5, 0.0], dtype=np.float32)
+    assert float32_to_bf16_bits(values).tolist() == [0x3F80, 0xC020, 0x0000]
+    ties = np.array([0x3F808000, 0x3F818000, 0x3F808001], dtype=np.uint32).view(np.float32)
+    # Halfway cases round to even; above halfway rounds up.
+    assert float32_to_bf16_bits(ties).tolist() == [0x3F80, 0x3F82, 0x3F81]
+    assert to_float64(np.array([0x3F80, 0xC020], dtype=np.uint16), "bf16").tolist() == [1.0, -2.5]
+    assert to_float64(np.array([1.5], dtype=np.float16), "f16").dtype == np.float64
+
+
+def test_sample_indices_cover_last_tile():
+    rng = np.random.default_rng(0)
+    rows = sample_indices(rng, 1000, 64, 128)
+    assert np.all(np.diff(rows) > 0)
+    assert set(range(896, 1000)) <= set(rows.tolist())
+    assert len(rows) >= 104 and rows.max() < 1000
+    assert sample_indices(rng, 10, 64, 128).tolist() == list(range(10))
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+@pytest.mark.parametrize("full", [True, False])
+def test_sampled_relative_error(monkeypatch, b_layout, full):
+    import wsc.runtime.run_cli as run_cli
+
+    if not full:
+        monkeypatch.setattr(run_cli, "FULL_REFERENCE_MAX_WORK", 1)
+    problem = MatmulProblem(200, 150, 40, "f16", "f32", b_layout, 64, 64)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(problem.a_shape).astype(np.float16)
+    b = rng.standard_normal(problem.b_shape).astype(np.float16)
+    b_kn = b.astype(np.float64).T if b_layout == "nk" else b.astype(np.float64)
+    exact = a.astype(np.float64) @ b_kn
+    assert sampled_relative_error(problem, a, b, exact, np.random.default_rng(2)) < 1e-12
+    wrong = exact.copy()
+    wrong[-1, :] = 0.0  # a broken ragged last row must be caught, sampled or not
+    assert sampled_relative_error(problem, a, b, wrong, np.random.default_rng(2)) > 1e-2
+
+
+def test_matmul_problem_from_artifact(tmp_path):
+    problem = MatmulProblem.from_artifact(load_artifact(write_artifact(tmp_path / "ok", matmul_doc(b_layout="kn"))))
+    assert (problem.a_shape, problem.b_shape, problem.c_shape) == ((256, 64), (64, 128), (256, 128))
+    assert (problem.tile_m, problem.tile_n) == (128, 128)
+    doc = matmul_doc()
+    doc["tensors"]["b"]["shape"] = [64, 128]
+    with pytest.raises(ArtifactError, match=r"tensor 'b' is f16 \[64, 128\], but problem \(b_layout nk\) implies f16 \[128, 64\]"):
+        MatmulProblem.from_artifact(load_artifact(write_artifact(tmp_path / "bad", doc)))
+
+
+def test_cli_reports_bad_artifact_as_json(tmp_path, capsys):
+    assert main([str(tmp_path / "missing"), "--check"]) == 1
+    report = json.loads(capsys.readouterr().out.strip())
+    assert report["ok"] is False and "ArtifactError" in report["error"]
+
+
+# ---------------------------------------------------------------- imports
+
+
+def test_runtime_imports_without_mlir():
+    """wsc.runtime must import (and not import mlir) where MLIR is absent."""
+    code = textwrap.dedent(
+        """
+        import sys
+        class BlockMlir:
+            def find_spec(self, name, path=None, target=None):
+                if name == "mlir" or name.startswith("mlir."):
+                    raise ImportError("mlir is blocked in this test")
+                return None
+        sys.meta_path.insert(0, BlockMlir())
+        import wsc.runtime, wsc.runtime.run_cli
+        loaded = sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir."))
+        assert not loaded, loaded
+        assert "torch" not in sys.modules
+        print("ok")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------- GPU
+
+# A small TMA matmul with the artifact's parameter convention: tensor maps by
+# value, C pointer, m, n, k, ldc. Each 128-thread block computes a 64x64 tile
+# of C = A @ B^T (nk) or A @ B (kn), loading 64x32 / 32x64 tiles with TMA
+# (no swizzle), relying on TMA zero-fill for ragged edges.
+TEST_KERNEL_SOURCE = r"""
+#include <cuda_fp16.h>
+struct alignas(64) TmaDescriptor { unsigned long long words[16]; };
+constexpr int BM = 64, BN = 64, BK = 32, THREADS = 128;
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const TmaDescriptor* map, int inner, int outer, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+      :: "r"(smem_address(dst)), "l"(map), "r"(inner), "r"(outer), "r"(bar) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+test_matmul(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
+            float* c, int m, int n, int k, int ldc) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __half* a_tile = reinterpret_cast<__half*>(smem);
+  __half* b_tile = a_tile + BM * BK;
+  unsigned long long* bar = reinterpret_cast<unsigned long long*>(b_tile + BN * BK);
+  const unsigned bar_addr = smem_address(bar);
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar_addr));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  float acc[BM * BN / THREADS];
+  for (int i = 0; i < BM * BN / THREADS; ++i) acc[i] = 0.f;
+  unsigned phase = 0;
+  for (int k0 = 0; k0 < k; k0 += BK) {
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                   :: "r"(bar_addr), "r"((BM * BK + BN * BK) * 2) : "memory");
+      tma_load_2d(a_tile, &a_map, k0, m0, bar_addr);
+#if B_KN
+      tma_load_2d(b_tile, &b_map, n0, k0, bar_addr);
+#else
+      tma_load_2d(b_tile, &b_map, k0, n0, bar_addr);
+#endif
+    }
+    asm volatile(
+        "{\n .reg .pred done;\n WAIT_%=:\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        " @!done bra WAIT_%=;\n}" :: "r"(bar_addr), "r"(phase) : "memory");
+    phase ^= 1;
+    for (int i = 0; i < BM * BN / THREADS; ++i) {
+      const int idx = threadIdx.x + i * THREADS, row = idx / BN, col = idx % BN;
+      float sum = acc[i];
+      for (int kk = 0; kk < BK; ++kk) {
+#if B_KN
+        const float b_value = __half2float(b_tile[kk * BN + col]);
+#else
+        const float b_value = __half2float(b_tile[col * BK + kk]);
+#endif
+        sum += __half2float(a_tile[row * BK + kk]) * b_value;
+      }
+      acc[i] = sum;
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < BM * BN / THREADS; ++i) {
+    const int idx = threadIdx.x + i * THREADS, row = m0 + idx / BN, col = n0 + idx % BN;
+    if (row < m && col < n) c[(size_t)row * ldc + col] = acc[i];
+  }
+}
+
+extern "C" __global__ void spin_until_set(const int* flag) {
+  while (atomicAdd(const_cast<int*>(flag), 0) == 0) __nanosleep(1000);
+}
+"""
+
+# 64 KiB exceeds the 48 KiB default, so launching needs the opt-in attribute.
+TEST_SMEM_BYTES = 64 * 1024
+RAGGED = {"m": 300, "n": 200, "k": 136}
+
+
+def _find_nvcc() -> str | None:
+    candidates = [shutil.which("nvcc")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            candidates.append(str(Path(root) / "bin" / "nvcc"))
+    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+
+
+@pytest.fixture(scope="session")
+def cuda_device():
+    """Skip unless a CUDA driver and device are usable."""
+    try:
+        from cuda.bindings import driver as cu
+
+        (result,) = cu.cuInit(0)
+        if result != cu.CUresult.CUDA_SUCCESS:
+            pytest.skip(f"cuInit failed: {result}")
+        result, count = cu.cuDeviceGetCount()
+        if result != cu.CUresult.CUDA_SUCCESS or count == 0:
+            pytest.skip("no CUDA device")
+    except Exception as exc:  # no driver library at all
+        pytest.skip(f"CUDA driver unavailable: {exc}")
+    return 0
+
+
+@pytest.fixture(scope="session")
+def test_images(cuda_device, tmp_path_factory):
+    """{(b_layout, 'ptx'|'cubin'): path} of the compiled test kernel."""
+    nvcc = _find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found; it builds the test kernel")
+    directory = tmp_path_factory.mktemp("kernels")
+    source = directory / "test_kernel.cu"
+    source.write_text(TEST_KERNEL_SOURCE)
+    images = {}
+    for layout, flag in (("nk", "0"), ("kn", "1")):
+        for kind in ("ptx", "cubin"):
+            out = directory / f"test_{layout}.{kind}"
+            subprocess.run(
+                [nvcc, "-arch=sm_90a", f"-{kind}", f"-DB_KN={flag}", "-o", str(out), str(source)],
+                check=True, capture_output=True,
+            )
+            images[(layout, kind)] = out
+    return images
+
+
+def _gpu_artifact(directory: Path, images, b_layout="nk", kind="ptx", **overrides) -> Path:
+    doc = matmul_doc(**RAGGED, b_layout=b_layout, box_m=64, box_n=64, box_k=32, swizzle="none",
+                     kernel_name="test_matmul", smem=TEST_SMEM_BYTES, **overrides)
+    image = images[(b_layout, kind)]
+    if kind == "ptx":
+        return write_artifact(directory, doc, ptx=image.read_text())
+    doc.pop("ptx")
+    return write_artifact(directory, doc, ptx=None, cubin=image.read_bytes())
+
+
+def _run_cli(capsys, argv) -> tuple[int, dict]:
+    code = main(argv)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1, lines
+    return code, json.loads(lines[0])
+
+
+def _torch_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("backend", ["driver", "torch"])
+@pytest.mark.parametrize("b_layout, kind", [("nk", "ptx"), ("kn", "cubin")])
+def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layout, kind):
+    if backend == "torch":
+        _torch_or_skip()
+    directory = _gpu_artifact(tmp_path, test_images, b_layout, kind)
+    code, report = _run_cli(capsys, [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend])
+    assert code == 0, report
+    assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5
+    assert report["shape"] == [300, 200, 136] and report["b_layout"] == b_layout
+    assert report["ms"] > 0 and report["tflops"] > 0
+
+
+@pytest.mark.cuda
+def test_gpu_cli_sampled_reference(tmp_path, capsys, test_images, monkeypatch):
+    import wsc.runtime.run_cli as run_cli
+
+    monkeypatch.setattr(run_cli, "FULL_REFERENCE_MAX_WORK", 1)
+    code, report = _run_cli(capsys, [str(_gpu_artifact(tmp_path, test_images)), "--check", "--backend", "driver"])
+    assert code == 0 and report["rel_err"] < 1e-5, report
+
+
+@pytest.mark.cuda
+def test_gpu_cli_detects_unwritten_output(tmp_path, capsys, test_images):
+    # One block covers only C's first 64x64 tile: the NaN poison must show.
+    directory = _gpu_artifact(tmp_path, test_images, grid=[1, 1, 1])
+    code, report = _run_cli(capsys, [str(directory), "--check", "--backend", "driver"])
+    assert code == 1 and not report["ok"]
+    assert report["nan_count"] == 300 * 200 - 64 * 64
+    assert report["rel_err"] is None
+
+
+@pytest.mark.cuda
+def test_gpu_kernel_launch_with_torch_views_and_dlpack(tmp_path, test_images):
+    torch = _torch_or_skip()
+    from wsc.runtime import Kernel
+
+    kernel = Kernel(_gpu_artifact(tmp_path, test_images))
+    m, n, k = RAGGED["m"], RAGGED["n"], RAGGED["k"]
+    # Padded rows: the tensor maps carry the real strides.
+    a = torch.randn(m, k + 8, device="cuda").half()[:, :k]
+    b = torch.randn(n, k, device="cuda").half()
+
+    class DlpackOnly:
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, **kwargs):
+            return self.tensor.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+    c = torch.full((m, n), float("nan"), device="cuda")
+    kernel.launch(a=a, b=DlpackOnly(b), c=c)
+    kernel.synchronize(timeout_s=30)
+    expected = a.double() @ b.double().T
+    assert torch.allclose(c.double(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+def test_gpu_argument_errors(tmp_path, test_images):
+    from wsc.runtime import DeviceArray, Kernel
+
+    kernel = Kernel(_gpu_artifact(tmp_path, test_images))
+    m, n, k = RAGGED["m"], RAGGED["n"], RAGGED["k"]
+    a, b, c = DeviceArray((m, k), "f16"), DeviceArray((n, k), "f16"), DeviceArray((m, n), "f32")
+    host = np.zeros((m, n), dtype=np.float32)
+    with pytest.raises(ArgumentError, match="argument 'c': pointer 0x[0-9a-f]+ is not CUDA memory"):
+        kernel.launch(a=a, b=b, c=FakeCudaArray((m, n), typestr="<f4", ptr=host.ctypes.data))
+    with pytest.raises(ArgumentTypeError, match="missing c; unexpected d"):
+        kernel.launch(a=a, b=b, d=c)
+    with pytest.raises(ArgumentTypeError, match="argument 'b': expected dtype f16, got f32"):
+        kernel.launch(a=a, b=DeviceArray((n, k), "f32"), c=c)
+
+
+@pytest.mark.cuda
+def test_gpu_param_mismatch_and_bad_ptx(tmp_path, test_images):
+    from wsc.runtime import Kernel, KernelLoadError
+
+    doc_params = matmul_doc()["params"][:-1]
+    with pytest.raises(KernelLoadError, match=r"has byte sizes \[128, 128, 8, 4, 4, 4\].*sizes \[128, 128, 8, 4, 4, 4, 4\]"):
+        Kernel(_gpu_artifact(tmp_path / "params", test_images, params=doc_params))
+    bad = write_artifact(tmp_path / "bad", matmul_doc(), ptx=".version 8.0\n.target sm_90a\nthis is not ptx\n")
+    with pytest.raises(KernelLoadError, match="cuModuleLoadDataEx") as error:
+        Kernel(bad)
+    assert "ptx:" in str(error.value)
+
+
+@pytest.mark.cuda
+def test_gpu_hung_kernel_times_out(tmp_path, test_images):
+    """A kernel that never finishes becomes LaunchTimeout (in a child: the context is lost)."""
+    doc = {
+        "wsc_version": "0.1.0",
+        "kernel_name": "spin_until_set",
+        "ptx": "kernel.ptx",
+        "block": [1, 1, 1],
+        "grid": [1, 1, 1],
+        "dynamic_smem_bytes": 0,
+        "problem": {},
+        "tensors": {"flag": {"shape": [4], "dtype": "f32", "role": "input"}},
+        "params": [{"kind": "pointer", "name": "flag"}],
+    }
+    directory = write_artifact(tmp_path, doc, ptx=test_images[("nk", "ptx")].read_text())
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        from wsc.runtime import DeviceArray, Kernel, LaunchTimeout
+        kernel = Kernel({str(directory)!r})
+        flag = DeviceArray((4,), "f32")
+        flag.fill_bits(0)
+        kernel.launch(flag=flag)
+        try:
+            kernel.synchronize(timeout_s=2)
+        except LaunchTimeout as exc:
+            print("timeout:", exc, flush=True)
+            os._exit(0)
+        os._exit(3)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "did not finish within 2 s" in result.stdout
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])
+def test_gpu_encode_every_swizzle(cuda_device, dtype):
+    from wsc.runtime import DeviceArray
+    from wsc.runtime.artifact import DTYPE_SIZES
+    from wsc.runtime.tensor_map import SWIZZLE_SPAN_BYTES, encode_tensor_map
+
+    array = DeviceArray((512, 512), dtype)
+    info = describe(array, "x")
+    raws = set()
+    for swizzle, span in SWIZZLE_SPAN_BYTES.items():
+        inner = (span or 256) // DTYPE_SIZES[dtype]
+        raw = encode_tensor_map(plan_tensor_map(_map((128, inner), swizzle), info)).raw
+        assert len(raw) == 128
+        raws.add(raw)
+    assert len(raws) == len(SWIZZLE_SPAN_BYTES)
