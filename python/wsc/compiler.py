@@ -1,0 +1,211 @@
+"""The compile driver: from a V2-form kernel to an artifact directory.
+
+    compile_matmul(m, n, k, problem, config, out_dir)   # builder -> artifact
+    compile_file(path, out_dir, ...)                    # .mlir kernel -> artifact
+
+Each pass runs in its own PassManager so the driver can time it, summarise the
+IR after it and dump that IR (`dump_dir`); the stages are the ones
+ARCHITECTURE.md lists. An artifact directory holds `kernel.ptx` and
+`kernel.json`, everything `wsc.runtime` needs to launch without MLIR.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+import wsc
+from wsc.diagnostics import DiagnosticEngine, PassError
+from wsc.ir_utils import walk
+from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+from wsc.verifier import verify_wsc
+
+
+class CompileError(Exception):
+    """A compile failure; the message holds the located diagnostics."""
+
+
+@dataclass
+class StageReport:
+    """What one stage did: its name, wall time and a one-line summary."""
+
+    name: str
+    seconds: float
+    summary: str
+
+
+@dataclass
+class CompileResult:
+    ptx: str
+    info: object  # wsc.codegen.KernelInfo
+    stages: list[StageReport] = field(default_factory=list)
+    ptxas: object | None = None  # wsc.codegen.PtxasReport when ptxas ran
+
+
+def summarize(module: ir.Operation) -> str:
+    """A one-line account of a kernel's roles, barriers, loops and ops."""
+    ops = list(walk(module))
+    roles = [op for op in ops if op.name == "wsc.role"]
+    parts = []
+    if roles:
+        parts.append("roles " + ", ".join(
+            f"{ir.StringAttr(r.attributes['role']).value}"
+            f"[{ir.IntegerAttr(r.attributes['thread_begin']).value},"
+            f"{ir.IntegerAttr(r.attributes['thread_begin']).value + ir.IntegerAttr(r.attributes['num_threads']).value})"
+            for r in roles))
+    barriers = [op for op in ops if op.name == "wsc.mbarrier_alloc"]
+    if barriers:
+        parts.append("barriers " + ", ".join(
+            f"{ir.IntegerAttr(b.attributes['num_barriers']).value}x"
+            f"count{ir.IntegerAttr(b.attributes['arrival_count']).value}" for b in barriers))
+    for name, label in (("scf.for", "loops"), ("wsc.tma_load", "tma copies"),
+                        ("wsc.wgmma", "wgmma"), ("wsc.mbarrier_wait", "waits"),
+                        ("nvvm.wgmma.mma_async", "wgmma.mma_async")):
+        count = sum(op.name == name for op in ops)
+        if count:
+            parts.append(f"{label} {count}")
+    return "; ".join(parts) or f"{len(ops)} ops"
+
+
+def _run_pass(module: ir.Module, wsc_pass, dump_dir: Path | None, index: int) -> StageReport:
+    engine = DiagnosticEngine("<module>")
+    pass_manager = PassManager("builtin.module")
+    wsc_pass.add_to(pass_manager, engine)
+    start = time.perf_counter()
+    try:
+        pass_manager.run(module.operation)
+    except ir.MLIRError as error:
+        if not engine.has_errors:
+            engine.add_mlir_error(error)
+    seconds = time.perf_counter() - start
+    if engine.has_errors:
+        raise CompileError("\n".join(d.format() for d in engine.diagnostics))
+    if dump_dir is not None:
+        (dump_dir / f"{index:02d}-{wsc_pass.ARGUMENT}.mlir").write_text(str(module))
+    return StageReport(wsc_pass.ARGUMENT, seconds, summarize(module.operation))
+
+
+def specialization_passes(config: MatmulConfig) -> list:
+    """--warp-specialize then --unroll-ring-buffer with `config`'s schedule."""
+    from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
+    from wsc.passes.warp_specialize import WarpSpecialize
+
+    return [WarpSpecialize(num_stages=config.num_stages,
+                           num_consumer_groups=config.num_consumer_groups,
+                           producer=config.producer),
+            UnrollRingBuffer()]
+
+
+def compile_module(module: ir.Module, passes: list, dump_dir: str | os.PathLike | None = None,
+                   assemble: bool = True) -> CompileResult:
+    """Run `passes` over `module`, then lower it to PTX (and assemble with ptxas
+    when `assemble` and ptxas is available)."""
+    from wsc import codegen
+    from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
+
+    dump = Path(dump_dir) if dump_dir is not None else None
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / "00-input.mlir").write_text(str(module))
+    try:
+        verify_wsc(module.operation)
+    except PassError as error:
+        engine = DiagnosticEngine("<module>")
+        engine.add_pass_error(error)
+        raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
+    stages = [StageReport("input", 0.0, summarize(module.operation))]
+    for index, wsc_pass in enumerate([*passes, ConvertWscToNvvm()], start=1):
+        stages.append(_run_pass(module, wsc_pass, dump, index))
+    start = time.perf_counter()
+    try:
+        ptx, info = codegen.lower_to_ptx(module)
+    except PassError as error:
+        engine = DiagnosticEngine("<module>")
+        engine.add_pass_error(error)
+        raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
+    stages.append(StageReport("ptx", time.perf_counter() - start,
+                              f"{ptx.count(chr(10))} lines, "
+                              f"{ptx.count('wgmma.mma_async')} wgmma.mma_async, "
+                              f"{ptx.count('cp.async.bulk.tensor')} TMA copies, "
+                              f"{info.dynamic_smem_bytes} B dynamic shared memory"))
+    if dump is not None:
+        (dump / "kernel.ptx").write_text(ptx)
+    result = CompileResult(ptx, info, stages)
+    if assemble and codegen.find_ptxas() is not None:
+        start = time.perf_counter()
+        result.ptxas = codegen.assemble(ptx)
+        stages.append(StageReport("ptxas", time.perf_counter() - start,
+                                  f"{result.ptxas.registers} registers, "
+                                  f"{result.ptxas.spill_stores + result.ptxas.spill_loads} "
+                                  f"spill bytes, {result.ptxas.smem_bytes} B static shared memory"))
+    return result
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False,
+                                     prefix=f".{path.name}.") as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, path)
+
+
+def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tuple[int, int, int],
+                   problem: dict, config: dict, tensors: dict) -> Path:
+    """Write kernel.ptx and kernel.json (the launch description) into out_dir."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    info = result.info
+    _write_atomically(out / "kernel.ptx", result.ptx)
+    meta = {
+        "wsc_version": wsc.__version__,
+        "kernel_name": info.name,
+        "ptx": "kernel.ptx",
+        "block": list(info.block),
+        "grid": list(grid),
+        "dynamic_smem_bytes": info.dynamic_smem_bytes,
+        "problem": problem,
+        "config": config,
+        "tensors": tensors,
+        "tensor_maps": info.tensor_maps,
+        "params": info.params,
+        "compile": {
+            "stages": [{"name": s.name, "seconds": round(s.seconds, 4), "summary": s.summary}
+                       for s in result.stages],
+            "ptxas": result.ptxas.as_dict() if result.ptxas is not None else None,
+        },
+    }
+    _write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
+    return out
+
+
+def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: MatmulConfig,
+                   out_dir: str | os.PathLike, dump_dir: str | os.PathLike | None = None,
+                   context: ir.Context | None = None) -> CompileResult:
+    """Build, specialize, unroll and lower the matmul for an M x N x K problem and
+    write its artifact directory."""
+    from wsc.dialect import make_context
+
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if value < 1:
+            raise ValueError(f"{name} must be positive, got {value}")
+    context = context or make_context()
+    with context, ir.Location.unknown():
+        module = build_matmul(problem, config)
+        result = compile_module(module, specialization_passes(config), dump_dir)
+    b_shape = [n, k] if problem.b_layout == "nk" else [k, n]
+    tensors = {"a": {"shape": [m, k], "dtype": problem.dtype, "role": "input"},
+               "b": {"shape": b_shape, "dtype": problem.dtype, "role": "input"},
+               "c": {"shape": [m, n], "dtype": problem.out_dtype, "role": "output"}}
+    grid = (math.ceil(m / config.block_m), math.ceil(n / config.block_n), 1)
+    problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
+                    "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
+    write_artifact(out_dir, result, grid, problem_json, config.as_dict(), tensors)
+    return result

@@ -1,0 +1,178 @@
+"""`wsc`: the compiler and runtime driver.
+
+    wsc demo                               the tutorial's matmul through every stage
+    wsc compile KERNEL.mlir -o OUT.ptx     a V2-form kernel through the whole pipeline
+    wsc compile-matmul --m M --n N --k K -o DIR
+    wsc run DIR [--check] [--bench]        load and launch an artifact (no MLIR needed)
+
+Only `run` works without the MLIR wheels; it never imports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+
+def _print_stages(result) -> None:
+    width = max(len(stage.name) for stage in result.stages)
+    for stage in result.stages:
+        print(f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  {stage.summary}")
+
+
+def _config_from_args(args):
+    from wsc.kernels.matmul import MatmulConfig
+
+    values = {}
+    if args.config:
+        try:
+            values = json.loads(args.config)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--config is not valid JSON: {error}") from None
+        if not isinstance(values, dict):
+            raise ValueError("--config must be a JSON object")
+    try:
+        return MatmulConfig(**values)
+    except TypeError as error:
+        raise ValueError(f"--config: {error}") from None
+
+
+def _compile_matmul(args) -> int:
+    from wsc.compiler import compile_matmul
+    from wsc.kernels.matmul import MatmulProblem
+
+    problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
+    config = _config_from_args(args)
+    result = compile_matmul(args.m, args.n, args.k, problem, config, args.output,
+                            dump_dir=args.dump_ir)
+    print(f"wsc compile-matmul: {args.m}x{args.n}x{args.k} {args.dtype}->{args.out_dtype} "
+          f"b={args.b_layout} {config.as_dict()} -> {args.output}")
+    _print_stages(result)
+    return 0
+
+
+def _compile(args) -> int:
+    from mlir import ir
+
+    from wsc.compiler import compile_module
+    from wsc.dialect import make_context
+    from wsc.kernels.matmul import MatmulConfig
+    from wsc.compiler import specialization_passes
+
+    config = MatmulConfig(num_stages=args.num_stages, num_consumer_groups=args.num_consumer_groups,
+                          producer=args.producer)
+    context = make_context()
+    with context, ir.Location.unknown():
+        with open(args.input) as source:
+            module = ir.Module.parse(source.read())
+        result = compile_module(module, specialization_passes(config), args.dump_ir)
+    with open(args.output, "w") as out:
+        out.write(result.ptx)
+    print(f"wsc compile: {args.input} -> {args.output}")
+    _print_stages(result)
+    print(json.dumps(result.info.to_json()))
+    return 0
+
+
+def _hopper_visible() -> bool:
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return False
+    (err,) = driver.cuInit(0)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return False
+    err, count = driver.cuDeviceGetCount()
+    if err != driver.CUresult.CUDA_SUCCESS or count == 0:
+        return False
+    err, major = driver.cuDeviceGetAttribute(
+        driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
+    return err == driver.CUresult.CUDA_SUCCESS and major == 9
+
+
+def _demo(args) -> int:
+    import subprocess
+    import tempfile
+
+    from wsc.compiler import compile_matmul
+    from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+
+    out_dir = args.output or tempfile.mkdtemp(prefix="wsc-demo-")
+    config = MatmulConfig()
+    problem = MatmulProblem("f16", "f32", "nk")
+    m = n = k = args.size
+    print(f"The tutorial's V3 matmul: C[{m}, {n}] = A[{m}, {k}] B[{n}, {k}]^T, f16 -> f32, "
+          f"{config.block_m}x{config.block_n}x{config.block_k} tiles, "
+          f"{config.num_stages} stages, 1 producer warp + 1 consumer warpgroup")
+    result = compile_matmul(m, n, k, problem, config, out_dir, dump_dir=os.path.join(out_dir, "ir"))
+    _print_stages(result)
+    print(f"artifact: {out_dir} (IR after each pass in {out_dir}/ir)")
+    if not _hopper_visible():
+        print("no Hopper GPU visible: compiled only (run `wsc run DIR --check` on one)")
+        return 0
+    print("Hopper GPU found: running and checking against a float64 reference")
+    return subprocess.call([sys.executable, "-m", "wsc.runtime.run_cli", out_dir,
+                            "--check", "--bench"])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wsc", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="compile (and on a Hopper GPU, run) the tutorial's matmul")
+    demo.add_argument("--size", type=int, default=4096, help="M = N = K")
+    demo.add_argument("-o", "--output", help="artifact directory (default: a temporary one)")
+
+    compile_ = commands.add_parser("compile", help="compile a V2-form kernel file to PTX")
+    compile_.add_argument("input")
+    compile_.add_argument("-o", "--output", required=True, help="PTX file")
+    compile_.add_argument("--num-stages", type=int, default=0)
+    compile_.add_argument("--num-consumer-groups", type=int, default=1, choices=(1, 2, 4))
+    compile_.add_argument("--producer", default="warp", choices=("warp", "warpgroup"))
+    compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
+
+    matmul = commands.add_parser("compile-matmul", help="compile a matmul into an artifact directory")
+    for dim in ("m", "n", "k"):
+        matmul.add_argument(f"--{dim}", type=int, required=True)
+    matmul.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
+    matmul.add_argument("--out-dtype", default="f32", choices=("f32", "f16", "bf16"))
+    matmul.add_argument("--b-layout", default="nk", choices=("nk", "kn"),
+                        help="nk: B is a contiguous [N, K] (C = A B^T); kn: a contiguous [K, N]")
+    matmul.add_argument("--config", help='JSON, e.g. \'{"num_stages": 4, "block_n": 128}\'')
+    matmul.add_argument("-o", "--output", required=True, help="artifact directory")
+    matmul.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
+
+    commands.add_parser("run", help="load an artifact and launch it (see `wsc run -h`)",
+                        add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        # Dispatched before anything imports MLIR: `run` must work without it.
+        from wsc.runtime.run_cli import main as run_main
+
+        return run_main(argv[1:])
+    args = _parser().parse_args(argv)
+    handlers = {"demo": _demo, "compile": _compile, "compile-matmul": _compile_matmul}
+    try:
+        return handlers[args.command](args)
+    except Exception as error:  # located compile errors and bad arguments, without traceback
+        from wsc.compiler import CompileError
+
+        if os.environ.get("WSC_DEBUG"):
+            traceback.print_exc()
+        if isinstance(error, (CompileError, ValueError, OSError)):
+            print(f"wsc {args.command}: error: {error}", file=sys.stderr)
+        else:
+            print(f"wsc {args.command}: internal error: {type(error).__name__}: {error} "
+                  f"(set WSC_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
