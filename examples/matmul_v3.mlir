@@ -7,7 +7,8 @@
 //           wgmma; wait_group 0                      elect: expect_tx full[s]
 //           arrive empty[s]                                 tma A, B -> stage s
 //           s, phase = advance(s, phase)             s, phase = advance(s, phase)
-//   store C                                  drain: min(4, k_tiles) waits on empty
+//   store C                                  drain: the last release of each
+//                                            filled stage (min(4, k_tiles) waits)
 func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
     attributes {wsc.num_threads = 160 : i32} {
   %c0 = arith.constant 0 : index
@@ -57,9 +58,14 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }
-    %drain = arith.minui %k_tiles, %c4 : index
-    %ds:2 = scf.for %i = %c0 to %drain step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
-      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    // Drain: of the 4 positions after the loop, those with a fill 4 positions
+    // earlier (k_tiles + i >= 4) wait for that fill's release.
+    %ds:2 = scf.for %i = %c0 to %c4 step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      %position = arith.addi %i, %k_tiles : index
+      %filled = arith.cmpi uge, %position, %c4 : index
+      scf.if %filled {
+        "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      }
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }

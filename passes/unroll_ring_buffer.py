@@ -10,8 +10,8 @@ Contract
 Before: ring loops, i.e. `scf.for %kt = 0 to %n step 1` carrying exactly
 (stage, phase) from (0, phase0) and yielding one `wsc.ring_advance` of them
 with num_stages = N (as --warp-specialize produces, or as written by hand);
-and optionally a drain loop: `scf.for 0 to minui(%n, N)` starting from a ring
-loop's results whose body only waits on barriers[stage] and advances.
+and optionally a drain loop (as --warp-specialize emits it): N trips from a
+ring loop's final position, waiting on barriers[stage] where %n + trip >= N.
 
 After: each ring loop becomes
     scf.for %t = 0 to ceildiv(%n, N) iter_args(%phase = phase0) {
@@ -95,19 +95,25 @@ def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
 
 
 def _drain_source(loop: ir.Operation) -> ir.Operation | None:
-    """The ring loop whose final position `loop` drains, if `loop` is a drain."""
+    """The ring loop whose last releases `loop` drains, if `loop` is a drain:
+    N trips from that loop's final position, each waiting on barriers[stage]
+    only where a fill happened N positions earlier, then advancing (the form
+    --warp-specialize emits)."""
     init_stage = loop.operands[3] if len(loop.operands) == 5 else None
     source = defining_op(init_stage) if init_stage is not None else None
     if source is None or source.name != "scf.for":
         return None
-    body_ops = [op.operation.name for op in _body(loop).operations]
-    bound = defining_op(loop.operands[1])
-    if (body_ops != ["wsc.mbarrier_wait", "wsc.ring_advance", "scf.yield"]
+    body = [op.operation for op in _body(loop).operations]
+    names = [op.name for op in body]
+    guard_ops = ([op.name for op in walk(body[2])]
+                 if names[:3] == ["arith.addi", "arith.cmpi", "scf.if"] else [])
+    if (names != ["arith.addi", "arith.cmpi", "scf.if", "wsc.ring_advance", "scf.yield"]
+            or guard_ops != ["wsc.mbarrier_wait", "scf.yield"]
             or list(loop.operands[3:5]) != list(source.results)
-            or bound is None or bound.name != "arith.minui"
-            or bound.operands[0] != source.operands[1]):
-        _fail(loop, "a loop that starts at another ring loop's final stage must be a drain: "
-                    "for min(n, num_stages) trips, wait on barriers[stage] and advance")
+            or body[0].operands[1] != source.operands[1]):
+        _fail(loop, "a loop that starts at another ring loop's final stage must be its "
+                    "drain: N trips, waiting on barriers[stage] where k_tiles + trip >= N, "
+                    "then advancing")
     return source
 
 
@@ -177,8 +183,8 @@ def _clone_copy(ops: list[ir.Operation], mapping: dict, stage_arg: ir.Value,
 def _unroll_drain(drain: ir.Operation) -> None:
     source = _drain_source(drain)
     num_stages = _num_stages(_ring_advance(source))
-    wait = _body(drain).operations[0].operation
-    barriers = wait.operands[0]
+    guard = _body(drain).operations[2].operation
+    barriers = next(op for op in walk(guard) if op.name == "wsc.mbarrier_wait").operands[0]
     trips = source.operands[1]
     with ir.InsertionPoint(drain):
         final_stage, final_phase = _final_position(source, num_stages)
@@ -193,7 +199,4 @@ def _unroll_drain(drain: ir.Operation) -> None:
             with ir.InsertionPoint(guard.then_block):
                 dialect.mbarrier_wait(barriers, constant_stage, phase)
                 scf.YieldOp([])
-    bound = defining_op(drain.operands[1])
     drain.erase()
-    if not any(True for _ in bound.result.uses):
-        bound.erase()

@@ -30,8 +30,8 @@ After: the same computation, specialized (the seed's V3, generalised):
     warpgroup, which also records register budgets for setmaxnreg): it waits on
     empty[stage] (initial phase 1: fresh barriers pass at once), then one elected
     thread declares the bytes and issues the copies; after the loop it drains
-    min(num_stages, k_tiles) empties so it never exits while consumers still
-    arrive;
+    the last release of each filled stage, min(num_stages, k_tiles) waits, so
+    it never exits while consumers still arrive;
   - no block-wide wsc.sync left inside the loop;
   - wsc.num_threads = 128 x groups + (32 or 128).
 The mbarrier protocol of the output is then checked by --verify-pipeline's
@@ -358,15 +358,23 @@ class _Specializer:
             self._clone_body(loop, self._slice(self.producer_anchors), mapping)
             next_stage, next_phase = clone_remapped(self.advance, mapping).results
             scf.YieldOp([next_stage, next_phase])
-        # Drain: every stage that was filled is released once more by the
-        # consumers; wait for those releases so the producer's threads do not
-        # leave the block while consumers still arrive on empty barriers.
-        upper = self.loop.operands[1]
-        drain_count = arith.MinUIOp(upper, index_constant(num_stages)).result
-        drain = scf.ForOp(index_constant(0), drain_count, index_constant(1),
-                          list(loop.results))
+        # Drain: wait for the last release of every stage that was filled, so
+        # the producer never leaves while consumers still arrive on empty
+        # barriers. Position k_tiles + j waits for the release of fill
+        # k_tiles + j - N, which exists only when k_tiles + j >= N: of the N
+        # positions after the loop, min(N, k_tiles) wait. (Counting the waits
+        # from the final position alone would, for k_tiles < N, wait on stages
+        # that were never filled and pass at once.)
+        k_tiles = self.loop.operands[1]
+        ring_size = index_constant(num_stages)
+        drain = scf.ForOp(index_constant(0), ring_size, index_constant(1), list(loop.results))
         with ir.InsertionPoint(drain.body):
             stage, phase = drain.inner_iter_args
-            dialect.mbarrier_wait(empty, stage, phase)
+            position = arith.AddIOp(drain.induction_variable, k_tiles).result
+            filled = arith.CmpIOp(arith.CmpIPredicate.uge, position, ring_size).result
+            guard = scf.IfOp(filled)
+            with ir.InsertionPoint(guard.then_block):
+                dialect.mbarrier_wait(empty, stage, phase)
+                scf.YieldOp([])
             next_stage, next_phase = dialect.ring_advance(stage, phase, num_stages)
             scf.YieldOp([next_stage, next_phase])

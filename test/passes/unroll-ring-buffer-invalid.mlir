@@ -52,9 +52,14 @@ func.func @extra_iter_arg(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }
-    %drain = arith.minui %k_tiles, %c2 : index
-    %ds:2 = scf.for %i = %c0 to %drain step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
-      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    // Drain: of the 4 positions after the loop, those with a fill 4 positions
+    // earlier (k_tiles + i >= 4) wait for that fill's release.
+    %ds:2 = scf.for %i = %c0 to %c2 step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      %position = arith.addi %i, %k_tiles : index
+      %filled = arith.cmpi uge, %position, %c2 : index
+      scf.if %filled {
+        "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      }
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }
@@ -115,9 +120,14 @@ func.func @step_two(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }
-    %drain = arith.minui %k_tiles, %c2 : index
-    %ds:2 = scf.for %i = %c0 to %drain step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
-      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    // Drain: of the 4 positions after the loop, those with a fill 4 positions
+    // earlier (k_tiles + i >= 4) wait for that fill's release.
+    %ds:2 = scf.for %i = %c0 to %c2 step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      %position = arith.addi %i, %k_tiles : index
+      %filled = arith.cmpi uge, %position, %c2 : index
+      scf.if %filled {
+        "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      }
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }
@@ -177,11 +187,16 @@ func.func @not_a_drain(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?x
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }
-    %drain = arith.minui %k_tiles, %c2 : index
-    // expected-error @below {{--unroll-ring-buffer: a loop that starts at another ring loop's final stage must be a drain: for min(n, num_stages) trips, wait on barriers[stage] and advance}}
-    %ds:2 = scf.for %i = %c0 to %drain step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
-      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
-      "wsc.mbarrier_arrive"(%full, %stage) : (!wsc.mbarriers, index) -> ()
+    // Drain: of the 4 positions after the loop, those with a fill 4 positions
+    // earlier (k_tiles + i >= 4) wait for that fill's release.
+    // expected-error @below {{--unroll-ring-buffer: a loop that starts at another ring loop's final stage must be its drain: N trips, waiting on barriers[stage] where k_tiles + trip >= N, then advancing}}
+    %ds:2 = scf.for %i = %c0 to %c2 step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      %position = arith.addi %i, %k_tiles : index
+      %filled = arith.cmpi uge, %position, %c2 : index
+      scf.if %filled {
+        "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+        "wsc.mbarrier_arrive"(%full, %stage) : (!wsc.mbarriers, index) -> ()
+      }
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1
     }

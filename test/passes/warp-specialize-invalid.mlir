@@ -1,5 +1,5 @@
 // Inputs --warp-specialize does not support: each gets a located error.
-// RUN: wsc-opt --split-input-file --verify-diagnostics --warp-specialize=verify=false %s
+// RUN: wsc-opt --split-input-file --verify-diagnostics --warp-specialize %s
 // RUN: not wsc-opt --split-input-file --warp-specialize=num-consumer-groups=4 %s 2>&1 | FileCheck %s --check-prefix=GROUPS
 // RUN: not wsc-opt --split-input-file --warp-specialize='num-consumer-groups=2 producer=warpgroup consumer-registers=256' %s 2>&1 | FileCheck %s --check-prefix=REGISTERS
 // RUN: not wsc-opt --warp-specialize=num-consumer-groups=3 %s 2>&1 | FileCheck %s --check-prefix=OPTION

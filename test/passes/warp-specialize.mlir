@@ -86,12 +86,16 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // CHECK-NEXT: "wsc.tma_load"(%{{.*}}, %{{.*}}, %[[K0]], %[[SA]], %[[PS]], %[[FULL]])
 // CHECK-NEXT: "wsc.tma_load"(%{{.*}}, %{{.*}}, %[[K0]], %[[SB]], %[[PS]], %[[FULL]])
 // CHECK: "wsc.ring_advance"(%[[PS]], %[[PP]]) {num_stages = 4 : i32}
-// The drain waits for the min(num_stages, k_tiles) releases still due.
+// The drain visits the 4 positions after the loop and waits where a fill
+// happened 4 positions earlier: min(num_stages, k_tiles) waits, each for the
+// last release of a filled stage.
 // CHECK: %[[C4:.*]] = arith.constant 4 : index
-// CHECK-NEXT: %[[DRAIN:.*]] = arith.minui %[[KTILES]], %[[C4]]
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[DRAIN]] step %{{.*}} iter_args(%[[DS:.*]] = %[[PLOOP]]#0, %[[DP:.*]] = %[[PLOOP]]#1)
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[C4]] step %{{.*}} iter_args(%[[DS:.*]] = %[[PLOOP]]#0, %[[DP:.*]] = %[[PLOOP]]#1)
+// CHECK-NEXT: %[[POS:.*]] = arith.addi %[[J]], %[[KTILES]]
+// CHECK-NEXT: %[[FILLED:.*]] = arith.cmpi uge, %[[POS]], %[[C4]]
+// CHECK-NEXT: scf.if %[[FILLED]] {
 // CHECK-NEXT: "wsc.mbarrier_wait"(%[[EMPTY]], %[[DS]], %[[DP]])
-// CHECK-NEXT: "wsc.ring_advance"(%[[DS]], %[[DP]]) {num_stages = 4 : i32}
+// CHECK: "wsc.ring_advance"(%[[DS]], %[[DP]]) {num_stages = 4 : i32}
 // CHECK: return
 
 // Two consumer warpgroups, each owning 64 rows and sharing B, and a producer
@@ -112,7 +116,8 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // G2-NEXT: "wsc.store"(%{{.*}}, %{{.*}}, %[[ROW1]], %{{.*}})
 // G2: "wsc.role"() {max_registers = 40 : i32, num_threads = 128 : i32, role = "producer", thread_begin = 256 : i32}
 // G2: "wsc.ring_advance"({{.*}}) {num_stages = 3 : i32}
-// G2: arith.constant 3 : index
+// G2: %[[THREE:.*]] = arith.constant 3 : index
+// G2: arith.cmpi uge, %{{.*}}, %[[THREE]]
 
 // S2-LABEL: func.func @matmul
 // S2: "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
