@@ -45,7 +45,7 @@ num-consumer-groups  1, 2 or 4 consumer warpgroups
 producer             warp | warpgroup
 producer-registers   setmaxnreg budget of a warpgroup producer
 consumer-registers   setmaxnreg budget of each consumer warpgroup (0: the most
-                     that fits the register file beside the producer, <= 232)
+                     the producer's released registers allow, at most 232)
 verify               run the protocol check on the result
 """
 
@@ -55,14 +55,13 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from wsc import dialect
+from wsc.codegen.lowering import entry_register_cap
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, bool_constant,
                           clone_remapped, constant_int, defining_op, index_constant, int_attr, kernels,
                           operands_deep, set_int_attr, walk)
 from wsc.pass_registry import Option, WscPass
 
-#: Registers of one SM's register file available to one block (64K x 32-bit).
-REGISTER_FILE = 65536
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232
 
@@ -253,20 +252,30 @@ class _Specializer:
         set_int_attr(self.advance, "num_stages", num_stages)
         return num_stages
 
-    def _register_budgets(self, groups: int) -> tuple[int | None, int | None]:
+    def _register_budgets(self, groups: int, threads: int) -> tuple[int | None, int | None]:
+        """setmaxnreg budgets (producer, consumer), or (None, None) for a warp producer.
+
+        The block starts with entry_register_cap(threads) registers per thread;
+        consumers can only grow by what the producer warpgroup gives back, or
+        their setmaxnreg.inc would wait forever."""
         if self.options.producer == "warp":
             # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
             return None, None
+        entry = entry_register_cap(threads)
         producer = self.options.producer_registers
+        if producer > entry:
+            self._fail(self.kernel, f"producer-registers = {producer} is more than the "
+                                    f"{entry} registers per thread a block of {threads} "
+                                    f"threads starts with")
+        spare_per_consumer = (entry - producer) // groups
         consumer = self.options.consumer_registers
         if consumer == 0:
-            fits = (REGISTER_FILE - WARPGROUP_SIZE * producer) // (WARPGROUP_SIZE * groups)
-            consumer = min(DEFAULT_CONSUMER_REGISTERS, fits // 8 * 8)
-        total = WARPGROUP_SIZE * (producer + groups * consumer)
-        if total > REGISTER_FILE:
-            self._fail(self.kernel, f"register budgets need {total} registers "
-                                    f"({groups} x 128 x {consumer} + 128 x {producer}), more "
-                                    f"than the {REGISTER_FILE} of the register file")
+            consumer = min(DEFAULT_CONSUMER_REGISTERS, (entry + spare_per_consumer) // 8 * 8)
+        elif consumer > entry + spare_per_consumer:
+            self._fail(self.kernel, f"consumer-registers = {consumer} cannot be met: a block "
+                                    f"of {threads} threads starts with {entry} registers per "
+                                    f"thread and a {producer}-register producer frees enough "
+                                    f"for at most {entry + spare_per_consumer} per consumer")
         return producer, consumer
 
     def run(self) -> None:
@@ -280,8 +289,9 @@ class _Specializer:
             self._fail(self.acc_alloc, f"a {block_m}-row tile cannot be split over {groups} "
                                        f"consumer warpgroups in multiples of 64 rows")
         producer_threads = WARP_SIZE if self.options.producer == "warp" else WARPGROUP_SIZE
-        producer_registers, consumer_registers = self._register_budgets(groups)
         consumer_threads = WARPGROUP_SIZE * groups
+        producer_registers, consumer_registers = self._register_budgets(
+            groups, consumer_threads + producer_threads)
 
         # The empty barriers are initialised next to the full ones, so the
         # block-wide sync after them makes both visible before the roles split.

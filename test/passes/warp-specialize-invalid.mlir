@@ -5,7 +5,7 @@
 // RUN: not wsc-opt --warp-specialize=num-consumer-groups=3 %s 2>&1 | FileCheck %s --check-prefix=OPTION
 
 // GROUPS: error: --warp-specialize: a 128-row tile cannot be split over 4 consumer warpgroups in multiples of 64 rows
-// REGISTERS: error: --warp-specialize: register budgets need 70656 registers (2 x 128 x 256 + 128 x 40), more than the 65536 of the register file
+// REGISTERS: error: --warp-specialize: consumer-registers = 256 cannot be met: a block of 384 threads starts with 168 registers per thread and a 40-register producer frees enough for at most 232 per consumer
 // OPTION: wsc-opt: error: option 'num-consumer-groups' must be one of 1, 2, 4, got '3'
 
 // A supported kernel: no diagnostics with the default options (the error

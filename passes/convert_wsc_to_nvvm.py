@@ -1,0 +1,60 @@
+"""Lower specialized wsc kernels to NVVM/LLVM for sm_90a.
+
+Before: the module holds one or more kernels, each a `func.func` with
+`wsc.num_threads = T : i32` whose arguments are rank-2 global memrefs and whose
+body uses wsc ops (as `--warp-specialize`, optionally `--unroll-ring-buffer`,
+leave them: roles are `wsc.role` predicates guarding `scf.if`; stage operands
+may be constants or run-time values), arith, scf, index, `gpu.block_id` /
+`thread_id` / `block_dim` / `grid_dim`, and `memref.dim` of kernel arguments.
+`wsc.tma_store` is not supported yet (a located error says so), nor are
+tensors that are both read by TMA and written by `wsc.store`.
+
+After: the kernels are gone and the module (marked `gpu.container_module`)
+holds `gpu.module @wsc_kernels [#nvvm.target<chip = C, features = "+ptxV", O = 3>]`
+with one `llvm.func` per kernel (`nvvm.kernel`, `nvvm.maxntid = [T, 1, 1]`,
+`nvvm.minctasm = 1`) whose body has llvm and nvvm ops only (wgmma.mma_async
+and the mbarrier/TMA/setmaxnreg/fence ops stay NVVM ops: run
+`convert-nvvm-to-llvm` before `gpu-module-to-binary`, as
+`wsc.codegen.lower_to_ptx` does), plus the extern shared array
+`@wsc_smem` (`.extern .shared .align 1024 .b8 wsc_smem[]`). Kernel parameters
+are TMA descriptors passed by value (`llvm.byval = !llvm.array<128 x i8>`,
+`nvvm.grid_constant`, 64-byte aligned), raw output pointers, then i32 sizes and
+leading dimensions; each `llvm.func` carries the launch description as JSON
+in its `wsc.kernel_info` attribute (see `wsc.codegen.info` for the naming and
+ordering rules). A kernel needing more than 227 KB of shared memory, or
+register budgets the block cannot supply (setmaxnreg.inc only gets what
+setmaxnreg.dec in complete warpgroups gives back), is rejected with a located
+error.
+
+Options:
+  chip=<str>            target chip (default sm_90a; wgmma and setmaxnreg need
+                        an "a" target)
+  ptx-version=<int>     PTX ISA version as major*10+minor (default 90 = PTX 9.0,
+                        the newest ptxas 13.0 and driver 580 take; 80 works too)
+  index-bitwidth=<int>  width of `index` in the kernel, 32 or 64 (default 32)
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from wsc.pass_registry import Option, WscPass
+
+
+class ConvertWscToNvvm(WscPass):
+    """Lower specialized wsc kernels to NVVM/LLVM for sm_90a (see the module docstring)."""
+
+    ARGUMENT = "convert-wsc-to-nvvm"
+    SUMMARY = "Lower specialized wsc kernels to NVVM/LLVM for sm_90a"
+    OPTIONS = (
+        Option("chip", str, "sm_90a", "target chip"),
+        Option("ptx-version", int, 90, "PTX ISA version as major*10+minor, e.g. 90 for 9.0"),
+        Option("index-bitwidth", int, 32, "bit width of index in the kernel", choices=(32, 64)),
+    )
+
+    def run(self, module: ir.Module) -> None:
+        from wsc.codegen.lowering import lower_module
+
+        lower_module(module.operation, chip=self.options.chip,
+                     ptx_version=self.options.ptx_version,
+                     index_bitwidth=self.options.index_bitwidth)

@@ -1,0 +1,319 @@
+"""Small builders for the arith / scf / llvm / nvvm ops the lowering emits.
+
+Every function creates ops at the current `ir.InsertionPoint` and
+`ir.Location` (use `with ir.InsertionPoint(...), location:`), like the
+generated op builders it wraps. Integer arithmetic on indices stays in arith
+(so it folds and later lowers with the rest of the kernel); pointers and
+memory accesses are llvm ops; Hopper instructions are nvvm ops or, where NVVM
+has no op of the needed form, llvm.inline_asm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import arith, llvm, nvvm, scf
+
+#: rawConstantIndices marker of a dynamic GEP index (LLVM::GEPOp::kDynamicIndex).
+_GEP_DYNAMIC = -2147483648
+
+
+# Types ----------------------------------------------------------------------
+
+def i1() -> ir.Type:
+    return ir.IntegerType.get_signless(1)
+
+
+def i8() -> ir.Type:
+    return ir.IntegerType.get_signless(8)
+
+
+def i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+def i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)
+
+
+def index() -> ir.Type:
+    return ir.IndexType.get()
+
+
+def ptr(space: int = 0) -> ir.Type:
+    return ir.Type.parse("!llvm.ptr" if space == 0 else f"!llvm.ptr<{space}>")
+
+
+def float_type(name: str) -> ir.Type:
+    return {"f32": ir.F32Type.get, "f16": ir.F16Type.get, "bf16": ir.BF16Type.get}[name]()
+
+
+def struct_of(element: ir.Type, count: int) -> ir.Type:
+    return ir.Type.parse(f"!llvm.struct<({', '.join([str(element)] * count)})>")
+
+
+def array_of(element: ir.Type, count: int) -> ir.Type:
+    return ir.Type.parse(f"!llvm.array<{count} x {element}>")
+
+
+# Integers -------------------------------------------------------------------
+
+def const(value: int, type_: ir.Type | None = None) -> ir.Value:
+    """An arith.constant (index unless `type_` says otherwise)."""
+    type_ = type_ or index()
+    if isinstance(type_, ir.IntegerType) and type_.width == 1:
+        return arith.ConstantOp(type_, ir.BoolAttr.get(bool(value))).result
+    return arith.ConstantOp(type_, value).result
+
+
+def addi(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.addi(a, b)
+
+
+def subi(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.subi(a, b)
+
+
+def muli(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.muli(a, b)
+
+
+def andi(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.andi(a, b)
+
+
+def ori(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.ori(a, b)
+
+
+def xori(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.xori(a, b)
+
+
+def shrui(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.shrui(a, b)
+
+
+def select(c: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.select(c, a, b)
+
+
+_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5,
+               "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
+
+
+def cmpi(predicate: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.cmpi(_PREDICATES[predicate], a, b)
+
+
+def index_cast(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.index_cast(type_, value)
+
+
+def index_castui(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.index_castui(type_, value)
+
+
+def extui(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.extui(type_, value)
+
+
+def arith_extsi(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.extsi(type_, value)
+
+
+def truncf(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.truncf(type_, value)
+
+
+# Pointers and memory --------------------------------------------------------
+
+def gep(base: ir.Value, indices: Sequence[int | ir.Value], element: ir.Type,
+        result_type: ir.Type | None = None) -> ir.Value:
+    """llvm.getelementptr base[indices...] over `element`."""
+    raw, dynamic = [], []
+    for item in indices:
+        if isinstance(item, int):
+            raw.append(item)
+        else:
+            raw.append(_GEP_DYNAMIC)
+            dynamic.append(item)
+    return llvm.GEPOp(result_type or base.type, base, dynamic,
+                      ir.DenseI32ArrayAttr.get(raw), ir.TypeAttr.get(element),
+                      ir.IntegerAttr.get(i32(), 0)).result
+
+
+def ptrtoint(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return llvm.PtrToIntOp(type_, value).result
+
+
+def addrspacecast(value: ir.Value, space: int) -> ir.Value:
+    return llvm.AddrSpaceCastOp(ptr(space), value).result
+
+
+def alloca(element: ir.Type, alignment: int = 16) -> ir.Value:
+    one = llvm.ConstantOp(i32(), ir.IntegerAttr.get(i32(), 1)).result
+    return llvm.AllocaOp(ptr(), one, ir.TypeAttr.get(element), alignment=alignment).result
+
+
+def load(type_: ir.Type, address: ir.Value, alignment: int | None = None) -> ir.Value:
+    return llvm.LoadOp(type_, address, alignment=alignment).result
+
+
+def store(value: ir.Value, address: ir.Value, alignment: int | None = None) -> None:
+    llvm.StoreOp(value, address, alignment=alignment)
+
+
+def zero(type_: ir.Type) -> ir.Value:
+    return llvm.ZeroOp(type_).result
+
+
+def undef(type_: ir.Type) -> ir.Value:
+    return llvm.UndefOp(type_).result
+
+
+def extractvalue(container: ir.Value, position: int, type_: ir.Type) -> ir.Value:
+    return llvm.ExtractValueOp(type_, container, ir.DenseI64ArrayAttr.get([position])).result
+
+
+def insertelement(vector: ir.Value, value: ir.Value, position: int) -> ir.Value:
+    pos = llvm.ConstantOp(i32(), ir.IntegerAttr.get(i32(), position)).result
+    return llvm.InsertElementOp(vector, value, pos).result
+
+
+def inline_asm(asm: str, constraints: str, operands: Sequence[ir.Value],
+               result: ir.Type | None = None) -> ir.Value | None:
+    """llvm.inline_asm with side effects (never hoisted, merged or dropped)."""
+    op = llvm.InlineAsmOp(result, list(operands), asm, constraints, has_side_effects=True)
+    return op.result if result is not None else None
+
+
+# Structured control flow ----------------------------------------------------
+
+def if_then(condition: ir.Value) -> scf.IfOp:
+    """An scf.if without results or else; build its body with `then_body(if_op)`."""
+    op = scf.IfOp(condition, [], has_else=False)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp([])
+    return op
+
+
+def scf_if_else(condition: ir.Value) -> scf.IfOp:
+    """An scf.if with an else block and no results."""
+    op = scf.IfOp(condition, [], has_else=True)
+    for block in (op.then_block, op.else_block):
+        with ir.InsertionPoint(block):
+            scf.YieldOp([])
+    return op
+
+
+def then_body(if_op: scf.IfOp) -> ir.InsertionPoint:
+    """Insertion point before the then-block's yield."""
+    return ir.InsertionPoint.at_block_terminator(if_op.then_block)
+
+
+def spin_until(build_condition) -> None:
+    """scf.while that re-evaluates build_condition() (an i1, true = done) until true."""
+    loop = scf.WhileOp([], [])
+    before = ir.Block.create_at_start(loop.before, [])
+    after = ir.Block.create_at_start(loop.after, [])
+    with ir.InsertionPoint(before):
+        done = build_condition()
+        again = xori(done, const(1, i1()))
+        scf.ConditionOp(again, [])
+    with ir.InsertionPoint(after):
+        scf.YieldOp([])
+
+
+# NVVM -------------------------------------------------------------------------
+
+def thread_id_x() -> ir.Value:
+    return nvvm.read_ptx_sreg_tid_x(i32())
+
+
+def special_register(name: str, dim: str) -> ir.Value:
+    """ctaid / nctaid / ntid / tid along x, y or z, as i32."""
+    return getattr(nvvm, f"read_ptx_sreg_{name}_{dim}")(i32())
+
+
+def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
+    """bar.sync id[, threads]: id 0 without a count is the whole block."""
+    if barrier_id == 0 and threads is None:
+        nvvm.BarrierOp(None)
+    else:
+        nvvm.BarrierOp(None, barrierId=const(barrier_id, i32()),
+                       numberOfThreads=const(threads, i32()))
+
+
+def set_max_registers(count: int, increase: bool) -> None:
+    nvvm.SetMaxRegisterOp(count, "increase" if increase else "decrease")
+
+
+def mbarrier_init(address: ir.Value, count: int) -> None:
+    nvvm.MBarrierInitOp(address, const(count, i32()))
+
+
+def fence_mbarrier_init() -> None:
+    nvvm.FenceMbarrierInitOp()
+
+
+def mbarrier_arrive(address: ir.Value) -> None:
+    nvvm.MBarrierArriveOp(None, address)
+
+
+def mbarrier_arrive_expect_tx(address: ir.Value, tx_bytes: int) -> None:
+    nvvm.MBarrierArriveExpectTxOp(None, address, const(tx_bytes, i32()))
+
+
+#: One non-blocking probe of an mbarrier phase: $0 = 1 once the phase with
+#: parity $2 of the barrier at shared address $1 has completed.
+TRY_WAIT_PARITY_ASM = ("{\n\t.reg .pred p;\n\t"
+                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+                       "selp.u32 $0, 1, 0, p;\n\t}")
+
+
+def mbarrier_wait_parity(address32: ir.Value, parity32: ir.Value) -> None:
+    """Spin on mbarrier.try_wait.parity until the phase of that parity completes.
+
+    The loop is an ordinary (divergence-safe) branch around a probe, not the
+    `bra.uni` loop that NVVM's own try_wait.parity op expands to."""
+    def probe() -> ir.Value:
+        ready = inline_asm(TRY_WAIT_PARITY_ASM, "=r,r,r", [address32, parity32], i32())
+        return cmpi("ne", ready, const(0, i32()))
+    spin_until(probe)
+
+
+def tma_load_2d(dst: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value],
+                barrier_address: ir.Value) -> None:
+    """cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes;
+    coords innermost first, dst a shared::cluster (address space 7) pointer."""
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(dst, tensor_map, list(coords),
+                                                   barrier_address, [])
+
+
+def wgmma_fence() -> None:
+    nvvm.WgmmaFenceAlignedOp()
+
+
+def wgmma_commit_group() -> None:
+    nvvm.WgmmaGroupSyncAlignedOp()
+
+
+def wgmma_wait_group(pending: int) -> None:
+    nvvm.WgmmaWaitGroupSyncOp(pending)
+
+
+_WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
+
+
+def wgmma_mma_async(accumulator: ir.Value, desc_a: ir.Value, desc_b: ir.Value, n: int,
+                    input_type: str, b_k_major: bool) -> ir.Value:
+    """D += A * B for one m64nNk16 with f32 D; A K-major, B K-major or N-major."""
+    shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = 16>")
+    in_type = getattr(nvvm.WGMMATypes, _WGMMA_TYPES[input_type])
+    return nvvm.WgmmaMmaAsyncOp(
+        accumulator.type, accumulator, desc_a, desc_b, shape,
+        in_type, in_type, nvvm.WGMMATypes.f32,
+        nvvm.WGMMAScaleOut.one, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
+        nvvm.MMALayout.row, nvvm.MMALayout.col if b_k_major else nvvm.MMALayout.row).result

@@ -1,0 +1,97 @@
+"""Register fragments of WGMMA accumulators: which thread holds which element.
+
+Pure Python (no MLIR). For wgmma.mma_async .m64nNk16 with an f32 (or f16)
+accumulator D (PTX ISA, "Register Fragments" of wgmma, matrix D), each thread
+of the warpgroup holds N/2 elements. With w = warp in the warpgroup (0..3),
+l = lane (0..31) and register index r = 4*j + 2*h + c:
+
+    row = 16*w + l/4 + 8*h          h in {0, 1}
+    col = 8*j + 2*(l%4) + c          j in [0, N/8), c in {0, 1}
+
+i.e. each 8-column block j holds a pair of adjacent columns in row l/4 and the
+same pair 8 rows further down, exactly like the mma.sync m16n8 C fragment
+repeated over N/8 column blocks and 4 warps.
+
+A register tile (`!wsc.acc<[M, N], T>`) of M = 64*s rows is s such m64nN
+fragments ("sub-tiles") stacked along M: sub-tile i covers rows [64*i, 64*i+64).
+Flat register index of (i, r): i * (N/2) + r.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+WARPGROUP_THREADS = 128
+WARP_THREADS = 32
+SUBTILE_ROWS = 64
+
+
+@dataclass(frozen=True)
+class FragmentElement:
+    subtile: int   # i: which m64 slab
+    index: int     # r: register index inside the sub-tile's fragment
+    half: int      # h: 0 for row l/4, 1 for row l/4 + 8
+    block: int     # j: 8-column block
+    pair: int      # c: 0 or 1 inside the column pair
+    row: int       # row offset from (16*w + l/4), i.e. 64*i + 8*h
+    col: int       # column offset from 2*(l%4), i.e. 8*j + c
+
+
+@dataclass(frozen=True)
+class AccumulatorFragment:
+    rows: int  # M, a multiple of 64
+    cols: int  # N, a multiple of 8 in [8, 256]
+
+    def __post_init__(self):
+        if self.rows % SUBTILE_ROWS or self.rows <= 0:
+            raise ValueError(f"accumulator rows must be a positive multiple of 64, got {self.rows}")
+        if self.cols % 8 or not 8 <= self.cols <= 256:
+            raise ValueError(f"accumulator columns must be a multiple of 8 in [8, 256], got {self.cols}")
+
+    @property
+    def subtiles(self) -> int:
+        return self.rows // SUBTILE_ROWS
+
+    @property
+    def regs_per_subtile(self) -> int:
+        return self.cols // 2
+
+    @property
+    def regs_per_thread(self) -> int:
+        return self.subtiles * self.regs_per_subtile
+
+    def flat_index(self, subtile: int, index: int) -> int:
+        return subtile * self.regs_per_subtile + index
+
+    def elements(self) -> Iterator[FragmentElement]:
+        """Every element a thread holds, in register order."""
+        for i in range(self.subtiles):
+            for j in range(self.cols // 8):
+                for h in range(2):
+                    for c in range(2):
+                        yield FragmentElement(i, 4 * j + 2 * h + c, h, j, c,
+                                              SUBTILE_ROWS * i + 8 * h, 8 * j + c)
+
+    @staticmethod
+    def thread_base(thread: int) -> tuple[int, int]:
+        """(row, col) of a warpgroup thread's first element (thread in [0, 128))."""
+        warp, lane = divmod(thread % WARPGROUP_THREADS, WARP_THREADS)
+        return 16 * warp + lane // 4, 2 * (lane % 4)
+
+    def coordinates(self, thread: int, subtile: int, index: int) -> tuple[int, int]:
+        """(row, col) in the tile of register `index` of sub-tile `subtile` in `thread`."""
+        base_row, base_col = self.thread_base(thread)
+        j, rest = divmod(index, 4)
+        h, c = divmod(rest, 2)
+        return base_row + SUBTILE_ROWS * subtile + 8 * h, base_col + 8 * j + c
+
+    def owner(self, row: int, col: int) -> tuple[int, int, int]:
+        """(thread, subtile, index) holding tile element (row, col): the inverse map."""
+        subtile, r = divmod(row, SUBTILE_ROWS)
+        warp, r = divmod(r, 16)
+        h, group = divmod(r, 8)
+        j, cc = divmod(col, 8)
+        quad, c = divmod(cc, 2)
+        lane = 4 * group + quad
+        return WARP_THREADS * warp + lane, subtile, 4 * j + 2 * h + c

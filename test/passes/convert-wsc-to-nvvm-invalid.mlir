@@ -1,0 +1,124 @@
+// Kernels --convert-wsc-to-nvvm rejects, each with a located error.
+// RUN: wsc-opt --convert-wsc-to-nvvm --split-input-file --verify-diagnostics %s
+
+func.func @tma_store(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  // expected-error @below {{'wsc.tma_store' op is not supported yet by --convert-wsc-to-nvvm (store the tile with wsc.store from registers)}}
+  "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @below {{'func.func' op needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90}}
+func.func @too_much_shared_memory(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  // expected-note @below {{this ring buffer takes 131072 bytes}}
+  %sa = "wsc.alloc_shared"() : () -> memref<8x128x64xf16, 3>
+  // expected-note @below {{this ring buffer takes 131072 bytes}}
+  %sb = "wsc.alloc_shared"() : () -> memref<8x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 8 : i32} : () -> !wsc.mbarriers
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 8 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  return
+}
+
+// -----
+
+// Two consumer warpgroups raise their budget to 232, but the only role that
+// gives registers back is a lone warp (threads 256..287): its warpgroup is not
+// all in the block, so setmaxnreg.inc would wait forever.
+func.func @register_budget(%a: memref<?x?xf16>) attributes {wsc.num_threads = 288 : i32} {
+  // expected-error @below {{'wsc.role' op max_registers = 232 cannot be met: a block of 288 threads starts with 168 registers per thread, the roles' setmaxnreg.inc need 16384 more and setmaxnreg.dec in complete warpgroups gives back 0, so the inc would wait forever (lower the budgets, or make the decreasing role a whole warpgroup)}}
+  %c0 = "wsc.role"() {role = "consumer0", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %c0 {
+  }
+  %c1 = "wsc.role"() {role = "consumer1", thread_begin = 128 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %c1 {
+  }
+  %p = "wsc.role"() {role = "producer", thread_begin = 256 : i32, num_threads = 32 : i32, max_registers = 40 : i32} : () -> i1
+  scf.if %p {
+  }
+  return
+}
+
+// -----
+
+func.func @partial_warpgroup_budget() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.role' op has max_registers but setmaxnreg is warpgroup-wide: the role covers threads [0, 64) and warpgroup 0 has threads [0, 128) in the block}}
+  %r = "wsc.role"() {role = "half", thread_begin = 0 : i32, num_threads = 64 : i32, max_registers = 40 : i32} : () -> i1
+  scf.if %r {
+  }
+  return
+}
+
+// -----
+
+func.func @unsupported_op(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'memref.load' op cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, scf, index, memref.dim of kernel arguments, gpu block/thread ids)}}
+  %x = memref.load %a[%c0, %c0] : memref<?x?xf16>
+  return
+}
+
+// -----
+
+func.func @barriers_never_published() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.mbarrier_alloc' op must be followed by a block-wide wsc.sync at the kernel's top level (other threads may not use the barriers before they are initialised)}}
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  return
+}
+
+// -----
+
+func.func @barriers_in_a_branch(%p: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %r = "wsc.role"() {role = "all", thread_begin = 0 : i32, num_threads = 128 : i32} : () -> i1
+  scf.if %r {
+    // expected-error @below {{'wsc.mbarrier_alloc' op must be at the top level of the kernel, where every thread runs it}}
+    %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  }
+  return
+}
+
+// -----
+
+func.func @two_boxes_one_tensor(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %s1 = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %s2 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %bars = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  // expected-note @below {{earlier load here}}
+  "wsc.tma_load"(%a, %c0, %c0, %s1, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  // expected-error @below {{'wsc.tma_load' op loads tensor 'a' with box [128, 64] and 128B swizzle, but an earlier wsc.tma_load uses [64, 64] and 128B; one tensor map per tensor is supported}}
+  "wsc.tma_load"(%a, %c0, %c0, %s2, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+
+// -----
+
+// expected-error @below {{'func.func' op argument #0 is both read by TMA and written by wsc.store, which is not supported}}
+func.func @read_and_written(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f16>
+  "wsc.store"(%h, %a, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<?x?xf16>, index, index) -> ()
+  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %bars = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+
+// -----
+
+func.func @else_branch_of_a_role() attributes {wsc.num_threads = 256 : i32} {
+  // expected-note @below {{role defined here}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32} : () -> i1
+  scf.if %r {
+  } else {
+    // expected-error @below {{'wsc.elect' op is in the else branch of a role's scf.if; a role's code goes in the then branch}}
+    %e = "wsc.elect"() : () -> i1
+  }
+  return
+}

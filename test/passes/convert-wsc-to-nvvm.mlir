@@ -1,0 +1,155 @@
+// --convert-wsc-to-nvvm: specialized wsc kernels become NVVM kernels.
+// RUN: wsc-opt --convert-wsc-to-nvvm --split-input-file %s | FileCheck %s
+
+// V3 (one consumer warpgroup, one producer warp) with 64x64x64 tiles and a
+// ring of 2 stages whose stage is a run-time loop value.
+
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK: gpu.module @wsc_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx90">]
+// CHECK: llvm.mlir.global external @wsc_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK: llvm.func @matmul(%[[TMA:.*]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %[[TMB:.*]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
+// CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 160, 1, 1>, nvvm.minctasm = 1 : i32
+// CHECK-SAME: wsc.kernel_info = "{{.*}}\22dynamic_smem_bytes\22: 33824
+// CHECK-SAME: \22params\22: [{\22kind\22: \22tensor_map\22, \22name\22: \22a\22}, {\22kind\22: \22tensor_map\22, \22name\22: \22b\22}, {\22kind\22: \22pointer\22, \22name\22: \22c\22}, {\22kind\22: \22i32\22, \22name\22: \22m\22}, {\22kind\22: \22i32\22, \22name\22: \22n\22}, {\22kind\22: \22i32\22, \22name\22: \22k\22}, {\22kind\22: \22i32\22, \22name\22: \22ldc\22}]
+// CHECK-NOT: "wsc.
+// Thread 0 initialises both barrier arrays, fences, then the whole block syncs.
+// CHECK: nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.mbarrier.init
+// CHECK: nvvm.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.barrier{{$}}
+// The consumer: registers down to its budget, wait (parity loop), 4 k16 WGMMAs.
+// CHECK: nvvm.setmaxregister{{ +}}decrease 232
+// CHECK: llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// A wsc.sync inside the role is a named barrier over its threads (bar.sync 1, 128).
+// CHECK: nvvm.barrier id = %{{[0-9]+}} number_of_threads = %{{[0-9]+}}
+// The epilogue stores column pairs when the tile is inside C, else element by element.
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr
+// The producer: registers down to 40, wait for an empty stage, one elected
+// thread arms the full barrier and issues both TMA copies (coordinates col, row).
+// CHECK: nvvm.setmaxregister{{ +}}decrease 40
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[TMA]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[TMB]], %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: llvm.return
+func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %false = arith.constant false
+  %true = arith.constant true
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c64 : index
+  %n0 = arith.muli %by, %c64 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %is_consumer = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %is_consumer {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+    %cs:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    "wsc.sync"() : () -> ()
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32, max_registers = 40 : i32} : () -> i1
+  scf.if %is_producer {
+    %ps:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %true) -> (index, i1) {
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      %k0 = arith.muli %kt, %c64 : index
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    %drain = arith.minui %k_tiles, %c2 : index
+    %ds:2 = scf.for %i = %c0 to %drain step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+  }
+  return
+}
+
+// -----
+
+// A one-warpgroup kernel without roles (no setmaxnreg; wsc.sync is bar.sync 0),
+// B given as [K, N] (N-major: B layout <row>, trans-b 1), bf16 in and out
+// (wsc.cast rounds to nearest even), and constant stage operands as
+// --unroll-ring-buffer leaves them.
+
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK: llvm.func @kn_bf16(
+// CHECK-SAME: nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK-SAME: \22params\22: [{\22kind\22: \22tensor_map\22, \22name\22: \22a\22}, {\22kind\22: \22tensor_map\22, \22name\22: \22b\22}, {\22kind\22: \22pointer\22, \22name\22: \22c\22}, {\22kind\22: \22i32\22, \22name\22: \22m\22}, {\22kind\22: \22i32\22, \22name\22: \22n\22}, {\22kind\22: \22i32\22, \22name\22: \22k\22}, {\22kind\22: \22i32\22, \22name\22: \22ldc\22}]
+// CHECK-SAME: \22tensor_maps\22: {\22a\22: {\22box\22: [64, 32], \22swizzle\22: \2264B\22, \22tensor\22: \22a\22}, \22b\22: {\22box\22: [32, 64], \22swizzle\22: \22128B\22, \22tensor\22: \22b\22}}
+// CHECK-NOT: nvvm.setmaxregister
+// CHECK: nvvm.barrier{{$}}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK-COUNT-2: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.fptrunc %{{.*}} : f32 to bf16
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr
+func.func @kn_bf16(%a: memref<?x?xbf16>, %b: memref<?x?xbf16>, %c: memref<?x?xbf16>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %false = arith.constant false
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %c64 = arith.constant 64 : index
+  %m0 = arith.muli %bx, %c64 : index
+  %n0 = arith.muli %by, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x64x32xbf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x32x64xbf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c1) {tx_bytes = 8192 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %m0, %c0, %sa, %c1, %full) : (memref<?x?xbf16>, index, index, memref<2x64x32xbf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %c0, %n0, %sb, %c1, %full) : (memref<?x?xbf16>, index, index, memref<2x32x64xbf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c1, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c1, %acc) {a_row = 0 : i32, b_layout = "kn"} : (memref<2x64x32xbf16, 3>, memref<2x32x64xbf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, bf16>
+  "wsc.store"(%h, %c, %m0, %n0) : (!wsc.acc<array<i64: 64, 64>, bf16>, memref<?x?xbf16>, index, index) -> ()
+  return
+}
