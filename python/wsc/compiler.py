@@ -186,6 +186,25 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tupl
     return out
 
 
+#: TMA reads global rows whose stride is a multiple of this many bytes.
+TMA_STRIDE_ALIGN = 16
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+
+
+def _check_tma_strides(k: int, n: int, problem: MatmulProblem) -> None:
+    """A and B are read with TMA, whose global row strides must be multiples
+    of 16 bytes; C is stored with ordinary stores and has no such rule."""
+    size = _ELEMENT_BYTES[problem.dtype]
+    rows = [("A", "K", k), ("B", "K" if problem.b_layout == "nk" else "N",
+                                k if problem.b_layout == "nk" else n)]
+    for tensor, dim, extent in rows:
+        if extent * size % TMA_STRIDE_ALIGN:
+            raise ValueError(
+                f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
+                f"needs a row stride that is a multiple of {TMA_STRIDE_ALIGN} bytes, so {dim} "
+                f"must be a multiple of {TMA_STRIDE_ALIGN // size}")
+
+
 def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: MatmulConfig,
                    out_dir: str | os.PathLike, dump_dir: str | os.PathLike | None = None,
                    context: ir.Context | None = None) -> CompileResult:
@@ -196,6 +215,7 @@ def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: Matmu
     for name, value in (("m", m), ("n", n), ("k", k)):
         if value < 1:
             raise ValueError(f"{name} must be positive, got {value}")
+    _check_tma_strides(k, n, problem)
     context = context or make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)

@@ -10,6 +10,8 @@ random inputs and a NaN-poisoned output, and prints a Markdown table of every
 case's relative Frobenius error against a float64 reference. The cases cover
 the dtypes, both B layouts, ragged M/N/K, K = block_k, K < stages * block_k,
 k_tiles % stages != 0, 1 to 7 stages and 1, 2 and 4 consumer warpgroups.
+Ragged K and N stay multiples of 8 elements where TMA reads them: TMA needs row
+strides that are multiples of 16 bytes (compile_matmul rejects the others).
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ CASES = [
     ("out-f16", 1024, 1024, 1024, "f16", "f16", "nk", SEED),
     ("out-bf16", 1024, 1024, 1024, "f16", "bf16", "nk", SEED),
     ("bf16-in-f32-out", 1024, 1024, 1024, "bf16", "f32", "nk", SEED),
-    ("bf16-in-bf16-out", 777, 1029, 900, "bf16", "bf16", "nk", SEED),
+    ("bf16-in-bf16-out", 777, 1029, 904, "bf16", "bf16", "nk", SEED),
     ("kn-f16", 1024, 1024, 1024, "f16", "f32", "kn", dict(SEED, block_n=64)),
-    ("kn-ragged-bf16", 999, 701, 333, "bf16", "f16", "kn", dict(SEED, block_n=64)),
+    ("kn-ragged-bf16", 999, 712, 336, "bf16", "f16", "kn", dict(SEED, block_n=64)),
     ("k-eq-block-k", 512, 512, 64, "f16", "f32", "nk", SEED),
-    ("k-lt-stages", 512, 640, 130, "f16", "f32", "nk", SEED),
+    ("k-lt-stages", 512, 640, 136, "f16", "f32", "nk", SEED),
     ("k-tiles-mod-stages", 640, 512, 5 * 64, "f16", "f32", "nk", dict(SEED, num_stages=3)),
     ("k-one-element", 256, 256, 8, "f16", "f32", "nk", SEED),
     *[(f"stages-{s}", 1111, 987, 1000, "f16", "f32", "nk", dict(SEED, num_stages=s))
@@ -46,7 +48,7 @@ CASES = [
      dict(SEED, block_n=256, num_stages=3, num_consumer_groups=2, producer="warpgroup")),
     ("groups-4", 2048, 2048, 2048, "f16", "f32", "nk",
      dict(SEED, block_m=256, num_consumer_groups=4, producer="warpgroup")),
-    ("groups-4-ragged", 1500, 700, 700, "bf16", "f16", "nk",
+    ("groups-4-ragged", 1500, 700, 712, "bf16", "f16", "nk",
      dict(SEED, block_m=256, num_stages=3, num_consumer_groups=4, producer="warpgroup")),
     ("block-k-32", 1000, 1000, 1000, "f16", "f32", "nk", dict(SEED, block_k=32, num_stages=6)),
 ]
