@@ -167,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if os.environ.get("WSC_DEBUG"):
             traceback.print_exc()
-        if isinstance(error, (CompileError, ValueError, OSError)):
+        if isinstance(error, CompileError):  # already formatted `error:` diagnostics
+            print(f"wsc {args.command}: compilation failed\n{error}", file=sys.stderr)
+        elif isinstance(error, (ValueError, OSError)):
             print(f"wsc {args.command}: error: {error}", file=sys.stderr)
         else:
             print(f"wsc {args.command}: internal error: {type(error).__name__}: {error} "
