@@ -32,6 +32,13 @@ Options:
   ptx-version=<int>     PTX ISA version as major*10+minor (default 90 = PTX 9.0,
                         the newest ptxas 13.0 and driver 580 take; 80 works too)
   index-bitwidth=<int>  width of `index` in the kernel, 32 or 64 (default 32)
+Debug options (see wsc.codegen.debug):
+  wait-spin-limit=<int> every mbarrier wait gives up after this many failed
+                        try_wait probes: the thread prints the barrier array,
+                        stage and phase it waited on, then traps (0: no bound)
+  delay-role=<str>      threads of the roles with this name sleep a random
+                        0..delay-max-ns ns before each mbarrier wait and arrive
+  delay-max-ns=<int>    the longest such delay (default 2000)
 """
 
 from __future__ import annotations
@@ -50,11 +57,26 @@ class ConvertWscToNvvm(WscPass):
         Option("chip", str, "sm_90a", "target chip"),
         Option("ptx-version", int, 90, "PTX ISA version as major*10+minor, e.g. 90 for 9.0"),
         Option("index-bitwidth", int, 32, "bit width of index in the kernel", choices=(32, 64)),
+        Option("wait-spin-limit", int, 0, "debug: trap after this many failed mbarrier "
+                                          "try_wait probes, naming the wait (0: no bound)"),
+        Option("delay-role", str, "", "debug: random delays before the mbarrier ops of "
+                                      "this role"),
+        Option("delay-max-ns", int, 2000, "debug: the longest random delay, in ns"),
     )
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        from wsc.codegen.debug import DebugOptions
+
+        try:
+            self.debug = DebugOptions(self.options.wait_spin_limit, self.options.delay_role,
+                                      self.options.delay_max_ns)
+        except ValueError as error:
+            raise ValueError(f"pass '{self.ARGUMENT}': {error}") from None
 
     def run(self, module: ir.Module) -> None:
         from wsc.codegen.lowering import lower_module
 
         lower_module(module.operation, chip=self.options.chip,
                      ptx_version=self.options.ptx_version,
-                     index_bitwidth=self.options.index_bitwidth)
+                     index_bitwidth=self.options.index_bitwidth, debug=self.debug)

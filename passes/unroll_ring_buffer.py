@@ -24,6 +24,9 @@ they need. The loop's former results are rebuilt for any later user:
 stage = %n mod N, phase = phase0 xor (%n / N odd). A drain becomes, for each
 constant stage s < N, `if (s < %n) wait(barriers[s], phase of stage s)`, where
 stages below the final stage have wrapped once more than the rest.
+A stage computed from a copy's stage by arith ops (the previous stage that
+--warp-specialize's wgmma-in-flight releases) is left as those ops on the
+constant, which fold during lowering.
 No `scf.for` with a non-constant stage remains; anything else that carries a
 stage is rejected with a located error. The protocol of the result is checked
 by --verify-pipeline's simulator unless `verify=false`.
@@ -53,7 +56,8 @@ class UnrollRingBuffer(WscPass):
     def run(self, module: ir.Operation) -> None:
         found = kernels(module.operation)
         for kernel in found:
-            with ir.Location.unknown(kernel.context):
+            # New ops carry the kernel's location, so diagnostics about them are located.
+            with kernel.location:
                 # Drains first: they read the main loops' results, which the
                 # main loops' rewrite replaces.
                 for drain in [op for op in walk(kernel)

@@ -26,6 +26,13 @@ After: the same computation, specialized (the seed's V3, generalised):
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
     B, waits for them (wait_group 0), then releases the stage by arriving on
     empty[stage]; then it stores its rows;
+    with wgmma-in-flight = 1 it instead leaves the K tile's WGMMA group in
+    flight (wait_group 1, which retires the previous K tile's group) and
+    releases the *previous* stage, (stage - 1) mod N, from the second K tile
+    on; after the loop it waits for the last group (wait_group 0) and
+    releases the last K tile's stage, (k_tiles - 1) mod N, before storing.
+    Every filled stage is still released exactly once, one K tile later, so
+    the producer and its drain are unchanged;
   - one producer role after them (a warp, or a warpgroup when producer =
     warpgroup, which also records register budgets for setmaxnreg): it waits on
     empty[stage] (initial phase 1: fresh barriers pass at once), then one elected
@@ -46,6 +53,10 @@ producer             warp | warpgroup
 producer-registers   setmaxnreg budget of a warpgroup producer
 consumer-registers   setmaxnreg budget of each consumer warpgroup (0: the most
                      the producer's released registers allow, at most 232)
+wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
+                     0 (release each stage after its own WGMMAs) or 1
+                     (release one K tile late; needs num-stages >= 2, since
+                     the stage in flight and the one released must differ)
 verify               run the protocol check on the result
 """
 
@@ -79,13 +90,18 @@ class WarpSpecialize(WscPass):
         Option("producer", str, "warp", "producer role size", choices=("warp", "warpgroup")),
         Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
         Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
+        Option("wgmma-in-flight", int, 0, "WGMMA groups left in flight across K tiles "
+                                          "(1: release each stage one K tile late)",
+               choices=(0, 1)),
         Option("verify", bool, True, "check the mbarrier protocol of the result"),
     )
 
     def run(self, module: ir.Operation) -> None:
         found = kernels(module.operation)
         for kernel in found:
-            with ir.Location.unknown(kernel.context):
+            # Ops the pass creates carry the kernel's location, so a
+            # diagnostic about one (e.g. from the protocol check) is located.
+            with kernel.location:
                 _Specializer(kernel, self.options).run()
         if self.options.verify and found:
             from wsc.protocol import check_protocol
@@ -282,6 +298,10 @@ class _Specializer:
         self._match()
         groups = self.options.num_consumer_groups
         num_stages = self._resize_ring(self.options.num_stages)
+        if self.options.wgmma_in_flight and num_stages < 2:
+            self._fail(self.full_alloc, f"wgmma-in-flight = {self.options.wgmma_in_flight} "
+                                        f"needs at least 2 stages: with {num_stages} the stage "
+                                        f"a WGMMA group still reads is the one released")
         acc_shape, acc_element = dialect.parse_acc_type(self.acc_alloc.result.type)
         block_m, block_n = acc_shape
         group_rows = block_m // groups
@@ -305,7 +325,8 @@ class _Specializer:
                                            consumer_registers)
                 if_op = scf.IfOp(is_consumer)
                 with ir.InsertionPoint(if_op.then_block):
-                    self._build_consumer(group, group_rows, block_n, acc_element, empty, stage0)
+                    self._build_consumer(group, group_rows, block_n, acc_element, empty, stage0,
+                                         num_stages)
                     scf.YieldOp([])
             is_producer = dialect.role("producer", consumer_threads, producer_threads,
                                        producer_registers)
@@ -333,19 +354,43 @@ class _Specializer:
             clone_remapped(op, mapping)
 
     def _build_consumer(self, group: int, rows: int, block_n: int, element: str,
-                        empty: ir.Value, stage0: ir.Value) -> None:
+                        empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
         acc = dialect.acc_alloc(dialect.acc_type((rows, block_n), element))
         mapping = {self.acc_alloc.result: acc}
+        in_flight = self.options.wgmma_in_flight
         loop = self._ring_loop(dialect.CONSUMER_INITIAL_PHASE, stage0)
         with ir.InsertionPoint(loop.body):
             self._clone_body(loop, self._slice(self.consumer_anchors), mapping)
             for op in walk(loop.operation):
                 if op.name == "wsc.wgmma":
                     set_int_attr(op, "a_row", int_attr(op, "a_row") + group * rows)
-            # Released only after wait_group 0: the WGMMAs reading the stage are done.
-            dialect.mbarrier_arrive(empty, mapping[self.stage])
+                elif op.name == "wsc.wgmma_wait_group":
+                    set_int_attr(op, "pending", in_flight)
+            stage = mapping[self.stage]
+            if in_flight:
+                # wait_group 1 retired the previous K tile's group, so its
+                # stage is free; the first K tile has no previous one.
+                has_previous = arith.CmpIOp(arith.CmpIPredicate.ugt, loop.induction_variable,
+                                            index_constant(0)).result
+                guard = scf.IfOp(has_previous)
+                with ir.InsertionPoint(guard.then_block):
+                    dialect.mbarrier_arrive(empty, _previous_stage(stage, num_stages))
+                    scf.YieldOp([])
+            else:
+                # Released only after wait_group 0: the WGMMAs reading the stage are done.
+                dialect.mbarrier_arrive(empty, stage)
             next_stage, next_phase = clone_remapped(self.advance, mapping).results
             scf.YieldOp([next_stage, next_phase])
+        if in_flight:
+            # The last K tile's group is still in flight: retire it, then
+            # release its stage, the one before the loop's final stage.
+            dialect.wgmma_wait_group(0)
+            any_tiles = arith.CmpIOp(arith.CmpIPredicate.ugt, self.loop.operands[1],
+                                     index_constant(0)).result
+            guard = scf.IfOp(any_tiles)
+            with ir.InsertionPoint(guard.then_block):
+                dialect.mbarrier_arrive(empty, _previous_stage(loop.results[0], num_stages))
+                scf.YieldOp([])
         row_offset = index_constant(group * rows) if group else None
         for op in self.epilogue:
             if op.name == "wsc.cast":
@@ -388,3 +433,11 @@ class _Specializer:
                 scf.YieldOp([])
             next_stage, next_phase = dialect.ring_advance(stage, phase, num_stages)
             scf.YieldOp([next_stage, next_phase])
+
+
+def _previous_stage(stage: ir.Value, num_stages: int) -> ir.Value:
+    """(stage - 1) mod num_stages; a constant once --unroll-ring-buffer has
+    made `stage` one."""
+    wraps = arith.CmpIOp(arith.CmpIPredicate.eq, stage, index_constant(0)).result
+    before = arith.SubIOp(stage, index_constant(1)).result
+    return arith.SelectOp(wraps, index_constant(num_stages - 1), before).result

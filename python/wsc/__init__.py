@@ -2,7 +2,52 @@
 
 The compiler side (dialect, passes, driver) needs the MLIR Python bindings; the
 runtime (`wsc.runtime`) does not, so compiled kernels run where only the CUDA
-driver is. This module therefore imports nothing from `mlir`.
+driver is. This module therefore imports nothing from `mlir` (nor torch): the
+names below are loaded on first use.
+
+    wsc.matmul(a, b)                  C = A @ B with a tuned wsc kernel (module wsc.matmul)
+    wsc.KernelBuilder                 write kernels in Python (wsc.builder)
+    wsc.autotune                      config spaces for kernel functions (wsc.autotune)
 """
 
+import sys
+import types
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "matmul": "wsc.matmul",
+    "autotune": "wsc.autotune",
+    "KernelBuilder": "wsc.builder",
+    "PRODUCER_INITIAL_PHASE": "wsc.builder",
+    "CONSUMER_INITIAL_PHASE": "wsc.builder",
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'wsc' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])
+
+
+class _Package(types.ModuleType):
+    """The `wsc` package. Importing the module `wsc.matmul` (however it happens)
+    makes the import system bind the name `matmul` here to that module; the
+    package exports the function of that name instead, so `wsc.matmul(a, b)`
+    is always the plain function torch.compile can trace."""
+
+    def __setattr__(self, name, value):
+        if name == "matmul" and isinstance(value, types.ModuleType):
+            value = value.matmul
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

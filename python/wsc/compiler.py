@@ -100,14 +100,24 @@ def specialization_passes(config: MatmulConfig) -> list:
 
     return [WarpSpecialize(num_stages=config.num_stages,
                            num_consumer_groups=config.num_consumer_groups,
-                           producer=config.producer),
+                           producer=config.producer,
+                           wgmma_in_flight=config.wgmma_in_flight),
             UnrollRingBuffer()]
 
 
+def lowering_pass(config: MatmulConfig):
+    """--convert-wsc-to-nvvm with `config`'s debug options."""
+    from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
+
+    return ConvertWscToNvvm(wait_spin_limit=config.debug_spin_limit,
+                            delay_role=config.debug_delay_role)
+
+
 def compile_module(module: ir.Module, passes: list, dump_dir: str | os.PathLike | None = None,
-                   assemble: bool = True) -> CompileResult:
-    """Run `passes` over `module`, then lower it to PTX (and assemble with ptxas
-    when `assemble` and ptxas is available)."""
+                   assemble: bool = True, lowering=None) -> CompileResult:
+    """Run `passes` over `module`, then lower it to PTX with `lowering` (a
+    ConvertWscToNvvm; default options when None) and assemble it with ptxas
+    when `assemble` and ptxas is available."""
     from wsc import codegen
     from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
 
@@ -122,7 +132,7 @@ def compile_module(module: ir.Module, passes: list, dump_dir: str | os.PathLike 
         engine.add_pass_error(error)
         raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
     stages = [StageReport("input", 0.0, summarize(module.operation))]
-    for index, wsc_pass in enumerate([*passes, ConvertWscToNvvm()], start=1):
+    for index, wsc_pass in enumerate([*passes, lowering or ConvertWscToNvvm()], start=1):
         stages.append(_run_pass(module, wsc_pass, dump, index))
     start = time.perf_counter()
     try:
@@ -159,15 +169,25 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tuple[int, int, int],
                    problem: dict, config: dict, tensors: dict) -> Path:
-    """Write kernel.ptx and kernel.json (the launch description) into out_dir."""
+    """Write kernel.ptx and kernel.json (the launch description) into out_dir,
+    and kernel.cubin when ptxas assembled the PTX (the runtime prefers it: no
+    JIT at load, and it is the very code the ptxas report describes)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = result.info
     _write_atomically(out / "kernel.ptx", result.ptx)
+    images = {"ptx": "kernel.ptx"}
+    if result.ptxas is not None and result.ptxas.cubin:
+        cubin = out / "kernel.cubin"
+        with tempfile.NamedTemporaryFile("wb", dir=out, delete=False,
+                                         prefix=".kernel.cubin.") as tmp:
+            tmp.write(result.ptxas.cubin)
+        os.replace(tmp.name, cubin)
+        images["cubin"] = cubin.name
     meta = {
         "wsc_version": wsc.__version__,
         "kernel_name": info.name,
-        "ptx": "kernel.ptx",
+        **images,
         "block": list(info.block),
         "grid": list(grid),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
@@ -219,7 +239,18 @@ def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: Matmu
     context = context or make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
-        result = compile_module(module, specialization_passes(config), dump_dir)
+        result = compile_module(module, specialization_passes(config), dump_dir,
+                                lowering=lowering_pass(config))
+    write_matmul_artifact(out_dir, result, m, n, k, problem, config)
+    return result
+
+
+def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: int, n: int,
+                          k: int, problem: MatmulProblem, config: MatmulConfig) -> Path:
+    """The artifact of a compiled matmul for one M x N x K problem. The kernel
+    reads its sizes at run time, so one CompileResult serves every shape
+    whose TMA row strides are legal."""
+    _check_tma_strides(k, n, problem)
     b_shape = [n, k] if problem.b_layout == "nk" else [k, n]
     tensors = {"a": {"shape": [m, k], "dtype": problem.dtype, "role": "input"},
                "b": {"shape": b_shape, "dtype": problem.dtype, "role": "input"},
@@ -227,5 +258,4 @@ def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: Matmu
     grid = (math.ceil(m / config.block_m), math.ceil(n / config.block_n), 1)
     problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
                     "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
-    write_artifact(out_dir, result, grid, problem_json, config.as_dict(), tensors)
-    return result
+    return write_artifact(out_dir, result, grid, problem_json, config.as_dict(), tensors)

@@ -45,6 +45,63 @@ def make_context() -> ir.Context:
     return context
 
 
+#: The ops of the dialect, as `wsc.<name>`.
+OP_NAMES = frozenset(f"wsc.{name}" for name in
+                     re.findall(r"^\s*irdl\.operation @(\w+)", _IRDL_TEXT, re.M))
+_OP_NAME_TOKEN = re.compile(r"(?<![\w.!#$@%\"-])wsc\.\w+")
+
+
+def _custom_form_op(text: str) -> tuple[int, int, str] | None:
+    """(line, column, name) of the first wsc op written in custom form, i.e.
+    without the quotes of the generic form (comments and strings skipped)."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        code, in_string, i = [], False, 0
+        while i < len(line):
+            ch = line[i]
+            if in_string:
+                code.append(" ")
+                if ch == "\\":
+                    code.append(" ")
+                    i += 1
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+                code.append(ch)
+            elif line.startswith("//", i):
+                break
+            else:
+                code.append(ch)
+            i += 1
+        for match in _OP_NAME_TOKEN.finditer("".join(code)):
+            if match.group() in OP_NAMES:
+                return number, match.start() + 1, match.group()
+    return None
+
+
+def parse_module(text: str) -> ir.Module:
+    """`ir.Module.parse(text)` in the current context, with a located error
+    where MLIR gives none.
+
+    IRDL ops have no custom assembly, and MLIR fails to parse one written in
+    custom form (`wsc.sync` instead of `"wsc.sync"() : () -> ()`) without any
+    diagnostic; that case raises a PassError at the op instead. Other parse
+    and verification errors raise ir.MLIRError as usual."""
+    from wsc.diagnostics import PassError
+
+    try:
+        return ir.Module.parse(text)
+    except ir.MLIRError as error:
+        found = None if error.error_diagnostics else _custom_form_op(text)
+        if found is None:
+            raise
+        line, column, name = found
+        raise PassError(ir.Location.file("-", line, column),
+                        f"custom op '{name}' has no custom assembly format; write it in "
+                        f"generic form: \"{name}\"(operands) {{attributes}} : "
+                        f"(operand types) -> (result types)") from None
+
+
 # Types ----------------------------------------------------------------------
 
 def mbarriers_type() -> ir.Type:

@@ -90,9 +90,15 @@ class WscPass:
         from wsc.verifier import verify_wsc
 
         def run_pass(op: ir.Operation, external_pass) -> None:
+            # The wsc rules hold before the pass (passes may assume them) and
+            # after it: a pass option can ask for what the hardware cannot do
+            # (e.g. a register budget under 24), and the IR that results must
+            # not reach a later pass or the user unchecked. MLIR's own
+            # verifier runs after every pass as well.
             try:
                 verify_wsc(op)
                 self.run(op.opview)
+                verify_wsc(op)
             except PassError as error:
                 engine.add_pass_error(error)
                 external_pass.signal_pass_failure()

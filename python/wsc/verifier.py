@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from wsc.codegen.layout import BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MBARRIER_BYTES, round_up
 from wsc.dialect import SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, constant_int,
@@ -28,6 +29,15 @@ MAX_TMA_BOX = 256
 #: inner extent of a box.
 SWIZZLE_BYTES = 128
 TILE_ELEMENT_TYPES = ("f16", "bf16")
+#: Each ring stage is a 1024-byte-aligned buffer (the 128-byte swizzle repeats
+#: every 1024 bytes) in at most 227 KB of shared memory, so a ring, and the
+#: barrier array with one barrier per stage, has at most 227 stages.
+MAX_STAGES = MAX_DYNAMIC_SMEM // BUFFER_ALIGN
+#: The largest arrival count and transaction byte count of an mbarrier phase
+#: (PTX ISA, mbarrier.init and mbarrier.expect_tx: 2^20 - 1).
+MAX_MBARRIER_COUNT = (1 << 20) - 1
+#: The 32-bit registers of an SM: a register tile cannot hold more elements.
+REGISTER_FILE = 65536
 
 
 def _fail(op: ir.Operation, message: str) -> None:
@@ -93,6 +103,14 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
     element = str(ir.MemRefType(type_).element_type)
     if element not in TILE_ELEMENT_TYPES:
         _fail(op, f"{what} element type must be f16 or bf16, got {element}")
+    stages, rows, cols = shape
+    stage_bytes = round_up(rows * cols * ir.MemRefType(type_).element_type.width // 8,
+                           BUFFER_ALIGN)
+    if stages * stage_bytes > MAX_DYNAMIC_SMEM:
+        _fail(op, f"{what} needs {stages} x {stage_bytes} = {stages * stage_bytes} bytes of "
+                  f"shared memory ({stages} stages of {rows}x{cols}x{element}, each "
+                  f"{BUFFER_ALIGN}-byte aligned), more than the {MAX_DYNAMIC_SMEM} bytes "
+                  f"(227 KB) a block may use on sm_90")
     return shape
 
 
@@ -120,20 +138,26 @@ def _verify_op(op: ir.Operation) -> None:
     elif name == "wsc.alloc_shared":
         _verify_shared_buffer(op, op.result.type, "result")
     elif name == "wsc.mbarrier_alloc":
-        if int_attr(op, "num_barriers") < 1:
-            _fail(op, f"num_barriers must be at least 1 (one per stage), got "
-                      f"{int_attr(op, 'num_barriers')}")
-        if int_attr(op, "arrival_count") < 1:
-            _fail(op, f"arrival_count must be at least 1, got {int_attr(op, 'arrival_count')}")
+        if not 1 <= int_attr(op, "num_barriers") <= MAX_STAGES:
+            _fail(op, f"num_barriers must be in [1, {MAX_STAGES}] (one per stage; a ring has "
+                      f"at most {MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} "
+                      f"bytes of shared memory), got {int_attr(op, 'num_barriers')}")
+        if not 1 <= int_attr(op, "arrival_count") <= MAX_MBARRIER_COUNT:
+            _fail(op, f"arrival_count must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
+                      f"arrival count limit), got {int_attr(op, 'arrival_count')}")
     elif name in ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
         count = _barrier_count(op, op.operands[0])
         if count is not None:
             _verify_stage(op, op.operands[1], count)
-        if name == "wsc.mbarrier_arrive_expect_tx" and int_attr(op, "tx_bytes") <= 0:
-            _fail(op, f"tx_bytes must be positive, got {int_attr(op, 'tx_bytes')}")
+        if name == "wsc.mbarrier_arrive_expect_tx" and \
+                not 1 <= int_attr(op, "tx_bytes") <= MAX_MBARRIER_COUNT:
+            _fail(op, f"tx_bytes must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
+                      f"transaction count limit), got {int_attr(op, 'tx_bytes')}")
     elif name == "wsc.ring_advance":
-        if int_attr(op, "num_stages") < 1:
-            _fail(op, f"num_stages must be at least 1, got {int_attr(op, 'num_stages')}")
+        if not 1 <= int_attr(op, "num_stages") <= MAX_STAGES:
+            _fail(op, f"num_stages must be in [1, {MAX_STAGES}] (a ring has at most "
+                      f"{MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} bytes of "
+                      f"shared memory), got {int_attr(op, 'num_stages')}")
     elif name == "wsc.tma_load":
         _verify_tma_load(op)
     elif name == "wsc.tma_store":
@@ -186,6 +210,9 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> None:
     if shape[1] % 8 or not 8 <= shape[1] <= 256:
         _fail(op, f"register tile columns must be a multiple of 8 in [8, 256] "
                   f"(the WGMMA N), got {shape[1]}")
+    if shape[0] * shape[1] > REGISTER_FILE:
+        _fail(op, f"register tile {shape[0]}x{shape[1]} has {shape[0] * shape[1]} elements, "
+                  f"more than the {REGISTER_FILE} 32-bit registers of an SM")
     if element not in ("f32", "f16", "bf16"):
         _fail(op, f"register tile element type must be f32, f16 or bf16, got {element}")
 

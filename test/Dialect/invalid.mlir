@@ -63,7 +63,7 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // expected-error @below {{'wsc.alloc_shared' op expected base type 'builtin.memref' but got 'builtin.integer'}}
 %s = "wsc.alloc_shared"() : () -> i32
 // -----
-// expected-error @below {{'wsc.mbarrier_alloc' op num_barriers must be at least 1 (one per stage), got 0}}
+// expected-error @below {{'wsc.mbarrier_alloc' op num_barriers must be in [1, 227] (one per stage; a ring has at most 227 1024-byte stages in 232448 bytes of shared memory), got 0}}
 %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 0 : i32} : () -> !wsc.mbarriers
 // -----
 // expected-error @below {{'wsc.mbarrier_alloc' op attribute "num_barriers" is expected but not provided}}
@@ -72,7 +72,7 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // expected-error @below {{'wsc.mbarrier_alloc' op expected base attribute 'builtin.integer' but got 'builtin.string'}}
 %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = "four"} : () -> !wsc.mbarriers
 // -----
-// expected-error @below {{'wsc.mbarrier_alloc' op arrival_count must be at least 1, got 0}}
+// expected-error @below {{'wsc.mbarrier_alloc' op arrival_count must be in [1, 1048575] (the mbarrier arrival count limit), got 0}}
 %b = "wsc.mbarrier_alloc"() {arrival_count = 0 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
 // -----
 %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
@@ -87,7 +87,7 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // -----
 %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
 %c0 = arith.constant 0 : index
-// expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op tx_bytes must be positive, got 0}}
+// expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op tx_bytes must be in [1, 1048575] (the mbarrier transaction count limit), got 0}}
 "wsc.mbarrier_arrive_expect_tx"(%b, %c0) {tx_bytes = 0 : i32} : (!wsc.mbarriers, index) -> ()
 // -----
 %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
@@ -103,7 +103,7 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // -----
 %c0 = arith.constant 0 : index
 %p = arith.constant 0 : i1
-// expected-error @below {{'wsc.ring_advance' op num_stages must be at least 1, got 0}}
+// expected-error @below {{'wsc.ring_advance' op num_stages must be in [1, 227] (a ring has at most 227 1024-byte stages in 232448 bytes of shared memory), got 0}}
 %s:2 = "wsc.ring_advance"(%c0, %p) {num_stages = 0 : i32} : (index, i1) -> (index, i1)
 // -----
 %c0 = arith.constant 0 : index

@@ -1,5 +1,6 @@
 // RUN: wsc-opt --unroll-ring-buffer %s | FileCheck %s
 // RUN: wsc-opt --warp-specialize=num-stages=3 --unroll-ring-buffer %S/../../examples/matmul_v2.mlir | FileCheck %s --check-prefix=THREE
+// RUN: wsc-opt --warp-specialize='num-stages=3 wgmma-in-flight=1' --unroll-ring-buffer %S/../../examples/matmul_v2.mlir | FileCheck %s --check-prefix=INFLIGHT
 
 // The seed's V3 with a ring of 2 stages (examples/matmul_v3.mlir, resized).
 func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
@@ -138,3 +139,31 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // THREE-NEXT: %[[C:.*]] = arith.constant 2 : index
 // THREE-NEXT: "wsc.mbarrier_wait"(%{{.*}}, %[[C]], %{{.*}})
 // THREE-NOT: "wsc.ring_advance"
+
+// One WGMMA group in flight: every copy keeps wait_group 1 and releases the
+// stage before its own, computed from its constant stage (folded to a
+// constant during lowering); the release of the last K tile's stage reads the
+// rebuilt final stage, k_tiles mod 3.
+// INFLIGHT: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
+// INFLIGHT: %[[ROUNDS:.*]] = arith.ceildivui %[[KTILES:.*]], %{{.*}}
+// INFLIGHT: scf.for %{{.*}} = %{{.*}} to %[[ROUNDS]]
+// INFLIGHT: %[[S0:.*]] = arith.constant 0 : index
+// INFLIGHT-NEXT: "wsc.mbarrier_wait"(%{{.*}}, %[[S0]], %{{.*}})
+// INFLIGHT: "wsc.wgmma_wait_group"() {pending = 1 : i32}
+// INFLIGHT: arith.cmpi eq, %[[S0]], %{{.*}}
+// INFLIGHT: "wsc.mbarrier_arrive"
+// INFLIGHT: scf.if
+// INFLIGHT-NEXT: %[[S1:.*]] = arith.constant 1 : index
+// INFLIGHT-NEXT: "wsc.mbarrier_wait"(%{{.*}}, %[[S1]], %{{.*}})
+// INFLIGHT: "wsc.wgmma_wait_group"() {pending = 1 : i32}
+// INFLIGHT: arith.cmpi eq, %[[S1]], %{{.*}}
+// INFLIGHT: scf.if
+// INFLIGHT-NEXT: %[[S2:.*]] = arith.constant 2 : index
+// INFLIGHT-NEXT: "wsc.mbarrier_wait"(%{{.*}}, %[[S2]], %{{.*}})
+// INFLIGHT: "wsc.wgmma_wait_group"() {pending = 1 : i32}
+// INFLIGHT: arith.cmpi eq, %[[S2]], %{{.*}}
+// INFLIGHT: %[[FINAL:.*]] = arith.remui %[[KTILES]], %{{.*}}
+// INFLIGHT: "wsc.wgmma_wait_group"() {pending = 0 : i32}
+// INFLIGHT: arith.cmpi eq, %[[FINAL]], %{{.*}}
+// INFLIGHT: "wsc.mbarrier_arrive"
+// INFLIGHT: "wsc.store"

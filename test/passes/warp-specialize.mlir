@@ -1,6 +1,7 @@
 // RUN: wsc-opt --warp-specialize %s | FileCheck %s
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup num-stages=3' %s | FileCheck %s --check-prefix=G2
 // RUN: wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=2})' %s | FileCheck %s --check-prefix=S2
+// RUN: wsc-opt --warp-specialize='wgmma-in-flight=1 num-stages=3' %s | FileCheck %s --check-prefix=INFLIGHT
 
 // The tutorial's V2 (examples/matmul_v2.mlir): one warpgroup loads, waits and
 // multiplies, with a block-wide sync in the K loop.
@@ -122,3 +123,32 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // S2-LABEL: func.func @matmul
 // S2: "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
 // S2: "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32}
+
+// One WGMMA group left in flight: wait_group 1 retires the previous K tile's
+// group, so the consumer releases the previous stage ((stage - 1) mod 3) from
+// the second K tile on; after the loop it retires the last group and
+// releases the last K tile's stage. The producer and its drain are unchanged.
+// INFLIGHT-LABEL: func.func @matmul
+// INFLIGHT: %[[EMPTY:.*]] = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 3 : i32}
+// INFLIGHT: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
+// INFLIGHT: %[[CLOOP:.*]]:2 = scf.for %[[KT:.*]] = %{{.*}} to %[[KTILES:.*]] step %{{.*}} iter_args(%[[CS:.*]] = %{{.*}}, %[[CP:.*]] = %{{.*}})
+// INFLIGHT: "wsc.wgmma_commit_group"
+// INFLIGHT-NEXT: "wsc.wgmma_wait_group"() {pending = 1 : i32}
+// INFLIGHT-NEXT: %[[ZERO:.*]] = arith.constant 0 : index
+// INFLIGHT-NEXT: %[[NOT_FIRST:.*]] = arith.cmpi ugt, %[[KT]], %[[ZERO]]
+// INFLIGHT-NEXT: scf.if %[[NOT_FIRST]] {
+// INFLIGHT: %[[WRAPS:.*]] = arith.cmpi eq, %[[CS]], %{{.*}}
+// INFLIGHT: %[[BEFORE:.*]] = arith.subi %[[CS]], %{{.*}}
+// INFLIGHT: %[[LAST:.*]] = arith.constant 2 : index
+// INFLIGHT-NEXT: %[[PREVIOUS:.*]] = arith.select %[[WRAPS]], %[[LAST]], %[[BEFORE]]
+// INFLIGHT-NEXT: "wsc.mbarrier_arrive"(%[[EMPTY]], %[[PREVIOUS]])
+// INFLIGHT: "wsc.ring_advance"(%[[CS]], %[[CP]]) {num_stages = 3 : i32}
+// INFLIGHT: "wsc.wgmma_wait_group"() {pending = 0 : i32}
+// INFLIGHT: %[[ANY:.*]] = arith.cmpi ugt, %[[KTILES]], %{{.*}}
+// INFLIGHT-NEXT: scf.if %[[ANY]] {
+// INFLIGHT: arith.cmpi eq, %[[CLOOP]]#0, %{{.*}}
+// INFLIGHT: "wsc.mbarrier_arrive"(%[[EMPTY]],
+// INFLIGHT: "wsc.store"
+// INFLIGHT: "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32}
+// INFLIGHT-NOT: pending = 1
+// INFLIGHT: return

@@ -28,7 +28,10 @@ def _run(module, wsc_pass):
 @pytest.mark.parametrize("num_stages", range(1, 9))
 @pytest.mark.parametrize("groups,producer", [(1, "warp"), (2, "warpgroup"), (4, "warpgroup")])
 def test_specialized_and_unrolled_kernels_are_clean(num_stages, groups, producer):
-    config = MatmulConfig(block_m=64 * groups if groups > 1 else 128, num_stages=num_stages)
+    # block_k = 32 keeps 8 stages of a 256-row A tile within the 227 KB of
+    # shared memory a ring may take.
+    config = MatmulConfig(block_m=64 * groups if groups > 1 else 128, block_k=32,
+                          num_stages=num_stages)
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(), config)
         _run(module, WarpSpecialize(num_stages=num_stages, num_consumer_groups=groups,

@@ -304,6 +304,15 @@ def wgmma_wait_group(pending: int) -> None:
     nvvm.WgmmaWaitGroupSyncOp(pending)
 
 
+def register_fence(value: ir.Value, element: ir.Type, count: int) -> ir.Value:
+    """`value`, a struct of `count` `element` registers, passed through an
+    empty asm that ties every field: it emits no instruction, but no read of
+    the result can move above the side effect just before it (a wait)."""
+    fields = [extractvalue(value, i, element) for i in range(count)]
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
+    return inline_asm("", constraints, fields, value.type)
+
+
 _WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 

@@ -24,12 +24,16 @@ How each wsc op is lowered:
   fence.mbarrier_init.release.cluster. Barrier addresses are base + 8*stage,
   buffers base + stage*stage_bytes, for constant or run-time stages.
 * mbarrier arrive / arrive.expect_tx: NVVM ops; wait: a loop around
-  mbarrier.try_wait.parity (inline asm returning the predicate).
+  mbarrier.try_wait.parity (inline asm returning the predicate), bounded
+  when DebugOptions.wait_spin_limit is set (see wsc.codegen.debug, which also
+  adds the random delays of DebugOptions.delay_role).
 * wsc.tma_load: cp.async.bulk.tensor.2d per 128/64/32-byte-wide atom of the
   tile, coordinates (col, row), completing on barriers[stage].
 * wsc.wgmma: per m64 sub-tile and k16 step one nvvm.wgmma.mma_async with
   descriptors from descriptors.OperandDescriptors (A K-major; B K-major for
-  "nk", N-major for "kn"). fence/commit/wait map one to one.
+  "nk", N-major for "kn"). fence/commit/wait map one to one; after a
+  wait_group 0 the role's WGMMA accumulators pass through an empty asm, so
+  LLVM cannot move a read of them above the wait.
 * wsc.acc_alloc / wsc.cast / wsc.store: accumulators live in an llvm.alloca in
   the entry block that is only indexed by constants (LLVM's SROA turns it into
   registers); cast is a per-element fptrunc (round to nearest even); store
@@ -53,6 +57,7 @@ from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
 from wsc.codegen import emit as E
+from wsc.codegen.debug import DebugEmitter, DebugOptions, barrier_names
 from wsc.codegen.descriptors import WGMMA_K, OperandDescriptors
 from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
 from wsc.codegen.info import KernelInfo, tensor_name
@@ -168,9 +173,11 @@ class _DimClasses:
 
 
 class KernelLowering:
-    def __init__(self, kernel: ir.Operation, index_bitwidth: int = 32):
+    def __init__(self, kernel: ir.Operation, index_bitwidth: int = 32,
+                 debug: DebugOptions = DebugOptions()):
         self.kernel = kernel
         self.index_bitwidth = index_bitwidth
+        self.debug = debug
 
     # ------------------------------------------------------------------ analysis
 
@@ -200,10 +207,12 @@ class KernelLowering:
         self.role_of: dict[ir.Operation, RoleInfo | None] = {}
         self.buffer_ops: list[ir.Operation] = []
         self.barrier_ops: list[ir.Operation] = []
+        self.wgmma_accumulators: set[ir.Value] = set()
         for op in self.ops:
             self._check_op(op)
         self._check_argument_uses()
         self._plan_roles()
+        self._check_debug_options()
         self._plan_shared_memory()
         self._plan_tensor_maps()
         self._plan_params()
@@ -230,6 +239,8 @@ class KernelLowering:
             elif name in ("wsc.tma_load", "wsc.wgmma", "wsc.mbarrier_arrive",
                           "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
                 self._check_sources(op)
+                if name == "wsc.wgmma":
+                    self.wgmma_accumulators.add(op.operands[3])
             elif name in ("wsc.store", "wsc.cast"):
                 source = defining_op(op.operands[0])
                 if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
@@ -588,6 +599,7 @@ class KernelLowering:
         for param in self.params:
             self.param_values[(param.kind, param.name)] = block.add_argument(param.type, location)
         self._prologue(block)
+        self.debug_emitter = DebugEmitter(self.debug, scratch, self.entry_ip, self.name)
         self._lower_all()
         for _ in self.args:
             block.erase_argument(0)
@@ -725,18 +737,44 @@ class KernelLowering:
                                 slot.arrival_count)
             E.fence_mbarrier_init()
 
+    def _check_debug_options(self) -> None:
+        """delay-role must name a role, or the option would silently do nothing."""
+        self.barrier_names = barrier_names(self.barrier_ops)
+        role = self.debug.delay_role
+        if role and not any(self.debug.delays(r.name) for r in self.roles.values()):
+            names = ", ".join(sorted({r.name for r in self.roles.values()})) or "none"
+            raise _fail(self.kernel, f"has no role '{role}' to delay (delay-role={role}; "
+                                     f"roles: {names})")
+
+    def _maybe_delay(self, op) -> None:
+        role = self.role_of.get(op)
+        if self.debug.delays(role.name if role is not None else None):
+            self.debug_emitter.delay(self.tid)
+
     def _lower_mbarrier_arrive(self, op):
+        self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
         E.mbarrier_arrive(address)
 
     def _lower_mbarrier_arrive_expect_tx(self, op):
+        self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
         E.mbarrier_arrive_expect_tx(address, int_attr(op, "tx_bytes"))
 
     def _lower_mbarrier_wait(self, op):
-        _, offset = self._barrier(op.operands[0], op.operands[1])
+        self._maybe_delay(op)
+        bars, stage, phase = op.operands
+        _, offset = self._barrier(bars, stage)
         address32 = E.addi(self.smem_aligned32, offset)
-        E.mbarrier_wait_parity(address32, E.extui(op.operands[2], E.i32()))
+        parity32 = E.extui(phase, E.i32())
+        if not self.debug.wait_spin_limit:
+            E.mbarrier_wait_parity(address32, parity32)
+            return
+        role = self.role_of.get(op)
+        self.debug_emitter.bounded_wait(
+            address32, parity32, tid=self.tid, stage32=self._i32(stage),
+            barrier=self.barrier_names[defining_op(bars)],
+            role=role.name if role is not None else None, location=op.location)
 
     def _lower_ring_advance(self, op):
         stage, phase = op.operands
@@ -821,7 +859,24 @@ class KernelLowering:
         E.wgmma_commit_group()
 
     def _lower_wgmma_wait_group(self, op):
-        E.wgmma_wait_group(int_attr(op, "pending"))
+        pending = int_attr(op, "pending")
+        E.wgmma_wait_group(pending)
+        if pending:
+            return
+        # To LLVM the accumulators are plain values that the wait does not
+        # touch, so it may move a read of them (the epilogue's cast) above
+        # the wait while a WGMMA still writes them; ptxas then serializes
+        # every WGMMA (C7514). Tying each register to an empty asm after
+        # the wait keeps every later read below it.
+        role = self.role_of.get(op)
+        for value, slot in self.slots.items():
+            if value in self.wgmma_accumulators and self.role_of.get(defining_op(value)) is role:
+                for i in range(slot.fragment.subtiles):
+                    address = slot.subtile_address(i)
+                    fenced = E.register_fence(E.load(slot.sub_type, address),
+                                              E.float_type(slot.element),
+                                              slot.fragment.regs_per_subtile)
+                    E.store(fenced, address)
 
     def _lower_cast(self, op):
         source = self.slots[op.operands[0]]
@@ -914,6 +969,14 @@ class KernelLowering:
                     f"convert-func-to-llvm{{index-bitwidth={width}}},"
                     f"convert-cf-to-llvm{{index-bitwidth={width}}},"
                     "reconcile-unrealized-casts,canonicalize,cse)")
+        # Upstream passes may crash on IR that does not verify, and a
+        # PassManager does not verify its input: check what the rewrite built.
+        try:
+            scratch.operation.verify()
+        except ir.MLIRError as error:
+            raise PassError(new_func.location, f"kernel '{self.name}' was rewritten into IR "
+                                               f"that does not verify (internal error): "
+                                               f"{error}") from None
         PassManager.parse(pipeline).run(scratch.operation)
         lowered = None
         for op in scratch.body.operations:
@@ -953,9 +1016,11 @@ def nvvm_target(chip: str, ptx_version: int, opt_level: int = 3) -> ir.Attribute
 
 
 def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 90,
-                 index_bitwidth: int = 32) -> list[KernelInfo]:
+                 index_bitwidth: int = 32,
+                 debug: DebugOptions = DebugOptions()) -> list[KernelInfo]:
     """Lower every wsc kernel of `module` (in place) into
-    `gpu.module @wsc_kernels [#nvvm.target<...>]`; returns their KernelInfo."""
+    `gpu.module @wsc_kernels [#nvvm.target<...>]`; returns their KernelInfo.
+    `debug` adds instrumentation (wsc.codegen.debug)."""
     from mlir.dialects import gpu
     from wsc.ir_utils import kernels
 
@@ -969,7 +1034,7 @@ def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 
                 ir.StringAttr(op.attributes["sym_name"]).value == GPU_MODULE_NAME:
             raise PassError(op.location, f"the module already holds a gpu.module "
                                          f"@{GPU_MODULE_NAME}")
-    lowerings = [KernelLowering(kernel, index_bitwidth) for kernel in found]
+    lowerings = [KernelLowering(kernel, index_bitwidth, debug) for kernel in found]
     for lowering in lowerings:
         lowering.analyze()
     infos = [lowering.kernel_info() for lowering in lowerings]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from wsc.codegen.debug import DebugOptions
 from wsc.codegen.info import KernelInfo
 from wsc.codegen.lowering import GPU_MODULE_NAME, lower_module
 from wsc.ir_utils import kernels, walk
@@ -23,11 +24,11 @@ class CodegenError(RuntimeError):
 def _working_copy(module) -> tuple[object, ir.Operation]:
     """(owner to keep alive, builtin.module operation to lower)."""
     if isinstance(module, str):
-        from wsc.dialect import make_context
+        from wsc.dialect import make_context, parse_module
 
         context = make_context()
         with context:
-            parsed = ir.Module.parse(module)
+            parsed = parse_module(module)
         return (context, parsed), parsed.operation
     clone = module.operation.clone()
     return clone, clone
@@ -41,11 +42,12 @@ def kernel_infos(module: ir.Operation) -> list[KernelInfo]:
 
 
 def lower_to_ptx(module, chip: str = "sm_90a", ptx_version: int = 90,
-                 index_bitwidth: int = 32) -> tuple[str, KernelInfo]:
+                 index_bitwidth: int = 32,
+                 debug: DebugOptions = DebugOptions()) -> tuple[str, KernelInfo]:
     """PTX text and launch description of the one kernel in `module`.
 
     `module` is wsc IR, or the output of --convert-wsc-to-nvvm (then the
-    pass's options are not used again): an `ir.Module` (or a builtin.module
+    pass's options, `debug` included, are not used again): an `ir.Module` (or a builtin.module
     operation), left untouched (a copy is lowered), or MLIR text (parsed in a
     fresh wsc context and verified). Raises wsc.diagnostics.PassError for wsc IR the
     pass rejects and CodegenError if upstream lowering fails."""
@@ -56,7 +58,7 @@ def lower_to_ptx(module, chip: str = "sm_90a", ptx_version: int = 90,
         if kernels(working) or not kernel_infos(working):
             verify_wsc(working)
             infos = lower_module(working, chip=chip, ptx_version=ptx_version,
-                                 index_bitwidth=index_bitwidth)
+                                 index_bitwidth=index_bitwidth, debug=debug)
         else:  # already lowered by --convert-wsc-to-nvvm: only NVVM -> PTX is left
             infos = kernel_infos(working)
         if len(infos) != 1:

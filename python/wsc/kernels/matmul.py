@@ -4,6 +4,14 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
 
     C[M, N] = A[M, K] * op(B),  op(B) = B^T for B given as [N, K] ("nk"),
                                 op(B) = B   for B given as [K, N] ("kn")
+
+The grid has one block per output tile, (ceil(M/BM), ceil(N/BN)). With
+`group_m` = 0 block (x, y) computes tile (x, y): blocks launched together
+share one tile column and read every row panel of A. With `group_m` = G the
+linear block id x + y * ceil(M/BM) walks the tiles in groups of G tile rows,
+column by column inside a group, so the blocks resident at one time read
+about G row panels of A and (resident blocks)/G column panels of B, which
+stay in L2, instead of every panel of A.
 """
 
 from __future__ import annotations
@@ -31,6 +39,17 @@ class MatmulConfig:
     num_stages: int = 4
     num_consumer_groups: int = 1
     producer: str = "warp"
+    #: WGMMA groups a consumer leaves in flight across K tiles (0 or 1; see
+    #: --warp-specialize's wgmma-in-flight).
+    wgmma_in_flight: int = 0
+    #: Tile rows per group of the grouped tile order (0: block id = tile).
+    group_m: int = 0
+    #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
+    #: many failed probes, printing which wait it was (0: waits are unbounded).
+    debug_spin_limit: int = 0
+    #: Debug builds: random delays before the mbarrier ops of this role, e.g.
+    #: "producer" or "consumer" ("": none).
+    debug_delay_role: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -56,6 +75,30 @@ def _global(element: str) -> ir.Type:
     return ir.Type.parse(f"memref<?x?x{element}>")
 
 
+def _tile_coordinates(a: ir.Value, c: ir.Value, bm: int, bn: int,
+                      group_m: int) -> tuple[ir.Value, ir.Value]:
+    """(tile row, tile column) of this block: the block id itself, or the
+    grouped order of the module docstring when group_m > 0."""
+    block_x = gpu.BlockIdOp(gpu.Dimension.x).result
+    block_y = gpu.BlockIdOp(gpu.Dimension.y).result
+    if group_m == 0:
+        return block_x, block_y
+    tiles_m = arith.CeilDivUIOp(memref.DimOp(a, index_constant(0)).result,
+                                index_constant(bm)).result
+    tiles_n = arith.CeilDivUIOp(memref.DimOp(c, index_constant(1)).result,
+                                index_constant(bn)).result
+    block = arith.AddIOp(block_x, arith.MulIOp(block_y, tiles_m).result).result
+    group_size = arith.MulIOp(index_constant(group_m), tiles_n).result
+    first_row = arith.MulIOp(arith.DivUIOp(block, group_size).result,
+                             index_constant(group_m)).result
+    # The last group has fewer rows when group_m does not divide tiles_m.
+    rows = arith.MinUIOp(arith.SubIOp(tiles_m, first_row).result, index_constant(group_m)).result
+    in_group = arith.RemUIOp(block, group_size).result
+    tile_row = arith.AddIOp(first_row, arith.RemUIOp(in_group, rows).result).result
+    tile_col = arith.DivUIOp(in_group, rows).result
+    return tile_row, tile_col
+
+
 def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                  name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
@@ -73,8 +116,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
     with ir.InsertionPoint(entry):
         a, b, c = entry.arguments
         c1 = index_constant(1)
-        tile_m = arith.MulIOp(gpu.BlockIdOp(gpu.Dimension.x).result, index_constant(bm)).result
-        tile_n = arith.MulIOp(gpu.BlockIdOp(gpu.Dimension.y).result, index_constant(bn)).result
+        tile_row, tile_col = _tile_coordinates(a, c, bm, bn, config.group_m)
+        tile_m = arith.MulIOp(tile_row, index_constant(bm)).result
+        tile_n = arith.MulIOp(tile_col, index_constant(bn)).result
         k_size = memref.DimOp(a, c1).result
         k_tiles = arith.CeilDivUIOp(k_size, index_constant(bk)).result
         sa = dialect.alloc_shared(dialect.shared_buffer_type(stages, bm, bk, element))

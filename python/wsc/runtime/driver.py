@@ -61,6 +61,16 @@ class LaunchTimeout(WscRuntimeError, RuntimeError):
     """
 
 
+class KernelFault(CudaError):
+    """A launched kernel ended with an error: it executed `trap` (as a kernel
+    compiled with a wait spin limit does when a wait gives up, after printing
+    which wait it was), or faulted (illegal address or instruction, ...).
+
+    The error is sticky: the CUDA context cannot be used any more and the
+    process should exit.
+    """
+
+
 def error_text(result) -> str:
     """'CUDA_ERROR_X: description' for a CUresult."""
     name_err, name = cu.cuGetErrorName(result)
@@ -343,8 +353,11 @@ def synchronize(stream=None, timeout_s: float = 60.0) -> None:
         if result == cu.CUresult.CUDA_SUCCESS:
             return
         if result != cu.CUresult.CUDA_ERROR_NOT_READY:
-            raise CudaError(
-                "cuStreamQuery", result, " (an asynchronous error, usually from the kernel; the context is unusable)"
+            raise KernelFault(
+                "cuStreamQuery", result,
+                " (an asynchronous error, usually from the kernel: a trap, e.g. a wait that gave up "
+                "in a wait-spin-limit build after printing which one, or a fault; the context is "
+                "unusable)",
             )
         if time.monotonic() >= deadline:
             raise LaunchTimeout(

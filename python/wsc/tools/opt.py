@@ -201,7 +201,7 @@ def process_chunk(chunk: str, line_offset: int, name: str,
     from mlir import ir
     from mlir.passmanager import PassManager
 
-    from wsc.dialect import make_context
+    from wsc.dialect import make_context, parse_module
     from wsc.verifier import verify_wsc
 
     engine = DiagnosticEngine(name, line_offset)
@@ -209,7 +209,7 @@ def process_chunk(chunk: str, line_offset: int, name: str,
     context.attach_diagnostic_handler(engine.handler)
     with context:
         try:
-            module = ir.Module.parse(chunk)
+            module = parse_module(chunk)
             verify_wsc(module.operation)
         except ir.MLIRError as error:
             engine.add_mlir_error(error)

@@ -1,0 +1,453 @@
+"""wsc.matmul: C = A @ B on a Hopper GPU, with a warp-specialized wsc kernel.
+
+    import wsc
+    c = wsc.matmul(a, b)              # a [M, K], b [K, N]: CUDA torch tensors
+    c = wsc.matmul(x, w.T)            # w a contiguous [N, K] (a weight): the "nk" kernel
+    wsc.matmul(a, b, out=c)           # into an existing [M, N] tensor
+    c = wsc.matmul(a_np, b_np)        # numpy in (copied to the GPU), numpy out
+    torch.ops.wsc.matmul(a, b, None)  # the custom op behind it (torch.compile traces it)
+
+Inputs are fp16 or bf16 (both the same), accumulation is fp32, and C has the
+inputs' dtype unless `out_dtype` (fp32, fp16 or bf16) or `out` says otherwise.
+B is read either as a row-major [K, N] ("kn") or, when it is the transpose
+view of a row-major [N, K], as that [N, K] ("nk"): strides tell which. TMA
+reads A and B, so their rows must start 16 bytes apart: K (and N for "kn")
+must be a multiple of 8 elements, or the rows padded to one.
+
+The kernel's config (tile, stages, consumer groups, ...) is chosen per
+(shape class, dtype, out dtype, B layout, GPU), where a shape class rounds
+each of M, N, K up to a power of two. It comes from the persistent cache
+(`wsc.cache`); on a miss the config space below is autotuned on the actual
+problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0 skips the
+search and uses the default config. Compiled kernels are cached too, one per
+config, dtypes and layout: the kernel reads M, N and K at run time, so one
+compile serves every shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from wsc.autotune import autotune
+
+#: Input dtypes, by wsc name; outputs may also be f32.
+INPUT_DTYPES = ("f16", "bf16")
+OUTPUT_DTYPES = ("f32", "f16", "bf16")
+_TORCH_NAMES = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
+_NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+#: TMA: global row strides and base addresses are multiples of 16 bytes.
+TMA_ALIGN = 16
+#: Loaded kernels kept per process, one per (compiled kernel, problem shape).
+_LOADED_KERNELS = 64
+
+
+# Reading the operands ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Operand:
+    """What the checks need to know of an argument, framework-free."""
+
+    kind: str            # "torch" or "numpy"
+    dtype: str           # wsc name when supported, else the framework's name
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    device: str          # "cuda", "cpu", "meta", ...
+
+
+def _describe(value, name: str) -> _Operand:
+    module = type(value).__module__ or ""
+    if module.startswith("torch") and hasattr(value, "stride"):
+        dtype = str(value.dtype)
+        return _Operand("torch", _TORCH_NAMES.get(dtype, dtype), tuple(value.shape),
+                        tuple(value.stride()), value.device.type)
+    if module == "numpy" and hasattr(value, "strides"):
+        dtype = value.dtype.name
+        itemsize = value.dtype.itemsize
+        return _Operand("numpy", _NUMPY_NAMES.get(dtype, dtype), tuple(value.shape),
+                        tuple(s // itemsize for s in value.strides), "cpu")
+    raise TypeError(f"wsc.matmul: {name} must be a torch tensor or a numpy array, got "
+                    f"{type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """A checked call: the problem and how the kernel reads B."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    out_dtype: str
+    #: "kn": B is read as given, [K, N]; "nk": B is the transpose view of a
+    #: row-major [N, K], which is what the kernel reads.
+    b_layout: str
+
+
+def _row_major_stride(op: _Operand) -> int | None:
+    """The row stride of a rank-2 operand whose elements are contiguous along
+    rows (unit inner stride), else None. A dim of extent 1 has any stride."""
+    rows, cols = op.shape
+    inner_ok = op.strides[1] == 1 or cols == 1
+    row_stride = op.strides[0] if rows > 1 else cols
+    return row_stride if inner_ok and row_stride >= cols else None
+
+
+def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
+    """Check the arguments of wsc.matmul from their metadata only (it works on
+    fake and meta tensors) and work out B's layout. Raises TypeError for the
+    wrong kind or dtype of argument, ValueError for the wrong rank, shape,
+    layout, alignment or device."""
+    a_op, b_op = _describe(a, "a"), _describe(b, "b")
+    if a_op.kind != b_op.kind:
+        raise TypeError(f"wsc.matmul: a and b must both be torch tensors or both numpy "
+                        f"arrays, got a {a_op.kind} and a {b_op.kind}")
+    for name, op in (("a", a_op), ("b", b_op)):
+        if op.dtype not in INPUT_DTYPES:
+            raise TypeError(f"wsc.matmul: {name} must be float16 or bfloat16, got {op.dtype}")
+        if len(op.shape) != 2:
+            raise ValueError(f"wsc.matmul: {name} must be a 2-D matrix "
+                             f"({'[M, K]' if name == 'a' else '[K, N]'}), got shape "
+                             f"{list(op.shape)}")
+    if a_op.dtype != b_op.dtype:
+        raise TypeError(f"wsc.matmul: a and b must have the same dtype, got {a_op.dtype} "
+                        f"and {b_op.dtype}")
+    if a_op.kind == "torch" and a_op.device != b_op.device:
+        raise ValueError(f"wsc.matmul: a and b must be on the same device, got {a_op.device} "
+                         f"and {b_op.device}")
+    (m, k), (k_b, n) = a_op.shape, b_op.shape
+    if k_b != k:
+        raise ValueError(f"wsc.matmul: b must be [K, N] with K = {k} (a is [{m}, {k}]), got "
+                         f"b of shape [{k_b}, {n}]")
+    size = _ELEMENT_BYTES[a_op.dtype]
+
+    lda = _row_major_stride(a_op)
+    if lda is None:
+        raise ValueError(f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
+                         f"strides {list(a_op.strides)}; pass a.contiguous()")
+    transposed = _Operand(b_op.kind, b_op.dtype, (n, k), b_op.strides[::-1], b_op.device)
+    if (ldb := _row_major_stride(b_op)) is not None:
+        b_layout, b_rows = "kn", "N"
+    elif (ldb := _row_major_stride(transposed)) is not None:
+        b_layout, b_rows = "nk", "K"
+    else:
+        raise ValueError(f"wsc.matmul: b must be a row-major [K, N] tensor or the transpose of "
+                         f"a row-major [N, K] one (as in x @ w.T), got strides "
+                         f"{list(b_op.strides)}; pass b.contiguous()")
+    for name, stride, dim in (("a", lda, "K"), ("b", ldb, b_rows)):
+        if stride * size % TMA_ALIGN:
+            raise ValueError(f"wsc.matmul: {name}'s rows start {stride * size} bytes apart; TMA "
+                             f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
+                             f"stride) must be a multiple of {TMA_ALIGN // size}")
+
+    if out is not None:
+        out_op = _describe(out, "out")
+        if out_op.kind != a_op.kind:
+            raise TypeError(f"wsc.matmul: out must be a {a_op.kind} like a and b, got a "
+                            f"{out_op.kind}")
+        if out_op.dtype not in OUTPUT_DTYPES:
+            raise TypeError(f"wsc.matmul: out must be float32, float16 or bfloat16, got "
+                            f"{out_op.dtype}")
+        if out_dtype is not None and _dtype_name(out_dtype) != out_op.dtype:
+            raise TypeError(f"wsc.matmul: out is {out_op.dtype} but out_dtype says "
+                            f"{_dtype_name(out_dtype)}")
+        if out_op.shape != (m, n):
+            raise ValueError(f"wsc.matmul: out must be [M, N] = [{m}, {n}], got "
+                             f"{list(out_op.shape)}")
+        if out_op.kind == "torch" and out_op.device != a_op.device:
+            raise ValueError(f"wsc.matmul: out must be on {a_op.device} like a and b, got "
+                             f"{out_op.device}")
+        if _row_major_stride(out_op) is None:
+            raise ValueError(f"wsc.matmul: out must be row-major [M, N] (unit stride along N), "
+                             f"got strides {list(out_op.strides)}")
+        result_dtype = out_op.dtype
+    else:
+        result_dtype = a_op.dtype if out_dtype is None else _dtype_name(out_dtype)
+        if result_dtype not in OUTPUT_DTYPES:
+            raise TypeError(f"wsc.matmul: out_dtype must be float32, float16 or bfloat16, got "
+                            f"{result_dtype}")
+    return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout)
+
+
+def _dtype_name(dtype) -> str:
+    """The wsc name of a torch or numpy dtype, or of a name like "f16"."""
+    text = str(dtype)
+    if text in _TORCH_NAMES:
+        return _TORCH_NAMES[text]
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or text
+    return _NUMPY_NAMES.get(name, name)
+
+
+# Choosing and compiling the kernel -----------------------------------------------------
+
+def shape_class(m: int, n: int, k: int) -> list[int]:
+    """M, N and K each rounded up to a power of two: problems of one class share
+    a tuned config."""
+    return [1 << max(0, (size - 1).bit_length()) for size in (m, n, k)]
+
+
+@autotune("block_m, block_n, num_consumer_groups",
+          [(128, 128, 1), (128, 128, 2), (128, 256, 2), (256, 128, 2)])
+@autotune("num_stages", [3, 4])
+@autotune("wgmma_in_flight", [0, 1])
+def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
+                  block_n: int = 128, block_k: int = 64, num_stages: int = 4,
+                  num_consumer_groups: int = 1, producer: str = "warpgroup",
+                  wgmma_in_flight: int = 0):
+    """The matmul kernel of wsc.kernels.matmul for one config, specialized and
+    ready to compile (a wsc.builder.Kernel)."""
+    from wsc.builder import Kernel
+    from wsc.dialect import make_context
+    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+    from mlir import ir
+
+    problem = MatmulProblem(dtype, out_dtype, b_layout)
+    config = MatmulConfig(block_m=block_m, block_n=block_n, block_k=block_k,
+                          num_stages=num_stages, num_consumer_groups=num_consumer_groups,
+                          producer=producer, wgmma_in_flight=wgmma_in_flight)
+    context = make_context()
+    with context, ir.Location.unknown():
+        module = build_matmul(problem, config)
+    simple = Kernel(module, context, "matmul", grid=(("m", block_m), ("n", block_n)),
+                    unroll=True)
+    return simple.warp_specialize(num_stages=num_stages,
+                                  num_consumer_groups=num_consumer_groups, producer=producer,
+                                  wgmma_in_flight=wgmma_in_flight)
+
+
+#: The config when there is nothing to go on (WSC_AUTOTUNE=0 and a cache miss).
+DEFAULT_CONFIG = {"block_m": 128, "block_n": 128, "num_consumer_groups": 1, "num_stages": 4,
+                  "wgmma_in_flight": 0}
+
+
+def _autotune_enabled() -> bool:
+    return os.environ.get("WSC_AUTOTUNE", "1") != "0"
+
+
+def config_key(p: MatmulPlan, device: str) -> dict:
+    """The cache key of the config chosen for `p`'s class on `device`; the
+    space is part of it, so changing the space retunes."""
+    return {"kind": "wsc.matmul-config", "class": shape_class(p.m, p.n, p.k),
+            "dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout,
+            "device": device, "space": matmul_kernel.configs()}
+
+
+def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
+    """The config for `p` on `device`: the cached choice for its class, else
+    the result of `tune(p)` (which is then cached), else the default."""
+    key = config_key(p, device)
+    entry = cache.get(key)
+    if entry is not None and entry.get("config") in matmul_kernel.configs():
+        return entry["config"]
+    if tune is None or not _autotune_enabled():
+        return dict(DEFAULT_CONFIG)
+    config = tune(p)
+    if config is None:
+        return dict(DEFAULT_CONFIG)
+    cache.put(key, {"config": config})
+    return config
+
+
+def _tune(p: MatmulPlan) -> dict | None:
+    """Autotune `p`'s problem (progress bar on stderr); None if nothing ran."""
+    result = matmul_kernel.tune({"m": p.m, "n": p.n, "k": p.k},
+                                fixed={"dtype": p.dtype, "out_dtype": p.out_dtype,
+                                       "b_layout": p.b_layout},
+                                problem_class={"class": shape_class(p.m, p.n, p.k)},
+                                cache=_cache())
+    return result.best
+
+
+_state_lock = threading.Lock()
+_cache_instance = None
+_kernels: OrderedDict = OrderedDict()
+
+
+def _cache():
+    global _cache_instance
+    with _state_lock:
+        if _cache_instance is None:
+            from wsc.cache import Cache
+
+            _cache_instance = Cache()
+        return _cache_instance
+
+
+def _device_name(ordinal: int) -> str:
+    from wsc.runtime import driver
+
+    device = driver.get_device(ordinal)
+    major, minor = device.compute_capability
+    if major != 9:
+        raise ValueError(f"wsc.matmul: cuda:{ordinal} is {device.name} (sm_{major}{minor}); "
+                         f"wsc kernels need a Hopper GPU (sm_90)")
+    return f"{device.name} (sm_{major}{minor})"
+
+
+def _resized(artifact, p: MatmulPlan):
+    """The compiled kernel's launch description for the problem of `p`."""
+    b_shape = (p.n, p.k) if p.b_layout == "nk" else (p.k, p.n)
+    shapes = {"a": (p.m, p.k), "b": b_shape, "c": (p.m, p.n)}
+    tensors = {name: dataclasses.replace(spec, shape=shapes[name])
+               for name, spec in artifact.tensors.items()}
+    grid = (math.ceil(p.m / artifact.config["block_m"]),
+            math.ceil(p.n / artifact.config["block_n"]), 1)
+    return dataclasses.replace(artifact, tensors=tensors, grid=grid,
+                               problem={**artifact.problem, "m": p.m, "n": p.n, "k": p.k})
+
+
+def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
+    """The artifact directory of the kernel for `config` and `p`'s dtypes and B
+    layout, compiled now if the cache does not hold it. It was written for
+    some problem; `_resized` adapts it to any other."""
+    fixed = {"dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout}
+
+    def build(staging: Path) -> None:
+        kernel = matmul_kernel(**fixed, **config)
+        kernel.compile().write_artifact(staging, m=p.m, n=p.n, k=p.k)
+
+    return cache.build_artifact({"kind": "wsc.matmul-kernel", **fixed, "config": config}, build)
+
+
+def _kernel_for(p: MatmulPlan, ordinal: int):
+    """A loaded wsc.runtime.Kernel for `p` on cuda:`ordinal`, compiling and
+    tuning as needed."""
+    from wsc.runtime import Kernel, load_artifact
+
+    cache = _cache()
+    config = choose_config(p, _device_name(ordinal), cache, _tune)
+    directory = compiled_kernel_dir(p, config, cache)
+    key = (str(directory), p.m, p.n, p.k, ordinal)
+    with _state_lock:
+        if key in _kernels:
+            _kernels.move_to_end(key)
+            return _kernels[key]
+    kernel = Kernel(_resized(load_artifact(directory), p), device=ordinal)
+    with _state_lock:
+        _kernels[key] = kernel
+        while len(_kernels) > _LOADED_KERNELS:
+            _kernels.popitem(last=False)
+    return kernel
+
+
+# Running -------------------------------------------------------------------------------
+
+def _run_torch(a, b, out) -> None:
+    """out = a @ b for CUDA tensors already checked by `plan`."""
+    import torch
+
+    p = plan(a, b, out)
+    for name, tensor in (("a", a), ("b", b), ("out", out)):
+        if tensor.data_ptr() % TMA_ALIGN:
+            raise ValueError(f"wsc.matmul: {name}'s data starts at {tensor.data_ptr():#x}, "
+                             f"which is not {TMA_ALIGN}-byte aligned")
+    if p.m == 0 or p.n == 0:
+        return
+    if p.k == 0:
+        out.zero_()
+        return
+    kernel = _kernel_for(p, a.device.index if a.device.index is not None else 0)
+    kernel_b = b if p.b_layout == "kn" else b.t()
+    kernel.launch(stream=torch.cuda.current_stream(a.device), a=a, b=kernel_b, c=out)
+
+
+def _matmul_numpy(a, b, out, out_dtype):
+    import numpy as np
+
+    from wsc.runtime import DeviceArray
+    from wsc.runtime.driver import HOST_DTYPES, synchronize
+
+    p = plan(a, b, out, out_dtype)
+    result_dtype = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16)}.get(p.out_dtype)
+    if p.out_dtype == "bf16":
+        # numpy has no bfloat16: an ml_dtypes-style bfloat16 array supplies it.
+        result_dtype = out.dtype if out is not None else a.dtype
+    result = out if out is not None else np.empty((p.m, p.n), dtype=result_dtype)
+    if p.m == 0 or p.n == 0:
+        return result
+    if p.k == 0:
+        result[...] = 0
+        return result
+
+    def upload(array, dtype):
+        host = np.ascontiguousarray(array).view(HOST_DTYPES[dtype])
+        return DeviceArray.from_host(host, dtype)
+
+    kernel_b = b if p.b_layout == "kn" else b.T
+    device_c = DeviceArray((p.m, p.n), p.out_dtype)
+    kernel = _kernel_for(p, 0)
+    kernel.launch(a=upload(a, p.dtype), b=upload(kernel_b, p.dtype), c=device_c)
+    synchronize()
+    result[...] = device_c.to_host().view(result.dtype)
+    return result
+
+
+def matmul(a, b, *, out=None, out_dtype=None):
+    """a @ b with fp32 accumulation (see the module docstring). Returns `out`
+    when given, else a new tensor (or numpy array, for numpy inputs)."""
+    if _describe(a, "a").kind == "numpy":
+        return _matmul_numpy(a, b, out, out_dtype)
+    p = plan(a, b, out, out_dtype)
+    # Meta tensors run the fake implementation: the result's metadata only.
+    if a.device.type not in ("cuda", "meta"):
+        raise ValueError(f"wsc.matmul: a and b must be CUDA tensors, got tensors on "
+                         f"{a.device}; move them with .cuda() (numpy arrays are copied to "
+                         f"the GPU for you)")
+    import torch
+
+    if out is not None:
+        torch.ops.wsc.matmul_out(a, b, out)
+        return out
+    return torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+# torch custom ops -----------------------------------------------------------------------
+
+def _register_torch_ops() -> None:
+    """torch.ops.wsc.matmul (functional) and torch.ops.wsc.matmul_out (writes
+    `out`), each with a fake implementation: the result's metadata from the
+    same checks, for meta tensors and torch.compile's tracing."""
+    import torch
+
+    # Explicit schemas: this module's annotations are strings (postponed
+    # evaluation), which torch cannot resolve for a function defined here.
+    @torch.library.custom_op("wsc::matmul", mutates_args=(), device_types="cuda",
+                             schema="(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor")
+    def matmul_op(a, b, out_dtype=None):
+        p = plan(a, b, out_dtype=out_dtype)
+        out = torch.empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype), device=a.device)
+        _run_torch(a, b, out)
+        return out
+
+    @matmul_op.register_fake
+    def _(a, b, out_dtype=None):
+        p = plan(a, b, out_dtype=out_dtype)
+        return a.new_empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype))
+
+    @torch.library.custom_op("wsc::matmul_out", mutates_args=("out",), device_types="cuda",
+                             schema="(Tensor a, Tensor b, Tensor(a!) out) -> ()")
+    def matmul_out_op(a, b, out):
+        _run_torch(a, b, out)
+
+    @matmul_out_op.register_fake
+    def _(a, b, out):
+        plan(a, b, out)
+
+
+if importlib.util.find_spec("torch") is not None:
+    # Registered on import, before any call: torch.compile traces calls, and
+    # registering ops while it traces would break the graph.
+    _register_torch_ops()

@@ -1,0 +1,125 @@
+"""What the GPU check scripts (hang.py, sanitize.py, stress.py) share.
+
+Each script has a `compile` mode, run here where MLIR is, which writes
+artifact directories, and a `run` mode, run on the GPU machine, which needs
+only `wsc.runtime` (numpy and cuda-bindings; torch when present). The GPU
+machine has no installed wsc, so `use_repo_runtime()` puts this checkout's
+python/ on the path, and children get it through PYTHONPATH.
+
+The kernels checked are the example kernels (examples/matmul_v2.mlir and
+matmul_v3.mlir, lowered as written) and the builder's matmul in the
+configurations that exercise the compiler's paths: the seed schedule, one
+stage, 32-wide K tiles, two and four consumer warpgroups with a producer
+warpgroup (setmaxnreg), "kn" B with bf16, and WGMMA groups kept in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+SEED = dict(block_m=128, block_n=128, block_k=64, num_stages=4)
+#: name -> (source, dtype, out_dtype, b_layout, MatmulConfig fields). A source
+#: of "builder" is the matmul builder with --warp-specialize and
+#: --unroll-ring-buffer; an .mlir file is lowered as written (its schedule is
+#: the seed's).
+KERNELS = {
+    "example-v2": ("matmul_v2.mlir", "f16", "f32", "nk", SEED),
+    "example-v3": ("matmul_v3.mlir", "f16", "f32", "nk", SEED),
+    "seed": ("builder", "f16", "f32", "nk", SEED),
+    "stages-1": ("builder", "f16", "f16", "nk", dict(SEED, num_stages=1)),
+    "block-k-32": ("builder", "f16", "f32", "nk", dict(SEED, block_k=32, num_stages=6)),
+    "groups-2-warpgroup": ("builder", "f16", "f32", "nk",
+                           dict(SEED, num_consumer_groups=2, producer="warpgroup")),
+    "groups-4": ("builder", "bf16", "bf16", "nk",
+                 dict(SEED, block_m=256, num_stages=3, num_consumer_groups=4,
+                      producer="warpgroup")),
+    "kn-bf16": ("builder", "bf16", "f16", "kn", dict(SEED, block_n=64)),
+    "wgmma-in-flight": ("builder", "f16", "f32", "nk", dict(SEED, wgmma_in_flight=1)),
+}
+
+
+def use_repo_runtime() -> dict:
+    """Make this checkout's `wsc` importable; returns an environment for children."""
+    python_dir = str(REPO / "python")
+    if python_dir not in sys.path:
+        sys.path.insert(0, python_dir)
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": python_dir + (os.pathsep + path if path else "")}
+
+
+# -- compile side (MLIR) ---------------------------------------------------------------
+
+
+def compile_kernel(name: str, out: Path, m: int, n: int, k: int, **debug) -> Path:
+    """The artifact of kernel `name` for an M x N x K problem in `out`;
+    `debug` holds MatmulConfig's debug fields (debug_spin_limit, ...)."""
+    from mlir import ir
+
+    from wsc.compiler import (compile_matmul, compile_module, lowering_pass,
+                              write_matmul_artifact)
+    from wsc.dialect import make_context, parse_module
+    from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+
+    source, dtype, out_dtype, b_layout, fields = KERNELS[name]
+    problem = MatmulProblem(dtype, out_dtype, b_layout)
+    config = MatmulConfig(**fields, **debug)
+    if source == "builder":
+        compile_matmul(m, n, k, problem, config, out)
+        return out
+    with make_context(), ir.Location.unknown():
+        module = parse_module((EXAMPLES / source).read_text())
+        result = compile_module(module, [], lowering=lowering_pass(config))
+    write_matmul_artifact(out, result, m, n, k, problem, config)
+    return out
+
+
+# -- run side (no MLIR) ----------------------------------------------------------------
+
+
+def reshaped(artifact, m: int, n: int, k: int):
+    """The same compiled matmul as `artifact`, described for an M x N x K
+    problem: the kernel reads its sizes at run time, so only the tensor
+    shapes, the grid and the problem sizes of the description change."""
+    problem = artifact.problem
+    b_shape = (n, k) if problem["b_layout"] == "nk" else (k, n)
+    shapes = {"a": (m, k), "b": b_shape, "c": (m, n)}
+    tensors = {name: dataclasses.replace(spec, shape=shapes[name])
+               for name, spec in artifact.tensors.items()}
+    grid = (math.ceil(m / artifact.config["block_m"]), math.ceil(n / artifact.config["block_n"]), 1)
+    return dataclasses.replace(artifact, tensors=tensors, grid=grid,
+                               problem={**problem, "m": m, "n": n, "k": k})
+
+
+def run_json_child(command: list[str], timeout: float, env: dict) -> tuple[dict, str, float]:
+    """Run `command`, whose last stdout line is a JSON report; returns
+    (report, all output, seconds). A child that dies or hangs gets a report
+    saying so."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as error:
+        output = (error.stdout or b"").decode(errors="replace") if isinstance(error.stdout, bytes) \
+            else (error.stdout or "")
+        return ({"ok": False, "error": f"no result within {timeout:g} s"}, output,
+                time.monotonic() - start)
+    seconds = time.monotonic() - start
+    output = proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    try:
+        report = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        report = {}
+    if not report:
+        report = {"ok": False, "error": f"exit {proc.returncode}: {output.strip()[-500:]}"}
+    report["returncode"] = proc.returncode
+    return report, output, seconds

@@ -1,0 +1,154 @@
+"""Stress: every kernel launched many times over random supported shapes, and
+with random delays in one role, every result checked.
+
+    python test/gpu/stress.py compile DIR                        # here (MLIR)
+    python test/gpu/stress.py run DIR [--launches 1000] [--out FILE]   # on the GPU
+
+A race shows up as a rare wrong result, so one launch per shape is not
+enough: `run` launches each kernel of gpulib.KERNELS `--launches` times, each
+on a fresh random shape (M, N in 1..640, K in 8..1024 a multiple of 8, as TMA
+needs 16-byte rows; N too for "kn" B), fresh random inputs and a
+NaN-poisoned output, and compares with a float64 reference
+(`wsc.runtime.run_cli.evaluate`). The first launches of each kernel take the
+edge shapes (M = N = 1, K = 8, K = one tile, K one short of the ring).
+
+The `delayed-*` kernels are the seed and the two-consumer-group kernel
+compiled with `--convert-wsc-to-nvvm=delay-role=producer|consumer`: before
+each mbarrier op, threads of that role sleep a random 0..2000 ns, which
+shifts how the roles interleave; the results must not change.
+
+One compiled kernel serves every shape (it reads M, N, K at run time), so
+`compile` writes one artifact per kernel and `run` re-describes it per shape
+(gpulib.reshaped). Each kernel runs in its own process (a fault poisons the
+CUDA context), `--jobs` of them at a time. Prints a table; exits 1 if any
+launch was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gpulib  # noqa: E402
+
+#: name -> (kernel of gpulib.KERNELS, role to delay)
+DELAYED = {
+    "delayed-producer-seed": ("seed", "producer"),
+    "delayed-consumer-seed": ("seed", "consumer"),
+    "delayed-producer-groups-2": ("groups-2-warpgroup", "producer"),
+    "delayed-consumer-groups-2": ("groups-2-warpgroup", "consumer"),
+}
+MAX_MN, MAX_K = 640, 1024
+
+
+def compile_cases(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    cases = {}
+    for name in gpulib.KERNELS:
+        gpulib.compile_kernel(name, out / name, 256, 256, 256)
+        cases[name] = name
+    for name, (kernel, role) in DELAYED.items():
+        gpulib.compile_kernel(kernel, out / name, 256, 256, 256, debug_delay_role=role)
+        cases[name] = kernel
+    (out / "cases.json").write_text(json.dumps(cases))
+    print(f"{len(cases)} kernels in {out}")
+    return 0
+
+
+def shapes(artifact, count: int, seed: int) -> list[tuple[int, int, int]]:
+    """Edge shapes first, then random ones, all legal for the kernel's TMA reads."""
+    config, problem = artifact.config, artifact.problem
+    block_k, stages = config["block_k"], config["num_stages"]
+    n_step = 8 if problem["b_layout"] == "kn" else 1
+    edges = [(1, n_step, 8), (1, n_step, block_k), (129, 8 * n_step, block_k * stages - 8),
+             (config["block_m"], config["block_n"], block_k * stages + 8)]
+    rng = random.Random(seed)
+    found = edges[:count]
+    while len(found) < count:
+        found.append((rng.randint(1, MAX_MN), rng.randint(1, MAX_MN // n_step) * n_step,
+                      rng.randint(1, MAX_K // 8) * 8))
+    return found
+
+
+def run_one(directory: Path, launches: int, seed: int, timeout: float) -> None:
+    """In a child: every launch of one kernel; prints a JSON summary."""
+    from wsc.runtime import Kernel, load_artifact
+    from wsc.runtime.run_cli import evaluate
+
+    base = load_artifact(directory)
+    kernel = Kernel(base)
+    wrong, worst, start = [], 0.0, time.monotonic()
+    for index, (m, n, k) in enumerate(shapes(base, launches, seed)):
+        # A Kernel launches with whatever its artifact describes.
+        kernel.artifact = gpulib.reshaped(base, m, n, k)
+        report = evaluate(kernel, seed=seed * 100_003 + index, timeout_s=timeout)
+        if report["rel_err"] is not None:
+            worst = max(worst, report["rel_err"])
+        if not report["ok"]:
+            wrong.append({"shape": [m, n, k], "rel_err": report["rel_err"],
+                          "nan_count": report["nan_count"]})
+    print(json.dumps({"ok": not wrong, "launches": launches, "wrong": len(wrong),
+                      "first_wrong": wrong[:5], "worst_rel_err": worst,
+                      "seconds": time.monotonic() - start}), flush=True)
+
+
+def run_cases(out: Path, launches: int, seed: int, timeout: float, log: Path | None,
+              jobs: int) -> int:
+    env = gpulib.use_repo_runtime()
+    cases = json.loads((out / "cases.json").read_text())
+
+    def run(name: str):
+        command = [sys.executable, __file__, "run-one", str(out / name), "--launches",
+                   str(launches), "--seed", str(seed), "--timeout", str(timeout)]
+        return gpulib.run_json_child(command, launches * timeout + 600, env)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(run, cases))
+    rows, failed, outputs = [], 0, []
+    for (name, kernel), (report, output, seconds) in zip(cases.items(), results):
+        failed += not (report.get("ok") and report.get("returncode") == 0)
+        outputs.append(f"== {name}\n{output}")
+        if "wrong" in report:
+            rows.append(f"| {name} | {kernel} | {report['launches']} | {report['wrong']} | "
+                        f"{report['worst_rel_err']:.2e} | {seconds:.0f} s | "
+                        f"{'ok' if report['ok'] else report['first_wrong']} |")
+        else:
+            rows.append(f"| {name} | {kernel} | - | - | - | {seconds:.0f} s | "
+                        f"failed: {report.get('error', '?')[:200]} |")
+    table = ["| case | kernel | launches | wrong | worst rel. error | time | verdict |",
+             "| --- | --- | --- | --- | --- | --- | --- |", *rows,
+             f"\n{len(rows) - failed} of {len(rows)} kernels always right (seed {seed})"]
+    print("\n".join(table))
+    if log is not None:
+        log.write_text("\n".join(outputs) + "\n" + "\n".join(table) + "\n")
+    return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("compile", "run", "run-one"))
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--launches", type=int, default=1000, help="launches per kernel")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per launch")
+    parser.add_argument("--out", type=Path, help="(run) every child's output and the table")
+    parser.add_argument("--jobs", type=int, default=4, help="(run) kernels checked at a time")
+    args = parser.parse_args()
+    if args.mode == "compile":
+        return compile_cases(args.dir)
+    gpulib.use_repo_runtime()
+    if args.mode == "run-one":
+        run_one(args.dir, args.launches, args.seed, args.timeout)
+        return 0
+    return run_cases(args.dir, args.launches, args.seed, args.timeout, args.out, args.jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""@autotune (wsc.autotune): config spaces, parallel compiles in worker
+processes, candidates that drop out with their reason, and the choice kept
+in the persistent cache."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import wsc.autotune as autotune_module
+from wsc.autotune import Autotuned, autotune
+from wsc.cache import Cache
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+from v3_warp_specialized import matmul_v3  # noqa: E402
+
+SIZES = {"m": 256, "n": 256, "k": 256}
+
+
+# 8 stages of 128x64 A and B tiles need 256 KB of shared memory: more than a block has.
+@autotune("num_stages", [2, 8])
+def seed_kernel(num_stages=4, block_n=128):
+    return matmul_v3(num_stages=num_stages, block_n=block_n)
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return Cache(root=tmp_path / "cache")
+
+
+def test_the_space_is_the_product_of_the_decorators_in_written_order():
+    @autotune("num_stages", [2, 3])
+    @autotune("block_m, block_n", [[128, 64], [128, 128]])
+    def kernel(num_stages=4, block_m=128, block_n=128):
+        return (num_stages, block_m, block_n)
+
+    assert isinstance(kernel, Autotuned)
+    assert kernel.configs() == [
+        {"num_stages": 2, "block_m": 128, "block_n": 64},
+        {"num_stages": 2, "block_m": 128, "block_n": 128},
+        {"num_stages": 3, "block_m": 128, "block_n": 64},
+        {"num_stages": 3, "block_m": 128, "block_n": 128},
+    ]
+    assert kernel() == (4, 128, 128) and kernel(num_stages=3) == (3, 128, 128)
+
+
+def test_the_seeds_space_is_declared_on_the_example():
+    assert len(matmul_v3.configs()) == 10
+    assert {"num_stages": 6, "block_n": 64} in matmul_v3.configs()
+
+
+def test_decorator_mistakes_are_named():
+    with pytest.raises(ValueError, match="has no parameter num_warps"):
+        autotune("num_warps", [4])(lambda num_stages=2: None)
+    with pytest.raises(ValueError, match="does not give one value per name"):
+        autotune("block_m, block_n", [[128]])
+    with pytest.raises(ValueError, match="num_stages already has a space"):
+        autotune("num_stages", [2])(autotune("num_stages", [3])(lambda num_stages=2: None))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_tune_without_a_gpu_compiles_every_candidate_and_drops_the_bad_ones(cache, jobs):
+    result = seed_kernel.tune(SIZES, cache=cache, jobs=jobs, progress=False)
+    good, bad = result.candidates
+    assert good.config == {"num_stages": 2} and good.error is None
+    assert (good.artifact_dir / "kernel.json").exists()
+    assert bad.config == {"num_stages": 8} and "227 KB" in bad.error
+    assert result.best is None  # nothing was timed
+    assert "dropped: CompileError" in result.table()
+
+    # Nothing is compiled again: the artifact and the failure both come from the cache.
+    again = seed_kernel.tune(SIZES, cache=cache, jobs=jobs, progress=False)
+    assert [c.compile_seconds for c in again.candidates] == [None, None]
+    assert again.candidates[0].artifact_dir == good.artifact_dir
+    assert again.candidates[1].error == bad.error
+
+
+def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
+    import wsc.builder
+
+    runs = []
+
+    @autotune("num_stages", [2, 3])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    reports = {2: {"ok": True, "ms": 0.9, "tflops": 10.0},
+               3: {"ok": False, "rel_err": 0.5, "error": "wrong"}}
+
+    def run(directory, bench=True):
+        runs.append(directory)
+        stages = next(s for s in reports if Path(directory) == cache.artifact_dir(
+            kernel._candidate_key({"num_stages": s}, {}, SIZES)))
+        return reports[stages]
+
+    monkeypatch.setattr(wsc.builder, "hopper_gpu_visible", lambda: True)
+    monkeypatch.setattr(wsc.builder, "run_artifact", run)
+    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert result.best == {"num_stages": 2} and not result.cached
+    assert "failed its check" in result.candidates[1].error
+    assert len(runs) == 2
+
+    again = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert again.cached and again.best == {"num_stages": 2} and len(runs) == 2
+    assert again.best_artifact == result.best_artifact

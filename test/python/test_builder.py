@@ -1,0 +1,417 @@
+"""The kernel builder (wsc.builder): the explicit kernels of examples/ are what
+--warp-specialize makes of the simple one, every op has a builder method, and
+mistakes in a kernel's code raise errors located at the user's line."""
+
+import difflib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from wsc.builder import (CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE, BuildError,
+                         BuildTypeError, KernelBuilder, bf16, f16, f32, hopper_gpu_visible,
+                         run_artifact, structure)
+from wsc.compiler import CompileError
+from wsc.runtime import load_artifact
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# The examples import their shared runner and each other by bare name.
+sys.path.insert(0, str(EXAMPLES))
+
+from v1_tma_wgmma import matmul_v1  # noqa: E402
+from v2_ring_buffer import matmul_v2  # noqa: E402
+from v3_auto import matmul_v3_auto  # noqa: E402
+from v3_warp_specialized import matmul_v3  # noqa: E402
+from v4_two_consumers import matmul_v4  # noqa: E402
+from v5_one_group_in_flight import matmul_v5  # noqa: E402
+
+RAGGED = {"m": 1000, "n": 1333, "k": 520}
+
+
+def assert_same_structure(explicit, automatic):
+    ours, theirs = structure(explicit.module), structure(automatic.module)
+    diff = "\n".join(difflib.unified_diff(ours.splitlines(), theirs.splitlines(),
+                                          "explicit", "--warp-specialize", lineterm=""))
+    assert ours == theirs, diff
+
+
+def line_of(marker: str) -> int:
+    """The line of this file that carries `marker` (a comment on the offending call)."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(number for number, text in enumerate(lines, 1)
+                if text.rstrip().endswith(marker) and "line_of(" not in text)
+
+
+# The automatic level builds what the explicit one writes -----------------------------------
+
+@pytest.mark.parametrize("num_stages", [1, 2, 4])
+def test_explicit_v3_is_what_warp_specialize_makes_of_v2(num_stages):
+    assert_same_structure(matmul_v3(num_stages=num_stages),
+                          matmul_v3_auto(num_stages=num_stages))
+
+
+def test_explicit_v4_is_two_consumer_groups_with_a_producer_warpgroup():
+    simple = matmul_v2(num_stages=4, block_n=256, prefetch=False)
+    assert_same_structure(matmul_v4(), simple.warp_specialize(num_consumer_groups=2,
+                                                              producer="warpgroup"))
+
+
+def test_explicit_v5_is_one_wgmma_group_in_flight():
+    simple = matmul_v2(num_stages=4, block_n=256, prefetch=False)
+    assert_same_structure(matmul_v5(), simple.warp_specialize(
+        num_consumer_groups=2, producer="warpgroup", wgmma_in_flight=1))
+
+
+def test_structure_tells_different_kernels_apart():
+    seed = structure(matmul_v3().module)
+    assert structure(matmul_v3(block_n=64).module) != seed
+    assert structure(matmul_v3(num_stages=3).module) != seed
+    # V4 and V5 differ only in the wait_group count and which stage is released.
+    assert structure(matmul_v4().module) != structure(matmul_v5().module)
+
+
+def test_structure_ignores_names_placement_and_unused_pure_ops():
+    kernel = matmul_v3()
+    text = str(kernel.module)
+    with kernel.context:
+        from mlir import ir
+
+        reparsed = ir.Module.parse(text)
+    assert structure(reparsed) == structure(kernel.module)
+
+
+def test_kernel_lineage_records_each_pass():
+    auto = matmul_v3_auto()
+    assert [k.made_by for k in auto.lineage()] == ["builder", "warp-specialize"]
+    assert "wsc.role" not in str(auto.lineage()[0]) and "wsc.role" in str(auto)
+
+
+# Every op, and what the builder emits ------------------------------------------------------
+
+def test_every_wsc_op_has_a_builder_method():
+    from wsc import dialect
+
+    kb = KernelBuilder("every_op", num_warps=5, grid=[("m", 128), ("n", 64)])
+    a, b, c, d = (kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16),
+                  kb.global_tensor(f16))
+    sa = kb.shared_tensor(f16, [2, 128, 64])
+    sb = kb.shared_tensor(f16, [2, 64, 64])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
+    empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=2)
+    kb.sync()
+    with kb.thread_group(thread_begin=0, num_threads=128, role="consumer", max_registers=232):
+        acc = kb.register_tensor(f32, [128, 64])
+        for it in kb.range(0, a.shape[1], 64, stages=2, phase=CONSUMER_INITIAL_PHASE):
+            kb.mbarrier.wait(full[it.stage], phase=it.phase)
+            kb.wgmma.fence()
+            kb.wgmma.mma(sa[it.stage], sb[it.stage].transpose(), acc)
+            kb.wgmma.commit_group()
+            kb.wgmma.wait_group(0)
+            kb.mbarrier.arrive(empty[it.stage])
+        kb.store_global(c, kb.cast(acc, f16), [kb.block_idx.x * 128, kb.block_idx.y * 64])
+        kb.tma.shared_to_global(sa[0], d, [0, 0])
+    with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+        for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
+            kb.mbarrier.wait(empty[it.stage], phase=it.phase)
+            with kb.single_thread():
+                kb.mbarrier.arrive_and_expect_tx(full[it.stage],
+                                                 sa[it.stage].nbytes + sb[it.stage].nbytes)
+                kb.tma.global_to_shared(a, sa[it.stage], [0, it.offset], full[it.stage])
+                kb.tma.global_to_shared(b, sb[it.stage], [0, it.offset], full[it.stage])
+        kb.drain(empty, after=it)
+    kernel = kb.finish()
+    built = {line.split(" = ", 1)[1].split("(")[0].split("{")[0]
+             for line in structure(kernel.module).splitlines()}
+    text = str(kernel)
+    emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
+    assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
+    assert "wsc.tma_store" in built and "wsc.cast" in built
+
+
+def test_ops_carry_the_users_file_and_line():
+    kernel = matmul_v1()
+    with kernel.context:
+        text = kernel.module.operation.get_asm(enable_debug_info=True)
+    assert f'loc("{EXAMPLES / "v1_tma_wgmma.py"}"' in text
+
+
+def test_index_arithmetic_folds_identities_and_keeps_constants_right():
+    kb = KernelBuilder("k", num_warps=4)
+    a = kb.global_tensor(f16)
+    size = a.shape[0]
+    assert (size + 0) is size and (size * 1) is size and (0 + size) is size
+    product = (3 * size).value.owner
+    assert product.name == "arith.muli" and product.operands[0] == size.value
+    assert str(product.operands[1].owner.attributes["value"]) == "3 : index"
+
+
+# Errors located in the user's code -----------------------------------------------------------
+
+def build_error(build) -> BuildError:
+    with pytest.raises(BuildError) as caught:
+        build()
+    assert caught.value.where is not None and caught.value.where.filename == __file__
+    return caught.value
+
+
+def test_wrong_dtype_names_the_call():
+    def build():
+        kb = KernelBuilder("k")
+        kb.global_tensor("f64")  # error: dtype
+    error = build_error(build)
+    assert isinstance(error, TypeError) and isinstance(error, BuildTypeError)
+    assert error.where.line == line_of("# error: dtype")
+    assert "dtype must be one of f16, bf16, f32, got 'f64'" in str(error)
+    assert str(error).startswith(f"{__file__}:{error.where.line}:")
+
+
+def test_copy_between_dtypes_is_a_type_error():
+    def build():
+        kb = KernelBuilder("k")
+        a = kb.global_tensor(f16)
+        sa = kb.shared_tensor(bf16, [1, 64, 64])
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+        kb.sync()
+        kb.tma.global_to_shared(a, sa[0], [0, 0], mbarrier=full[0])  # error: copy dtype
+    error = build_error(build)
+    assert isinstance(error, TypeError) and error.where.line == line_of("# error: copy dtype")
+    assert "src 'a' is f16 but dst is bf16" in str(error)
+
+
+def test_a_tile_that_breaks_the_swizzle_rule():
+    def build():
+        kb = KernelBuilder("k")
+        kb.shared_tensor(f16, [4, 128, 128])  # error: tile rule
+    error = build_error(build)
+    assert error.where.line == line_of("# error: tile rule")
+    assert "128 bytes a row (the swizzle span), it has 256" in str(error)
+
+
+def test_an_accumulator_that_is_no_wgmma_shape():
+    def build():
+        KernelBuilder("k").register_tensor(f32, [96, 128])  # error: acc shape
+    error = build_error(build)
+    assert error.where.line == line_of("# error: acc shape")
+    assert "rows a multiple of 64" in str(error)
+
+
+def test_wgmma_shapes_must_chain():
+    def build():
+        kb = KernelBuilder("k")
+        sa = kb.shared_tensor(f16, [1, 128, 64])
+        sb = kb.shared_tensor(f16, [1, 128, 32])
+        acc = kb.register_tensor(f32, [128, 128])
+        kb.wgmma.mma(sa[0], sb[0].transpose(), acc)  # error: chain
+    error = build_error(build)
+    assert error.where.line == line_of("# error: chain")
+    assert "A is [128, 64], B is [32, 128]" in str(error)
+
+
+def test_wait_on_a_barrier_never_allocated_in_this_kernel():
+    def build():
+        other = KernelBuilder("other")
+        foreign = other.mbarrier.alloc(arrival_count=1, num_barriers=2)
+        other.sync()
+        kb = KernelBuilder("k")
+        kb.mbarrier.wait(foreign[0], phase=CONSUMER_INITIAL_PHASE)  # error: foreign barrier
+    error = build_error(build)
+    assert error.where.line == line_of("# error: foreign barrier")
+    assert "never allocated in this kernel" in str(error)
+
+
+def test_wait_on_something_that_is_no_barrier():
+    def build():
+        kb = KernelBuilder("k")
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
+        kb.sync()
+        kb.mbarrier.wait(full, phase=CONSUMER_INITIAL_PHASE)  # error: whole array
+    error = build_error(build)
+    assert isinstance(error, TypeError) and error.where.line == line_of("# error: whole array")
+    assert "pick one barrier of the array" in str(error)
+
+
+def test_a_barrier_used_before_the_sync_that_publishes_it():
+    def build():
+        kb = KernelBuilder("k")
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)  # allocated here
+        kb.mbarrier.arrive(full[0])  # error: unsynced
+    error = build_error(build)
+    assert error.where.line == line_of("# error: unsynced")
+    assert f"allocated at {__file__}:{line_of('# allocated here')}" in str(error)
+    assert "before a block-wide kb.sync()" in str(error)
+
+
+def test_barriers_are_allocated_at_the_top_level():
+    def build():
+        kb = KernelBuilder("k", num_warps=5)
+        with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+            kb.mbarrier.alloc(arrival_count=1, num_barriers=2)  # error: nested alloc
+    error = build_error(build)
+    assert error.where.line == line_of("# error: nested alloc")
+    assert "top level of the kernel" in str(error) and "thread group 'producer'" in str(error)
+
+
+def test_a_constant_stage_outside_the_ring():
+    def build():
+        kb = KernelBuilder("k")
+        sa = kb.shared_tensor(f16, [4, 64, 64])
+        return sa[4]  # error: stage range
+    error = build_error(build)
+    assert error.where.line == line_of("# error: stage range")
+    assert "stage 4 is outside the shared tensor's 4 stages" in str(error)
+
+
+def test_storing_without_the_cast():
+    def build():
+        kb = KernelBuilder("k")
+        c = kb.global_tensor(f16)
+        acc = kb.register_tensor(f32, [64, 64])
+        kb.store_global(c, acc, [0, 0])  # error: store dtype
+    error = build_error(build)
+    assert error.where.line == line_of("# error: store dtype")
+    assert "kb.cast(tile, 'f16')" in str(error)
+
+
+def test_thread_groups_are_whole_warps_inside_the_block():
+    def build():
+        kb = KernelBuilder("k", num_warps=5)
+        with kb.thread_group(thread_begin=128, num_threads=64, role="producer"):  # error: range
+            pass
+    error = build_error(build)
+    assert error.where.line == line_of("# error: range")
+    assert "threads [128, 192) are not inside the block of 160 threads" in str(error)
+
+
+def test_branching_on_a_run_time_value_in_python():
+    def build():
+        kb = KernelBuilder("k")
+        a = kb.global_tensor(f16)
+        for it in kb.range(0, a.shape[1], 64, stages=1, phase=CONSUMER_INITIAL_PHASE):
+            if it.index > 0:  # error: truth value
+                pass
+    error = build_error(build)
+    assert error.where.line == line_of("# error: truth value")
+    assert "kb.if_" in str(error)
+
+
+def test_leaving_a_ring_loop_early():
+    def build():
+        kb = KernelBuilder("k")
+        a = kb.global_tensor(f16)
+        for _ in kb.range(0, a.shape[1], 64, stages=1, phase=CONSUMER_INITIAL_PHASE):  # loop
+            break
+        kb.finish()  # error: left early
+    error = build_error(build)
+    assert error.where.line == line_of("# error: left early")
+    assert f"ring loop opened at {__file__}:{line_of('# loop')}" in str(error)
+
+
+def test_unroll_must_be_the_ring_size_and_apply_to_every_loop():
+    def wrong_count():
+        kb = KernelBuilder("k")
+        a = kb.global_tensor(f16)
+        kb.range(0, a.shape[1], 64, stages=4, phase=PRODUCER_INITIAL_PHASE,
+                 unroll=2).__next__()  # error: unroll count
+    error = build_error(wrong_count)
+    assert "unroll=2 differs from stages=4" in str(error)
+
+    def one_loop_only():
+        kb = KernelBuilder("k", num_warps=5)
+        a = kb.global_tensor(f16)
+        with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
+            for _ in kb.range(0, a.shape[1], 64, stages=2, phase=CONSUMER_INITIAL_PHASE,
+                              unroll=2):
+                pass
+        with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+            for _ in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):  # plain
+                pass
+        kb.finish()
+    error = build_error(one_loop_only)
+    assert error.where.line == line_of("# plain")
+    assert "unrolls every ring loop of a kernel" in str(error)
+
+
+def test_verifier_errors_point_at_the_users_line():
+    def build():
+        kb = KernelBuilder("k", num_warps=5)
+        sa = kb.shared_tensor(f16, [1, 64, 64])
+        sb = kb.shared_tensor(f16, [1, 64, 64])
+        with kb.thread_group(thread_begin=32, num_threads=128, role="consumer"):
+            acc = kb.register_tensor(f32, [64, 64])
+            kb.wgmma.mma(sa[0], sb[0].transpose(), acc)  # error: warpgroup
+        kb.finish()
+    error = build_error(build)
+    assert error.where.line == line_of("# error: warpgroup")
+    assert "must run in one warpgroup-aligned role" in str(error)
+
+
+def test_a_value_used_outside_its_role_is_located():
+    def build():
+        kb = KernelBuilder("k", num_warps=5)
+        a = kb.global_tensor(f16)
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
+        kb.sync()
+        with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
+            for it in kb.range(0, a.shape[1], 64, stages=2, phase=CONSUMER_INITIAL_PHASE):
+                kb.mbarrier.wait(full[it.stage], phase=it.phase)
+        with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+            kb.mbarrier.arrive(full[it.stage])  # error: dominance
+        kb.finish()
+    error = build_error(build)
+    assert error.where.line == line_of("# error: dominance")
+    assert "does not dominate" in str(error)
+
+
+def test_pass_errors_point_into_the_kernels_source():
+    simple = matmul_v2(prefetch=False)
+    with pytest.raises(CompileError) as caught:
+        simple.warp_specialize(num_consumer_groups=4)
+    message = str(caught.value)
+    assert f"{EXAMPLES / 'v2_ring_buffer.py'}:" in message
+    assert "cannot be split over 4 consumer warpgroups" in message
+
+
+def test_the_prefetching_v2_is_no_input_for_warp_specialize():
+    with pytest.raises(CompileError, match="v2_ring_buffer.py:.*--warp-specialize"):
+        matmul_v2().warp_specialize()
+
+
+# Compiling and artifacts ------------------------------------------------------------------------
+
+def test_artifact_of_a_built_kernel(tmp_path):
+    compiled = matmul_v3().compile(dump_dir=tmp_path / "ir")
+    directory = compiled.write_artifact(tmp_path / "v3", **RAGGED)
+    artifact = load_artifact(directory)
+    assert artifact.grid == (8, 11, 1) and artifact.block == (160, 1, 1)
+    assert artifact.tensors["a"].shape == (1000, 520)
+    assert artifact.tensors["b"].shape == (1333, 520)
+    assert artifact.tensors["c"].shape == (1000, 1333) and artifact.tensors["c"].dtype == "f32"
+    meta = json.loads((directory / "kernel.json").read_text())
+    assert meta["problem"] == {**RAGGED, "dtype": "f16", "out_dtype": "f32", "b_layout": "nk"}
+    assert meta["config"] == {"block_m": 128, "block_n": 128}
+    assert [stage.name for stage in compiled.result.stages][:3] == [
+        "input", "unroll-ring-buffer", "convert-wsc-to-nvvm"]
+    assert (tmp_path / "ir" / "01-unroll-ring-buffer.mlir").exists()
+
+
+def test_artifact_needs_the_sizes_the_kernel_reads(tmp_path):
+    compiled = matmul_v1().compile()
+    with pytest.raises(ValueError, match="reads sizes k, m, n; got m, n"):
+        compiled.write_artifact(tmp_path, m=128, n=128)
+
+
+@pytest.fixture
+def hopper():
+    if not hopper_gpu_visible():
+        pytest.skip("needs a Hopper GPU")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("build", [matmul_v1, matmul_v2, matmul_v3, matmul_v3_auto, matmul_v4,
+                                   matmul_v5])
+def test_examples_are_correct_on_the_gpu(hopper, tmp_path, build):
+    compiled = build().compile()
+    for name, sizes in (("ragged", RAGGED), ("short-k", {"m": 256, "n": 384, "k": 40})):
+        report = run_artifact(compiled.write_artifact(tmp_path / name, **sizes), bench=False)
+        assert report["ok"] and report["nan_count"] == 0, report

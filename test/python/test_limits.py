@@ -1,0 +1,89 @@
+"""Hardware limits are compile errors that name the limit and the value.
+
+The IR-level rules have lit tests (test/Dialect/hardware-limits.mlir and the
+`*-invalid.mlir` files); here are the same rules reached from a matmul
+configuration through the compile driver, and the ptxas rule that a
+`setmaxnreg` ptxas ignores (warning C7508) fails the build. The runtime's
+TMA checks (16-byte aligned base, row strides, box limits) are tested in
+test_runtime.py (`test_misaligned_base`, `test_plan_rejects_tma_violations`).
+"""
+
+import sys
+import textwrap
+
+import pytest
+
+from wsc.codegen.ptxas import PtxasError, assemble
+from wsc.compiler import CompileError, compile_matmul
+from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+
+
+@pytest.mark.parametrize("config, message", [
+    (dict(block_m=100),
+     "register tile rows must be a multiple of 64 (the WGMMA M), got 100"),
+    (dict(block_n=12),
+     "register tile columns must be a multiple of 8 in [8, 256] (the WGMMA N), got 12"),
+    (dict(block_n=512),
+     "needs 4 x 65536 = 262144 bytes of shared memory (4 stages of 512x64xf16, each "
+     "1024-byte aligned), more than the 232448 bytes (227 KB)"),
+    (dict(block_k=40), "K tile 40 is not a multiple of 16 (the WGMMA K)"),
+    (dict(block_k=128),
+     "TMA box inner extent is 256 bytes, more than the 128-byte swizzle span"),
+    (dict(num_stages=8),
+     "needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 "
+     "alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90"),
+    (dict(num_stages=300),
+     "needs 300 x 16384 = 4915200 bytes of shared memory"),
+    (dict(block_m=64, num_consumer_groups=2),
+     "a 64-row tile cannot be split over 2 consumer warpgroups in multiples of 64 rows"),
+])
+def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
+    with pytest.raises(CompileError) as error:
+        compile_matmul(256, 256, 256, MatmulProblem(), MatmulConfig(**config), tmp_path / "x")
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("problem, n, k, message", [
+    (MatmulProblem("f16", "f32", "nk"), 256, 100,
+     "A's rows are 200 bytes (K = 100 x 2 B); TMA needs a row stride that is a multiple of "
+     "16 bytes, so K must be a multiple of 8"),
+    (MatmulProblem("bf16", "f32", "kn"), 260, 256,
+     "B's rows are 520 bytes (N = 260 x 2 B); TMA needs a row stride that is a multiple of "
+     "16 bytes, so N must be a multiple of 8"),
+])
+def test_tma_row_strides_are_checked_at_compile_time(tmp_path, problem, n, k, message):
+    config = MatmulConfig(block_n=64) if problem.b_layout == "kn" else MatmulConfig()
+    with pytest.raises(ValueError) as error:
+        compile_matmul(256, n, k, problem, config, tmp_path / "x")
+    assert message in str(error.value)
+
+
+def _fake_ptxas(tmp_path, report: str):
+    """A stand-in ptxas that writes an empty cubin and prints `report`, so the
+    verdict on ptxas's output is tested without CUDA."""
+    script = tmp_path / "ptxas"
+    script.write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import sys
+        args = sys.argv[1:]
+        open(args[args.index("-o") + 1], "wb").close()
+        sys.stderr.write({report!r})
+        """))
+    script.chmod(0o755)
+    return str(script)
+
+
+_CLEAN_REPORT = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                 "ptxas info    : Used 168 registers, used 1 barriers\n")
+
+
+def test_ignored_setmaxnreg_fails_the_build(tmp_path):
+    report = _CLEAN_REPORT + ("ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' "
+                              "ignored; unable to determine register count at entry\n")
+    with pytest.raises(PtxasError, match=r"ptxas ignored setmaxnreg \(warning C7508\)"):
+        assemble(".version 9.0\n", ptxas=_fake_ptxas(tmp_path, report))
+
+
+def test_clean_ptxas_report_passes(tmp_path):
+    report = assemble(".version 9.0\n", ptxas=_fake_ptxas(tmp_path, _CLEAN_REPORT))
+    assert report.registers == 168 and report.warnings == []

@@ -1,0 +1,300 @@
+"""wsc.matmul: argument checks and B-layout detection, config choice from the
+cache, the torch custom op and its fake implementation (CPU); and on a Hopper
+GPU, agreement with torch.matmul (tests marked `cuda`)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import wsc
+from wsc.builder import hopper_gpu_visible, run_artifact
+from wsc.cache import Cache
+from wsc.matmul import (DEFAULT_CONFIG, MatmulPlan, choose_config, compiled_kernel_dir,
+                        config_key, matmul_kernel, plan, shape_class)
+
+torch = pytest.importorskip("torch")
+
+
+def meta(*shape, dtype=torch.float16):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return Cache(root=tmp_path / "cache")
+
+
+def test_import_wsc_stays_light():
+    code = ("import sys, wsc; heavy = [m for m in ('torch', 'mlir', 'numpy') if m in sys.modules];"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_wsc_matmul_is_the_function_however_the_module_was_imported():
+    code = ("import wsc.matmul, wsc; from wsc.matmul import plan; import types;"
+            "print(isinstance(wsc.matmul, types.FunctionType), wsc.matmul.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "matmul"]
+
+
+# B's layout -------------------------------------------------------------------------------
+
+def test_a_contiguous_b_is_read_as_k_by_n():
+    assert plan(meta(1000, 520), meta(520, 1336)) == MatmulPlan(1000, 1336, 520, "f16", "f16",
+                                                                "kn")
+
+
+def test_the_transpose_of_a_weight_is_read_as_n_by_k():
+    w = meta(1333, 520, dtype=torch.bfloat16)
+    assert plan(meta(1000, 520, dtype=torch.bfloat16), w.T) == MatmulPlan(
+        1000, 1333, 520, "bf16", "bf16", "nk")
+
+
+def test_padded_rows_are_fine_where_tma_can_read_them():
+    wide_a = meta(64, 136)[:, :128]
+    wide_w = meta(96, 136)[:, :128]
+    assert plan(wide_a, wide_w.T).b_layout == "nk"
+
+
+def test_numpy_arrays_and_their_transposes():
+    a = np.zeros((64, 32), np.float16)
+    w = np.zeros((48, 32), np.float16)
+    assert plan(a, w.T).b_layout == "nk"
+    assert plan(a, np.zeros((32, 48), np.float16)).b_layout == "kn"
+
+
+def test_out_dtype_and_out_decide_the_result_dtype():
+    assert plan(meta(64, 64), meta(64, 64), out_dtype=torch.float32).out_dtype == "f32"
+    assert plan(meta(64, 64), meta(64, 64), out=meta(64, 64, dtype=torch.bfloat16)).out_dtype \
+        == "bf16"
+
+
+# Arguments it refuses, each naming the argument and the expected form ---------------------------
+
+@pytest.mark.parametrize("a, b, out, out_dtype, error, message", [
+    (meta(64, 64, dtype=torch.float32), meta(64, 64), None, None, TypeError,
+     "a must be float16 or bfloat16, got f32"),
+    (meta(64, 64), meta(64, 64, dtype=torch.bfloat16), None, None, TypeError,
+     "a and b must have the same dtype, got f16 and bf16"),
+    (meta(2, 64, 64), meta(64, 64), None, None, ValueError,
+     r"a must be a 2-D matrix \(\[M, K\]\), got shape \[2, 64, 64\]"),
+    (meta(64, 64), meta(80, 64), None, None, ValueError,
+     r"b must be \[K, N\] with K = 64 \(a is \[64, 64\]\), got b of shape \[80, 64\]"),
+    (meta(64, 130), meta(130, 64), None, None, ValueError,
+     "a's rows start 260 bytes apart; .* K .* must be a multiple of 8"),
+    (meta(64, 64), meta(64, 1333), None, None, ValueError,
+     "b's rows start 2666 bytes apart; .* N .* must be a multiple of 8"),
+    (meta(64, 128)[:, ::2], meta(64, 64), None, None, ValueError,
+     r"a must be row-major \[M, K\]"),
+    (meta(64, 64), meta(64, 128)[:, ::2], None, None, ValueError,
+     r"b must be a row-major \[K, N\] tensor or the transpose of a row-major \[N, K\]"),
+    (meta(64, 64), meta(64, 64), meta(64, 32), None, ValueError,
+     r"out must be \[M, N\] = \[64, 64\], got \[64, 32\]"),
+    (meta(64, 64), meta(64, 64), meta(64, 64, dtype=torch.int32), None, TypeError,
+     "out must be float32, float16 or bfloat16"),
+    (meta(64, 64), meta(64, 64), meta(64, 64), torch.float32, TypeError,
+     "out is f16 but out_dtype says f32"),
+    (meta(64, 64), meta(64, 64), None, torch.int8, TypeError,
+     "out_dtype must be float32, float16 or bfloat16, got torch.int8"),
+    (meta(64, 64), np.zeros((64, 64), np.float16), None, None, TypeError,
+     "a and b must both be torch tensors or both numpy arrays"),
+    ([[1.0]], meta(64, 64), None, None, TypeError,
+     "a must be a torch tensor or a numpy array, got list"),
+])
+def test_bad_arguments(a, b, out, out_dtype, error, message):
+    with pytest.raises(error, match=message):
+        plan(a, b, out, out_dtype)
+
+
+def test_cpu_tensors_are_refused_with_the_way_out():
+    with pytest.raises(ValueError, match=r"must be CUDA tensors, got tensors on cpu; move them "
+                                         r"with .cuda\(\)"):
+        wsc.matmul(torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 64,
+                                                                          dtype=torch.float16))
+
+
+# The torch custom op, its fake implementation and torch.compile -----------------------------
+
+def test_meta_tensors_get_the_results_metadata():
+    c = wsc.matmul(meta(1000, 520), meta(1333, 520).T, out_dtype=torch.float32)
+    assert c.shape == (1000, 1333) and c.dtype == torch.float32 and c.device.type == "meta"
+    out = meta(1000, 1336, dtype=torch.bfloat16)
+    assert wsc.matmul(meta(1000, 520, dtype=torch.bfloat16),
+                      meta(520, 1336, dtype=torch.bfloat16), out=out) is out
+
+
+def test_the_fake_implementation_checks_as_eager_does():
+    with pytest.raises(ValueError, match="b must be"):
+        torch.ops.wsc.matmul(meta(64, 64), meta(80, 64), None)
+    with pytest.raises(ValueError, match="out must be"):
+        torch.ops.wsc.matmul_out(meta(64, 64), meta(64, 64), meta(32, 64))
+
+
+def test_torch_compile_traces_one_custom_op_call():
+    graphs = []
+
+    def record(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    @torch.compile(backend=record, fullgraph=True)
+    def project(x, w):
+        return wsc.matmul(x, w.T).float().relu()
+
+    y = project(meta(1000, 520, dtype=torch.bfloat16), meta(1333, 520, dtype=torch.bfloat16))
+    assert y.shape == (1000, 1333) and y.dtype == torch.float32
+    targets = [str(node.target) for node in graphs[0].graph.nodes]
+    assert "wsc.matmul.default" in targets or "wsc.matmul" in targets
+
+
+def test_fake_tensor_tracing_records_the_op():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    traced = make_fx(lambda x, y: torch.ops.wsc.matmul(x, y, torch.float32) * 2,
+                     tracing_mode="fake")(torch.randn(64, 32).half(), torch.randn(32, 48).half())
+    calls = [node for node in traced.graph.nodes if node.op == "call_function"]
+    assert str(calls[0].target) == "wsc.matmul.default"
+    assert calls[0].meta["val"].shape == (64, 48) and calls[0].meta["val"].dtype == torch.float32
+
+
+# Choosing the config -------------------------------------------------------------------------
+
+def test_shape_classes_round_up_to_powers_of_two():
+    assert shape_class(1000, 1333, 520) == [1024, 2048, 1024]
+    assert shape_class(8192, 8192, 8192) == [8192, 8192, 8192]
+    assert shape_class(1, 8193, 64) == [1, 16384, 64]
+
+
+P = MatmulPlan(1000, 1333, 520, "f16", "f16", "nk")
+
+
+def test_a_cached_config_is_used_without_tuning(cache):
+    best = matmul_kernel.configs()[5]
+    assert choose_config(P, "GPU", cache, tune=lambda p: best) == best
+    # Same class, other shape: the choice is reused, nothing is tuned.
+    same_class = MatmulPlan(900, 1100, 600, "f16", "f16", "nk")
+    assert choose_config(same_class, "GPU", cache, tune=pytest.fail) == best
+
+
+def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
+    choose_config(P, "GPU", cache, tune=lambda p: matmul_kernel.configs()[5])
+    tuned = []
+    for other, device in ((MatmulPlan(1000, 1333, 520, "bf16", "bf16", "nk"), "GPU"),
+                          (MatmulPlan(1000, 1336, 520, "f16", "f16", "kn"), "GPU"),
+                          (MatmulPlan(1000, 1333, 520, "f16", "f32", "nk"), "GPU"),
+                          (MatmulPlan(4000, 1333, 520, "f16", "f16", "nk"), "GPU"),
+                          (P, "Other GPU")):
+        choose_config(other, device, cache, tune=lambda p: tuned.append(p) or DEFAULT_CONFIG)
+    assert len(tuned) == 5
+
+
+def test_a_choice_outside_the_current_space_is_tuned_again(cache):
+    cache.put(config_key(P, "GPU"), {"config": {"num_stages": 99}})
+    best = matmul_kernel.configs()[1]
+    assert choose_config(P, "GPU", cache, tune=lambda p: best) == best
+    assert cache.get(config_key(P, "GPU")) == {"config": best}
+
+
+def test_no_autotuning_uses_the_default(cache, monkeypatch):
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    assert choose_config(P, "GPU", cache, tune=pytest.fail) == DEFAULT_CONFIG
+
+
+def test_one_compile_serves_every_shape(cache):
+    directory = compiled_kernel_dir(P, DEFAULT_CONFIG, cache)
+    stamp = (directory / "kernel.json").stat().st_mtime_ns
+    other = MatmulPlan(4096, 4096, 4096, "f16", "f16", "nk")
+    assert compiled_kernel_dir(other, DEFAULT_CONFIG, cache) == directory
+    assert (directory / "kernel.json").stat().st_mtime_ns == stamp
+
+    from wsc.matmul import _resized
+    from wsc.runtime import load_artifact
+
+    resized = _resized(load_artifact(directory), other)
+    assert resized.grid == (32, 32, 1)
+    assert resized.tensors["b"].shape == (4096, 4096) and resized.problem["k"] == 4096
+
+
+# On a Hopper GPU --------------------------------------------------------------------------------
+
+@pytest.fixture
+def gpu(monkeypatch, tmp_path):
+    if not hopper_gpu_visible() or not torch.cuda.is_available():
+        pytest.skip("needs a Hopper GPU and CUDA torch")
+    monkeypatch.setenv("WSC_CACHE_DIR", str(tmp_path / "cache"))
+    import wsc.matmul as module
+
+    monkeypatch.setattr(module, "_cache_instance", None)
+    return torch.device("cuda")
+
+
+def relative_error(got, want) -> float:
+    got, want = got.double(), want.double()
+    return float(torch.linalg.norm(got - want) / torch.linalg.norm(want))
+
+
+SHAPES = [(128, 128, 64), (1000, 1333, 520), (511, 264, 1000), (2048, 2048, 2048),
+          (8191, 8193, 8200), (64, 8, 8)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_matches_torch_matmul(gpu, monkeypatch, dtype, m, n, k):
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")  # correctness of the default; tuning is tested below
+    dtype = getattr(torch, dtype)
+    generator = torch.Generator(device=gpu).manual_seed(m * n + k)
+    a = torch.randn(m, k, device=gpu, generator=generator).to(dtype)
+    w = torch.randn(n, k, device=gpu, generator=generator).to(dtype)
+    assert relative_error(wsc.matmul(a, w.T), torch.matmul(a, w.T)) < 1e-3
+    if n % 8 == 0:
+        b = w.T.contiguous()
+        assert relative_error(wsc.matmul(a, b), torch.matmul(a, b)) < 1e-3
+    out = torch.full((m, n), float("nan"), device=gpu)
+    wsc.matmul(a, w.T, out=out)
+    assert relative_error(out, torch.matmul(a.float(), w.T.float())) < 1e-3
+
+
+@pytest.mark.cuda
+def test_numpy_in_numpy_out(gpu, monkeypatch):
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((300, 200)).astype(np.float16)
+    w = rng.standard_normal((136, 200)).astype(np.float16)
+    c = wsc.matmul(a, w.T, out_dtype=np.float32)
+    assert isinstance(c, np.ndarray) and c.dtype == np.float32 and c.shape == (300, 136)
+    want = a.astype(np.float64) @ w.T.astype(np.float64)
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-3
+
+
+@pytest.mark.cuda
+def test_under_torch_compile(gpu, monkeypatch):
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    a = torch.randn(1000, 520, device=gpu).half()
+    w = torch.randn(1333, 520, device=gpu).half()
+    project = torch.compile(lambda x, y: wsc.matmul(x, y.T).float().relu(), fullgraph=True)
+    assert relative_error(project(a, w), (a.float() @ w.T.float()).relu()) < 1e-3
+
+
+@pytest.mark.cuda
+def test_autotunes_on_a_miss_and_remembers(gpu):
+    a = torch.randn(1000, 520, device=gpu).half()
+    w = torch.randn(1333, 520, device=gpu).half()
+    assert relative_error(wsc.matmul(a, w.T), torch.matmul(a, w.T)) < 1e-3
+    from wsc.matmul import _cache, _device_name
+
+    chosen = choose_config(P, _device_name(0), _cache(), tune=pytest.fail)
+    assert chosen in matmul_kernel.configs()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("config", matmul_kernel.configs(), ids=lambda c: "-".join(
+    str(v) for v in c.values()))
+def test_every_config_of_the_space_is_correct(gpu, tmp_path, config):
+    p = MatmulPlan(1000, 1333, 520, "f16", "f32", "nk")
+    directory = compiled_kernel_dir(p, config, Cache(root=tmp_path))
+    report = run_artifact(directory, bench=False)
+    assert report["ok"] and report["nan_count"] == 0, report

@@ -1,0 +1,130 @@
+"""The performance options of the matmul: one WGMMA group in flight with
+delayed release (--warp-specialize wgmma-in-flight), the grouped tile order
+(MatmulConfig.group_m), and the benchmark's table helpers."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from mlir import ir
+
+from wsc.codegen import find_ptxas
+from wsc.compiler import compile_module, specialization_passes
+from wsc.dialect import make_context
+from wsc.ir_utils import constant_int
+from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+from wsc.protocol import check_protocol
+
+REPO = Path(__file__).resolve().parents[2]
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
+
+
+@pytest.mark.parametrize("stages,groups", [(2, 1), (3, 1), (4, 2), (5, 2)])
+def test_in_flight_protocol_is_clean(stages, groups):
+    """Delayed release keeps the mbarrier protocol sound for every K extent,
+    before and after unrolling (both passes also check on their own)."""
+    config = MatmulConfig(num_stages=stages, num_consumer_groups=groups,
+                          producer="warpgroup" if groups > 1 else "warp", wgmma_in_flight=1)
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(MatmulProblem(), config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+            check_protocol(module.operation, max_k_tiles=4 * stages + 1)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("out_dtype", ["f16", "f32"])
+def test_in_flight_reads_accumulators_only_after_the_last_wait(out_dtype):
+    """With a group in flight, no read of the accumulators may be scheduled
+    above the final wait_group 0 (ptxas would serialize every WGMMA, C7514)."""
+    config = MatmulConfig(wgmma_in_flight=1)
+    with make_context(), ir.Location.unknown():
+        result = compile_module(build_matmul(MatmulProblem(out_dtype=out_dtype), config),
+                                specialization_passes(config))
+    assert not [w for w in result.ptxas.warnings if "C7514" in w]
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    ptx = result.ptx
+    assert ptx.count("wgmma.wait_group.sync.aligned \t1;") == config.num_stages
+    last_wait = ptx.rindex("wgmma.wait_group.sync.aligned \t0;")
+    first_read = ptx.index("cvt.rn.f16.f32" if out_dtype == "f16" else "st.global")
+    assert last_wait < first_read
+
+
+def _tile_of_each_block(m: int, n: int, config: MatmulConfig) -> list[tuple[int, int]]:
+    """Evaluate the builder's prologue for every block of the grid, in launch
+    order: the (row, col) origin its wsc.store writes."""
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(MatmulProblem(), config)
+        kernel = module.body.operations[0]
+        body = list(kernel.regions[0].blocks[0].operations)
+        args = list(kernel.regions[0].blocks[0].arguments)
+        store = next(op for op in body if op.operation.name == "wsc.store")
+        shapes = {0: (m, 64), 2: (m, n)}  # a [M, K], c [M, N]
+        grid = (math.ceil(m / config.block_m), math.ceil(n / config.block_n))
+        binary = {"arith.muli": lambda a, b: a * b, "arith.addi": lambda a, b: a + b,
+                  "arith.subi": lambda a, b: a - b, "arith.divui": lambda a, b: a // b,
+                  "arith.remui": lambda a, b: a % b, "arith.minui": min,
+                  "arith.ceildivui": lambda a, b: -(-a // b)}
+        origins = []  # in launch order: block x varies fastest
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                values = {}
+                for op in body:
+                    op = op.operation
+                    name = op.name
+                    if name == "arith.constant" and isinstance(op.result.type, ir.IndexType):
+                        values[op.result] = constant_int(op.result)
+                    elif name == "gpu.block_id":
+                        values[op.result] = x if str(op.attributes["dimension"]).endswith("x>") else y
+                    elif name == "memref.dim":
+                        values[op.result] = shapes[args.index(op.operands[0])][
+                            values[op.operands[1]]]
+                    elif name in binary:
+                        values[op.result] = binary[name](*(values[v] for v in op.operands))
+                origins.append((values[store.operands[2]], values[store.operands[3]]))
+    return origins
+
+
+@pytest.mark.parametrize("m,n,group_m", [(1000, 1400, 3), (1024, 768, 8), (128, 1280, 4),
+                                         (2048, 128, 5)])
+def test_grouped_order_visits_every_tile_once(m, n, group_m):
+    config = MatmulConfig(group_m=group_m)
+    origins = _tile_of_each_block(m, n, config)
+    tiles = {(r * 128, c * 128) for r in range(math.ceil(m / 128)) for c in range(math.ceil(n / 128))}
+    assert sorted(origins) == sorted(tiles)
+    # Blocks in launch order fill a group of group_m tile rows column by column.
+    rows_first_group = min(group_m, math.ceil(m / 128))
+    assert origins[:rows_first_group] == [(r * 128, 0) for r in range(rows_first_group)]
+
+
+def test_default_order_is_the_block_id():
+    origins = _tile_of_each_block(300, 200, MatmulConfig())
+    assert origins == [(x * 128, y * 128) for y in range(2) for x in range(3)]
+
+
+def _benchmark_module():
+    spec = importlib.util.spec_from_file_location("bench_matmul", REPO / "benchmarks" / "matmul.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve annotations there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_picks_the_fastest_correct_candidate_and_reports_ratios():
+    bench = _benchmark_module()
+    tune = [{"candidate": "a", "shape": "s", "ok": True, "ms": 2.0},
+            {"candidate": "b", "shape": "s", "ok": True, "ms": 1.0},
+            {"candidate": "c", "shape": "s", "ok": False, "ms": 0.5}]
+    assert bench._best_candidates(tune)["s"]["candidate"] == "b"
+    row = {"shape": "s", "dtype": "f16", "results": [
+        {"method": "cublas", "ok": True, "ms": 1.0, "tflops": 100.0},
+        {"method": "triton", "ok": True, "ms": 1.2, "tflops": 83.3},
+        {"method": "wsc", "ok": True, "ms": 0.8, "tflops": 125.0, "candidate": "b"}]}
+    assert bench._ratios(row) == pytest.approx((1.25, 1.5))
+    table = bench.format_table([row])
+    assert "| 1.25 | 1.50 | b |" in table
+    assert "geometric mean over 1 shapes: 1.250" in table
