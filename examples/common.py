@@ -3,11 +3,14 @@ summary and, on a Hopper GPU, run it, check it and time it.
 
     python examples/<example>.py [--print-ir] [--compile-only] [--size N] [--out DIR] [--tune]
 
-On a GPU each kernel runs twice, each time in a process of its own, with
-random inputs and an output poisoned with NaN, against a float64 reference:
-once on a problem that is no multiple of any tile (1000 x 1333 x 520, where
-ragged edges and TMA zero-fill matter), and once on --size^3, which is also
-timed (median of CUDA-event timings). The exit status is 1 when a check fails.
+It writes two artifact directories, DIR/check for a problem that is no
+multiple of any tile (1000 x 1333 x 520, where ragged edges and TMA zero-fill
+matter) and DIR/bench for --size^3. On a Hopper GPU each runs in a process of
+its own, with random inputs and an output poisoned with NaN, against a
+float64 reference, and the second is also timed (median of CUDA-event
+timings); the exit status is 1 when a check fails. The artifacts need no
+MLIR: on a GPU machine without it, `wsc run DIR/check --check` and
+`wsc run DIR/bench --check --bench` do the same.
 
 --print-ir prints the kernel as built and after each wsc pass that changes it
 (not the NVVM that follows); the lit tests in test/examples FileCheck it.
@@ -24,8 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wsc.autotune import Autotuned
-from wsc.builder import BuildError, Kernel, hopper_gpu_visible, run_artifact
+from wsc.builder import BuildError, Kernel
 from wsc.compiler import CompileError
+from wsc.device import hopper_gpu_visible, run_artifact
 
 #: No multiple of a tile in any dimension; K stays a multiple of 8 elements
 #: because TMA needs 16-byte row strides.
@@ -72,7 +76,7 @@ def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None =
                         help="autotune over the kernel's @autotune space first")
     args = parser.parse_args(argv)
 
-    print(doc.strip().splitlines()[0])
+    print(doc.strip().splitlines()[0], flush=True)
     out = Path(args.out or tempfile.mkdtemp(prefix="wsc-example-"))
     bench = {"m": args.size, "n": args.size, "k": args.size}
     gpu = not args.compile_only and hopper_gpu_visible()
@@ -84,22 +88,25 @@ def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None =
             config = result.best or {}
         kernel = build(**config)
         compiled = kernel.compile(dump_dir=out / "ir")
-    except (BuildError, CompileError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (BuildError, CompileError) as error:  # located `file:line:col: error: ...` lines
+        print(error, file=sys.stderr)
         return 1
     if args.print_ir:
         _print_ir(kernel, out / "ir")
     print(f"compiled ({', '.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}):")
     print(compiled.summary())
-    bench_dir = compiled.write_artifact(out / "bench", **bench)
-    print(f"artifact: {bench_dir}")
+    runs = [("check", RAGGED, False), ("bench", bench, True)]
+    directories = {label: compiled.write_artifact(out / label, **sizes)
+                   for label, sizes, _ in runs}
+    print(f"artifacts: {directories['check']} (ragged), {directories['bench']} (timed)")
     if not gpu:
-        print("no Hopper GPU used: compiled only (on one, this runs, checks and times it)")
+        # The artifacts need no MLIR: a GPU machine without it runs them as they are.
+        print("no Hopper GPU used: compiled only. On one, `wsc run DIR --check [--bench]` "
+              "runs an artifact directory")
         return 0
     ok = True
-    for label, sizes, timed in (("check", RAGGED, False), ("bench", bench, True)):
-        directory = bench_dir if timed else compiled.write_artifact(out / "check", **sizes)
-        report = run_artifact(directory, bench=timed)
+    for label, sizes, timed in runs:
+        report = run_artifact(directories[label], bench=timed)
         print(_report_line(label, sizes, report))
         ok = ok and bool(report.get("ok"))
     return 0 if ok else 1

@@ -26,6 +26,7 @@ This module imports neither MLIR nor the builder; workers do.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -40,6 +41,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
 
 def autotune(names: str, values: Sequence) -> Callable:
     """Add one dimension to a kernel function's config space: `names` is one
@@ -158,13 +160,15 @@ class Autotuned:
             return None
 
     def _identity(self) -> dict:
-        """What the cache keys of this function's results hold: the function and
-        a hash of its source file, so an edit invalidates them."""
+        """What the cache keys of this function's results hold: the function, a
+        hash of its source file and one of the compiler's, so editing either
+        invalidates them."""
         path = self._source_file()
         digest = None
         if path is not None and os.path.exists(path):
             digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-        return {"function": f"{self.__module__}.{self.__qualname__}", "source": digest}
+        return {"function": f"{self.__module__}.{self.__qualname__}", "source": digest,
+                "compiler": compiler_digest()}
 
     def _importable(self) -> bool:
         return "<locals>" not in self.__qualname__ and self._source_file() is not None
@@ -240,7 +244,7 @@ class Autotuned:
         dtype); `problem_class` is what the cached choice is keyed by instead
         of the exact sizes (e.g. shape buckets); `retune` ignores a cached
         choice."""
-        from wsc.builder import hopper_gpu_visible, run_artifact
+        from wsc.device import hopper_gpu_visible, run_artifact
 
         cache = cache or _default_cache()
         fixed = dict(fixed or {})
@@ -286,6 +290,25 @@ class Autotuned:
             cache.put(choice_key, {"best": fastest.config, "ms": fastest.ms,
                                    "timings": [{"config": c.config, "ms": c.ms} for c in timed]})
         return result
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """A hash of the compiler's source (the wsc package but its runtime and
+    tools, the passes, the dialect): cached kernels are keyed by it, because
+    the cache's version stamp, wsc.__version__, does not change with every
+    edit of the compiler, and a kernel compiled by an older one must not be
+    reused."""
+    roots = [Path(location) for name in ("wsc", "wsc.passes", "wsc.dialects")
+             for location in importlib.util.find_spec(name).submodule_search_locations]
+    skipped = {roots[0] / "runtime", roots[0] / "tools"}
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".mlir") and not skipped & set(path.parents):
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 class CandidateError(RuntimeError):

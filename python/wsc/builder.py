@@ -14,7 +14,7 @@ buffers, mbarriers, TMA copies and WGMMA, each call emitting the wsc op it names
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             ...
     kernel = kb.finish()            # a verified `Kernel`
-    kernel.compile(out_dir, m=M, n=N, k=K)
+    kernel.compile().write_artifact(out_dir, m=M, n=N, k=K)
 
 Automatically: write the non-specialized kernel (the tutorial's V2) the same
 way and ask for specialization with --warp-specialize's options as keyword
@@ -54,7 +54,7 @@ from wsc.ir_utils import KERNEL_THREADS_ATTR, WARP_SIZE
 __all__ = [
     "BuildError", "BuildTypeError", "CONSUMER_INITIAL_PHASE", "CompiledKernel", "Kernel",
     "KernelBuilder", "PRODUCER_INITIAL_PHASE", "Pipeline", "bf16", "cdiv", "f16", "f32",
-    "hopper_gpu_visible", "run_artifact", "structure",
+    "structure",
 ]
 
 #: Element types, by their MLIR names.
@@ -363,7 +363,8 @@ class RingLoop:
     Inside the body: `index` (the K tile), `offset` (start + index * step),
     `stage` and `phase` (the ring position of this trip) and `previous_stage`.
     After the loop: `stage` and `phase` are the position after the last trip,
-    where a drain starts."""
+    where a drain starts, and `previous_stage` that of the last trip.
+    `trips` (the number of K tiles) is valid inside and after."""
 
     def __init__(self, builder: KernelBuilder, loop: scf.ForOp, start, step: int,
                  num_stages: int, where: SourceLocation):
@@ -832,6 +833,9 @@ class KernelBuilder:
         role (`wsc.role` guarding an scf.if). `role` names it ("producer",
         "consumer"); `max_registers` is its setmaxnreg budget."""
         where = _caller()
+        if not isinstance(role, str) or not role:
+            raise BuildTypeError(f"thread_group: role must name the role (e.g. \"producer\"), "
+                                 f"got {role!r}", where)
         if self._thread_group is not None:
             raise BuildError("thread groups do not nest: close the enclosing one first", where)
         for name, value in (("thread_begin", thread_begin), ("num_threads", num_threads)):
@@ -1216,38 +1220,6 @@ class CompiledKernel:
                            b_layout=b_layout)
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(out, self.result, tuple(launch_grid), problem, config, tensors)
-
-
-def run_artifact(artifact_dir: str | os.PathLike, bench: bool = True,
-                 timeout_s: float = 300.0) -> dict:
-    """Run a matmul artifact on the GPU in a process of its own (a failed or hung
-    launch must not take this one down): random inputs, a NaN-poisoned output,
-    a float64 reference and, with `bench`, CUDA-event timings. Returns the
-    report of `wsc run` (keys ok, rel_err, nan_count, ms, tflops, ...)."""
-    import json
-    import subprocess
-
-    command = [sys.executable, "-m", "wsc.runtime.run_cli", str(artifact_dir), "--check"]
-    if bench:
-        command.append("--bench")
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"no report within {timeout_s} s"}
-    reports = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not reports:
-        return {"ok": False, "error": (proc.stderr.strip() or "no report")[-2000:]}
-    return json.loads(reports[-1])
-
-
-def hopper_gpu_visible() -> bool:
-    """Whether device 0 is a Hopper GPU (compute capability 9.x) this process can use."""
-    from wsc.runtime import WscRuntimeError, driver
-
-    try:
-        return driver.get_device(0).compute_capability[0] == 9
-    except WscRuntimeError:  # no driver library, no device, or a driver call failed
-        return False
 
 
 # Structural comparison ------------------------------------------------------------------

@@ -47,6 +47,14 @@ class PassError(Exception):
         self.notes = notes or []
 
 
+class ParseError(ValueError):
+    """MLIR text that does not parse or verify; `diagnostics` says where and why."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("\n".join(d.format() for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
 def file_line_col(location: ir.Location) -> tuple[str | None, int | None, int | None]:
     """The first file:line:col inside `location` (name, call-site and fused
     locations wrap one)."""

@@ -79,27 +79,57 @@ def _custom_form_op(text: str) -> tuple[int, int, str] | None:
     return None
 
 
-def parse_module(text: str) -> ir.Module:
-    """`ir.Module.parse(text)` in the current context, with a located error
-    where MLIR gives none.
+def parse_module(text: str, engine=None) -> ir.Module:
+    """Parse and verify `text` as a module in the current context; raise
+    wsc.diagnostics.ParseError, with the errors as located diagnostics (also
+    recorded in `engine`, a DiagnosticEngine, when given), if it fails.
 
-    IRDL ops have no custom assembly, and MLIR fails to parse one written in
-    custom form (`wsc.sync` instead of `"wsc.sync"() : () -> ()`) without any
-    diagnostic; that case raises a PassError at the op instead. Other parse
-    and verification errors raise ir.MLIRError as usual."""
-    from wsc.diagnostics import PassError
+    Two faults of the MLIR 22 bindings are worked around here:
+      * after a wsc type (an IRDL type such as `!wsc.mbarriers`), a token the
+        lexer rejects (an unterminated string, a bare `@`) is reported as an
+        error, yet the parse "succeeds" without the rest of the input; the
+        bindings then abort the process (an assertion that every captured
+        error was raised). Error diagnostics are therefore sent to a handler
+        instead of being captured, and any error fails the parse;
+      * IRDL ops have no custom assembly, and one written in custom form
+        (`wsc.sync` instead of `"wsc.sync"() : () -> ()`) fails to parse
+        without any diagnostic; the error is then located at that op."""
+    from wsc.diagnostics import DiagnosticEngine, ParseError, PassError
 
+    engine = engine if engine is not None else DiagnosticEngine("-")
+    context = ir.Context.current
+    first = len(engine.diagnostics)
+    captured = context.emit_error_diagnostics
+    context.emit_error_diagnostics = True
+    handler = context.attach_diagnostic_handler(engine.handler)
     try:
-        return ir.Module.parse(text)
-    except ir.MLIRError as error:
-        found = None if error.error_diagnostics else _custom_form_op(text)
+        module = ir.Module.parse(text)
+    except ir.MLIRError:
+        module = None
+    finally:
+        handler.detach()
+        context.emit_error_diagnostics = captured
+    # The first fault above reports its error twice: keep one of each.
+    unique = []
+    for diagnostic in engine.diagnostics[first:]:
+        if diagnostic not in unique:
+            unique.append(diagnostic)
+    engine.diagnostics[first:] = unique
+    errors = [d for d in unique if d.severity == "error"]
+    if module is not None and not errors:
+        return module
+    if not errors:
+        found = _custom_form_op(text)
         if found is None:
-            raise
-        line, column, name = found
-        raise PassError(ir.Location.file("-", line, column),
-                        f"custom op '{name}' has no custom assembly format; write it in "
-                        f"generic form: \"{name}\"(operands) {{attributes}} : "
-                        f"(operand types) -> (result types)") from None
+            engine.add_error("MLIR could not parse the input and gave no reason")
+        else:
+            line, column, name = found
+            engine.add_pass_error(PassError(
+                ir.Location.file("-", line, column),
+                f"custom op '{name}' has no custom assembly format; write it in generic "
+                f"form: \"{name}\"(operands) {{attributes}} : (operand types) -> "
+                f"(result types)"))
+    raise ParseError(engine.diagnostics[first:])
 
 
 # Types ----------------------------------------------------------------------

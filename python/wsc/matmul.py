@@ -17,11 +17,12 @@ must be a multiple of 8 elements, or the rows padded to one.
 The kernel's config (tile, stages, consumer groups, ...) is chosen per
 (shape class, dtype, out dtype, B layout, GPU), where a shape class rounds
 each of M, N, K up to a power of two. It comes from the persistent cache
-(`wsc.cache`); on a miss the config space below is autotuned on the actual
-problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0 skips the
-search and uses the default config. Compiled kernels are cached too, one per
-config, dtypes and layout: the kernel reads M, N and K at run time, so one
-compile serves every shape.
+(`wsc.cache`); on a miss the layout's config space (SPACES) is autotuned on
+the actual problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0
+skips the search and uses the default config. Compiled kernels are cached
+too, one per config, dtypes and layout: the kernel reads M, N and K at run
+time, so one compile serves every shape. Compiling needs the MLIR wheels; a
+machine without them runs what its cache already holds.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from wsc.autotune import autotune
+from wsc.autotune import autotune, compiler_digest
 
 #: Input dtypes, by wsc name; outputs may also be f32.
 INPUT_DTYPES = ("f16", "bf16")
@@ -100,6 +101,31 @@ def _row_major_stride(op: _Operand) -> int | None:
     return row_stride if inner_ok and row_stride >= cols else None
 
 
+def _b_layout(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int) -> str:
+    """How the kernel reads B, "kn" or "nk", once A and B are known to be
+    readable by TMA (row-major, rows 16 bytes apart)."""
+    size = _ELEMENT_BYTES[a_op.dtype]
+    lda = _row_major_stride(a_op)
+    if lda is None:
+        raise ValueError(f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
+                         f"strides {list(a_op.strides)}; pass a.contiguous()")
+    transposed = _Operand(b_op.kind, b_op.dtype, (n, k), b_op.strides[::-1], b_op.device)
+    if (ldb := _row_major_stride(b_op)) is not None:
+        b_layout, b_rows = "kn", "N"
+    elif (ldb := _row_major_stride(transposed)) is not None:
+        b_layout, b_rows = "nk", "K"
+    else:
+        raise ValueError(f"wsc.matmul: b must be a row-major [K, N] tensor or the transpose of "
+                         f"a row-major [N, K] one (as in x @ w.T), got strides "
+                         f"{list(b_op.strides)}; pass b.contiguous()")
+    for name, stride, dim in (("a", lda, "K"), ("b", ldb, b_rows)):
+        if stride * size % TMA_ALIGN:
+            raise ValueError(f"wsc.matmul: {name}'s rows start {stride * size} bytes apart; TMA "
+                             f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
+                             f"stride) must be a multiple of {TMA_ALIGN // size}")
+    return b_layout
+
+
 def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
     """Check the arguments of wsc.matmul from their metadata only (it works on
     fake and meta tensors) and work out B's layout. Raises TypeError for the
@@ -126,26 +152,8 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
     if k_b != k:
         raise ValueError(f"wsc.matmul: b must be [K, N] with K = {k} (a is [{m}, {k}]), got "
                          f"b of shape [{k_b}, {n}]")
-    size = _ELEMENT_BYTES[a_op.dtype]
-
-    lda = _row_major_stride(a_op)
-    if lda is None:
-        raise ValueError(f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
-                         f"strides {list(a_op.strides)}; pass a.contiguous()")
-    transposed = _Operand(b_op.kind, b_op.dtype, (n, k), b_op.strides[::-1], b_op.device)
-    if (ldb := _row_major_stride(b_op)) is not None:
-        b_layout, b_rows = "kn", "N"
-    elif (ldb := _row_major_stride(transposed)) is not None:
-        b_layout, b_rows = "nk", "K"
-    else:
-        raise ValueError(f"wsc.matmul: b must be a row-major [K, N] tensor or the transpose of "
-                         f"a row-major [N, K] one (as in x @ w.T), got strides "
-                         f"{list(b_op.strides)}; pass b.contiguous()")
-    for name, stride, dim in (("a", lda, "K"), ("b", ldb, b_rows)):
-        if stride * size % TMA_ALIGN:
-            raise ValueError(f"wsc.matmul: {name}'s rows start {stride * size} bytes apart; TMA "
-                             f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
-                             f"stride) must be a multiple of {TMA_ALIGN // size}")
+    # An empty product launches nothing: no layout or TMA rule applies.
+    b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, m, n, k)
 
     if out is not None:
         out_op = _describe(out, "out")
@@ -193,25 +201,22 @@ def shape_class(m: int, n: int, k: int) -> list[int]:
     return [1 << max(0, (size - 1).bit_length()) for size in (m, n, k)]
 
 
-@autotune("block_m, block_n, num_consumer_groups",
-          [(128, 128, 1), (128, 128, 2), (128, 256, 2), (256, 128, 2)])
-@autotune("num_stages", [3, 4])
-@autotune("wgmma_in_flight", [0, 1])
 def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
-                  block_n: int = 128, block_k: int = 64, num_stages: int = 4,
-                  num_consumer_groups: int = 1, producer: str = "warpgroup",
-                  wgmma_in_flight: int = 0):
+                  block_n: int = 256, block_k: int = 64, num_stages: int = 4,
+                  num_consumer_groups: int = 2, producer: str = "warpgroup",
+                  wgmma_in_flight: int = 1, group_m: int = 8):
     """The matmul kernel of wsc.kernels.matmul for one config, specialized and
     ready to compile (a wsc.builder.Kernel)."""
+    from mlir import ir
+
     from wsc.builder import Kernel
     from wsc.dialect import make_context
     from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
-    from mlir import ir
 
     problem = MatmulProblem(dtype, out_dtype, b_layout)
     config = MatmulConfig(block_m=block_m, block_n=block_n, block_k=block_k,
                           num_stages=num_stages, num_consumer_groups=num_consumer_groups,
-                          producer=producer, wgmma_in_flight=wgmma_in_flight)
+                          producer=producer, wgmma_in_flight=wgmma_in_flight, group_m=group_m)
     context = make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -222,9 +227,33 @@ def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
                                   wgmma_in_flight=wgmma_in_flight)
 
 
-#: The config when there is nothing to go on (WSC_AUTOTUNE=0 and a cache miss).
-DEFAULT_CONFIG = {"block_m": 128, "block_n": 128, "num_consumer_groups": 1, "num_stages": 4,
-                  "wgmma_in_flight": 0}
+_TILES = "block_m, block_n, num_consumer_groups, producer, num_stages"
+#: The config space per B layout: the tiles and schedules BENCHMARKS.md measured
+#: best on the H200 (one WGMMA group in flight throughout), each with and
+#: without the grouped tile order, which pays off on large problems and costs
+#: a few percent at short K. A "kn" B stage is [64 (K), block_n], and a TMA
+#: box row is at most 128 bytes, so "kn" tiles are 64 wide in N.
+SPACES = {
+    "nk": autotune(_TILES, [(128, 128, 1, "warp", 4),
+                            (128, 256, 2, "warpgroup", 3),
+                            (128, 256, 2, "warpgroup", 4),
+                            (256, 128, 2, "warpgroup", 4),
+                            (128, 128, 2, "warpgroup", 6)])(
+        autotune("group_m", [0, 8])(matmul_kernel)),
+    "kn": autotune(_TILES, [(128, 64, 1, "warp", 4),
+                            (128, 64, 1, "warp", 6),
+                            (256, 64, 2, "warpgroup", 4),
+                            (256, 64, 2, "warpgroup", 5)])(
+        autotune("group_m", [0, 8])(matmul_kernel)),
+}
+#: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
+#: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
+DEFAULT_CONFIGS = {
+    "nk": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2, "producer": "warpgroup",
+           "num_stages": 4, "group_m": 8},
+    "kn": {"block_m": 256, "block_n": 64, "num_consumer_groups": 2, "producer": "warpgroup",
+           "num_stages": 4, "group_m": 8},
+}
 
 
 def _autotune_enabled() -> bool:
@@ -236,7 +265,7 @@ def config_key(p: MatmulPlan, device: str) -> dict:
     space is part of it, so changing the space retunes."""
     return {"kind": "wsc.matmul-config", "class": shape_class(p.m, p.n, p.k),
             "dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout,
-            "device": device, "space": matmul_kernel.configs()}
+            "device": device, "space": SPACES[p.b_layout].configs()}
 
 
 def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
@@ -244,24 +273,24 @@ def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
     the result of `tune(p)` (which is then cached), else the default."""
     key = config_key(p, device)
     entry = cache.get(key)
-    if entry is not None and entry.get("config") in matmul_kernel.configs():
+    if entry is not None and entry.get("config") in SPACES[p.b_layout].configs():
         return entry["config"]
     if tune is None or not _autotune_enabled():
-        return dict(DEFAULT_CONFIG)
+        return dict(DEFAULT_CONFIGS[p.b_layout])
     config = tune(p)
     if config is None:
-        return dict(DEFAULT_CONFIG)
+        return dict(DEFAULT_CONFIGS[p.b_layout])
     cache.put(key, {"config": config})
     return config
 
 
 def _tune(p: MatmulPlan) -> dict | None:
     """Autotune `p`'s problem (progress bar on stderr); None if nothing ran."""
-    result = matmul_kernel.tune({"m": p.m, "n": p.n, "k": p.k},
-                                fixed={"dtype": p.dtype, "out_dtype": p.out_dtype,
-                                       "b_layout": p.b_layout},
-                                problem_class={"class": shape_class(p.m, p.n, p.k)},
-                                cache=_cache())
+    result = SPACES[p.b_layout].tune({"m": p.m, "n": p.n, "k": p.k},
+                                     fixed={"dtype": p.dtype, "out_dtype": p.out_dtype,
+                                            "b_layout": p.b_layout},
+                                     problem_class={"class": shape_class(p.m, p.n, p.k)},
+                                     cache=_cache())
     return result.best
 
 
@@ -313,7 +342,8 @@ def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
         kernel = matmul_kernel(**fixed, **config)
         kernel.compile().write_artifact(staging, m=p.m, n=p.n, k=p.k)
 
-    return cache.build_artifact({"kind": "wsc.matmul-kernel", **fixed, "config": config}, build)
+    return cache.build_artifact({"kind": "wsc.matmul-kernel", **fixed, "config": config,
+                                 "compiler": compiler_digest()}, build)
 
 
 def _kernel_for(p: MatmulPlan, ordinal: int):
@@ -340,7 +370,8 @@ def _kernel_for(p: MatmulPlan, ordinal: int):
 # Running -------------------------------------------------------------------------------
 
 def _run_torch(a, b, out) -> None:
-    """out = a @ b for CUDA tensors already checked by `plan`."""
+    """out = a @ b for CUDA tensors (checked here too: the custom ops can be
+    called directly, without wsc.matmul's checks)."""
     import torch
 
     p = plan(a, b, out)
@@ -365,11 +396,16 @@ def _matmul_numpy(a, b, out, out_dtype):
     from wsc.runtime.driver import HOST_DTYPES, synchronize
 
     p = plan(a, b, out, out_dtype)
-    result_dtype = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16)}.get(p.out_dtype)
-    if p.out_dtype == "bf16":
-        # numpy has no bfloat16: an ml_dtypes-style bfloat16 array supplies it.
-        result_dtype = out.dtype if out is not None else a.dtype
-    result = out if out is not None else np.empty((p.m, p.n), dtype=result_dtype)
+    if out is not None:
+        result = out
+    elif p.out_dtype == "bf16":
+        # numpy has no bfloat16; the inputs' dtype (ml_dtypes' bfloat16) is one.
+        if a.dtype.name != "bfloat16":
+            raise TypeError("wsc.matmul: numpy has no bfloat16 for the result: pass out= a "
+                            "bfloat16 array (ml_dtypes) or choose out_dtype float16 or float32")
+        result = np.empty((p.m, p.n), dtype=a.dtype)
+    else:
+        result = np.empty((p.m, p.n), dtype=HOST_DTYPES[p.out_dtype])
     if p.m == 0 or p.n == 0:
         return result
     if p.k == 0:
@@ -380,10 +416,13 @@ def _matmul_numpy(a, b, out, out_dtype):
         host = np.ascontiguousarray(array).view(HOST_DTYPES[dtype])
         return DeviceArray.from_host(host, dtype)
 
-    kernel_b = b if p.b_layout == "kn" else b.T
-    device_c = DeviceArray((p.m, p.n), p.out_dtype)
     kernel = _kernel_for(p, 0)
-    kernel.launch(a=upload(a, p.dtype), b=upload(kernel_b, p.dtype), c=device_c)
+    # Held in locals until the kernel has finished: freeing them earlier
+    # could release memory it still reads.
+    device_a = upload(a, p.dtype)
+    device_b = upload(b if p.b_layout == "kn" else b.T, p.dtype)
+    device_c = DeviceArray((p.m, p.n), p.out_dtype)
+    kernel.launch(a=device_a, b=device_b, c=device_c)
     synchronize()
     result[...] = device_c.to_host().view(result.dtype)
     return result
@@ -424,7 +463,11 @@ def _register_torch_ops() -> None:
 
     # Explicit schemas: this module's annotations are strings (postponed
     # evaluation), which torch cannot resolve for a function defined here.
-    @torch.library.custom_op("wsc::matmul", mutates_args=(), device_types="cuda",
+    # Exact strides: B's layout is read from its strides, and TMA wants A's
+    # and B's rows where they are; a compiler must not restride them.
+    strides = (torch.Tag.needs_exact_strides,)
+
+    @torch.library.custom_op("wsc::matmul", mutates_args=(), device_types="cuda", tags=strides,
                              schema="(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor")
     def matmul_op(a, b, out_dtype=None):
         p = plan(a, b, out_dtype=out_dtype)
@@ -438,7 +481,7 @@ def _register_torch_ops() -> None:
         return a.new_empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype))
 
     @torch.library.custom_op("wsc::matmul_out", mutates_args=("out",), device_types="cuda",
-                             schema="(Tensor a, Tensor b, Tensor(a!) out) -> ()")
+                             tags=strides, schema="(Tensor a, Tensor b, Tensor(a!) out) -> ()")
     def matmul_out_op(a, b, out):
         _run_torch(a, b, out)
 

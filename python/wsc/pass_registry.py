@@ -90,11 +90,18 @@ class WscPass:
         from wsc.verifier import verify_wsc
 
         def run_pass(op: ir.Operation, external_pass) -> None:
+            # A PassManager verifies after each pass, not before the first:
+            # IR built through the Python API reaches here unverified.
+            try:
+                op.verify()
+            except ir.MLIRError as error:
+                engine.add_mlir_error(error)
+                external_pass.signal_pass_failure()
+                return
             # The wsc rules hold before the pass (passes may assume them) and
             # after it: a pass option can ask for what the hardware cannot do
             # (e.g. a register budget under 24), and the IR that results must
-            # not reach a later pass or the user unchecked. MLIR's own
-            # verifier runs after every pass as well.
+            # not reach a later pass or the user unchecked.
             try:
                 verify_wsc(op)
                 self.run(op.opview)

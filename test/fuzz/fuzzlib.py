@@ -205,15 +205,17 @@ class Result:
 class Runner:
     """Runs wsc-opt on mutants in a worker subprocess, restarting it after a crash."""
 
-    def __init__(self, timeout_s: float = MUTANT_TIMEOUT_S):
+    def __init__(self, timeout_s: float = MUTANT_TIMEOUT_S, worker: Path = WORKER):
+        """`worker` is the script run as `python worker WORKDIR` (worker.py's protocol)."""
         self.timeout_s = timeout_s
+        self.worker = worker
         self.workdir = tempfile.TemporaryDirectory(prefix="wsc-fuzz-")
         self.process: subprocess.Popen | None = None
         self.buffer = b""
 
     def _start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), self.workdir.name], stdin=subprocess.PIPE,
+            [sys.executable, str(self.worker), self.workdir.name], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         self.buffer = b""
 
@@ -235,15 +237,18 @@ class Runner:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
     def _read_line(self, deadline: float) -> bytes | None:
-        """One protocol line, or None if the worker died or the deadline passed."""
+        """One protocol line, or None if the worker died, reported a fatal
+        error (after which it may never exit), or the deadline passed."""
         stdout = self.process.stdout
         while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([stdout], [], [], remaining)
+            ready, _, _ = select.select([stdout], [], [], min(remaining, 1.0))
             if not ready:
-                return None
+                if "Fatal Python error" in self._crash_log():
+                    return None
+                continue
             chunk = os.read(stdout.fileno(), 1 << 16)
             if not chunk:
                 return None
@@ -266,7 +271,12 @@ class Runner:
             reply = json.loads(line)
             return Result(reply["rc"], reply["stderr"], reply["seconds"])
         seconds = time.monotonic() - start
-        hung = self.process.poll() is None
+        try:  # a worker that closed its output is dying: let it finish
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        fatal = re.search(r"Fatal Python error: (\w+)", self._crash_log())
+        hung = self.process.poll() is None and fatal is None
         if hung:
             # Dump the Python stack of the hung worker before killing it.
             self.process.send_signal(signal.SIGABRT)
@@ -277,7 +287,9 @@ class Runner:
         status = self.process.poll()
         log = self._crash_log()
         self._stop()
-        if hung:
+        if fatal:  # the worker may not exit after printing this: it counts as a crash
+            crash = f"crash: {fatal.group(1).lower()}"
+        elif hung:
             crash = f"hang: no result within {self.timeout_s:g} s"
         elif status is not None and status < 0:
             crash = f"killed by signal {signal.Signals(-status).name}"
@@ -306,12 +318,10 @@ def problems(result: Result, filename: str = "mutant.mlir") -> list[str]:
 
 
 def signature(result: Result) -> str:
-    """A short key grouping results with the same cause (for reports)."""
-    found = problems(result)
-    text = result.stderr
+    """A short key grouping results with the same cause (for reports): what
+    broke, and the first telling line of stderr with its numbers blanked."""
     marker = re.search(r"(LLVM ERROR: .*|Assertion .*|\w+Error: .*|internal error: .*|"
-                       r"error: .*)", text)
-    detail = marker.group(1) if marker else text.strip().splitlines()[-1:] or [""]
-    detail = detail if isinstance(detail, str) else detail[0]
-    detail = re.sub(r"\d+", "N", detail)[:160]
-    return f"{'; '.join(found)} | {detail}"
+                       r"error: .*)", result.stderr)
+    lines = result.stderr.strip().splitlines()
+    detail = marker.group(1) if marker else (lines[-1] if lines else "")
+    return f"{'; '.join(problems(result))} | {re.sub(r'[0-9]+', 'N', detail)[:160]}"

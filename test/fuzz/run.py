@@ -53,8 +53,11 @@ def main() -> int:
                 if result.seconds > slowest[0]:
                     slowest = (result.seconds, f"{pipeline} on a mutant of {name}")
                 if problems(result):
-                    findings[f"{pipeline}: {signature(result)}"].append((len(data), name, data,
-                                                                         result))
+                    key = f"{pipeline}: {signature(result)}"
+                    if key not in findings:
+                        print(f"new finding at mutant {number + 1}: {key}", file=sys.stderr,
+                              flush=True)
+                    findings[key].append((len(data), name, data, result))
             if (number + 1) % 500 == 0:
                 print(f"{number + 1} mutants, {len(findings)} finding(s), "
                       f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)

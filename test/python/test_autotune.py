@@ -78,7 +78,7 @@ def test_tune_without_a_gpu_compiles_every_candidate_and_drops_the_bad_ones(cach
 
 
 def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
-    import wsc.builder
+    import wsc.device
 
     runs = []
 
@@ -95,8 +95,8 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
             kernel._candidate_key({"num_stages": s}, {}, SIZES)))
         return reports[stages]
 
-    monkeypatch.setattr(wsc.builder, "hopper_gpu_visible", lambda: True)
-    monkeypatch.setattr(wsc.builder, "run_artifact", run)
+    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
+    monkeypatch.setattr(wsc.device, "run_artifact", run)
     monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert result.best == {"num_stages": 2} and not result.cached

@@ -28,7 +28,7 @@ from fuzzlib import (WEIGHTED_KINDS, PIPELINES, Mutation, Result, Runner,  # noq
 
 CORPUS = load_corpus()
 POOLS = token_pools(CORPUS)
-EXAMPLES = int(os.environ.get("WSC_FUZZ_EXAMPLES", "1500"))
+EXAMPLES = int(os.environ.get("WSC_FUZZ_EXAMPLES", "1000"))
 
 mutations = st.builds(Mutation, kind=st.sampled_from(WEIGHTED_KINDS),
                       a=st.integers(0, 1 << 20), b=st.integers(0, 1 << 20),
@@ -77,6 +77,32 @@ def test_a_hung_worker_is_a_finding_and_is_replaced():
         assert result.rc == 1 and not problems(result)
     finally:
         runner.close()
+
+
+# A stand-in for worker.py that dies on its first request, its stderr where
+# worker.py puts it.
+_CRASHING_WORKER = """\
+import faulthandler, os, signal, sys
+log = os.open(os.path.join(sys.argv[1], "stderr.txt"), os.O_WRONLY | os.O_CREAT, 0o644)
+os.dup2(log, 2)
+faulthandler.enable()
+sys.stdin.readline()
+os.kill(os.getpid(), signal.{signal})
+"""
+
+
+@pytest.mark.parametrize("signal_name, crash", [("SIGSEGV", "crash: segmentation"),
+                                                ("SIGKILL", "killed by signal SIGKILL")])
+def test_a_crashing_worker_is_a_finding(tmp_path, signal_name, crash):
+    worker = tmp_path / "worker.py"
+    worker.write_text(_CRASHING_WORKER.format(signal=signal_name))
+    runner = Runner(worker=worker)
+    try:
+        result = runner.run(PIPELINES["lower"], b"")
+    finally:
+        runner.close()
+    assert result.crash is not None and result.crash.startswith(crash)
+    assert problems(result) == [result.crash]
 
 
 @pytest.mark.parametrize("result, found", [

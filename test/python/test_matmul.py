@@ -1,6 +1,7 @@
 """wsc.matmul: argument checks and B-layout detection, config choice from the
 cache, the torch custom op and its fake implementation (CPU); and on a Hopper
-GPU, agreement with torch.matmul (tests marked `cuda`)."""
+GPU, agreement with torch.matmul (tests marked `cuda`; where MLIR is missing,
+test/gpu/matmul_cache.py compiles what they need beforehand)."""
 
 import subprocess
 import sys
@@ -9,10 +10,10 @@ import numpy as np
 import pytest
 
 import wsc
-from wsc.builder import hopper_gpu_visible, run_artifact
+from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.cache import Cache
-from wsc.matmul import (DEFAULT_CONFIG, MatmulPlan, choose_config, compiled_kernel_dir,
-                        config_key, matmul_kernel, plan, shape_class)
+from wsc.matmul import (DEFAULT_CONFIGS, SPACES, MatmulPlan, choose_config,
+                        compiled_kernel_dir, config_key, plan, shape_class)
 
 torch = pytest.importorskip("torch")
 
@@ -64,6 +65,17 @@ def test_numpy_arrays_and_their_transposes():
     w = np.zeros((48, 32), np.float16)
     assert plan(a, w.T).b_layout == "nk"
     assert plan(a, np.zeros((32, 48), np.float16)).b_layout == "kn"
+
+
+def test_empty_products_need_no_layout():
+    assert plan(meta(5, 0), meta(0, 7)) == MatmulPlan(5, 7, 0, "f16", "f16", "kn")
+    assert plan(meta(0, 520), meta(1333, 520).T).m == 0
+
+
+def test_numpy_has_no_bfloat16_result_of_its_own():
+    a = np.zeros((64, 64), np.float16)
+    with pytest.raises(TypeError, match="numpy has no bfloat16 for the result: pass out="):
+        wsc.matmul(a, a, out_dtype="bf16")
 
 
 def test_out_dtype_and_out_decide_the_result_dtype():
@@ -172,7 +184,7 @@ P = MatmulPlan(1000, 1333, 520, "f16", "f16", "nk")
 
 
 def test_a_cached_config_is_used_without_tuning(cache):
-    best = matmul_kernel.configs()[5]
+    best = SPACES["nk"].configs()[5]
     assert choose_config(P, "GPU", cache, tune=lambda p: best) == best
     # Same class, other shape: the choice is reused, nothing is tuned.
     same_class = MatmulPlan(900, 1100, 600, "f16", "f16", "nk")
@@ -180,54 +192,65 @@ def test_a_cached_config_is_used_without_tuning(cache):
 
 
 def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
-    choose_config(P, "GPU", cache, tune=lambda p: matmul_kernel.configs()[5])
+    choose_config(P, "GPU", cache, tune=lambda p: SPACES["nk"].configs()[5])
     tuned = []
     for other, device in ((MatmulPlan(1000, 1333, 520, "bf16", "bf16", "nk"), "GPU"),
                           (MatmulPlan(1000, 1336, 520, "f16", "f16", "kn"), "GPU"),
                           (MatmulPlan(1000, 1333, 520, "f16", "f32", "nk"), "GPU"),
                           (MatmulPlan(4000, 1333, 520, "f16", "f16", "nk"), "GPU"),
                           (P, "Other GPU")):
-        choose_config(other, device, cache, tune=lambda p: tuned.append(p) or DEFAULT_CONFIG)
+        choose_config(other, device, cache,
+                      tune=lambda p: tuned.append(p) or DEFAULT_CONFIGS[p.b_layout])
     assert len(tuned) == 5
 
 
 def test_a_choice_outside_the_current_space_is_tuned_again(cache):
     cache.put(config_key(P, "GPU"), {"config": {"num_stages": 99}})
-    best = matmul_kernel.configs()[1]
+    best = SPACES["nk"].configs()[1]
     assert choose_config(P, "GPU", cache, tune=lambda p: best) == best
     assert cache.get(config_key(P, "GPU")) == {"config": best}
 
 
+@pytest.mark.parametrize("b_layout, n", [("nk", 1333), ("kn", 1336)])
+def test_every_config_of_the_space_compiles(cache, b_layout, n):
+    space = SPACES[b_layout]
+    result = space.tune({"m": 1000, "n": n, "k": 520},
+                        fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": b_layout},
+                        cache=cache, progress=False)
+    assert len(result.candidates) == len(space.configs())
+    assert [c.error for c in result.candidates] == [None] * len(result.candidates)
+    assert DEFAULT_CONFIGS[b_layout] in space.configs()
+
+
 def test_no_autotuning_uses_the_default(cache, monkeypatch):
     monkeypatch.setenv("WSC_AUTOTUNE", "0")
-    assert choose_config(P, "GPU", cache, tune=pytest.fail) == DEFAULT_CONFIG
+    assert choose_config(P, "GPU", cache, tune=pytest.fail) == DEFAULT_CONFIGS["nk"]
 
 
 def test_one_compile_serves_every_shape(cache):
-    directory = compiled_kernel_dir(P, DEFAULT_CONFIG, cache)
+    config = DEFAULT_CONFIGS["nk"]  # 128x256 tiles
+    directory = compiled_kernel_dir(P, config, cache)
     stamp = (directory / "kernel.json").stat().st_mtime_ns
     other = MatmulPlan(4096, 4096, 4096, "f16", "f16", "nk")
-    assert compiled_kernel_dir(other, DEFAULT_CONFIG, cache) == directory
+    assert compiled_kernel_dir(other, config, cache) == directory
     assert (directory / "kernel.json").stat().st_mtime_ns == stamp
 
     from wsc.matmul import _resized
     from wsc.runtime import load_artifact
 
     resized = _resized(load_artifact(directory), other)
-    assert resized.grid == (32, 32, 1)
+    assert resized.grid == (32, 16, 1)
     assert resized.tensors["b"].shape == (4096, 4096) and resized.problem["k"] == 4096
 
 
 # On a Hopper GPU --------------------------------------------------------------------------------
 
 @pytest.fixture
-def gpu(monkeypatch, tmp_path):
+def gpu():
+    """A Hopper GPU. The tests use the cache of $WSC_CACHE_DIR (or ~/.cache/wsc):
+    on a machine without MLIR, fill it first with test/gpu/matmul_cache.py."""
     if not hopper_gpu_visible() or not torch.cuda.is_available():
         pytest.skip("needs a Hopper GPU and CUDA torch")
-    monkeypatch.setenv("WSC_CACHE_DIR", str(tmp_path / "cache"))
-    import wsc.matmul as module
-
-    monkeypatch.setattr(module, "_cache_instance", None)
     return torch.device("cuda")
 
 
@@ -280,21 +303,22 @@ def test_under_torch_compile(gpu, monkeypatch):
 
 
 @pytest.mark.cuda
-def test_autotunes_on_a_miss_and_remembers(gpu):
+def test_picks_a_config_from_the_space_and_remembers_it(gpu):
     a = torch.randn(1000, 520, device=gpu).half()
     w = torch.randn(1333, 520, device=gpu).half()
     assert relative_error(wsc.matmul(a, w.T), torch.matmul(a, w.T)) < 1e-3
     from wsc.matmul import _cache, _device_name
 
     chosen = choose_config(P, _device_name(0), _cache(), tune=pytest.fail)
-    assert chosen in matmul_kernel.configs()
+    assert chosen in SPACES["nk"].configs()
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("config", matmul_kernel.configs(), ids=lambda c: "-".join(
-    str(v) for v in c.values()))
-def test_every_config_of_the_space_is_correct(gpu, tmp_path, config):
-    p = MatmulPlan(1000, 1333, 520, "f16", "f32", "nk")
-    directory = compiled_kernel_dir(p, config, Cache(root=tmp_path))
+@pytest.mark.parametrize("b_layout, config", [
+    (layout, config) for layout, space in SPACES.items() for config in space.configs()],
+    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value)
+def test_every_config_of_the_space_is_correct(gpu, b_layout, config):
+    p = MatmulPlan(1000, 1333 if b_layout == "nk" else 1336, 520, "f16", "f32", b_layout)
+    directory = compiled_kernel_dir(p, config, Cache())
     report = run_artifact(directory, bench=False)
     assert report["ok"] and report["nan_count"] == 0, report

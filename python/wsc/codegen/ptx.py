@@ -49,8 +49,9 @@ def lower_to_ptx(module, chip: str = "sm_90a", ptx_version: int = 90,
     `module` is wsc IR, or the output of --convert-wsc-to-nvvm (then the
     pass's options, `debug` included, are not used again): an `ir.Module` (or a builtin.module
     operation), left untouched (a copy is lowered), or MLIR text (parsed in a
-    fresh wsc context and verified). Raises wsc.diagnostics.PassError for wsc IR the
-    pass rejects and CodegenError if upstream lowering fails."""
+    fresh wsc context and verified). Raises wsc.diagnostics.ParseError for text
+    that does not parse, wsc.diagnostics.PassError for wsc IR the pass rejects
+    and CodegenError if upstream lowering fails."""
     from wsc.verifier import verify_wsc
 
     owner, working = _working_copy(module)

@@ -58,7 +58,8 @@ def _compile(args) -> int:
     from mlir import ir
 
     from wsc.compiler import compile_module
-    from wsc.dialect import make_context
+    from wsc.diagnostics import DiagnosticEngine
+    from wsc.dialect import make_context, parse_module
     from wsc.kernels.matmul import MatmulConfig
     from wsc.compiler import specialization_passes
 
@@ -67,7 +68,7 @@ def _compile(args) -> int:
     context = make_context()
     with context, ir.Location.unknown():
         with open(args.input) as source:
-            module = ir.Module.parse(source.read())
+            module = parse_module(source.read(), DiagnosticEngine(args.input))
         result = compile_module(module, specialization_passes(config), args.dump_ir)
     with open(args.output, "w") as out:
         out.write(result.ptx)

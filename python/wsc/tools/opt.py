@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import wsc
-from wsc.diagnostics import DiagnosticEngine, PassError
+from wsc.diagnostics import DiagnosticEngine, ParseError, PassError
 
 SPLIT_MARKER = "// -----"
 
@@ -209,10 +209,9 @@ def process_chunk(chunk: str, line_offset: int, name: str,
     context.attach_diagnostic_handler(engine.handler)
     with context:
         try:
-            module = parse_module(chunk)
+            module = parse_module(chunk, engine)
             verify_wsc(module.operation)
-        except ir.MLIRError as error:
-            engine.add_mlir_error(error)
+        except ParseError:  # its diagnostics are in `engine` already
             return None, engine
         except PassError as error:
             engine.add_pass_error(error)

@@ -1,0 +1,72 @@
+"""The CPU half of the GPU check scripts in test/gpu: what they compile and
+how they describe launches, so a run on the GPU machine does not fail on a
+mistake that could have been caught here."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GPU_DIR = Path(__file__).resolve().parents[1] / "gpu"
+sys.path.insert(0, str(GPU_DIR))
+
+import gpulib  # noqa: E402
+import hang  # noqa: E402
+import stress  # noqa: E402
+
+from wsc.runtime import load_artifact  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def hang_cases(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hang")
+    proc = subprocess.run([sys.executable, str(GPU_DIR / "hang.py"), "compile", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_hang_compiles_a_spin_limited_and_an_unbounded_planted_hang(hang_cases):
+    assert json.loads((hang_cases / "cases.json").read_text()) == hang.CASES
+    for name, limit in hang.CASES.items():
+        artifact = load_artifact(hang_cases / name)
+        assert artifact.cubin_path is not None and artifact.config["debug_spin_limit"] == limit
+        ptx = artifact.ptx_path.read_text()
+        assert ("trap;" in ptx) == bool(limit)
+
+
+def test_hang_verdicts():
+    report = ("wsc: wait-spin-limit: kernel matmul: thread 128 of block (1, 0, 0), role producer "
+              "gave up after 65536 tries waiting on barrier empty, stage 0, phase parity 0 "
+              "(wait at line 67, column 7); trapping\n")
+    fault = {"outcome": "KernelFault"}
+    assert hang.check("spin-65536", 65536, fault, report, 2.0, 30) == []
+    assert hang.check("spin-65536", 65536, fault, "", 2.0, 30) == \
+        ["no wait-spin-limit report in the output"]
+    assert hang.check("spin-65536", 65536, {"outcome": "LaunchTimeout"}, report, 31.0, 30) == \
+        ["expected KernelFault, got LaunchTimeout", "took 31.0 s, more than the 30 s timeout"]
+    assert hang.check("unbounded", 0, {"outcome": "LaunchTimeout"}, "", 30.0, 30) == []
+
+
+def test_reshaped_describes_one_kernel_for_another_problem(hang_cases):
+    artifact = load_artifact(hang_cases / "unbounded")
+    other = gpulib.reshaped(artifact, 300, 136, 72)
+    assert other.grid == (3, 2, 1)
+    assert {n: s.shape for n, s in other.tensors.items()} == \
+        {"a": (300, 72), "b": (136, 72), "c": (300, 136)}
+    assert (other.problem["m"], other.problem["n"], other.problem["k"]) == (300, 136, 72)
+    assert other.ptx_path == artifact.ptx_path
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_stress_shapes_are_legal_for_tma(hang_cases, b_layout):
+    artifact = load_artifact(hang_cases / "unbounded")
+    artifact = gpulib.dataclasses.replace(artifact, problem={**artifact.problem,
+                                                             "b_layout": b_layout})
+    shapes = stress.shapes(artifact, 200, seed=1)
+    assert len(shapes) == 200 and shapes[0] == (1, 8 if b_layout == "kn" else 1, 8)
+    for m, n, k in shapes:
+        assert m >= 1 and k % 8 == 0 and k >= 8
+        assert n % 8 == 0 if b_layout == "kn" else n >= 1
