@@ -57,7 +57,8 @@ def _report_line(label: str, sizes: dict, report: dict) -> str:
     if "error" in report and report.get("rel_err") is None:
         return f"{label} {shape}: FAILED: {report['error']}"
     status = "ok" if report.get("ok") else "FAILED"
-    text = f"{label} {shape}: {status}, rel_err {report.get('rel_err')}, NaNs {report.get('nan_count')}"
+    text = (f"{label} {shape}: {status}, rel_err {report.get('rel_err')}, "
+            f"NaNs {report.get('nan_count')}")
     if report.get("ms") is not None:
         text += f", {report['ms']:.3f} ms, {report['tflops']:.0f} TFLOPS"
     return text

@@ -1,5 +1,7 @@
-// The tutorial's V3 (the seed) as wsc IR, written out by hand: what
-// `wsc-opt --warp-specialize=num-stages=4` makes of matmul_v2.mlir.
+// The tutorial's V3 (the seed) as wsc IR, written out by hand: the structure
+// `wsc-opt --warp-specialize=num-stages=4` makes of matmul_v2.mlir, with
+// setmaxnreg budgets added by hand on both roles (the pass records budgets only
+// for a warpgroup producer; here both roles lower theirs from the entry count).
 //
 //   consumer warpgroup (threads 0..127)      producer warp (threads 128..159)
 //   phase = 0                                phase = 1 (fresh barriers pass)

@@ -142,7 +142,7 @@ def acc_type(shape: Sequence[int], element: ir.Type | str) -> ir.Type:
     return ir.Type.parse(f"!wsc.acc<array<i64: {', '.join(map(str, shape))}>, {element}>")
 
 
-_ACC_RE = re.compile(r"^!wsc\.acc<array<i64(?::\s*([\d,\s]*))?>,\s*(.+)>$")
+_ACC_RE = re.compile(r"^!wsc\.acc<array<i64(?::\s*([-\d,\s]*))?>,\s*(.+)>$")
 
 
 def parse_acc_type(type_: ir.Type) -> tuple[tuple[int, ...], str] | None:

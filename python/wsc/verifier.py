@@ -45,6 +45,13 @@ def _fail(op: ir.Operation, message: str) -> None:
 
 
 def _verify_kernel(kernel: ir.Operation) -> int:
+    attribute = kernel.attributes[KERNEL_THREADS_ATTR]
+    if not isinstance(attribute, ir.IntegerAttr):  # attributes come typed (BoolAttr is not one)
+        _fail(kernel, f"attribute '{KERNEL_THREADS_ATTR}' must be an integer (the block's "
+                      f"threads), got {attribute}")
+    if len(kernel.regions[0].blocks) != 1:
+        _fail(kernel, "must have a body of one block: a kernel is a definition, not a "
+                      "declaration, and its control flow is structured")
     threads = int_attr(kernel, KERNEL_THREADS_ATTR)
     if threads is None or threads < 1 or threads > MAX_BLOCK_THREADS or threads % WARP_SIZE:
         _fail(kernel, f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
@@ -169,11 +176,14 @@ def _verify_op(op: ir.Operation) -> None:
     elif name == "wsc.wgmma_wait_group":
         if int_attr(op, "pending") < 0:
             _fail(op, f"pending must be non-negative, got {int_attr(op, 'pending')}")
-    elif name in ("wsc.acc_alloc", "wsc.cast"):
+    elif name == "wsc.acc_alloc":
+        _verify_acc(op, op.result.type)
+    elif name == "wsc.cast":
+        _verify_acc(op, op.operands[0].type)
         _verify_acc(op, op.result.type)
     elif name == "wsc.store":
         _verify_global(op, op.operands[1].type, "destination")
-        _, element = parse_acc_type(op.operands[0].type)
+        _, element = _verify_acc(op, op.operands[0].type)
         dst_element = str(ir.MemRefType(op.operands[1].type).element_type)
         if element != dst_element:
             _fail(op, f"tile element type {element} differs from the destination's "
@@ -201,8 +211,13 @@ def _verify_tma_load(op: ir.Operation) -> None:
         _fail(op, f"the ring has {shape[0]} stages but its barrier array has {count}")
 
 
-def _verify_acc(op: ir.Operation, type_: ir.Type) -> None:
-    shape, element = parse_acc_type(type_)
+def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]:
+    """(shape, element) of a register tile type that keeps the WGMMA rules."""
+    parsed = parse_acc_type(type_)
+    if parsed is None:  # IRDL checks only that the shape is some dense array
+        _fail(op, f"register tile type must be !wsc.acc<array<i64: rows, cols>, element>, "
+                  f"got {type_}")
+    shape, element = parsed
     if len(shape) != 2:
         _fail(op, f"register tile must be rank 2, got shape {list(shape)}")
     if shape[0] % 64 or shape[0] < 64:
@@ -215,14 +230,14 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> None:
                   f"more than the {REGISTER_FILE} 32-bit registers of an SM")
     if element not in ("f32", "f16", "bf16"):
         _fail(op, f"register tile element type must be f32, f16 or bf16, got {element}")
+    return shape, element
 
 
 def _verify_wgmma(op: ir.Operation) -> None:
     a, b, stage, acc = op.operands
     a_shape = _verify_shared_buffer(op, a.type, "A")
     b_shape = _verify_shared_buffer(op, b.type, "B")
-    _verify_acc(op, acc.type)
-    (m, n), element = parse_acc_type(acc.type)
+    (m, n), element = _verify_acc(op, acc.type)
     if element != "f32":
         _fail(op, f"accumulator must be f32, got {element}")
     if a_shape[0] != b_shape[0]:

@@ -220,3 +220,18 @@ func.func @store_element(%c: memref<?x?xf16>) {
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf16>, index, index) -> ()
   return
 }
+// -----
+// expected-error @below {{'func.func' op attribute 'wsc.num_threads' must be an integer (the block's threads), got "128"}}
+func.func @kernel_threads_not_an_integer() attributes {wsc.num_threads = "128"} {
+  return
+}
+// -----
+// expected-error @below {{'func.func' op must have a body of one block: a kernel is a definition, not a declaration, and its control flow is structured}}
+func.func private @kernel_declaration() attributes {wsc.num_threads = 128 : i32}
+// -----
+// expected-error @below {{'func.func' op must have a body of one block: a kernel is a definition, not a declaration, and its control flow is structured}}
+func.func @kernel_with_branches() attributes {wsc.num_threads = 128 : i32} {
+  cf.br ^next
+^next:
+  return
+}

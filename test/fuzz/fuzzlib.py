@@ -74,7 +74,9 @@ BOUNDARY_TYPES = ["i1", "i32", "index", "f16", "f32", "none", "memref<?x?xf16>",
                   "memref<4x128x64xf16, 5>", "memref<4x?x64xf16, 3>", "memref<128x64xf16, 3>",
                   "!wsc.mbarriers", "!wsc.acc<array<i64: 128, 128>, f32>",
                   "!wsc.acc<array<i64: 64>, f32>", "!wsc.acc<array<i64: 0, 0>, f32>",
-                  "!wsc.acc<array<i64: 9223372036854775807, 8>, f16>", "tensor<4xf16>"]
+                  "!wsc.acc<array<i64: 9223372036854775807, 8>, f16>",
+                  "!wsc.acc<array<i64: 64, -8>, f32>", "!wsc.acc<array<i32: 64, 64>, f32>",
+                  "tensor<4xf16>"]
 
 
 

@@ -70,6 +70,7 @@ def compile_cases(out: Path) -> int:
 def launch(directory: Path, timeout: float) -> None:
     """In a child: launch once on random inputs, report how it ended as JSON."""
     import numpy as np
+    from cuda.bindings import driver as cu
 
     from wsc.runtime import DeviceArray, Kernel, KernelFault, LaunchTimeout
 
@@ -84,6 +85,9 @@ def launch(directory: Path, timeout: float) -> None:
         outcome = {"outcome": "finished"}
     except KernelFault as error:
         outcome = {"outcome": "KernelFault", "error": str(error)}
+        # A synchronize is where the driver writes out the device's printf
+        # buffer; on a faulted context it returns at once (with the error).
+        cu.cuCtxSynchronize()
     except LaunchTimeout as error:
         outcome = {"outcome": "LaunchTimeout", "error": str(error)}
     # The device's printf output sits in the C library's stdout buffer, and

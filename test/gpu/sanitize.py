@@ -51,8 +51,17 @@ def compile_cases(out: Path) -> int:
     return 0
 
 
-def _sanitize(tool: str, directory: Path, timeout: float, env: dict) -> tuple[dict, str, float]:
-    command = ["compute-sanitizer", "--tool", tool, "--print-limit", "2000",
+def find_sanitizer() -> str | None:
+    """compute-sanitizer on PATH, else in the CUDA install."""
+    return shutil.which("compute-sanitizer") or next(
+        (path for path in ("/usr/local/cuda/bin/compute-sanitizer",
+                           "/usr/local/cuda/compute-sanitizer/compute-sanitizer")
+         if Path(path).exists()), None)
+
+
+def _sanitize(sanitizer: str, tool: str, directory: Path, timeout: float,
+              env: dict) -> tuple[dict, str, float]:
+    command = [sanitizer, "--tool", tool, "--print-limit", "2000",
                "--report-api-errors", "no", "--error-exitcode", str(ERROR_EXIT),
                sys.executable, "-m", "wsc.runtime.run_cli", str(directory), "--check",
                "--backend", "driver", "--timeout", str(timeout)]
@@ -69,14 +78,16 @@ def verdict(report: dict, output: str) -> tuple[str, bool]:
 
 def run_cases(out: Path, log: Path, tools: list[str], kernels: list[str] | None,
               timeout: float, jobs: int) -> int:
-    if shutil.which("compute-sanitizer") is None:
-        print("compute-sanitizer is not on PATH", file=sys.stderr)
+    sanitizer = find_sanitizer()
+    if sanitizer is None:
+        print("compute-sanitizer not found (PATH, /usr/local/cuda)", file=sys.stderr)
         return 2
     env = gpulib.use_repo_runtime()
     names = [n for n in json.loads((out / "cases.json").read_text()) if not kernels or n in kernels]
     runs = [(name, tool) for name in names for tool in tools]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda run: _sanitize(run[1], out / run[0], timeout, env), runs))
+        results = list(pool.map(lambda run: _sanitize(sanitizer, run[1], out / run[0], timeout,
+                                                      env), runs))
     rows, sections, dirty = {}, [], 0
     for (name, tool), (report, output, seconds) in zip(runs, results):
         errors, clean = verdict(report, output)

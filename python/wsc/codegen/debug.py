@@ -10,8 +10,9 @@ mbarrier wait, and random delays in one role.
   error the runtime raises (`wsc.runtime.KernelFault`). A kernel that would
   hang forever instead fails, and says where. Each probe may itself suspend
   the thread for a hardware-dependent time, so pick N large enough that a
-  healthy (possibly sanitizer-slowed) wait never reaches it: 2^20 probes are
-  seconds of waiting.
+  healthy (possibly sanitizer-slowed) wait never reaches it. The printf call
+  makes ptxas serialize the WGMMAs around it (its info C7510), so such a
+  build is for finding hangs, not for timing.
 * `delay_role = NAME` (`delay-role=NAME`): before every mbarrier wait and
   arrive of the roles named NAME (or NAME followed by digits), a thread
   sleeps a pseudo-random 0 .. `delay_max_ns` nanoseconds (`nanosleep`,

@@ -1,5 +1,6 @@
-// Inputs that once crashed wsc-opt, found by the fuzzer (test/fuzz): each must
-// give one located error and exit status 1.
+// Inputs on which wsc-opt once crashed or failed without a located error,
+// found by the fuzzer (test/fuzz/RESULTS.md): each must now give one located
+// error and exit status 1.
 // RUN: wsc-opt --split-input-file --verify-diagnostics %s
 // RUN: not wsc-opt --split-input-file --convert-wsc-to-nvvm %s 2>&1 | FileCheck %s
 // CHECK-NOT: Traceback
@@ -27,5 +28,20 @@ func.func @k(%c: memref<?x?xf16>) {
 func.func @k() {
   // expected-error @below {{custom op 'wsc.sync' has no custom assembly format; write it in generic form: "wsc.sync"(operands) {attributes} : (operand types) -> (result types)}}
   wsc.sync
+  return
+}
+// -----
+// A negative tile dimension made the verifier fail with a Python TypeError.
+// expected-error @below {{'wsc.acc_alloc' op register tile columns must be a multiple of 8 in [8, 256] (the WGMMA N), got -2147483648}}
+%acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, -2147483648>, f32>
+// -----
+// A tile shape array of another element type than i64 (IRDL checks only that
+// it is a dense array) failed the same way.
+// expected-error @below {{'wsc.acc_alloc' op register tile type must be !wsc.acc<array<i64: rows, cols>, element>, got !wsc.acc<array<i24: 64, 300>, f32>}}
+%acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i24: 64, 300>, f32>
+// -----
+func.func @k(%a: !wsc.acc<array<i8: 64, 64>, f32>) attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.cast' op register tile type must be !wsc.acc<array<i64: rows, cols>, element>, got !wsc.acc<array<i8: 64, 64>, f32>}}
+  %h = "wsc.cast"(%a) : (!wsc.acc<array<i8: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f16>
   return
 }
