@@ -239,7 +239,11 @@ class _Dim:
         self.op, self.extents, self.index, self.result = op, extents, index, result
 
     def execute(self, process, frame):
-        extent = self.extents[frame[self.index]]
+        dimension = frame[self.index]
+        if not 0 <= dimension < len(self.extents):  # MLIR's verifier allows it: it is UB
+            raise PassError(self.op.location, f"'memref.dim' op dimension {dimension} is out "
+                                              f"of range for a rank-{len(self.extents)} memref")
+        extent = self.extents[dimension]
         frame[self.result] = process.simulation.k_extent if extent is None else extent
 
 
