@@ -70,3 +70,37 @@ def test_stress_shapes_are_legal_for_tma(hang_cases, b_layout):
     for m, n, k in shapes:
         assert m >= 1 and k % 8 == 0 and k >= 8
         assert n % 8 == 0 if b_layout == "kn" else n >= 1
+
+
+class _FakeKernel:
+    """Stands in for wsc.runtime.Kernel: "launching" computes C with torch on
+    the CPU, right or with one element wrong, so launch_and_check's
+    judgement is tested without a GPU."""
+
+    def __init__(self, artifact, torch, corrupt=False):
+        self.artifact, self.torch, self.corrupt = artifact, torch, corrupt
+
+    def launch(self, a, b, c):
+        nk = self.artifact.problem["b_layout"] == "nk"
+        product = a.double() @ (b.double().T if nk else b.double())
+        c.copy_(product.to(c.dtype))
+        if self.corrupt:
+            c[0, 0] = float("nan")
+
+    def synchronize(self, timeout_s):
+        pass
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_stress_judges_a_launch(hang_cases, b_layout):
+    torch = pytest.importorskip("torch")
+    artifact = load_artifact(hang_cases / "unbounded")
+    artifact = gpulib.dataclasses.replace(artifact, problem={**artifact.problem,
+                                                             "b_layout": b_layout})
+    artifact = gpulib.reshaped(artifact, 70, 24, 48)
+    cpu = torch.device("cpu")
+    rel_err, nan_count = stress.launch_and_check(_FakeKernel(artifact, torch), torch, cpu, 1, 5)
+    assert nan_count == 0 and rel_err < 1e-6
+    _, nan_count = stress.launch_and_check(_FakeKernel(artifact, torch, corrupt=True), torch,
+                                           cpu, 1, 5)
+    assert nan_count == 1
