@@ -44,7 +44,6 @@ from pathlib import Path
 
 from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
-from mlir.passmanager import PassManager
 
 from wsc import dialect
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
@@ -1115,14 +1114,7 @@ class Kernel:
 
         clone = self.module.operation.clone()
         engine = DiagnosticEngine("<kernel>")
-        pass_manager = PassManager("builtin.module", context=self.context)
-        wsc_pass.add_to(pass_manager, engine)
-        try:
-            pass_manager.run(clone.operation)
-        except ir.MLIRError as error:
-            if not engine.has_errors:
-                engine.add_mlir_error(error)
-        if engine.has_errors:
+        if not wsc_pass.apply(clone.operation, engine):
             raise CompileError(_located_failure(engine))
         return Kernel(clone, self.context, self.name, self.grid, self.unroll,
                       wsc_pass.ARGUMENT, self)

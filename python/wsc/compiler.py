@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlir import ir
-from mlir.passmanager import PassManager
 
 import wsc
 from wsc.diagnostics import DiagnosticEngine, PassError
@@ -77,16 +76,10 @@ def summarize(module: ir.Operation) -> str:
 
 def _run_pass(module: ir.Module, wsc_pass, dump_dir: Path | None, index: int) -> StageReport:
     engine = DiagnosticEngine("<module>")
-    pass_manager = PassManager("builtin.module")
-    wsc_pass.add_to(pass_manager, engine)
     start = time.perf_counter()
-    try:
-        pass_manager.run(module.operation)
-    except ir.MLIRError as error:
-        if not engine.has_errors:
-            engine.add_mlir_error(error)
+    succeeded = wsc_pass.apply(module.operation, engine)
     seconds = time.perf_counter() - start
-    if engine.has_errors:
+    if not succeeded:
         raise CompileError("\n".join(d.format() for d in engine.diagnostics))
     if dump_dir is not None:
         (dump_dir / f"{index:02d}-{wsc_pass.ARGUMENT}.mlir").write_text(str(module))

@@ -85,6 +85,20 @@ class WscPass:
     def run(self, module: ir.Operation) -> None:
         raise NotImplementedError
 
+    def apply(self, op: ir.Operation, engine: DiagnosticEngine) -> bool:
+        """Run this pass alone over `op` (a builtin.module); its diagnostics go to
+        `engine`. True when it succeeded."""
+        pass_manager = PassManager("builtin.module", context=op.context)
+        self.add_to(pass_manager, engine)
+        try:
+            pass_manager.run(op)
+        except ir.MLIRError as error:
+            # A failing wsc pass has already reported its located error; the
+            # pass manager's own "failed to run" message would only repeat it.
+            if not engine.has_errors:
+                engine.add_mlir_error(error)
+        return not engine.has_errors
+
     def add_to(self, pass_manager: PassManager, engine: DiagnosticEngine) -> None:
         """Append this pass to `pass_manager`; its errors go to `engine`."""
         from wsc.verifier import verify_wsc

@@ -5,7 +5,6 @@ simulator, with no violation."""
 
 import pytest
 from mlir import ir
-from mlir.passmanager import PassManager
 
 from wsc.diagnostics import DiagnosticEngine
 from wsc.dialect import make_context
@@ -19,9 +18,7 @@ MAX_K_TILES = 40
 
 def _run(module, wsc_pass):
     engine = DiagnosticEngine("<test>")
-    pass_manager = PassManager("builtin.module")
-    wsc_pass.add_to(pass_manager, engine)
-    pass_manager.run(module.operation)
+    assert wsc_pass.apply(module.operation, engine)
     assert not engine.diagnostics, [d.format() for d in engine.diagnostics]
 
 
