@@ -6,8 +6,9 @@ only `wsc.runtime` (numpy and cuda-bindings; torch when present). The GPU
 machine has no installed wsc, so `use_repo_runtime()` puts this checkout's
 python/ on the path, and children get it through PYTHONPATH.
 
-The kernels checked are the example kernels (examples/matmul_v2.mlir and
-matmul_v3.mlir, lowered as written) and the builder's matmul in the
+The kernels checked are the example kernels (the builder kernels of
+examples/v1..v5 with their default configs, and examples/matmul_v2.mlir and
+matmul_v3.mlir lowered as written) and the matmul kernel in the
 configurations that exercise the compiler's paths: the seed schedule, one
 stage, 32-wide K tiles, two and four consumer warpgroups with a producer
 warpgroup (setmaxnreg), "kn" B with bf16, and WGMMA groups kept in flight.
@@ -16,6 +17,7 @@ warpgroup (setmaxnreg), "kn" B with bf16, and WGMMA groups kept in flight.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -29,10 +31,20 @@ EXAMPLES = REPO / "examples"
 
 SEED = dict(block_m=128, block_n=128, block_k=64, num_stages=4)
 #: name -> (source, dtype, out_dtype, b_layout, MatmulConfig fields). A source
-#: of "builder" is the matmul builder with --warp-specialize and
+#: of "builder" is the matmul kernel with --warp-specialize and
 #: --unroll-ring-buffer; an .mlir file is lowered as written (its schedule is
-#: the seed's).
+#: the seed's); "FILE.py:FUNCTION" is an example's kernel function called with
+#: its defaults, which the fields restate (the stress shapes read block_k and
+#: num_stages from them).
 KERNELS = {
+    "v1_tma_wgmma": ("v1_tma_wgmma.py:matmul_v1", "f16", "f32", "nk", dict(SEED, num_stages=1)),
+    "v2_ring_buffer": ("v2_ring_buffer.py:matmul_v2", "f16", "f32", "nk", SEED),
+    "v3_warp_specialized": ("v3_warp_specialized.py:matmul_v3", "f16", "f32", "nk", SEED),
+    "v3_auto": ("v3_auto.py:matmul_v3_auto", "f16", "f32", "nk", SEED),
+    "v4_two_consumers": ("v4_two_consumers.py:matmul_v4", "f16", "f32", "nk",
+                         dict(SEED, block_n=256)),
+    "v5_one_group_in_flight": ("v5_one_group_in_flight.py:matmul_v5", "f16", "f32", "nk",
+                               dict(SEED, block_n=256)),
     "example-v2": ("matmul_v2.mlir", "f16", "f32", "nk", SEED),
     "example-v3": ("matmul_v3.mlir", "f16", "f32", "nk", SEED),
     "seed": ("builder", "f16", "f32", "nk", SEED),
@@ -71,6 +83,10 @@ def compile_kernel(name: str, out: Path, m: int, n: int, k: int, **debug) -> Pat
     from wsc.kernels.matmul import MatmulConfig, MatmulProblem
 
     source, dtype, out_dtype, b_layout, fields = KERNELS[name]
+    if source.endswith(".py") or ".py:" in source:
+        if debug:
+            raise ValueError(f"{name}: an example kernel has no debug options")
+        return _example_kernel(source).compile().write_artifact(out, m=m, n=n, k=k)
     problem = MatmulProblem(dtype, out_dtype, b_layout)
     config = MatmulConfig(**fields, **debug)
     if source == "builder":
@@ -81,6 +97,15 @@ def compile_kernel(name: str, out: Path, m: int, n: int, k: int, **debug) -> Pat
         result = compile_module(module, [], lowering=lowering_pass(config))
     write_matmul_artifact(out, result, m, n, k, problem, config)
     return out
+
+
+def _example_kernel(source: str):
+    """The kernel that examples/FILE.py's FUNCTION builds with its defaults."""
+    file_name, function = source.split(":")
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))  # the examples import their `common`
+    module = importlib.import_module(file_name.removesuffix(".py"))
+    return getattr(module, function)()
 
 
 # -- run side (no MLIR) ----------------------------------------------------------------

@@ -63,13 +63,15 @@ def compile_cases(out: Path) -> int:
     return 0
 
 
-def shapes(artifact, count: int, seed: int) -> list[tuple[int, int, int]]:
-    """Edge shapes first, then random ones, all legal for the kernel's TMA reads."""
-    config, problem = artifact.config, artifact.problem
-    block_k, stages = config["block_k"], config["num_stages"]
+def shapes(artifact, fields: dict, count: int, seed: int) -> list[tuple[int, int, int]]:
+    """Edge shapes first, then random ones, all legal for the kernel's TMA
+    reads; `fields` are the kernel's gpulib.KERNELS config fields."""
+    problem = artifact.problem
+    block_m, block_n = fields["block_m"], fields["block_n"]
+    block_k, stages = fields["block_k"], fields["num_stages"]
     n_step = 8 if problem["b_layout"] == "kn" else 1
     edges = [(1, n_step, 8), (1, n_step, block_k), (129, 8 * n_step, block_k * stages - 8),
-             (config["block_m"], config["block_n"], block_k * stages + 8)]
+             (block_m, block_n, block_k * stages + 8)]
     rng = random.Random(seed)
     found = edges[:count]
     while len(found) < count:
@@ -104,8 +106,10 @@ def launch_and_check(kernel, torch, device, seed: int, timeout: float) -> tuple[
     return (error / norm if norm else error), nan_count
 
 
-def run_one(directory: Path, launches: int, seed: int, timeout: float) -> None:
-    """In a child: every launch of one kernel; prints a JSON summary."""
+def run_one(directory: Path, kernel_name: str, launches: int, seed: int,
+            timeout: float) -> None:
+    """In a child: every launch of one kernel of gpulib.KERNELS; prints a
+    JSON summary."""
     import torch
 
     from wsc.runtime import Kernel, load_artifact
@@ -116,7 +120,8 @@ def run_one(directory: Path, launches: int, seed: int, timeout: float) -> None:
     device = torch.device("cuda", kernel.device.ordinal)
     tolerance = TOLERANCE[base.problem["out_dtype"]]
     wrong, worst, start = [], 0.0, time.monotonic()
-    for index, (m, n, k) in enumerate(shapes(base, launches, seed)):
+    for index, (m, n, k) in enumerate(
+            shapes(base, gpulib.KERNELS[kernel_name][4], launches, seed)):
         # A Kernel launches with whatever its artifact describes.
         kernel.artifact = gpulib.reshaped(base, m, n, k)
         rel_err, nan_count = launch_and_check(kernel, torch, device, seed * 100_003 + index,
@@ -135,7 +140,8 @@ def run_cases(out: Path, launches: int, seed: int, timeout: float, log: Path | N
     cases = json.loads((out / "cases.json").read_text())
 
     def run(name: str):
-        command = [sys.executable, __file__, "run-one", str(out / name), "--launches",
+        command = [sys.executable, __file__, "run-one", str(out / name), "--kernel",
+                   cases[name], "--launches",
                    str(launches), "--seed", str(seed), "--timeout", str(timeout)]
         return gpulib.run_json_child(command, launches * timeout + 600, env)
 
@@ -165,6 +171,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=("compile", "run", "run-one"))
     parser.add_argument("dir", type=Path)
+    parser.add_argument("--kernel", help="(run-one) the gpulib.KERNELS entry of DIR")
     parser.add_argument("--launches", type=int, default=1000, help="launches per kernel")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per launch")
@@ -175,7 +182,7 @@ def main() -> int:
         return compile_cases(args.dir)
     gpulib.use_repo_runtime()
     if args.mode == "run-one":
-        run_one(args.dir, args.launches, args.seed, args.timeout)
+        run_one(args.dir, args.kernel, args.launches, args.seed, args.timeout)
         return 0
     return run_cases(args.dir, args.launches, args.seed, args.timeout, args.out, args.jobs)
 

@@ -65,11 +65,24 @@ def test_stress_shapes_are_legal_for_tma(hang_cases, b_layout):
     artifact = load_artifact(hang_cases / "unbounded")
     artifact = gpulib.dataclasses.replace(artifact, problem={**artifact.problem,
                                                              "b_layout": b_layout})
-    shapes = stress.shapes(artifact, 200, seed=1)
+    shapes = stress.shapes(artifact, gpulib.SEED, 200, seed=1)
     assert len(shapes) == 200 and shapes[0] == (1, 8 if b_layout == "kn" else 1, 8)
     for m, n, k in shapes:
         assert m >= 1 and k % 8 == 0 and k >= 8
         assert n % 8 == 0 if b_layout == "kn" else n >= 1
+    # The edges: one K tile, K one element row short of the ring, a full tile past it.
+    assert shapes[1][2] == 64 and shapes[2][2] == 4 * 64 - 8 and shapes[3] == (128, 128, 264)
+
+
+def test_an_example_kernel_is_compiled_with_its_defaults(tmp_path):
+    artifact = load_artifact(gpulib.compile_kernel("v4_two_consumers", tmp_path / "v4", 200, 136,
+                                                   200))
+    _, _, _, _, fields = gpulib.KERNELS["v4_two_consumers"]
+    assert artifact.config["block_m"] == fields["block_m"]
+    assert artifact.config["block_n"] == fields["block_n"]
+    assert artifact.grid == (2, 1, 1) and artifact.cubin_path is not None
+    with pytest.raises(ValueError, match="an example kernel has no debug options"):
+        gpulib.compile_kernel("v4_two_consumers", tmp_path / "x", 8, 8, 8, debug_delay_role="producer")
 
 
 class _FakeKernel:
