@@ -24,7 +24,8 @@ Method: C = A B^T with A [M, K] and B [N, K] ("nk"), C in the input dtype
 (fp32 accumulation everywhere); normal random inputs scaled by K^-1/4;
 several input sets rotated between launches so no launch finds its operands
 in L2; warm-up launches; the median of CUDA-event timings, one event pair per
-launch; correctness checked once per shape and method on the first input set:
+launch, the methods of one shape taking turns launch by launch (so clocks and
+temperature are the same for all); correctness checked once per shape and method on the first input set:
 C poisoned with NaN, then every element checked for NaN and sampled rows and
 columns compared with a float64 reference (relative Frobenius error).
 """
@@ -82,6 +83,20 @@ CANDIDATES = {
                                        group_m=8),
     "128x128_2g_s6_inflight_group8": dict(_SEED, num_stages=6, **_TWO_GROUPS,
                                           wgmma_in_flight=1, group_m=8),
+    # Persistent kernels keep run-time stages, where a WGMMA group in flight
+    # would be serialized (MatmulConfig): compare with the non-persistent
+    # kernel without it.
+    "128x256_2g_group8": dict(_SEED, block_n=256, **_TWO_GROUPS, group_m=8),
+    "128x256_2g_group8_persistent": dict(_SEED, block_n=256, **_TWO_GROUPS, group_m=8,
+                                         persistent=True),
+    "128x256_2g_s3_group8_persistent": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
+                                            group_m=8, persistent=True),
+    "256x128_2g_group8_persistent": dict(_SEED, block_m=256, **_TWO_GROUPS, group_m=8,
+                                         persistent=True),
+    "128x256_2g_s3_group4_persistent": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
+                                            group_m=4, persistent=True),
+    "128x256_2g_s3_group16_persistent": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
+                                             group_m=16, persistent=True),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop)
@@ -98,7 +113,7 @@ FINAL = dict(warmup=5, iters=30, sets=3)
 SAMPLED = 64          # rows and columns compared with the float64 reference
 SEED = 0
 TUNE_TIMEOUT_S = 150  # one candidate over every shape
-TRITON_PROBE_TIMEOUT_S = 90  # one Triton config: compile and check, both dtypes
+TRITON_PROBE_TIMEOUT_S = 40  # one Triton config: compile and check, both dtypes (~5 s)
 LAUNCH_TIMEOUT_S = 30
 
 
@@ -221,22 +236,33 @@ class Inputs:
         return {"ok": ok, "rel_err": rel_err if math.isfinite(rel_err) else None,
                 "nan_count": nan_count, "tol": tolerance}
 
-    def time(self, launchers, warmup: int, iters: int) -> float:
-        """Median ms of `iters` launches rotating over the input sets;
-        launchers[i]() launches on set i."""
+    def time(self, methods: list, warmup: int, iters: int) -> list[float]:
+        """Median ms of each method's `iters` launches, rotating over the
+        input sets; methods[j][i]() launches method j on set i. The methods
+        take turns launch by launch, so each sees the same clocks and
+        temperature: timed one after another, the first ran on a cool GPU
+        and the last on a hot one (seen as a 5-10 % drift between runs)."""
         torch = self.torch
         for i in range(warmup):
-            launchers[i % len(launchers)]()
+            for launchers in methods:
+                launchers[i % len(launchers)]()
         torch.cuda.synchronize()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(iters)]
-        for i, (start, end) in enumerate(events):
-            start.record()
-            launchers[i % len(launchers)]()
-            end.record()
+        events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                   for _ in range(iters)] for _ in methods]
+        for i in range(iters):
+            for launchers, pairs in zip(methods, events):
+                start, end = pairs[i]
+                start.record()
+                launchers[i % len(launchers)]()
+                end.record()
         torch.cuda.synchronize()
-        times = sorted(start.elapsed_time(end) for start, end in events)
-        return times[len(times) // 2] if iters % 2 else 0.5 * (times[iters // 2 - 1] + times[iters // 2])
+        return [_median([start.elapsed_time(end) for start, end in pairs]) for pairs in events]
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else 0.5 * (values[middle - 1] + values[middle])
 
 
 # The output dtype is the input dtype; its rounding alone is ~3e-4 (f16), ~3e-3 (bf16).
@@ -283,9 +309,8 @@ def tune_one(artifacts: Path, candidate: str, out_json: Path) -> int:
                 run_once, launchers, _ = _wsc_method(torch, directory, inputs)
                 record.update(inputs.check(run_once))
                 if record["ok"]:
-                    ms = inputs.time(launchers, TUNE["warmup"], TUNE["iters"])
-                    cublas_ms = inputs.time(_cublas_method(torch, inputs)[1], TUNE["warmup"],
-                                            TUNE["iters"])
+                    ms, cublas_ms = inputs.time([launchers, _cublas_method(torch, inputs)[1]],
+                                                TUNE["warmup"], TUNE["iters"])
                     record.update(ms=ms, tflops=shape.flops / ms / 1e9, cublas_ms=cublas_ms,
                                   over_cublas=cublas_ms / ms)
             except LaunchTimeout as error:
@@ -450,13 +475,21 @@ def _best_candidates(records: list[dict]) -> dict[str, dict]:
     return best
 
 
-def _measure(torch, inputs: Inputs, label: str, method) -> dict:
+def _checked(inputs: Inputs, label: str, method) -> dict:
+    """The method's correctness record; its launchers ride along under
+    "launchers" until `_time_together` times them."""
     run_once, launchers = method[0], method[1]
-    record = {"method": label, **inputs.check(run_once)}
-    if record["ok"]:
-        ms = inputs.time(launchers, FINAL["warmup"], FINAL["iters"])
+    return {"method": label, **inputs.check(run_once), "launchers": launchers}
+
+
+def _time_together(inputs: Inputs, records: list[dict]) -> None:
+    """Time every correct method of one shape, interleaved (Inputs.time)."""
+    timed = [r for r in records if r.get("ok")]
+    for record, ms in zip(timed, inputs.time([r["launchers"] for r in timed],
+                                             FINAL["warmup"], FINAL["iters"])):
         record.update(ms=ms, tflops=inputs.shape.flops / ms / 1e9)
-    return record
+    for record in records:
+        record.pop("launchers", None)
 
 
 def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
@@ -483,30 +516,35 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
         row = {"shape": shape.name, "m": shape.m, "n": shape.n, "k": shape.k,
                "dtype": shape.dtype, "results": []}
         print(f"{shape.name}: cuBLAS, Triton x{len(triton_configs)}, wsc", flush=True)
-        row["results"].append(_measure(torch, inputs, "cublas", _cublas_method(torch, inputs)))
-        if triton_configs:
-            options = []
-            for config in triton_configs:
-                try:
-                    record = _measure(torch, inputs, "triton", _triton_method(torch, inputs, config))
-                except Exception as error:  # a config Triton cannot compile here
-                    record = {"method": "triton", "ok": False,
-                              "error": f"{type(error).__name__}: {str(error)[:300]}"}
-                record["config"] = list(config)
-                options.append(record)
-            timed = [r for r in options if r.get("ms")]
-            row["triton_configs"] = options
-            row["results"].append(min(timed, key=lambda r: r["ms"]) if timed else options[0])
+        measured = [_checked(inputs, "cublas", _cublas_method(torch, inputs))]
+        options = []
+        for config in triton_configs:
+            try:
+                record = _checked(inputs, "triton", _triton_method(torch, inputs, config))
+            except Exception as error:  # a config Triton cannot compile here
+                record = {"method": "triton", "ok": False,
+                          "error": f"{type(error).__name__}: {str(error)[:300]}"}
+            record["config"] = list(config)
+            options.append(record)
         chosen = best.get(shape.name)
+        wsc_record = None
         if chosen is not None:
             try:
                 method = _wsc_method(torch, artifacts / chosen["candidate"] / shape.name, inputs)
-                record = _measure(torch, inputs, "wsc", method)
+                wsc_record = _checked(inputs, "wsc", method)
             except Exception as error:  # it passed tuning; record what went wrong
-                record = {"method": "wsc", "ok": False, "error": f"{type(error).__name__}: {error}"}
-            record["candidate"] = chosen["candidate"]
-            record["config"] = candidates[chosen["candidate"]]
-            row["results"].append(record)
+                wsc_record = {"method": "wsc", "ok": False,
+                              "error": f"{type(error).__name__}: {error}"}
+            wsc_record["candidate"] = chosen["candidate"]
+            wsc_record["config"] = candidates[chosen["candidate"]]
+        _time_together(inputs, measured + options + ([wsc_record] if wsc_record else []))
+        if options:
+            timed = [r for r in options if r.get("ms")]
+            row["triton_configs"] = options
+            measured.append(min(timed, key=lambda r: r["ms"]) if timed else options[0])
+        if wsc_record is not None:
+            measured.append(wsc_record)
+        row["results"] = measured
         rows.append(row)
         print(_row_line(row), flush=True)
         del inputs

@@ -8,7 +8,9 @@ index into a barrier or register array is left.
 Contract
 --------
 Before: ring loops, i.e. `scf.for %kt = 0 to %n step 1` carrying exactly
-(stage, phase) from (0, phase0) and yielding one `wsc.ring_advance` of them
+(stage, phase) from (0, phase0) (stage 0 is a constant: a persistent kernel's
+K loops, which start where the previous tile's stopped, are rejected) and
+yielding one `wsc.ring_advance` of them
 with num_stages = N (as --warp-specialize produces, or as written by hand);
 and optionally a drain loop (as --warp-specialize emits it): N trips from a
 ring loop's final position, waiting on barriers[stage] where %n + trip >= N.
@@ -95,6 +97,11 @@ def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
                     "wsc.ring_advance of them")
     if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
         _fail(loop, "a ring loop must count from 0 in steps of 1")
+    if constant_int(loop.operands[3]) != 0:
+        _fail(loop, "a ring loop must start at stage 0: one that starts where an earlier "
+                    "loop stopped (a persistent kernel's K loop continues its previous "
+                    "tile's ring) has no constant stage to unroll to; leave its stages "
+                    "run-time")
     return advance
 
 
@@ -105,7 +112,7 @@ def _drain_source(loop: ir.Operation) -> ir.Operation | None:
     --warp-specialize emits)."""
     init_stage = loop.operands[3] if len(loop.operands) == 5 else None
     source = defining_op(init_stage) if init_stage is not None else None
-    if source is None or source.name != "scf.for":
+    if source is None or source.name != "scf.for" or _ring_advance(source) is None:
         return None
     body = [op.operation for op in _body(loop).operations]
     names = [op.name for op in body]

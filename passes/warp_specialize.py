@@ -7,8 +7,12 @@ Contract
 --------
 Before: a kernel (func.func with `wsc.num_threads` = 128, one warpgroup, no
 roles) whose body is prologue ops, one `wsc.acc_alloc`, one K-tile `scf.for`
-and an epilogue. The loop carries exactly (stage, phase), advanced by one
-`wsc.ring_advance`; its body holds
+and an epilogue; or, for a persistent kernel, prologue ops and a *tile loop*
+(an `scf.for` carrying exactly the ring's (stage, phase)) whose body is pure
+arith ops, the `wsc.acc_alloc`, the K loop starting at the tile loop's
+(stage, phase), the epilogue, and a yield of the K loop's results. The K loop
+carries exactly (stage, phase), advanced by one `wsc.ring_advance`; its body
+holds
   - an `scf.if` guarded by `wsc.elect` with one `wsc.mbarrier_arrive_expect_tx`
     and the `wsc.tma_load`s of the tile, all completing on the *full* barriers
     (arrival count 1);
@@ -129,15 +133,23 @@ class _Specializer:
         if int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
             self._fail(kernel, f"expects a non-specialized kernel of one warpgroup "
                                f"({KERNEL_THREADS_ATTR} = {WARPGROUP_SIZE})")
-        loops = [op.operation for op in self.body.operations
-                 if op.operation.name == "scf.for"
-                 and any(n.name == "wsc.tma_load" for n in walk(op.operation))]
+        loops = _loops_with_copies(self.body)
         if len(loops) != 1:
             self._fail(kernel, f"expects exactly one K-tile scf.for with TMA loads at the "
                                f"top level of the kernel, found {len(loops)}")
+        self.tile_loop = None
+        tile_block = self.body
+        inner = _loops_with_copies(loops[0].regions[0].blocks[0])
+        if inner:
+            self.tile_loop = loops[0]
+            tile_block = self.tile_loop.regions[0].blocks[0]
+            if len(inner) != 1:
+                self._fail(self.tile_loop, f"expects exactly one K-tile scf.for with TMA "
+                                           f"loads in the tile loop, found {len(inner)}")
+            loops = inner
         self.loop = loops[0]
         self.loop_body = self.loop.regions[0].blocks[0]
-        ops = [op.operation for op in self.body.operations]
+        ops = [op.operation for op in tile_block.operations]
         self.prologue = ops[:ops.index(self.loop)]
         self.epilogue = ops[ops.index(self.loop) + 1:-1]
 
@@ -146,7 +158,24 @@ class _Specializer:
             self._fail(kernel, f"expects one wsc.acc_alloc before the K loop, found {len(accs)}")
         self.acc_alloc = accs[0]
         self._match_loop()
+        if self.tile_loop is not None:
+            self._match_tile_loop()
         self._match_epilogue()
+
+    def _match_tile_loop(self) -> None:
+        tile_loop, loop = self.tile_loop, self.loop
+        body = tile_loop.regions[0].blocks[0]
+        args = list(body.arguments)
+        yield_op = body.operations[len(body.operations) - 1].operation
+        if (len(args) != 3 or list(loop.operands[3:5]) != args[1:]
+                or list(yield_op.operands) != list(loop.results)):
+            self._fail(tile_loop, "the tile loop must carry exactly the ring's (stage, "
+                                  "phase): the K loop starts from them and the tile loop "
+                                  "yields the K loop's results")
+        for op in self.prologue:
+            if op.name != "wsc.acc_alloc" and not op.name.startswith(_PURE_DIALECTS):
+                self._fail(op, f"every role runs the tile loop: '{op.name}' before the K "
+                               f"loop cannot be given to all of them")
 
     def _match_loop(self) -> None:
         loop = self.loop
@@ -318,15 +347,15 @@ class _Specializer:
         with ir.InsertionPoint.after(self.full_alloc):
             empty = dialect.mbarrier_alloc(consumer_threads, num_stages)
 
-        with ir.InsertionPoint(self.loop):
+        with ir.InsertionPoint(self.tile_loop or self.loop):
             stage0 = index_constant(0)
             for group in range(groups):
                 is_consumer = dialect.role("consumer", WARPGROUP_SIZE * group, WARPGROUP_SIZE,
                                            consumer_registers)
                 if_op = scf.IfOp(is_consumer)
                 with ir.InsertionPoint(if_op.then_block):
-                    self._build_consumer(group, group_rows, block_n, acc_element, empty, stage0,
-                                         num_stages)
+                    self._build_consumer(group, group_rows, block_n, acc_element, empty,
+                                         stage0, num_stages)
                     scf.YieldOp([])
             is_producer = dialect.role("producer", consumer_threads, producer_threads,
                                        producer_registers)
@@ -335,16 +364,47 @@ class _Specializer:
                 self._build_producer(empty, stage0, num_stages)
                 scf.YieldOp([])
 
-        for op in reversed(self.epilogue):
-            op.erase()
-        self.loop.erase()
-        self.acc_alloc.erase()
+        if self.tile_loop is not None:
+            self.tile_loop.erase()
+        else:
+            for op in reversed(self.epilogue):
+                op.erase()
+            self.loop.erase()
+            self.acc_alloc.erase()
         set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
 
-    def _ring_loop(self, initial_phase: bool, stage0: ir.Value) -> scf.ForOp:
-        """A copy of the K loop carrying (stage, phase) from (0, initial_phase)."""
-        lower, upper, step = self.loop.operands[0:3]
-        return scf.ForOp(lower, upper, step, [stage0, bool_constant(initial_phase)])
+    def _per_tile(self, stage0: ir.Value, initial_phase: bool, build_tile,
+                  extra: list[ir.Value]) -> list:
+        """A role's walk over its tiles: `build_tile(mapping, stage, phase,
+        *extra)` emits one tile's work from ring position (stage, phase) and
+        returns (stage, phase, *extra) after it. Without a tile loop it runs
+        once from (stage0, initial_phase) (the phase still a Python bool, so
+        the K loop makes its constant); in a persistent kernel inside a copy
+        of the tile loop carrying them. Returns the values after the last tile."""
+        if self.tile_loop is None:
+            return build_tile({}, stage0, initial_phase, *extra)
+        lower, upper, step = self.tile_loop.operands[0:3]
+        tiles = scf.ForOp(lower, upper, step, [stage0, bool_constant(initial_phase), *extra])
+        with ir.InsertionPoint(tiles.body):
+            tile = self.tile_loop.regions[0].blocks[0].arguments[0]
+            scf.YieldOp(build_tile({tile: tiles.induction_variable}, *tiles.inner_iter_args))
+        return list(tiles.results)
+
+    def _clone_tile_prologue(self, mapping: dict) -> None:
+        """A persistent kernel's per-tile ops before the K loop (the tile's
+        coordinates), for one role; the accumulator is the role's own."""
+        if self.tile_loop is None:
+            return  # they stay in the kernel's prologue, above the roles
+        for op in self.prologue:
+            if op.name != "wsc.acc_alloc":
+                clone_remapped(op, mapping)
+
+    def _ring_loop(self, stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:
+        """A copy of the K loop carrying (stage, phase) from the given position."""
+        lower, upper, step = (mapping.get(v, v) for v in self.loop.operands[0:3])
+        if isinstance(phase, bool):
+            phase = bool_constant(phase)
+        return scf.ForOp(lower, upper, step, [stage, phase])
 
     def _clone_body(self, loop: scf.ForOp, ops: list[ir.Operation], mapping: dict) -> None:
         mapping.update({self.iv: loop.induction_variable,
@@ -355,10 +415,20 @@ class _Specializer:
 
     def _build_consumer(self, group: int, rows: int, block_n: int, element: str,
                         empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
-        acc = dialect.acc_alloc(dialect.acc_type((rows, block_n), element))
-        mapping = {self.acc_alloc.result: acc}
+        def tile(mapping, stage, phase):
+            self._clone_tile_prologue(mapping)
+            mapping[self.acc_alloc.result] = dialect.acc_alloc(
+                dialect.acc_type((rows, block_n), element))
+            loop = self._consume_k_tiles(group, rows, empty, num_stages, stage, phase, mapping)
+            self._store_rows(group, rows, mapping)
+            return list(loop.results)
+
+        self._per_tile(stage0, dialect.CONSUMER_INITIAL_PHASE, tile, [])
+
+    def _consume_k_tiles(self, group: int, rows: int, empty: ir.Value, num_stages: int,
+                         stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:
         in_flight = self.options.wgmma_in_flight
-        loop = self._ring_loop(dialect.CONSUMER_INITIAL_PHASE, stage0)
+        loop = self._ring_loop(stage, phase, mapping)
         with ir.InsertionPoint(loop.body):
             self._clone_body(loop, self._slice(self.consumer_anchors), mapping)
             for op in walk(loop.operation):
@@ -385,12 +455,17 @@ class _Specializer:
             # The last K tile's group is still in flight: retire it, then
             # release its stage, the one before the loop's final stage.
             dialect.wgmma_wait_group(0)
-            any_tiles = arith.CmpIOp(arith.CmpIPredicate.ugt, self.loop.operands[1],
+            k_tiles = self.loop.operands[1]
+            any_tiles = arith.CmpIOp(arith.CmpIPredicate.ugt, mapping.get(k_tiles, k_tiles),
                                      index_constant(0)).result
             guard = scf.IfOp(any_tiles)
             with ir.InsertionPoint(guard.then_block):
                 dialect.mbarrier_arrive(empty, _previous_stage(loop.results[0], num_stages))
                 scf.YieldOp([])
+        return loop
+
+    def _store_rows(self, group: int, rows: int, mapping: dict) -> None:
+        """The epilogue for the group's rows of the tile."""
         row_offset = index_constant(group * rows) if group else None
         for op in self.epilogue:
             if op.name == "wsc.cast":
@@ -405,34 +480,49 @@ class _Specializer:
                 clone.operands[2] = row
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
-        mapping: dict = {}
-        loop = self._ring_loop(dialect.PRODUCER_INITIAL_PHASE, stage0)
-        with ir.InsertionPoint(loop.body):
-            stage, phase = loop.inner_iter_args
-            dialect.mbarrier_wait(empty, stage, phase)
-            self._clone_body(loop, self._slice(self.producer_anchors), mapping)
-            next_stage, next_phase = clone_remapped(self.advance, mapping).results
-            scf.YieldOp([next_stage, next_phase])
+        def tile(mapping, stage, phase, *filled):
+            self._clone_tile_prologue(mapping)
+            loop = self._ring_loop(stage, phase, mapping)
+            with ir.InsertionPoint(loop.body):
+                stage, phase = loop.inner_iter_args
+                dialect.mbarrier_wait(empty, stage, phase)
+                self._clone_body(loop, self._slice(self.producer_anchors), mapping)
+                next_stage, next_phase = clone_remapped(self.advance, mapping).results
+                scf.YieldOp([next_stage, next_phase])
+            k_tiles = mapping.get(self.loop.operands[1], self.loop.operands[1])
+            if filled:  # a tile loop counts the fills of every tile so far
+                return [*loop.results, arith.AddIOp(filled[0], k_tiles).result]
+            return [*loop.results, k_tiles]
+
+        persistent = self.tile_loop is not None
+        stage, phase, filled = self._per_tile(stage0, dialect.PRODUCER_INITIAL_PHASE, tile,
+                                              [index_constant(0)] if persistent else [])
         # Drain: wait for the last release of every stage that was filled, so
         # the producer never leaves while consumers still arrive on empty
-        # barriers. Position k_tiles + j waits for the release of fill
-        # k_tiles + j - N, which exists only when k_tiles + j >= N: of the N
-        # positions after the loop, min(N, k_tiles) wait. (Counting the waits
-        # from the final position alone would, for k_tiles < N, wait on stages
-        # that were never filled and pass at once.)
-        k_tiles = self.loop.operands[1]
+        # barriers. Position filled + j waits for the release of fill
+        # filled + j - N, which exists only when filled + j >= N: of the N
+        # positions after the last fill, min(N, filled) wait. (Counting the
+        # waits from the final position alone would, for filled < N, wait on
+        # stages that were never filled and pass at once.)
         ring_size = index_constant(num_stages)
-        drain = scf.ForOp(index_constant(0), ring_size, index_constant(1), list(loop.results))
+        drain = scf.ForOp(index_constant(0), ring_size, index_constant(1), [stage, phase])
         with ir.InsertionPoint(drain.body):
             stage, phase = drain.inner_iter_args
-            position = arith.AddIOp(drain.induction_variable, k_tiles).result
-            filled = arith.CmpIOp(arith.CmpIPredicate.uge, position, ring_size).result
-            guard = scf.IfOp(filled)
+            position = arith.AddIOp(drain.induction_variable, filled).result
+            is_filled = arith.CmpIOp(arith.CmpIPredicate.uge, position, ring_size).result
+            guard = scf.IfOp(is_filled)
             with ir.InsertionPoint(guard.then_block):
                 dialect.mbarrier_wait(empty, stage, phase)
                 scf.YieldOp([])
             next_stage, next_phase = dialect.ring_advance(stage, phase, num_stages)
             scf.YieldOp([next_stage, next_phase])
+
+
+def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
+    """The scf.for ops directly in `block` that issue TMA copies."""
+    return [op.operation for op in block.operations
+            if op.operation.name == "scf.for"
+            and any(n.name == "wsc.tma_load" for n in walk(op.operation))]
 
 
 def _previous_stage(stage: ir.Value, num_stages: int) -> ir.Value:

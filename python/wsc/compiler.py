@@ -12,7 +12,6 @@ ARCHITECTURE.md lists. An artifact directory holds `kernel.ptx` and
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 import time
@@ -25,6 +24,7 @@ import wsc
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import walk
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+from wsc.runtime.artifact import matmul_grid
 from wsc.verifier import verify_wsc
 
 
@@ -87,15 +87,18 @@ def _run_pass(module: ir.Module, wsc_pass, dump_dir: Path | None, index: int) ->
 
 
 def specialization_passes(config: MatmulConfig) -> list:
-    """--warp-specialize then --unroll-ring-buffer with `config`'s schedule."""
+    """--warp-specialize then, unless the kernel is persistent,
+    --unroll-ring-buffer with `config`'s schedule."""
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
     from wsc.passes.warp_specialize import WarpSpecialize
 
-    return [WarpSpecialize(num_stages=config.num_stages,
-                           num_consumer_groups=config.num_consumer_groups,
-                           producer=config.producer,
-                           wgmma_in_flight=config.wgmma_in_flight),
-            UnrollRingBuffer()]
+    specialize = WarpSpecialize(num_stages=config.num_stages,
+                                num_consumer_groups=config.num_consumer_groups,
+                                producer=config.producer,
+                                wgmma_in_flight=config.wgmma_in_flight)
+    # A persistent kernel's K loops start where the previous tile's stopped:
+    # their stages stay run-time values (--unroll-ring-buffer rejects them).
+    return [specialize] if config.persistent else [specialize, UnrollRingBuffer()]
 
 
 def lowering_pass(config: MatmulConfig):
@@ -161,10 +164,11 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tuple[int, int, int],
-                   problem: dict, config: dict, tensors: dict) -> Path:
+                   problem: dict, config: dict, tensors: dict, persistent: bool = False) -> Path:
     """Write kernel.ptx and kernel.json (the launch description) into out_dir,
     and kernel.cubin when ptxas assembled the PTX (the runtime prefers it: no
-    JIT at load, and it is the very code the ptxas report describes)."""
+    JIT at load, and it is the very code the ptxas report describes). A
+    `persistent` kernel's grid counts its work items (Artifact.launch_grid)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = result.info
@@ -183,6 +187,7 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tupl
         **images,
         "block": list(info.block),
         "grid": list(grid),
+        **({"persistent": True} if persistent else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
         "problem": problem,
         "config": config,
@@ -248,7 +253,7 @@ def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: 
     tensors = {"a": {"shape": [m, k], "dtype": problem.dtype, "role": "input"},
                "b": {"shape": b_shape, "dtype": problem.dtype, "role": "input"},
                "c": {"shape": [m, n], "dtype": problem.out_dtype, "role": "output"}}
-    grid = (math.ceil(m / config.block_m), math.ceil(n / config.block_n), 1)
     problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
                     "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
-    return write_artifact(out_dir, result, grid, problem_json, config.as_dict(), tensors)
+    return write_artifact(out_dir, result, matmul_grid(m, n, config.as_dict()), problem_json,
+                          config.as_dict(), tensors, persistent=config.persistent)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import math
 import os
 import threading
 from collections import OrderedDict
@@ -322,13 +321,14 @@ def _device_name(ordinal: int) -> str:
 
 def _resized(artifact, p: MatmulPlan):
     """The compiled kernel's launch description for the problem of `p`."""
+    from wsc.runtime.artifact import matmul_grid
+
     b_shape = (p.n, p.k) if p.b_layout == "nk" else (p.k, p.n)
     shapes = {"a": (p.m, p.k), "b": b_shape, "c": (p.m, p.n)}
     tensors = {name: dataclasses.replace(spec, shape=shapes[name])
                for name, spec in artifact.tensors.items()}
-    grid = (math.ceil(p.m / artifact.config["block_m"]),
-            math.ceil(p.n / artifact.config["block_n"]), 1)
-    return dataclasses.replace(artifact, tensors=tensors, grid=grid,
+    return dataclasses.replace(artifact, tensors=tensors,
+                               grid=matmul_grid(p.m, p.n, artifact.config),
                                problem={**artifact.problem, "m": p.m, "n": p.n, "k": p.k})
 
 

@@ -3,7 +3,10 @@
 `check_protocol(module)` runs every kernel of a module (a func.func with
 `wsc.num_threads`) on K extents of 1 .. 3*num_stages+1 tiles and raises a
 `ProtocolViolation`, a located `PassError`, at the first synchronisation bug it
-finds. Passes call it on their own output; `--verify-pipeline` wraps it.
+finds. Block 0 of a grid of one block is simulated; every dim that is not a K
+extent is one tile long, and, for a persistent kernel (one that reads
+gpu.grid_dim to stride over tiles), also two tiles long, so its block walks
+four tiles and the ring carries over from tile to tile. Passes call it on their own output; `--verify-pipeline` wraps it.
 
 The kernel is interpreted concretely. Each thread group is one process: every
 `wsc.role` is one (all its threads run the same code), and the block's threads
@@ -101,14 +104,19 @@ MAX_TRIP_COUNT = 1 << 16
 
 class ProtocolViolation(PassError):
     """A synchronisation bug, located at the offending op; the message ends
-    with the K extent and ring size it shows up at."""
+    with the K extent, ring size and (when more than one) output tiles per
+    block it shows up at."""
 
     def __init__(self, kind: str, location: ir.Location, message: str,
-                 k_tiles: int, num_stages: int):
-        super().__init__(location, f"{message} (k_tiles = {k_tiles}, num_stages = {num_stages})")
+                 k_tiles: int, num_stages: int, tiles: int = 1):
+        where = f"k_tiles = {k_tiles}, num_stages = {num_stages}"
+        if tiles > 1:
+            where += f", {tiles} output tiles per block"
+        super().__init__(location, f"{message} ({where})")
         self.kind = kind
         self.k_tiles = k_tiles
         self.num_stages = num_stages
+        self.tiles = tiles
 
 
 def check_protocol(module_op, max_k_tiles: int | None = None,
@@ -125,12 +133,15 @@ def check_protocol(module_op, max_k_tiles: int | None = None,
     for kernel_op in kernels(module_op.operation):
         kernel = _compile_kernel(kernel_op)
         last = max_k_tiles or 3 * kernel.num_stages + 1
-        for count in [k_tiles] if k_tiles else range(1, last + 1):
-            found = [v for v in (_simulate(kernel, count, s) for s in _SCHEDULES) if v]
-            if found:
-                violation = min(found, key=lambda v: _DIAGNOSIS_ORDER.index(v.kind))
-                raise ProtocolViolation(violation.kind, violation.location, violation.message,
-                                        count, kernel.num_stages)
+        for tile_extent in (1, 2) if kernel.persistent else (1,):
+            for count in [k_tiles] if k_tiles else range(1, last + 1):
+                found = [v for v in (_simulate(kernel, count, tile_extent, s)
+                                     for s in _SCHEDULES) if v]
+                if found:
+                    violation = min(found, key=lambda v: _DIAGNOSIS_ORDER.index(v.kind))
+                    raise ProtocolViolation(violation.kind, violation.location,
+                                            violation.message, count, kernel.num_stages,
+                                            tile_extent ** 2)
 
 
 # ---------------------------------------------------------------------------
@@ -183,6 +194,7 @@ class _Kernel:
     barriers: list[_BarrierSpec]
     copy_issuers: set  # _ProcessSpec that issue TMA copies
     release_waits: dict  # producer _ProcessSpec -> barrier specs others release it on
+    persistent: bool  # strides over tiles by gpu.grid_dim
 
 
 def _int_width(type_: ir.Type) -> int:
@@ -230,7 +242,8 @@ class _Compute:
 
 
 class _Dim:
-    """memref.dim: the K extent on the dims TMA loads K tiles from, one tile elsewhere."""
+    """memref.dim: the K extent on the dims TMA loads K tiles from, a number
+    of tiles (the simulation's tile_extent) elsewhere."""
 
     nested = False
     __slots__ = ("op", "extents", "index", "result")
@@ -244,7 +257,9 @@ class _Dim:
             raise PassError(self.op.location, f"'memref.dim' op dimension {dimension} is out "
                                               f"of range for a rank-{len(self.extents)} memref")
         extent = self.extents[dimension]
-        frame[self.result] = process.simulation.k_extent if extent is None else extent
+        simulation = process.simulation
+        frame[self.result] = (simulation.k_extent if extent is None else
+                              extent * simulation.tile_extent)
 
 
 class _Effect:
@@ -437,7 +452,8 @@ class _Compiler:
                                        if b in waited and b in released]
         return _Kernel(body, len(self.slots), self.num_stages, self.block_k,
                        processes, list(self.rings.values()), list(self.barriers.values()),
-                       issuers, release_waits)
+                       issuers, release_waits,
+                       any(op.name == "gpu.grid_dim" for op in walk(self.kernel)))
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
         """(nodes, slots the terminator yields) of a block."""
@@ -467,6 +483,8 @@ class _Compiler:
             return _Compute(op, self._arith(op), args, results[0])
         if name == "gpu.block_id":
             return _Compute(op, lambda: 0, [], results[0])
+        if name == "gpu.grid_dim":  # one block: a persistent kernel's block 0 does every tile
+            return _Compute(op, lambda: 1, [], results[0])
         if name == "memref.dim":
             return self._dim(op, args, results)
         if name == "scf.for":
@@ -808,9 +826,10 @@ _SCHEDULES = (_Schedule(lazy_delivery=True, producers_first=False),   # readers 
 class _Simulation:
     """One simulation of a kernel for one K extent under one schedule."""
 
-    def __init__(self, kernel: _Kernel, k_tiles: int, schedule: _Schedule):
+    def __init__(self, kernel: _Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule):
         self.kernel, self.schedule = kernel, schedule
         self.k_extent = k_tiles * kernel.block_k
+        self.tile_extent = tile_extent
         self.rings = {spec: _Ring(spec) for spec in kernel.rings}
         self.arrays = {spec: _BarrierArray(spec) for spec in kernel.barriers}
         self.in_flight: deque[_Copy] = deque()
@@ -1055,9 +1074,10 @@ class _Simulation:
                                  f"filled has been released")
 
 
-def _simulate(kernel: _Kernel, k_tiles: int, schedule: _Schedule) -> _Violation | None:
+def _simulate(kernel: _Kernel, k_tiles: int, tile_extent: int,
+              schedule: _Schedule) -> _Violation | None:
     try:
-        _Simulation(kernel, k_tiles, schedule).run()
+        _Simulation(kernel, k_tiles, tile_extent, schedule).run()
     except _Violation as violation:
         return violation
     return None

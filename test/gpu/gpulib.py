@@ -11,7 +11,8 @@ examples/v1..v5 with their default configs, and examples/matmul_v2.mlir and
 matmul_v3.mlir lowered as written) and the matmul kernel in the
 configurations that exercise the compiler's paths: the seed schedule, one
 stage, 32-wide K tiles, two and four consumer warpgroups with a producer
-warpgroup (setmaxnreg), "kn" B with bf16, and WGMMA groups kept in flight.
+warpgroup (setmaxnreg), "kn" B with bf16, WGMMA groups kept in flight, and
+persistent kernels (a tile loop per block, run-time stages).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -57,6 +57,10 @@ KERNELS = {
                       producer="warpgroup")),
     "kn-bf16": ("builder", "bf16", "f16", "kn", dict(SEED, block_n=64)),
     "wgmma-in-flight": ("builder", "f16", "f32", "nk", dict(SEED, wgmma_in_flight=1)),
+    "persistent": ("builder", "f16", "f32", "nk", dict(SEED, persistent=True)),
+    "persistent-groups-2": ("builder", "f16", "f16", "nk",
+                            dict(SEED, block_n=256, num_consumer_groups=2, producer="warpgroup",
+                                 group_m=8, persistent=True)),
 }
 
 
@@ -120,8 +124,9 @@ def reshaped(artifact, m: int, n: int, k: int):
     shapes = {"a": (m, k), "b": b_shape, "c": (m, n)}
     tensors = {name: dataclasses.replace(spec, shape=shapes[name])
                for name, spec in artifact.tensors.items()}
-    grid = (math.ceil(m / artifact.config["block_m"]), math.ceil(n / artifact.config["block_n"]), 1)
-    return dataclasses.replace(artifact, tensors=tensors, grid=grid,
+    from wsc.runtime.artifact import matmul_grid
+
+    return dataclasses.replace(artifact, tensors=tensors, grid=matmul_grid(m, n, artifact.config),
                                problem={**problem, "m": m, "n": n, "k": k})
 
 

@@ -13,8 +13,12 @@ NaN-poisoned output, and compares with a float64 product computed on the GPU
 launches of each kernel take the edge shapes (M = N = 1, K = 8, K = one
 tile, K one short of the ring).
 
-The `delayed-*` kernels are the seed and the two-consumer-group kernel
-compiled with `--convert-wsc-to-nvvm=delay-role=producer|consumer`: before
+A persistent kernel launches at most one block per SM, and these shapes have
+fewer tiles than the H200 has SMs: so that its blocks walk several tiles, each
+of its launches pretends the GPU has 1 to 8 SMs (Kernel.sm_count).
+
+The `delayed-*` kernels are the seed, the two-consumer-group kernel and the
+persistent two-consumer-group kernel compiled with `--convert-wsc-to-nvvm=delay-role=producer|consumer`: before
 each mbarrier op, threads of that role sleep a random 0..2000 ns, which
 shifts how the roles interleave; the results must not change.
 
@@ -45,6 +49,8 @@ DELAYED = {
     "delayed-consumer-seed": ("seed", "consumer"),
     "delayed-producer-groups-2": ("groups-2-warpgroup", "producer"),
     "delayed-consumer-groups-2": ("groups-2-warpgroup", "consumer"),
+    "delayed-producer-persistent": ("persistent-groups-2", "producer"),
+    "delayed-consumer-persistent": ("persistent-groups-2", "consumer"),
 }
 MAX_MN, MAX_K = 640, 1024
 
@@ -120,10 +126,13 @@ def run_one(directory: Path, kernel_name: str, launches: int, seed: int,
     device = torch.device("cuda", kernel.device.ordinal)
     tolerance = TOLERANCE[base.problem["out_dtype"]]
     wrong, worst, start = [], 0.0, time.monotonic()
+    rng = random.Random(seed)
     for index, (m, n, k) in enumerate(
             shapes(base, gpulib.KERNELS[kernel_name][4], launches, seed)):
         # A Kernel launches with whatever its artifact describes.
         kernel.artifact = gpulib.reshaped(base, m, n, k)
+        if base.persistent:
+            kernel.sm_count = rng.randint(1, 8)
         rel_err, nan_count = launch_and_check(kernel, torch, device, seed * 100_003 + index,
                                               timeout)
         worst = max(worst, rel_err)

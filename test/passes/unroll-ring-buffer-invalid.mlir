@@ -1,5 +1,10 @@
 // Ring loops --unroll-ring-buffer cannot give constant stages: each gets a located error.
 // RUN: wsc-opt --split-input-file --verify-diagnostics --unroll-ring-buffer %s
+// RUN: not wsc-opt --warp-specialize --unroll-ring-buffer %S/warp-specialize-persistent.mlir 2>&1 | FileCheck %s --check-prefix=PERSISTENT
+
+// A persistent kernel's K loops continue the previous tile's ring, so their
+// stages have no constant value: the first one found is reported.
+// PERSISTENT: warp-specialize-persistent.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --unroll-ring-buffer: a ring loop must start at stage 0: one that starts where an earlier loop stopped (a persistent kernel's K loop continues its previous tile's ring) has no constant stage to unroll to; leave its stages run-time
 
 // A ring loop that carries more than (stage, phase).
 func.func @extra_iter_arg(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)

@@ -380,3 +380,116 @@ func.func @step_two(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32
   "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A persistent kernel whose K loop restarts the ring at stage 0 every tile:
+// the producer and the consumers would disagree on which stage is next.
+func.func @tile_loop_drops_the_ring(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %m = memref.dim %a, %c0 : memref<?x?xf16>
+  %n = memref.dim %c, %c1 : memref<?x?xf32>
+  %tiles_m = arith.ceildivui %m, %c128 : index
+  %tiles_n = arith.ceildivui %n, %c128 : index
+  %num_tiles = arith.muli %tiles_m, %tiles_n : index
+  %bx = gpu.block_id x
+  %grid = gpu.grid_dim x
+  %false = arith.constant false
+  // expected-error @below {{--warp-specialize: the tile loop must carry exactly the ring's (stage, phase): the K loop starts from them and the tile loop yields the K loop's results}}
+  %last_stage, %last_phase = scf.for %tile = %bx to %num_tiles step %grid
+      iter_args(%tile_stage = %c0, %tile_phase = %false) -> (index, i1) {
+    %row = arith.remui %tile, %tiles_m : index
+    %col = arith.divui %tile, %tiles_m : index
+    %m0 = arith.muli %row, %c128 : index
+    %n0 = arith.muli %col, %c128 : index
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+        iter_args(%stage = %c0, %phase = %tile_phase) -> (index, i1) {
+      %k0 = arith.muli %kt, %c64 : index
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.sync"() : () -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+    scf.yield %stage_n, %phase_n : index, i1
+  }
+  return
+}
+
+// -----
+
+// A persistent kernel with a block-wide sync per tile, before the K loop:
+// the roles each run their own tile loop, so no op may stand for all of them.
+func.func @tile_prologue_syncs(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %m = memref.dim %a, %c0 : memref<?x?xf16>
+  %n = memref.dim %c, %c1 : memref<?x?xf32>
+  %tiles_m = arith.ceildivui %m, %c128 : index
+  %tiles_n = arith.ceildivui %n, %c128 : index
+  %num_tiles = arith.muli %tiles_m, %tiles_n : index
+  %bx = gpu.block_id x
+  %grid = gpu.grid_dim x
+  %false = arith.constant false
+  %last_stage, %last_phase = scf.for %tile = %bx to %num_tiles step %grid
+      iter_args(%tile_stage = %c0, %tile_phase = %false) -> (index, i1) {
+    %row = arith.remui %tile, %tiles_m : index
+    %col = arith.divui %tile, %tiles_m : index
+    %m0 = arith.muli %row, %c128 : index
+    %n0 = arith.muli %col, %c128 : index
+    // expected-error @below {{--warp-specialize: every role runs the tile loop: 'wsc.sync' before the K loop cannot be given to all of them}}
+    "wsc.sync"() : () -> ()
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+        iter_args(%stage = %tile_stage, %phase = %tile_phase) -> (index, i1) {
+      %k0 = arith.muli %kt, %c64 : index
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.sync"() : () -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+    scf.yield %stage_n, %phase_n : index, i1
+  }
+  return
+}

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from wsc.runtime import ArgumentError, ArgumentTypeError, ArtifactError, TensorMapError, load_artifact
-from wsc.runtime.artifact import TensorMapSpec, TensorSpec
+from wsc.runtime.artifact import TensorMapSpec, TensorSpec, matmul_grid
 from wsc.runtime.driver import PackedParams
 from wsc.runtime.run_cli import (
     MatmulProblem,
@@ -136,6 +136,21 @@ def test_load_valid_artifact(tmp_path):
     assert kind == "ptx" and image == b"// ptx\n\0"
 
 
+def test_a_persistent_kernel_runs_at_most_one_block_per_sm(tmp_path):
+    plain = load_artifact(write_artifact(tmp_path / "plain", matmul_doc()))
+    assert not plain.persistent and plain.launch_grid(1) == (1, 2, 1)
+    doc = dict(matmul_doc(), grid=[500, 1, 1], persistent=True)
+    persistent = load_artifact(write_artifact(tmp_path / "persistent", doc))
+    assert persistent.launch_grid(132) == (132, 1, 1)
+    assert persistent.launch_grid(1000) == (500, 1, 1)
+
+
+def test_matmul_grid_counts_tiles():
+    config = {"block_m": 128, "block_n": 256}
+    assert matmul_grid(1000, 1333, config) == (8, 6, 1)
+    assert matmul_grid(1000, 1333, dict(config, persistent=True)) == (48, 1, 1)
+
+
 def test_cubin_is_preferred_over_ptx(tmp_path):
     artifact = load_artifact(write_artifact(tmp_path, matmul_doc(), cubin=b"\x7fELF"))
     assert [kind for kind, _ in artifact.images()] == ["cubin", "ptx"]
@@ -182,6 +197,7 @@ def _mutated(doc, path, value=KeyError):
         (("params", 6, "name"), "ldz", "key 'params[6].name'"),
         (("problem", "m"), 2**31, "key 'problem.m': value 2147483648 does not fit in i32"),
         (("problem",), KeyError, "key 'problem': missing required key"),
+        (("persistent",), 1, "key 'persistent': expected a bool, got int 1"),
     ],
 )
 def test_artifact_errors_name_file_and_key(tmp_path, path, value, expected):

@@ -36,6 +36,40 @@ def test_in_flight_protocol_is_clean(stages, groups):
             check_protocol(module.operation, max_k_tiles=4 * stages + 1)
 
 
+@pytest.mark.parametrize("stages,groups", [(1, 1), (2, 1), (4, 2), (3, 4)])
+def test_persistent_protocol_is_clean(stages, groups):
+    """Every role walks the tiles with the ring carried across them; the
+    check runs a block over one and four tiles for every K extent."""
+    config = MatmulConfig(num_stages=stages, num_consumer_groups=groups, persistent=True,
+                          block_m=64 * max(groups, 2), group_m=2,
+                          producer="warpgroup" if groups > 1 else "warp")
+    passes = specialization_passes(config)
+    assert [p.ARGUMENT for p in passes] == ["warp-specialize"]  # stages stay run-time
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(MatmulProblem(), config)
+        for wsc_pass in passes:
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * stages + 2)
+
+
+def test_persistent_kernels_keep_no_wgmma_group_in_flight():
+    with pytest.raises(ValueError, match="persistent = True needs wgmma_in_flight = 0"):
+        MatmulConfig(persistent=True, wgmma_in_flight=1)
+
+
+@needs_ptxas
+def test_a_persistent_kernel_compiles_clean():
+    config = MatmulConfig(block_n=256, num_consumer_groups=2, producer="warpgroup", group_m=8,
+                          persistent=True)
+    with make_context(), ir.Location.unknown():
+        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
+                                specialization_passes(config))
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    # It reads the grid size to stride over the tiles.
+    assert "%nctaid.x" in result.ptx
+
+
 @needs_ptxas
 @pytest.mark.parametrize("out_dtype", ["f16", "f32"])
 def test_in_flight_reads_accumulators_only_after_the_last_wait(out_dtype):
@@ -55,16 +89,23 @@ def test_in_flight_reads_accumulators_only_after_the_last_wait(out_dtype):
 
 
 def _tile_of_each_block(m: int, n: int, config: MatmulConfig) -> list[tuple[int, int]]:
-    """Evaluate the builder's prologue for every block of the grid, in launch
-    order: the (row, col) origin its wsc.store writes."""
+    """Evaluate the builder's tile arithmetic for every block of the tiled
+    grid, in launch order: the (row, col) origin its wsc.store writes. A
+    persistent kernel is evaluated as block t's first trip of the tile loop,
+    whose tile is t."""
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(), config)
         kernel = module.body.operations[0]
-        body = list(kernel.regions[0].blocks[0].operations)
         args = list(kernel.regions[0].blocks[0].arguments)
+        body = list(kernel.regions[0].blocks[0].operations)
+        tile_loop = next((op for op in body if op.operation.name == "scf.for"
+                          and op.operation.operands[0].owner.name == "gpu.block_id"), None)
+        if tile_loop is not None:
+            body = body + list(tile_loop.regions[0].blocks[0].operations)
         store = next(op for op in body if op.operation.name == "wsc.store")
         shapes = {0: (m, 64), 2: (m, n)}  # a [M, K], c [M, N]
-        grid = (math.ceil(m / config.block_m), math.ceil(n / config.block_n))
+        tiles = (math.ceil(m / config.block_m), math.ceil(n / config.block_n))
+        grid = (tiles[0] * tiles[1], 1) if config.persistent else tiles
         binary = {"arith.muli": lambda a, b: a * b, "arith.addi": lambda a, b: a + b,
                   "arith.subi": lambda a, b: a - b, "arith.divui": lambda a, b: a // b,
                   "arith.remui": lambda a, b: a % b, "arith.minui": min,
@@ -85,6 +126,8 @@ def _tile_of_each_block(m: int, n: int, config: MatmulConfig) -> list[tuple[int,
                             values[op.operands[1]]]
                     elif name in binary:
                         values[op.result] = binary[name](*(values[v] for v in op.operands))
+                    elif tile_loop is not None and op == tile_loop.operation:
+                        values[op.regions[0].blocks[0].arguments[0]] = values[op.operands[0]]
                 origins.append((values[store.operands[2]], values[store.operands[3]]))
     return origins
 
@@ -104,6 +147,12 @@ def test_grouped_order_visits_every_tile_once(m, n, group_m):
 def test_default_order_is_the_block_id():
     origins = _tile_of_each_block(300, 200, MatmulConfig())
     assert origins == [(x * 128, y * 128) for y in range(2) for x in range(3)]
+
+
+def test_persistent_tiles_are_the_launch_order_of_the_tiled_grid():
+    """Tile t of a persistent block is what block t of the tiled grid does."""
+    tiled = _tile_of_each_block(1000, 1400, MatmulConfig(group_m=3))
+    assert _tile_of_each_block(1000, 1400, MatmulConfig(group_m=3, persistent=True)) == tiled
 
 
 def _benchmark_module():

@@ -38,8 +38,9 @@ How each wsc op is lowered:
   the entry block that is only indexed by constants (LLVM's SROA turns it into
   registers); cast is a per-element fptrunc (round to nearest even); store
   writes the fragment (fragments.AccumulatorFragment) with 2-element vector
-  stores when the whole tile is in bounds and pairs are aligned, else element
-  by element with bounds checks.
+  stores when the whole tile is in bounds and pairs are aligned, element by
+  element when it is in bounds but pairs are not (an odd row stride), and
+  element by element with bounds checks for a partial tile.
 * wsc.ring_advance: stage + 1 wrapping to 0 with the phase flipped.
 
 Checked on an H200 (driver 580): V2, V3 (run-time and unrolled constant
@@ -913,15 +914,17 @@ class KernelLowering:
         col_base = E.addi(col0_32, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
         ld64 = E.arith_extsi(ld, E.i64())
 
-        # Fast path: the whole tile is in bounds and column pairs are aligned.
+        # Three paths: the tile is in bounds with column pairs aligned (2-wide
+        # vector stores); in bounds, pairs not aligned (an odd row stride,
+        # as for N = 8193: element stores, no bounds checks); a partial tile
+        # (element stores, each checked).
         pair_align = 2 * element_bytes
         in_rows = E.cmpi("sle", E.addi(row0_32, E.const(fragment.rows, i32)), rows)
         in_cols = E.cmpi("sle", E.addi(col0_32, E.const(fragment.cols, i32)), cols)
         even = E.cmpi("eq", E.andi(E.ori(ld, col0_32), E.const(1, i32)), E.const(0, i32))
         aligned = E.cmpi("eq", E.andi(E.ptrtoint(base, E.i64()), E.const(pair_align - 1, E.i64())),
                          E.const(0, E.i64()))
-        full = E.andi(E.andi(in_rows, in_cols), E.andi(even, aligned))
-        branch = E.scf_if_else(full)
+        whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
         vector_type = ir.VectorType.get([2], scalar)
 
         def row_offset(row):
@@ -930,10 +933,21 @@ class KernelLowering:
         def address(row_off, column):
             return E.gep(base, [E.addi(row_off, E.arith_extsi(column, E.i64()))], scalar)
 
-        with ir.InsertionPoint.at_block_terminator(branch.then_block):
+        def fragment_rows():
+            """(subtile, half, row) of every row this thread holds."""
             for i in range(fragment.subtiles):
                 for h in range(2):
-                    row = E.addi(row_base, E.const(SUBTILE_ROWS * i + 8 * h, i32))
+                    yield i, h, E.addi(row_base, E.const(SUBTILE_ROWS * i + 8 * h, i32))
+
+        def store_element(i, h, j, c, row_off):
+            column = E.addi(col_base, E.const(8 * j + c, i32))
+            value = E.load(scalar, slot.element_address(i, 4 * j + 2 * h + c))
+            E.store(value, address(row_off, column), alignment=element_bytes)
+
+        with ir.InsertionPoint.at_block_terminator(whole_tile.then_block):
+            pairs = E.scf_if_else(E.andi(even, aligned))
+            with ir.InsertionPoint.at_block_terminator(pairs.then_block):
+                for i, h, row in fragment_rows():
                     row_off = row_offset(row)
                     for j in range(fragment.cols // 8):
                         column = E.addi(col_base, E.const(8 * j, i32))
@@ -942,22 +956,23 @@ class KernelLowering:
                             value = E.load(scalar, slot.element_address(i, 4 * j + 2 * h + c))
                             pair = E.insertelement(pair, value, c)
                         E.store(pair, address(row_off, column), alignment=pair_align)
-        with ir.InsertionPoint.at_block_terminator(branch.else_block):
-            for i in range(fragment.subtiles):
-                for h in range(2):
-                    row = E.addi(row_base, E.const(SUBTILE_ROWS * i + 8 * h, i32))
-                    row_ok = E.if_then(E.cmpi("slt", row, rows))
-                    with E.then_body(row_ok):
-                        row_off = row_offset(row)
-                        for j in range(fragment.cols // 8):
-                            for c in range(2):
-                                column = E.addi(col_base, E.const(8 * j + c, i32))
-                                col_ok = E.if_then(E.cmpi("slt", column, cols))
-                                with E.then_body(col_ok):
-                                    value = E.load(scalar,
-                                                   slot.element_address(i, 4 * j + 2 * h + c))
-                                    E.store(value, address(row_off, column),
-                                            alignment=element_bytes)
+            with ir.InsertionPoint.at_block_terminator(pairs.else_block):
+                for i, h, row in fragment_rows():
+                    row_off = row_offset(row)
+                    for j in range(fragment.cols // 8):
+                        for c in range(2):
+                            store_element(i, h, j, c, row_off)
+        with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
+            for i, h, row in fragment_rows():
+                row_ok = E.if_then(E.cmpi("slt", row, rows))
+                with E.then_body(row_ok):
+                    row_off = row_offset(row)
+                    for j in range(fragment.cols // 8):
+                        for c in range(2):
+                            column = E.addi(col_base, E.const(8 * j + c, i32))
+                            col_ok = E.if_then(E.cmpi("slt", column, cols))
+                            with E.then_body(col_ok):
+                                store_element(i, h, j, c, row_off)
 
     # ------------------------------------------------------------- conversion
 

@@ -5,13 +5,20 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
     C[M, N] = A[M, K] * op(B),  op(B) = B^T for B given as [N, K] ("nk"),
                                 op(B) = B   for B given as [K, N] ("kn")
 
-The grid has one block per output tile, (ceil(M/BM), ceil(N/BN)). With
-`group_m` = 0 block (x, y) computes tile (x, y): blocks launched together
-share one tile column and read every row panel of A. With `group_m` = G the
-linear block id x + y * ceil(M/BM) walks the tiles in groups of G tile rows,
-column by column inside a group, so the blocks resident at one time read
-about G row panels of A and (resident blocks)/G column panels of B, which
-stay in L2, instead of every panel of A.
+Tiles are numbered t = row + col * ceil(M/BM). Without `persistent` the grid
+has one block per output tile, (ceil(M/BM), ceil(N/BN)), and block (x, y) is
+tile x + y * ceil(M/BM). With `persistent` the grid is one block per SM (at
+most one per tile; `wsc.runtime.matmul_grid`) and a tile loop around the K loop
+walks tiles blockIdx.x, blockIdx.x + gridDim.x, ...; the loop carries the
+ring's (stage, phase) from tile to tile, so after --warp-specialize the
+producer fills the next tile's stages while the consumers store the last one,
+and no block pays its launch and pipeline fill again.
+
+With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
+one tile column and read every row panel of A. With `group_m` = G tile t walks
+the tiles in groups of G tile rows, column by column inside a group, so the
+tiles resident at one time read about G row panels of A and (resident
+tiles)/G column panels of B, which stay in L2, instead of every panel of A.
 """
 
 from __future__ import annotations
@@ -44,12 +51,20 @@ class MatmulConfig:
     wgmma_in_flight: int = 0
     #: Tile rows per group of the grouped tile order (0: block id = tile).
     group_m: int = 0
+    #: One block per SM looping over tiles (see the module docstring).
+    persistent: bool = False
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
     #: Debug builds: random delays before the mbarrier ops of this role, e.g.
     #: "producer" or "consumer" ("": none).
     debug_delay_role: str = ""
+
+    def __post_init__(self):
+        if self.persistent and self.wgmma_in_flight:
+            raise ValueError("persistent = True needs wgmma_in_flight = 0: a persistent "
+                             "kernel's K loop keeps run-time stages, and with a WGMMA group in "
+                             "flight across such a loop ptxas serializes every WGMMA (C7514)")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -75,25 +90,27 @@ def _global(element: str) -> ir.Type:
     return ir.Type.parse(f"memref<?x?x{element}>")
 
 
-def _tile_coordinates(a: ir.Value, c: ir.Value, bm: int, bn: int,
-                      group_m: int) -> tuple[ir.Value, ir.Value]:
-    """(tile row, tile column) of this block: the block id itself, or the
-    grouped order of the module docstring when group_m > 0."""
-    block_x = gpu.BlockIdOp(gpu.Dimension.x).result
-    block_y = gpu.BlockIdOp(gpu.Dimension.y).result
-    if group_m == 0:
-        return block_x, block_y
+def _tile_counts(a: ir.Value, c: ir.Value, bm: int, bn: int) -> tuple[ir.Value, ir.Value]:
+    """(ceil(M/BM), ceil(N/BN)): the output tiles along M and N."""
     tiles_m = arith.CeilDivUIOp(memref.DimOp(a, index_constant(0)).result,
                                 index_constant(bm)).result
     tiles_n = arith.CeilDivUIOp(memref.DimOp(c, index_constant(1)).result,
                                 index_constant(bn)).result
-    block = arith.AddIOp(block_x, arith.MulIOp(block_y, tiles_m).result).result
+    return tiles_m, tiles_n
+
+
+def _tile_coordinates(tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value,
+                      group_m: int) -> tuple[ir.Value, ir.Value]:
+    """(tile row, tile column) of tile number `tile`, in the order of the
+    module docstring."""
+    if group_m == 0:
+        return arith.RemUIOp(tile, tiles_m).result, arith.DivUIOp(tile, tiles_m).result
     group_size = arith.MulIOp(index_constant(group_m), tiles_n).result
-    first_row = arith.MulIOp(arith.DivUIOp(block, group_size).result,
+    first_row = arith.MulIOp(arith.DivUIOp(tile, group_size).result,
                              index_constant(group_m)).result
     # The last group has fewer rows when group_m does not divide tiles_m.
     rows = arith.MinUIOp(arith.SubIOp(tiles_m, first_row).result, index_constant(group_m)).result
-    in_group = arith.RemUIOp(block, group_size).result
+    in_group = arith.RemUIOp(tile, group_size).result
     tile_row = arith.AddIOp(first_row, arith.RemUIOp(in_group, rows).result).result
     tile_col = arith.DivUIOp(in_group, rows).result
     return tile_row, tile_col
@@ -116,39 +133,57 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
     with ir.InsertionPoint(entry):
         a, b, c = entry.arguments
         c1 = index_constant(1)
-        tile_row, tile_col = _tile_coordinates(a, c, bm, bn, config.group_m)
-        tile_m = arith.MulIOp(tile_row, index_constant(bm)).result
-        tile_n = arith.MulIOp(tile_col, index_constant(bn)).result
         k_size = memref.DimOp(a, c1).result
         k_tiles = arith.CeilDivUIOp(k_size, index_constant(bk)).result
         sa = dialect.alloc_shared(dialect.shared_buffer_type(stages, bm, bk, element))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(stages, *b_tile, element))
         full = dialect.mbarrier_alloc(1, stages)
         dialect.sync()
-        acc = dialect.acc_alloc(dialect.acc_type((bm, bn), "f32"))
-        loop = scf.ForOp(index_constant(0), k_tiles, c1,
-                         [index_constant(0), bool_constant(dialect.CONSUMER_INITIAL_PHASE)])
-        with ir.InsertionPoint(loop.body):
-            k_tile = loop.induction_variable
-            stage, phase = loop.inner_iter_args
-            k0 = arith.MulIOp(k_tile, index_constant(bk)).result
-            copy = scf.IfOp(dialect.elect())
-            with ir.InsertionPoint(copy.then_block):
-                dialect.mbarrier_arrive_expect_tx(full, stage, tx_bytes)
-                dialect.tma_load(a, tile_m, k0, sa, stage, full)
-                if problem.b_layout == "nk":
-                    dialect.tma_load(b, tile_n, k0, sb, stage, full)
-                else:
-                    dialect.tma_load(b, k0, tile_n, sb, stage, full)
-                scf.YieldOp([])
-            dialect.mbarrier_wait(full, stage, phase)
-            dialect.wgmma_fence()
-            dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)
-            dialect.wgmma_commit_group()
-            dialect.wgmma_wait_group(0)
-            dialect.sync()
-            scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
-        result = acc if problem.out_dtype == "f32" else dialect.cast(acc, problem.out_dtype)
-        dialect.store(result, c, tile_m, tile_n)
+        tiles_m, tiles_n = _tile_counts(a, c, bm, bn)
+        block_x = gpu.BlockIdOp(gpu.Dimension.x).result
+        ring_start = [index_constant(0), bool_constant(dialect.CONSUMER_INITIAL_PHASE)]
+
+        def one_tile(tile: ir.Value, stage: ir.Value, phase: ir.Value) -> list[ir.Value]:
+            """Tile `tile`'s K loop, from ring position (stage, phase), and its
+            store; returns the ring position after it."""
+            tile_row, tile_col = _tile_coordinates(tile, tiles_m, tiles_n, config.group_m)
+            tile_m = arith.MulIOp(tile_row, index_constant(bm)).result
+            tile_n = arith.MulIOp(tile_col, index_constant(bn)).result
+            acc = dialect.acc_alloc(dialect.acc_type((bm, bn), "f32"))
+            loop = scf.ForOp(index_constant(0), k_tiles, c1, [stage, phase])
+            with ir.InsertionPoint(loop.body):
+                k_tile = loop.induction_variable
+                stage, phase = loop.inner_iter_args
+                k0 = arith.MulIOp(k_tile, index_constant(bk)).result
+                copy = scf.IfOp(dialect.elect())
+                with ir.InsertionPoint(copy.then_block):
+                    dialect.mbarrier_arrive_expect_tx(full, stage, tx_bytes)
+                    dialect.tma_load(a, tile_m, k0, sa, stage, full)
+                    if problem.b_layout == "nk":
+                        dialect.tma_load(b, tile_n, k0, sb, stage, full)
+                    else:
+                        dialect.tma_load(b, k0, tile_n, sb, stage, full)
+                    scf.YieldOp([])
+                dialect.mbarrier_wait(full, stage, phase)
+                dialect.wgmma_fence()
+                dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)
+                dialect.wgmma_commit_group()
+                dialect.wgmma_wait_group(0)
+                dialect.sync()
+                scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
+            result = acc if problem.out_dtype == "f32" else dialect.cast(acc, problem.out_dtype)
+            dialect.store(result, c, tile_m, tile_n)
+            return list(loop.results)
+
+        if config.persistent:
+            num_tiles = arith.MulIOp(tiles_m, tiles_n).result
+            grid_x = gpu.GridDimOp(gpu.Dimension.x).result
+            tiles = scf.ForOp(block_x, num_tiles, grid_x, ring_start)
+            with ir.InsertionPoint(tiles.body):
+                scf.YieldOp(one_tile(tiles.induction_variable, *tiles.inner_iter_args))
+        else:
+            block_y = gpu.BlockIdOp(gpu.Dimension.y).result
+            one_tile(arith.AddIOp(block_x, arith.MulIOp(block_y, tiles_m).result).result,
+                     *ring_start)
         func.ReturnOp([])
     return module

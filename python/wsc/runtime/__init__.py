@@ -72,6 +72,7 @@ class Kernel:
             )
         if smem:
             self.function.set_max_dynamic_smem(smem)
+        self.sm_count = self.device.sm_count
         # Last descriptor per map: repeated launches on the same tensors
         # (benchmarks) skip re-encoding.
         self._tensor_maps: dict[str, TensorMap] = {}
@@ -194,5 +195,5 @@ class PreparedLaunch:
     def launch(self) -> None:
         artifact = self.kernel.artifact
         driver.launch(
-            self.kernel.function, artifact.grid, artifact.block, artifact.dynamic_smem_bytes, self.params, self.stream
+            self.kernel.function, artifact.launch_grid(self.kernel.sm_count), artifact.block, artifact.dynamic_smem_bytes, self.params, self.stream
         )

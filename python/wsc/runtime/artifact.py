@@ -72,6 +72,17 @@ class ParamSpec:
     name: str
 
 
+def matmul_grid(m: int, n: int, config: Mapping[str, Any]) -> tuple[int, int, int]:
+    """The grid of a matmul artifact of `config` (a MatmulConfig dict) for an
+    M x N output: one block per tile, or for a persistent kernel the tile
+    count on x (Artifact.launch_grid caps it at the SM count)."""
+    tiles_m = -(-m // config["block_m"])
+    tiles_n = -(-n // config["block_n"])
+    if config.get("persistent"):
+        return (tiles_m * tiles_n, 1, 1)
+    return (tiles_m, tiles_n, 1)
+
+
 @dataclass(frozen=True)
 class Artifact:
     directory: Path
@@ -87,6 +98,9 @@ class Artifact:
     tensors: Mapping[str, TensorSpec]
     tensor_maps: Mapping[str, TensorMapSpec]
     params: tuple[ParamSpec, ...]
+    #: The kernel strides over its grid's work by gridDim.x: `grid` counts
+    #: the work items and a launch runs at most one block per SM.
+    persistent: bool = False
 
     @property
     def json_path(self) -> Path:
@@ -105,6 +119,13 @@ class Artifact:
         if self.ptx_path is not None:
             images.append(("ptx", self.ptx_path.read_bytes().rstrip(b"\0") + b"\0"))
         return images
+
+    def launch_grid(self, sm_count: int) -> tuple[int, int, int]:
+        """The grid to launch on a GPU of `sm_count` SMs."""
+        if not self.persistent:
+            return self.grid
+        x, y, z = self.grid
+        return (min(x * y * z, sm_count), 1, 1)
 
     def leading_dim_tensor(self, param_name: str) -> str | None:
         """The tensor whose row stride an i32 param carries, or None.
@@ -220,6 +241,7 @@ class _Parser:
             tensors=tensors,
             tensor_maps=tensor_maps,
             params=(),
+            persistent=bool(self.get(doc, "persistent", "", bool, required=False)),
         )
         # Params refer to tensors, maps and problem values, so they are
         # checked against the otherwise complete artifact.
@@ -302,5 +324,5 @@ def _as_tuple(kind) -> tuple:
 
 
 def _kind_name(kind) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+    names = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "a bool"}
     return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))

@@ -157,6 +157,11 @@ class Device:
         """Largest dynamic shared memory a block may opt in to."""
         return self.attribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
 
+    @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors: how many blocks of one per SM run at once."""
+        return self.attribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+
     def pointer_device(self, ptr: int) -> int | None:
         """Ordinal of the device owning `ptr`, or None if the driver does not know it."""
         self.make_current()
