@@ -57,6 +57,8 @@ producer             warp | warpgroup
 producer-registers   setmaxnreg budget of a warpgroup producer
 consumer-registers   setmaxnreg budget of each consumer warpgroup (0: the most
                      the producer's released registers allow, at most 232)
+ping-pong            consumer groups alternate over whole tiles (persistent
+                     kernels with 2 consumer groups)
 wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
                      0 (release each stage after its own WGMMAs) or 1
                      (release one K tile late; needs num-stages >= 2, since
@@ -94,6 +96,8 @@ class WarpSpecialize(WscPass):
         Option("producer", str, "warp", "producer role size", choices=("warp", "warpgroup")),
         Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
         Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
+        Option("ping-pong", bool, False, "consumer groups take whole tiles in turn "
+                                         "(persistent kernels, 2 groups)"),
         Option("wgmma-in-flight", int, 0, "WGMMA groups left in flight across K tiles "
                                           "(1: release each stage one K tile late)",
                choices=(0, 1)),
@@ -333,7 +337,10 @@ class _Specializer:
                                         f"a WGMMA group still reads is the one released")
         acc_shape, acc_element = dialect.parse_acc_type(self.acc_alloc.result.type)
         block_m, block_n = acc_shape
-        group_rows = block_m // groups
+        self.ping_pong = self.options.ping_pong
+        if self.ping_pong:
+            self._check_ping_pong(groups)
+        group_rows = block_m if self.ping_pong else block_m // groups
         if group_rows % 64:
             self._fail(self.acc_alloc, f"a {block_m}-row tile cannot be split over {groups} "
                                        f"consumer warpgroups in multiples of 64 rows")
@@ -344,8 +351,12 @@ class _Specializer:
 
         # The empty barriers are initialised next to the full ones, so the
         # block-wide sync after them makes both visible before the roles split.
+        # Every consumer thread that reads a stage releases it: all groups'
+        # (each reads its rows), or in ping-pong the one group whose tile it is.
+        releasing = WARPGROUP_SIZE if self.ping_pong else consumer_threads
         with ir.InsertionPoint.after(self.full_alloc):
-            empty = dialect.mbarrier_alloc(consumer_threads, num_stages)
+            empty = dialect.mbarrier_alloc(releasing, num_stages)
+            self.turns = dialect.mbarrier_alloc(WARPGROUP_SIZE, 2) if self.ping_pong else None
 
         with ir.InsertionPoint(self.tile_loop or self.loop):
             stage0 = index_constant(0)
@@ -372,6 +383,20 @@ class _Specializer:
             self.loop.erase()
             self.acc_alloc.erase()
         set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
+
+    def _check_ping_pong(self, groups: int) -> None:
+        where = self.tile_loop or self.kernel
+        if self.tile_loop is None:
+            self._fail(where, "ping-pong needs a persistent kernel: the consumer groups take "
+                              "turns over the tiles of a tile loop, and this kernel has none")
+        if groups != 2:
+            self._fail(where, f"ping-pong needs num-consumer-groups = 2, not {groups}")
+        if self.options.wgmma_in_flight:
+            self._fail(where, "ping-pong keeps no WGMMA group in flight (wgmma-in-flight = 0)")
+        if _inside(defining_op(self.loop.operands[1]), self.tile_loop):
+            self._fail(self.loop, "ping-pong needs the K loop's trip count defined before the "
+                                  "tile loop: a group skips the other group's tiles by that "
+                                  "many ring positions")
 
     def _per_tile(self, stage0: ir.Value, initial_phase: bool, build_tile,
                   extra: list[ir.Value]) -> list:
@@ -415,17 +440,46 @@ class _Specializer:
 
     def _build_consumer(self, group: int, rows: int, block_n: int, element: str,
                         empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
-        def tile(mapping, stage, phase):
+        # The group's first row of the tile: in ping-pong it has every row.
+        first_row = 0 if self.ping_pong else group * rows
+
+        def tile(mapping, stage, phase, *turn_phase):
             self._clone_tile_prologue(mapping)
             mapping[self.acc_alloc.result] = dialect.acc_alloc(
                 dialect.acc_type((rows, block_n), element))
-            loop = self._consume_k_tiles(group, rows, empty, num_stages, stage, phase, mapping)
-            self._store_rows(group, rows, mapping)
-            return list(loop.results)
+            if not self.ping_pong:
+                loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
+                self._store_rows(first_row, mapping)
+                return list(loop.results)
+            (turn_phase,) = turn_phase
+            dialect.mbarrier_wait(self.turns, index_constant(group), turn_phase)
+            loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
+            dialect.mbarrier_arrive(self.turns, index_constant(1 - group))
+            self._store_rows(first_row, mapping)
+            # The other group's tile comes next in the ring: step past it.
+            return [*_skip_positions(*loop.results, self.loop.operands[1], num_stages),
+                    arith.XOrIOp(turn_phase, bool_constant(True)).result]
 
-        self._per_tile(stage0, dialect.CONSUMER_INITIAL_PHASE, tile, [])
+        if not self.ping_pong:
+            self._per_tile(stage0, dialect.CONSUMER_INITIAL_PHASE, tile, [])
+            return
+        # Tiles group, group + 2, ... of the block's walk; the ring position
+        # starts past the tiles before the first of them. Group 0's first turn
+        # wait passes on the fresh barrier (parity 1), group 1's waits for
+        # group 0's first arrival.
+        lower, upper, step = self.tile_loop.operands[0:3]
+        phase0 = bool_constant(dialect.CONSUMER_INITIAL_PHASE)
+        start = [stage0, phase0]
+        if group:
+            lower = arith.AddIOp(lower, step).result
+            start = _skip_positions(stage0, phase0, self.loop.operands[1], num_stages)
+        double_step = arith.MulIOp(step, index_constant(2)).result
+        tiles = scf.ForOp(lower, upper, double_step, [*start, bool_constant(group == 0)])
+        with ir.InsertionPoint(tiles.body):
+            tile_iv = self.tile_loop.regions[0].blocks[0].arguments[0]
+            scf.YieldOp(tile({tile_iv: tiles.induction_variable}, *tiles.inner_iter_args))
 
-    def _consume_k_tiles(self, group: int, rows: int, empty: ir.Value, num_stages: int,
+    def _consume_k_tiles(self, first_row: int, empty: ir.Value, num_stages: int,
                          stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:
         in_flight = self.options.wgmma_in_flight
         loop = self._ring_loop(stage, phase, mapping)
@@ -433,7 +487,7 @@ class _Specializer:
             self._clone_body(loop, self._slice(self.consumer_anchors), mapping)
             for op in walk(loop.operation):
                 if op.name == "wsc.wgmma":
-                    set_int_attr(op, "a_row", int_attr(op, "a_row") + group * rows)
+                    set_int_attr(op, "a_row", int_attr(op, "a_row") + first_row)
                 elif op.name == "wsc.wgmma_wait_group":
                     set_int_attr(op, "pending", in_flight)
             stage = mapping[self.stage]
@@ -464,9 +518,9 @@ class _Specializer:
                 scf.YieldOp([])
         return loop
 
-    def _store_rows(self, group: int, rows: int, mapping: dict) -> None:
-        """The epilogue for the group's rows of the tile."""
-        row_offset = index_constant(group * rows) if group else None
+    def _store_rows(self, first_row: int, mapping: dict) -> None:
+        """The epilogue for the group's rows of the tile, from `first_row`."""
+        row_offset = index_constant(first_row) if first_row else None
         for op in self.epilogue:
             if op.name == "wsc.cast":
                 # The group's tile has rows/G rows: rebuild the cast for that shape.
@@ -518,11 +572,33 @@ class _Specializer:
             scf.YieldOp([next_stage, next_phase])
 
 
+def _inside(op: ir.Operation | None, ancestor: ir.Operation) -> bool:
+    """Whether `op` is nested in `ancestor`'s regions."""
+    while op is not None:
+        op = op.parent
+        if op is not None and op == ancestor:
+            return True
+        if op is not None and op.name == "builtin.module":
+            return False
+    return False
+
+
 def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
     """The scf.for ops directly in `block` that issue TMA copies."""
     return [op.operation for op in block.operations
             if op.operation.name == "scf.for"
             and any(n.name == "wsc.tma_load" for n in walk(op.operation))]
+
+
+def _skip_positions(stage: ir.Value, phase: ir.Value, count: ir.Value,
+                    num_stages: int) -> list[ir.Value]:
+    """The ring position `count` positions after (stage, phase): the phase
+    flips once per wrap past the last stage."""
+    position = arith.AddIOp(stage, count).result
+    stages = index_constant(num_stages)
+    wraps = arith.DivUIOp(position, stages).result
+    odd = arith.IndexCastOp(ir.IntegerType.get_signless(1), wraps).result
+    return [arith.RemUIOp(position, stages).result, arith.XOrIOp(phase, odd).result]
 
 
 def _previous_stage(stage: ir.Value, num_stages: int) -> ir.Value:

@@ -1069,11 +1069,16 @@ class Kernel:
 
     def __init__(self, module: ir.Module | ir.Operation, context: ir.Context, name: str,
                  grid: tuple[tuple[str, int], ...], unroll: bool, made_by: str = "builder",
-                 previous: Kernel | None = None):
+                 previous: Kernel | None = None, persistent: bool = False):
         self.module = module
         self.context = context
         self.name = name
+        #: (size, tile) pairs: the tiles of each size the kernel covers. A
+        #: persistent kernel strides over all of them by gridDim.x, so its
+        #: launch grid is their count on x, capped at the SM count by the
+        #: runtime (Artifact.launch_grid); otherwise one block per tile.
         self.grid = grid
+        self.persistent = persistent
         self.unroll = unroll
         #: "builder", or the flag of the pass that made this kernel from `previous`.
         self.made_by = made_by
@@ -1117,7 +1122,7 @@ class Kernel:
         if not wsc_pass.apply(clone.operation, engine):
             raise CompileError(_located_failure(engine))
         return Kernel(clone, self.context, self.name, self.grid, self.unroll,
-                      wsc_pass.ARGUMENT, self)
+                      wsc_pass.ARGUMENT, self, self.persistent)
 
     def warp_specialize(self, **options) -> Kernel:
         """This (non-specialized) kernel through --warp-specialize, with its options
@@ -1203,15 +1208,20 @@ class CompiledKernel:
             raise ValueError(f"the grid counts tiles of {', '.join(s for s, _ in grid)}; got "
                              f"sizes {', '.join(sizes)}")
         launch_grid = [math.ceil(sizes[size] / tile) for size, tile in grid]
+        if self.kernel.persistent:
+            launch_grid = [math.prod(launch_grid)]
         launch_grid += [1] * (3 - len(launch_grid))
         problem = dict(sizes)
         config = {f"block_{size}": tile for size, tile in grid}
+        if self.kernel.persistent:
+            config["persistent"] = True
         if {"a", "b", "c"} <= set(tensors) and {"m", "n", "k"} <= set(sizes):
             b_layout = "nk" if tensors["b"]["shape"] == [sizes["n"], sizes["k"]] else "kn"
             problem.update(dtype=tensors["a"]["dtype"], out_dtype=tensors["c"]["dtype"],
                            b_layout=b_layout)
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
-        return write_artifact(out, self.result, tuple(launch_grid), problem, config, tensors)
+        return write_artifact(out, self.result, tuple(launch_grid), problem, config, tensors,
+                              persistent=self.kernel.persistent)
 
 
 # Structural comparison ------------------------------------------------------------------

@@ -95,7 +95,8 @@ def specialization_passes(config: MatmulConfig) -> list:
     specialize = WarpSpecialize(num_stages=config.num_stages,
                                 num_consumer_groups=config.num_consumer_groups,
                                 producer=config.producer,
-                                wgmma_in_flight=config.wgmma_in_flight)
+                                wgmma_in_flight=config.wgmma_in_flight,
+                                ping_pong=config.ping_pong)
     # A persistent kernel's K loops start where the previous tile's stopped:
     # their stages stay run-time values (--unroll-ring-buffer rejects them).
     return [specialize] if config.persistent else [specialize, UnrollRingBuffer()]

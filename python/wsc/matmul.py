@@ -203,7 +203,7 @@ def shape_class(m: int, n: int, k: int) -> list[int]:
 def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
                   block_n: int = 256, block_k: int = 64, num_stages: int = 4,
                   num_consumer_groups: int = 2, producer: str = "warpgroup",
-                  wgmma_in_flight: int = 1, group_m: int = 8):
+                  wgmma_in_flight: int = 1, group_m: int = 8, persistent: bool = False):
     """The matmul kernel of wsc.kernels.matmul for one config, specialized and
     ready to compile (a wsc.builder.Kernel)."""
     from mlir import ir
@@ -215,43 +215,48 @@ def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
     problem = MatmulProblem(dtype, out_dtype, b_layout)
     config = MatmulConfig(block_m=block_m, block_n=block_n, block_k=block_k,
                           num_stages=num_stages, num_consumer_groups=num_consumer_groups,
-                          producer=producer, wgmma_in_flight=wgmma_in_flight, group_m=group_m)
+                          producer=producer, wgmma_in_flight=wgmma_in_flight, group_m=group_m,
+                          persistent=persistent)
     context = make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
+    # A persistent kernel's stages stay run-time values: nothing to unroll.
     simple = Kernel(module, context, "matmul", grid=(("m", block_m), ("n", block_n)),
-                    unroll=True)
+                    unroll=not persistent, persistent=persistent)
     return simple.warp_specialize(num_stages=num_stages,
                                   num_consumer_groups=num_consumer_groups, producer=producer,
                                   wgmma_in_flight=wgmma_in_flight)
 
 
-_TILES = "block_m, block_n, num_consumer_groups, producer, num_stages"
+_TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent"
 #: The config space per B layout: the tiles and schedules BENCHMARKS.md measured
-#: best on the H200 (one WGMMA group in flight throughout), each with and
-#: without the grouped tile order, which pays off on large problems and costs
-#: a few percent at short K. A "kn" B stage is [64 (K), block_n], and a TMA
-#: box row is at most 128 bytes, so "kn" tiles are 64 wide in N.
+#: best on the H200 (one WGMMA group in flight, or persistent without one),
+#: each with and without the grouped tile order, which pays off on large
+#: problems and costs a few percent at short K. A "kn" B stage is [64 (K),
+#: block_n], and a TMA box row is at most 128 bytes, so "kn" tiles are 64 wide
+#: in N.
 SPACES = {
-    "nk": autotune(_TILES, [(128, 128, 1, "warp", 4),
-                            (128, 256, 2, "warpgroup", 3),
-                            (128, 256, 2, "warpgroup", 4),
-                            (256, 128, 2, "warpgroup", 4),
-                            (128, 128, 2, "warpgroup", 6)])(
+    "nk": autotune(_TILES, [(128, 128, 1, "warp", 4, 1, False),
+                            (128, 256, 2, "warpgroup", 3, 1, False),
+                            (128, 256, 2, "warpgroup", 4, 1, False),
+                            (256, 128, 2, "warpgroup", 4, 1, False),
+                            (128, 128, 2, "warpgroup", 6, 1, False),
+                            (128, 256, 2, "warpgroup", 3, 0, True),
+                            (128, 256, 2, "warpgroup", 4, 0, True)])(
         autotune("group_m", [0, 8])(matmul_kernel)),
-    "kn": autotune(_TILES, [(128, 64, 1, "warp", 4),
-                            (128, 64, 1, "warp", 6),
-                            (256, 64, 2, "warpgroup", 4),
-                            (256, 64, 2, "warpgroup", 5)])(
+    "kn": autotune(_TILES, [(128, 64, 1, "warp", 4, 1, False),
+                            (128, 64, 1, "warp", 6, 1, False),
+                            (256, 64, 2, "warpgroup", 4, 1, False),
+                            (256, 64, 2, "warpgroup", 5, 1, False)])(
         autotune("group_m", [0, 8])(matmul_kernel)),
 }
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
 DEFAULT_CONFIGS = {
     "nk": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2, "producer": "warpgroup",
-           "num_stages": 4, "group_m": 8},
+           "num_stages": 3, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
     "kn": {"block_m": 256, "block_n": 64, "num_consumer_groups": 2, "producer": "warpgroup",
-           "num_stages": 4, "group_m": 8},
+           "num_stages": 4, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
 }
 
 

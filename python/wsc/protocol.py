@@ -31,9 +31,12 @@ What is checked, each reported at the op that commits it (kind in brackets):
 
   [stale-read]          a WGMMA reads a stage whose copy has not landed, or
                         not the copy it expects: the n-th read of a stage by a
-                        process must see the n-th copy into it;
+                        process must see the n-th copy into it (on a ring whose
+                        copies each go to one reader, the copy whose landing
+                        completed the phase the process's wait saw);
   [stage-overwritten]   a copy into a stage that a WGMMA still reads, or whose
-                        previous copy some reader has not read (lost tile);
+                        previous copy some reader has not read (no reader, on
+                        a ring whose copies each go to one reader: lost tile);
   [early-release]       a plain arrive while the process's own un-retired
                         WGMMAs read that stage index;
   [expect-tx-mismatch]  the bytes an expect_tx declares differ from those the
@@ -52,6 +55,11 @@ What is checked, each reported at the op that commits it (kind in brackets):
   [missing-drain]       a producer (a process issuing copies) exits before its
                         waits have seen every release of the barriers other
                         processes release stages on.
+
+A ring's copies each go to one reader (ping-pong consumer groups taking
+whole tiles in turn) when two processes' WGMMAs read the same rows of its A
+tile: they must be computing different output tiles. Else every reader reads
+every copy (each its rows of the tile).
 
 When both schedules fail, the report is the most telling violation, in the
 order above: a data hazard (what the bug does to a tile) before the barrier
@@ -174,6 +182,7 @@ class _RingSpec:
     num_stages: int
     tile_bytes: int
     readers: list[_ProcessSpec] = field(default_factory=list)  # the WGMMA issuers
+    exclusive: bool = False  # each copy goes to one reader (see the module docstring)
 
 
 @dataclass(eq=False)
@@ -344,6 +353,7 @@ class _Compiler:
         # What each owner runs: a role's process spec, or None for the code
         # outside roles, which every process runs.
         self.readers: dict = {}   # ring spec -> owners issuing WGMMAs on it
+        self.a_rows: list = []    # (owner, first, end): rows of the A tile a WGMMA reads
         self.copy_issuers: set = set()
         self.waits: dict = {}     # owner -> barrier specs waited on
         self.releases: dict = {}  # owner -> barrier specs arrived on (plain arrive)
@@ -442,6 +452,9 @@ class _Compiler:
 
         for ring, owners in self.readers.items():
             ring.readers = [p for p in processes if p in members(owners)]
+            spans = [span for span in self.a_rows if span[0] in owners]
+            ring.exclusive = any(a[0] != b[0] and a[1] < b[2] and b[1] < a[2]
+                                 for i, a in enumerate(spans) for b in spans[i + 1:])
         issuers = members(self.copy_issuers)
         release_waits = {}
         for producer in issuers:
@@ -641,6 +654,9 @@ class _Compiler:
         for operand in op.operands[:2]:
             ring = self._allocated(self.rings, op, operand)
             self.readers.setdefault(ring, set()).add(context.role)
+        first = int_attr(op, "a_row")
+        self.a_rows.append((context.role, first,
+                            first + parse_acc_type(op.operands[3].type)[0][0]))
         a, b, stage, _ = args
 
         def act(process, frame):
@@ -731,15 +747,17 @@ class _Copy:
 
 
 class _Ring:
-    """A ring buffer: per stage, how many copies went in and the latest one."""
+    """A ring buffer: per stage, how many copies went in, the latest one and,
+    for an exclusive ring, how many some reader has read."""
 
-    __slots__ = ("spec", "copies", "latest", "readers")
+    __slots__ = ("spec", "copies", "latest", "readers", "taken")
 
     def __init__(self, spec: _RingSpec):
         self.spec = spec
         self.copies = [0] * spec.num_stages
         self.latest: list[_Copy | None] = [None] * spec.num_stages
         self.readers = []
+        self.taken = [0] * spec.num_stages
 
 
 class _Wait:
@@ -973,7 +991,11 @@ class _Simulation:
                 raise _Violation(STAGE_OVERWRITTEN, op,
                                  f"{name} stage {stage} overwritten while a WGMMA of the "
                                  f"{other.spec.name} still reads it")
-        for reader in ring.readers:
+        if ring.spec.exclusive and ring.taken[stage] < ring.copies[stage]:
+            raise _Violation(STAGE_OVERWRITTEN, op,
+                             f"{name} stage {stage} overwritten before any of its readers "
+                             f"read its previous copy (lost tile)")
+        for reader in [] if ring.spec.exclusive else ring.readers:
             if reader.reads.get((ring, stage), 0) < ring.copies[stage]:
                 raise _Violation(STAGE_OVERWRITTEN, op,
                                  f"{name} stage {stage} overwritten before the "
@@ -1000,8 +1022,21 @@ class _Simulation:
             name = ring.spec.name
             if not 0 <= stage < ring.spec.num_stages:
                 raise self._ring_stage_out_of_range(op, ring, stage)
-            expected = process.reads.get((ring, stage), 0) + 1
             loaded = ring.copies[stage]
+            if ring.spec.exclusive:
+                # The copy whose landing completed the phase this process's
+                # wait saw: each copy into a stage completes one phase of its
+                # barrier. A wait that saw none let the read through too early.
+                latest = ring.latest[stage]
+                expected = process.observed.get(latest.barrier, 0) if latest else 0
+                if expected == 0:
+                    raise _Violation(STALE_READ, op,
+                                     f"wgmma reads {name} stage {stage} before its data landed "
+                                     f"(the {process.spec.name} has seen no copy into it "
+                                     f"complete)")
+            else:
+                # The n-th read of a stage sees the n-th copy into it.
+                expected = process.reads.get((ring, stage), 0) + 1
             if loaded > expected:
                 raise _Violation(STALE_READ, op,
                                  f"wgmma reads {name} stage {stage} after it was refilled: it "
@@ -1012,6 +1047,7 @@ class _Simulation:
                                  f"wgmma reads {name} stage {stage} before its data landed "
                                  f"(copy #{expected} of the stage {state})")
             process.reads[(ring, stage)] = expected
+            ring.taken[stage] = max(ring.taken[stage], expected)
             process.open_group.append((ring, stage))
 
     # -- verdicts

@@ -12,7 +12,8 @@ matmul_v3.mlir lowered as written) and the matmul kernel in the
 configurations that exercise the compiler's paths: the seed schedule, one
 stage, 32-wide K tiles, two and four consumer warpgroups with a producer
 warpgroup (setmaxnreg), "kn" B with bf16, WGMMA groups kept in flight, and
-persistent kernels (a tile loop per block, run-time stages).
+persistent kernels (a tile loop per block, run-time stages), one of them with
+ping-pong consumer groups.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ KERNELS = {
     "persistent-groups-2": ("builder", "f16", "f16", "nk",
                             dict(SEED, block_n=256, num_consumer_groups=2, producer="warpgroup",
                                  group_m=8, persistent=True)),
+    "ping-pong": ("builder", "bf16", "f32", "nk",
+                  dict(SEED, num_consumer_groups=2, producer="warpgroup", group_m=8,
+                       persistent=True, ping_pong=True)),
 }
 
 

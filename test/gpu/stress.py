@@ -17,8 +17,8 @@ A persistent kernel launches at most one block per SM, and these shapes have
 fewer tiles than the H200 has SMs: so that its blocks walk several tiles, each
 of its launches pretends the GPU has 1 to 8 SMs (Kernel.sm_count).
 
-The `delayed-*` kernels are the seed, the two-consumer-group kernel and the
-persistent two-consumer-group kernel compiled with `--convert-wsc-to-nvvm=delay-role=producer|consumer`: before
+The `delayed-*` kernels are the seed, the two-consumer-group kernel, the
+persistent two-consumer-group kernel and the ping-pong kernel compiled with `--convert-wsc-to-nvvm=delay-role=producer|consumer`: before
 each mbarrier op, threads of that role sleep a random 0..2000 ns, which
 shifts how the roles interleave; the results must not change.
 
@@ -51,6 +51,8 @@ DELAYED = {
     "delayed-consumer-groups-2": ("groups-2-warpgroup", "consumer"),
     "delayed-producer-persistent": ("persistent-groups-2", "producer"),
     "delayed-consumer-persistent": ("persistent-groups-2", "consumer"),
+    "delayed-producer-ping-pong": ("ping-pong", "producer"),
+    "delayed-consumer-ping-pong": ("ping-pong", "consumer"),
 }
 MAX_MN, MAX_K = 640, 1024
 

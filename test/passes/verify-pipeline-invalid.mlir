@@ -1279,3 +1279,157 @@ module {
     return
   }
 }
+
+// -----
+
+// Ping-pong (--warp-specialize='num-consumer-groups=2 producer=warpgroup
+// ping-pong=1' of test/passes/warp-specialize-persistent.mlir) with group 1's
+// turn wait removed: group 1 then waits on full[0] for a phase two ahead of
+// the barrier, and a parity wait cannot tell it from the phase before: it
+// passes on the fresh barrier and reads the stage before any copy.
+module {
+  func.func @ping_pong_without_turns(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 384 : i32} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
+    %0 = arith.ceildivui %dim, %c64 : index
+    %1 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+    %2 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+    %3 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+    %4 = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+    %5 = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+    "wsc.sync"() : () -> ()
+    %dim_0 = memref.dim %arg0, %c0 : memref<?x?xf16>
+    %dim_1 = memref.dim %arg2, %c1 : memref<?x?xf32>
+    %6 = arith.ceildivui %dim_0, %c128 : index
+    %7 = arith.ceildivui %dim_1, %c128 : index
+    %8 = arith.muli %6, %7 : index
+    %block_id_x = gpu.block_id  x
+    %grid_dim_x = gpu.grid_dim  x
+    %false = arith.constant false
+    %c0_2 = arith.constant 0 : index
+    %9 = "wsc.role"() {max_registers = 232 : i32, num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+    scf.if %9 {
+      %false_3 = arith.constant false
+      %c2 = arith.constant 2 : index
+      %12 = arith.muli %grid_dim_x, %c2 : index
+      %true = arith.constant true
+      %13:3 = scf.for %arg3 = %block_id_x to %8 step %12 iter_args(%arg4 = %c0_2, %arg5 = %false_3, %arg6 = %true) -> (index, i1, i1) {
+        %14 = arith.remui %arg3, %6 : index
+        %15 = arith.divui %arg3, %6 : index
+        %16 = arith.muli %14, %c128 : index
+        %17 = arith.muli %15, %c128 : index
+        %18 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+        %c0_4 = arith.constant 0 : index
+        "wsc.mbarrier_wait"(%5, %c0_4, %arg6) : (!wsc.mbarriers, index, i1) -> ()
+        %19:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
+          "wsc.mbarrier_wait"(%3, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
+          "wsc.wgmma_fence"() : () -> ()
+          "wsc.wgmma"(%1, %2, %arg8, %18) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+          "wsc.wgmma_commit_group"() : () -> ()
+          "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+          "wsc.mbarrier_arrive"(%4, %arg8) : (!wsc.mbarriers, index) -> ()
+          %26:2 = "wsc.ring_advance"(%arg8, %arg9) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+          scf.yield %26#0, %26#1 : index, i1
+        }
+        %c1_5 = arith.constant 1 : index
+        "wsc.mbarrier_arrive"(%5, %c1_5) : (!wsc.mbarriers, index) -> ()
+        "wsc.store"(%18, %arg2, %16, %17) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+        %20 = arith.addi %19#0, %0 : index
+        %c4 = arith.constant 4 : index
+        %21 = arith.divui %20, %c4 : index
+        %22 = arith.index_cast %21 : index to i1
+        %23 = arith.remui %20, %c4 : index
+        %24 = arith.xori %19#1, %22 : i1
+        %true_6 = arith.constant true
+        %25 = arith.xori %arg6, %true_6 : i1
+        scf.yield %23, %24, %25 : index, i1, i1
+      }
+    }
+    %10 = "wsc.role"() {max_registers = 232 : i32, num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32} : () -> i1
+    scf.if %10 {
+      %false_3 = arith.constant false
+      %12 = arith.addi %block_id_x, %grid_dim_x : index
+      %13 = arith.addi %c0_2, %0 : index
+      %c4 = arith.constant 4 : index
+      %14 = arith.divui %13, %c4 : index
+      %15 = arith.index_cast %14 : index to i1
+      %16 = arith.remui %13, %c4 : index
+      %17 = arith.xori %false_3, %15 : i1
+      %c2 = arith.constant 2 : index
+      %18 = arith.muli %grid_dim_x, %c2 : index
+      %false_4 = arith.constant false
+      %19:3 = scf.for %arg3 = %12 to %8 step %18 iter_args(%arg4 = %16, %arg5 = %17, %arg6 = %false_4) -> (index, i1, i1) {
+        %20 = arith.remui %arg3, %6 : index
+        %21 = arith.divui %arg3, %6 : index
+        %22 = arith.muli %20, %c128 : index
+        %23 = arith.muli %21, %c128 : index
+        %24 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+        %c1_5 = arith.constant 1 : index
+        %25:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
+          "wsc.mbarrier_wait"(%3, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
+          "wsc.wgmma_fence"() : () -> ()
+          // expected-error @below {{wgmma reads A stage 0 before its data landed (the consumer role [128, 256) has seen no copy into it complete) (k_tiles = 4, num_stages = 4, 4 output tiles per block)}}
+          "wsc.wgmma"(%1, %2, %arg8, %24) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+          "wsc.wgmma_commit_group"() : () -> ()
+          "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+          "wsc.mbarrier_arrive"(%4, %arg8) : (!wsc.mbarriers, index) -> ()
+          %32:2 = "wsc.ring_advance"(%arg8, %arg9) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+          scf.yield %32#0, %32#1 : index, i1
+        }
+        %c0_6 = arith.constant 0 : index
+        "wsc.mbarrier_arrive"(%5, %c0_6) : (!wsc.mbarriers, index) -> ()
+        "wsc.store"(%24, %arg2, %22, %23) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+        %26 = arith.addi %25#0, %0 : index
+        %c4_7 = arith.constant 4 : index
+        %27 = arith.divui %26, %c4_7 : index
+        %28 = arith.index_cast %27 : index to i1
+        %29 = arith.remui %26, %c4_7 : index
+        %30 = arith.xori %25#1, %28 : i1
+        %true = arith.constant true
+        %31 = arith.xori %arg6, %true : i1
+        scf.yield %29, %30, %31 : index, i1, i1
+      }
+    }
+    %11 = "wsc.role"() {max_registers = 40 : i32, num_threads = 128 : i32, role = "producer", thread_begin = 256 : i32} : () -> i1
+    scf.if %11 {
+      %c0_3 = arith.constant 0 : index
+      %true = arith.constant true
+      %12:3 = scf.for %arg3 = %block_id_x to %8 step %grid_dim_x iter_args(%arg4 = %c0_2, %arg5 = %true, %arg6 = %c0_3) -> (index, i1, index) {
+        %14 = arith.remui %arg3, %6 : index
+        %15 = arith.divui %arg3, %6 : index
+        %16 = arith.muli %14, %c128 : index
+        %17 = arith.muli %15, %c128 : index
+        %18:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
+          "wsc.mbarrier_wait"(%4, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
+          %20 = arith.muli %arg7, %c64 : index
+          %21 = "wsc.elect"() : () -> i1
+          scf.if %21 {
+            "wsc.mbarrier_arrive_expect_tx"(%3, %arg8) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+            "wsc.tma_load"(%arg0, %16, %20, %1, %arg8, %3) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+            "wsc.tma_load"(%arg1, %17, %20, %2, %arg8, %3) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+          }
+          %22:2 = "wsc.ring_advance"(%arg8, %arg9) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+          scf.yield %22#0, %22#1 : index, i1
+        }
+        %19 = arith.addi %arg6, %0 : index
+        scf.yield %18#0, %18#1, %19 : index, i1, index
+      }
+      %c4 = arith.constant 4 : index
+      %c0_4 = arith.constant 0 : index
+      %c1_5 = arith.constant 1 : index
+      %13:2 = scf.for %arg3 = %c0_4 to %c4 step %c1_5 iter_args(%arg4 = %12#0, %arg5 = %12#1) -> (index, i1) {
+        %14 = arith.addi %arg3, %12#2 : index
+        %15 = arith.cmpi uge, %14, %c4 : index
+        scf.if %15 {
+          "wsc.mbarrier_wait"(%4, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+        }
+        %16:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+        scf.yield %16#0, %16#1 : index, i1
+      }
+    }
+    return
+  }
+}

@@ -1,5 +1,8 @@
 // RUN: wsc-opt --warp-specialize %s | FileCheck %s
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup' --verify-pipeline %s | FileCheck %s --check-prefix=G2
+// RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=1' --verify-pipeline %s | FileCheck %s --check-prefix=PP
+// RUN: not wsc-opt --warp-specialize=ping-pong=1 %s 2>&1 | FileCheck %s --check-prefix=PP-GROUPS
+// RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=1' %S/../../examples/matmul_v2.mlir 2>&1 | FileCheck %s --check-prefix=PP-TILES
 
 // A persistent V2: one block per SM walks the output tiles blockIdx.x,
 // blockIdx.x + gridDim.x, ...; the tile loop carries the ring's (stage,
@@ -94,8 +97,37 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 
 // Two consumer warpgroups each walk every tile, storing their 64 rows; the
 // protocol check (--verify-pipeline) runs the block over four tiles.
-// G2:     "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
+// G2:     "wsc.role"() {{.*}}role = "consumer", thread_begin = 0 : i32}
 // G2:     "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
-// G2:     "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32}
+// G2:     "wsc.role"() {{.*}}role = "consumer", thread_begin = 128 : i32}
 // G2:     "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
 // G2:     "wsc.role"() {max_registers = {{[0-9]+}} : i32, num_threads = 128 : i32, role = "producer", thread_begin = 256 : i32}
+
+// Ping-pong: each group takes every other tile of the block's walk, whole
+// (128 rows), so each stage is released by one warpgroup (128 arrivals). The
+// groups take turns through turn[0] and turn[1]: group 0's first wait passes
+// on the fresh barrier (parity 1), group 1's waits for group 0's arrival
+// after its K loop. After each tile a group steps its ring position past the
+// other group's tile: k_tiles positions, the phase flipping once per wrap.
+// PP:      [[FULL:%.*]] = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32}
+// PP-NEXT: [[EMPTY:%.*]] = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32}
+// PP-NEXT: [[TURN:%.*]] = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32}
+// PP:      "wsc.role"() {{.*}}role = "consumer", thread_begin = 0 : i32}
+// PP:      [[STEP0:%.*]] = arith.muli %grid_dim_x, %c2
+// PP:      scf.for {{%.*}} = %block_id_x to {{%.*}} step [[STEP0]] iter_args({{.*}}, [[MINE0:%.*]] = %true) -> (index, i1, i1)
+// PP:        "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+// PP:        "wsc.mbarrier_wait"([[TURN]], %c0{{.*}}, [[MINE0]])
+// PP-NEXT:   [[K0:%.*]]:2 = scf.for
+// PP:          "wsc.mbarrier_arrive"([[EMPTY]]
+// PP:        "wsc.mbarrier_arrive"([[TURN]], %c1
+// PP-NEXT:   "wsc.store"
+// PP-NEXT:   [[POS0:%.*]] = arith.addi [[K0]]#0, [[KTILES:%.*]] : index
+// PP:      "wsc.role"() {{.*}}role = "consumer", thread_begin = 128 : i32}
+// PP:      [[FIRST1:%.*]] = arith.addi %block_id_x, %grid_dim_x
+// PP:      [[SKIP:%.*]] = arith.addi %c0{{.*}}, [[KTILES]] : index
+// PP:      scf.for {{%.*}} = [[FIRST1]] to {{%.*}} step {{%.*}} iter_args({{.*}}, [[MINE1:%.*]] = %false{{.*}}) -> (index, i1, i1)
+// PP:        "wsc.mbarrier_wait"([[TURN]], %c1{{.*}}, [[MINE1]])
+// PP:        "wsc.mbarrier_arrive"([[TURN]], %c0
+
+// PP-GROUPS: warp-specialize-persistent.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --warp-specialize: ping-pong needs num-consumer-groups = 2, not 1
+// PP-TILES: matmul_v2.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --warp-specialize: ping-pong needs a persistent kernel: the consumer groups take turns over the tiles of a tile loop, and this kernel has none

@@ -301,6 +301,23 @@ def test_matches_torch_matmul(gpu, monkeypatch, dtype, m, n, k):
 
 
 @pytest.mark.cuda
+def test_a_persistent_config_walks_several_tiles_per_block(gpu):
+    """256 tiles of 128x256 on at most 132 blocks: the blocks walk two tiles
+    each (one fewer on some), the ring carried from tile to tile."""
+    from wsc.matmul import _cache, _device_name
+
+    generator = torch.Generator(device=gpu).manual_seed(7)
+    a = torch.randn(2048, 512, device=gpu, generator=generator).half()
+    w = torch.randn(4096, 512, device=gpu, generator=generator).half()
+    out = torch.full((2048, 4096), float("nan"), device=gpu)
+    persistent = next(c for c in SPACES["nk"].configs()
+                      if c["persistent"] and c["block_n"] == 256)
+    _cache().put(config_key(plan(a, w.T, out=out), _device_name(0)), {"config": persistent})
+    wsc.matmul(a, w.T, out=out)
+    assert_exact_within_tolerance(out, a, w.T)
+
+
+@pytest.mark.cuda
 def test_numpy_in_numpy_out(gpu, monkeypatch):
     monkeypatch.setenv("WSC_AUTOTUNE", "0")
     rng = np.random.default_rng(0)

@@ -52,6 +52,25 @@ def test_persistent_protocol_is_clean(stages, groups):
         check_protocol(module.operation, max_k_tiles=3 * stages + 2)
 
 
+@pytest.mark.parametrize("stages", [1, 2, 4])
+def test_ping_pong_protocol_is_clean(stages):
+    """The two groups take whole tiles in turn: each reads every other tile's
+    copies, and the turn barriers keep each one's full waits at most one
+    phase ahead."""
+    config = MatmulConfig(num_stages=stages, num_consumer_groups=2, producer="warpgroup",
+                          persistent=True, ping_pong=True)
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(MatmulProblem(), config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * stages + 2)
+
+
+def test_ping_pong_needs_a_persistent_kernel_of_two_groups():
+    with pytest.raises(ValueError, match="ping_pong = True needs persistent = True"):
+        MatmulConfig(num_consumer_groups=2, producer="warpgroup", ping_pong=True)
+
+
 def test_persistent_kernels_keep_no_wgmma_group_in_flight():
     with pytest.raises(ValueError, match="persistent = True needs wgmma_in_flight = 0"):
         MatmulConfig(persistent=True, wgmma_in_flight=1)
@@ -177,3 +196,47 @@ def test_benchmark_picks_the_fastest_correct_candidate_and_reports_ratios():
     table = bench.format_table([row])
     assert "| 1.25 | 1.50 | b |" in table
     assert "geometric mean over 1 shapes: 1.250" in table
+
+
+class _FakeCuda:
+    """Stands in for torch.cuda: events read a clock that each launch advances
+    by its method's duration, so Inputs.time's medians and launch order are
+    checked without a GPU."""
+
+    def __init__(self):
+        self.clock, self.launches = 0.0, []
+
+    def synchronize(self):
+        pass
+
+    def Event(self, enable_timing):  # noqa: N802 (torch's name)
+        cuda = self
+
+        class Event:
+            def record(self):
+                self.at = cuda.clock
+
+            def elapsed_time(self, end):
+                return end.at - self.at
+        return Event()
+
+
+def test_benchmark_interleaves_methods_on_alternating_input_sets():
+    bench = _benchmark_module()
+    cuda = _FakeCuda()
+
+    def launcher(method, data_set, ms):
+        def launch():
+            cuda.launches.append((method, data_set))
+            cuda.clock += ms
+        return launch
+
+    inputs = bench.Inputs.__new__(bench.Inputs)
+    inputs.torch = type("FakeTorch", (), {"cuda": cuda})
+    methods = [[launcher(name, s, ms) for s in range(3)]
+               for name, ms in (("cublas", 1.0), ("triton", 2.0), ("wsc", 3.0))]
+    assert inputs.time(methods, warmup=2, iters=5) == [1.0, 2.0, 3.0]
+    timed = cuda.launches[2 * 3:]
+    assert [name for name, _ in timed[:3]] == ["cublas", "triton", "wsc"]
+    # No launch follows one on the same inputs (L2 would still hold part of them).
+    assert all(a[1] != b[1] for a, b in zip(cuda.launches, cuda.launches[1:]))

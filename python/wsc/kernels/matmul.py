@@ -53,6 +53,9 @@ class MatmulConfig:
     group_m: int = 0
     #: One block per SM looping over tiles (see the module docstring).
     persistent: bool = False
+    #: A persistent kernel's two consumer groups take whole tiles in turn
+    #: (--warp-specialize's ping-pong): one stores while the other multiplies.
+    ping_pong: bool = False
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -61,6 +64,10 @@ class MatmulConfig:
     debug_delay_role: str = ""
 
     def __post_init__(self):
+        if self.ping_pong and not (self.persistent and self.num_consumer_groups == 2):
+            raise ValueError("ping_pong = True needs persistent = True and "
+                             "num_consumer_groups = 2: the two groups take turns over the "
+                             "tiles of a persistent block")
         if self.persistent and self.wgmma_in_flight:
             raise ValueError("persistent = True needs wgmma_in_flight = 0: a persistent "
                              "kernel's K loop keeps run-time stages, and with a WGMMA group in "
