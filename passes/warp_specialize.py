@@ -392,7 +392,8 @@ class _Specializer:
         if groups != 2:
             self._fail(where, f"ping-pong needs num-consumer-groups = 2, not {groups}")
         if self.options.wgmma_in_flight:
-            self._fail(where, "ping-pong keeps no WGMMA group in flight (wgmma-in-flight = 0)")
+            self._fail(where, "ping-pong is built and checked without a WGMMA group in flight: "
+                              "use wgmma-in-flight = 0")
         if _inside(defining_op(self.loop.operands[1]), self.tile_loop):
             self._fail(self.loop, "ping-pong needs the K loop's trip count defined before the "
                                   "tile loop: a group skips the other group's tiles by that "
@@ -574,12 +575,11 @@ class _Specializer:
 
 def _inside(op: ir.Operation | None, ancestor: ir.Operation) -> bool:
     """Whether `op` is nested in `ancestor`'s regions."""
-    while op is not None:
-        op = op.parent
-        if op is not None and op == ancestor:
+    parent = op.parent if op is not None else None
+    while parent is not None and parent.name != "builtin.module":
+        if parent == ancestor:
             return True
-        if op is not None and op.name == "builtin.module":
-            return False
+        parent = parent.parent
     return False
 
 

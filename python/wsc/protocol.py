@@ -6,7 +6,8 @@
 finds. Block 0 of a grid of one block is simulated; every dim that is not a K
 extent is one tile long, and, for a persistent kernel (one that reads
 gpu.grid_dim to stride over tiles), also two tiles long, so its block walks
-four tiles and the ring carries over from tile to tile. Passes call it on their own output; `--verify-pipeline` wraps it.
+four tiles and the ring carries over from tile to tile. Passes call it on
+their own output; `--verify-pipeline` wraps it.
 
 The kernel is interpreted concretely. Each thread group is one process: every
 `wsc.role` is one (all its threads run the same code), and the block's threads
@@ -747,8 +748,9 @@ class _Copy:
 
 
 class _Ring:
-    """A ring buffer: per stage, how many copies went in, the latest one and,
-    for an exclusive ring, how many some reader has read."""
+    """A ring buffer: per stage, how many copies went in, the latest one and
+    the newest copy some reader has read (the lost-tile check of an
+    exclusive ring)."""
 
     __slots__ = ("spec", "copies", "latest", "readers", "taken")
 

@@ -45,7 +45,8 @@ How each wsc op is lowered:
 
 Checked on an H200 (driver 580): V2, V3 (run-time and unrolled constant
 stages), f16/bf16 inputs, f32/f16/bf16 outputs, "kn" B, 128/64/32-byte
-swizzles, two consumer warpgroups with a producer warpgroup; ragged shapes.
+swizzles, two consumer warpgroups with a producer warpgroup, persistent
+kernels (tile loops, ping-pong); ragged shapes.
 """
 
 from __future__ import annotations
