@@ -409,8 +409,15 @@ class _Specializer:
         of the tile loop carrying them. Returns the values after the last tile."""
         if self.tile_loop is None:
             return build_tile({}, stage0, initial_phase, *extra)
-        lower, upper, step = self.tile_loop.operands[0:3]
-        tiles = scf.ForOp(lower, upper, step, [stage0, bool_constant(initial_phase), *extra])
+        lower, _, step = self.tile_loop.operands[0:3]
+        return self._tile_loop_copy(lower, step, [stage0, bool_constant(initial_phase), *extra],
+                                    build_tile)
+
+    def _tile_loop_copy(self, lower: ir.Value, step: ir.Value, inits: list[ir.Value],
+                        build_tile) -> list:
+        """A copy of the tile loop from `lower` in steps of `step`, up to the
+        tile count, carrying `inits` through `build_tile` (see _per_tile)."""
+        tiles = scf.ForOp(lower, self.tile_loop.operands[1], step, inits)
         with ir.InsertionPoint(tiles.body):
             tile = self.tile_loop.regions[0].blocks[0].arguments[0]
             scf.YieldOp(build_tile({tile: tiles.induction_variable}, *tiles.inner_iter_args))
@@ -468,17 +475,14 @@ class _Specializer:
         # starts past the tiles before the first of them. Group 0's first turn
         # wait passes on the fresh barrier (parity 1), group 1's waits for
         # group 0's first arrival.
-        lower, upper, step = self.tile_loop.operands[0:3]
+        lower, _, step = self.tile_loop.operands[0:3]
         phase0 = bool_constant(dialect.CONSUMER_INITIAL_PHASE)
         start = [stage0, phase0]
         if group:
             lower = arith.AddIOp(lower, step).result
             start = _skip_positions(stage0, phase0, self.loop.operands[1], num_stages)
         double_step = arith.MulIOp(step, index_constant(2)).result
-        tiles = scf.ForOp(lower, upper, double_step, [*start, bool_constant(group == 0)])
-        with ir.InsertionPoint(tiles.body):
-            tile_iv = self.tile_loop.regions[0].blocks[0].arguments[0]
-            scf.YieldOp(tile({tile_iv: tiles.induction_variable}, *tiles.inner_iter_args))
+        self._tile_loop_copy(lower, double_step, [*start, bool_constant(group == 0)], tile)
 
     def _consume_k_tiles(self, first_row: int, empty: ir.Value, num_stages: int,
                          stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:
