@@ -126,9 +126,13 @@ irdl.dialect @wsc {
     irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %bars)
   }
 
-  // "wsc.tma_store"(%tile, %stage, %c, %row, %col)
+  // "wsc.tma_store"(%sc, %stage, %c, %row, %col)
   // One TMA copy of src[stage] (shared) into dst[row:row+R, col:col+C]
-  // (global), clipped at dst's bounds. Issued by one thread.
+  // (global), clipped at dst's bounds. Issued by one thread, as one bulk
+  // group of that thread: it reads src[stage] asynchronously, until the
+  // thread's wsc.tma_store_wait says it is done. The writes to src[stage]
+  // before it must be made visible to TMA: wsc.fence_proxy_async in every
+  // writing thread, then a wsc.sync of them.
   irdl.operation @tma_store {
     %src = irdl.base "!builtin.memref"
     %stage = irdl.is index
@@ -136,6 +140,21 @@ irdl.dialect @wsc {
     %row = irdl.is index
     %col = irdl.is index
     irdl.operands(src: %src, stage: %stage, dst: %dst, row: %row, col: %col)
+  }
+
+  // "wsc.tma_store_wait"() {pending = 0 : i32}
+  // Waits until at most `pending` of this thread's wsc.tma_stores still read
+  // shared memory (their writes to global memory may still be in flight; the
+  // kernel's end waits for those).
+  irdl.operation @tma_store_wait {
+    %pending = irdl.base "#builtin.integer"
+    irdl.attributes { "pending" = %pending }
+  }
+
+  // "wsc.fence_proxy_async"() : () -> ()
+  // Makes this thread's earlier writes to shared memory visible to later TMA
+  // copies (the async proxy), e.g. a wsc.store_shared before a wsc.tma_store.
+  irdl.operation @fence_proxy_async {
   }
 
   // %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
@@ -150,7 +169,8 @@ irdl.dialect @wsc {
   // "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"}
   // acc += sa[stage][a_row : a_row + M, :] * op(sb[stage]) where M x N is acc's
   // shape; op(B) = B^T when B's stage tile is [N, K] ("nk"), B when it is
-  // [K, N] ("kn"). Asynchronous: joins the open WGMMA group.
+  // [K, N] ("kn"). The accumulator is f32, or f16 for f16 operands.
+  // Asynchronous: joins the open WGMMA group.
   irdl.operation @wgmma {
     %a = irdl.base "!builtin.memref"
     %b = irdl.base "!builtin.memref"
@@ -197,6 +217,19 @@ irdl.dialect @wsc {
     %element = irdl.any
     %result = irdl.parametric @wsc::@acc<%shape, %element>
     irdl.results(result: %result)
+  }
+
+  // "wsc.store_shared"(%acc, %sc, %stage)
+  // Writes a register tile into dst[stage] (shared), whose tile shape and
+  // element type must be the register tile's, in the layout TMA and WGMMA
+  // use for that buffer.
+  irdl.operation @store_shared {
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %tile = irdl.parametric @wsc::@acc<%shape, %element>
+    %dst = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    irdl.operands(tile: %tile, dst: %dst, stage: %stage)
   }
 
   // "wsc.store"(%acc, %c, %row, %col)

@@ -509,6 +509,10 @@ class _Tma:
                                  f"{dst.dtype}", where)
         if dst.transposed or dst.row != 0 or dst.rows != dst.ring.shape[1]:
             raise BuildError(f"{what}: dst must be a whole stage tile, ring[stage]", where)
+        if dst.cols * ELEMENT_BYTES[dst.dtype] > SWIZZLE_BYTES:
+            raise BuildError(f"{what}: dst rows are {dst.cols * ELEMENT_BYTES[dst.dtype]} "
+                             f"bytes; a TMA load fills at most {SWIZZLE_BYTES} (the swizzle "
+                             f"span)", where)
         if ref.stage_key != dst.stage_key:
             raise BuildError(f"{what}: the copy into a stage completes on that stage's "
                              f"barrier; use mbarrier=<barriers>[same stage as dst]", where)
@@ -518,17 +522,31 @@ class _Tma:
 
     def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
         """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
-        clipped at dst's bounds."""
+        clipped at dst's bounds, from one thread (e.g. under kb.single_thread()).
+        The copy reads `src` asynchronously: wait with tma.store_wait() before
+        writing it again."""
         kb = self._kb
+        where = _caller()
         what = "tma.shared_to_global"
         _expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
         kb._own(_expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
         if src.dtype != dst.dtype:
             raise BuildTypeError(f"{what}: src is {src.dtype} but dst '{dst.name}' is "
-                                 f"{dst.dtype}", _caller())
+                                 f"{dst.dtype}", where)
+        if src.transposed or src.row != 0 or src.rows != src.ring.shape[1]:
+            raise BuildError(f"{what}: src must be a whole stage tile, ring[stage]", where)
         row, col = kb._offsets(offsets, what)
-        with kb._at():
+        with kb._at(where):
             dialect.tma_store(src.ring.value, src.stage, dst.value, row, col)
+
+    def store_wait(self, pending: int = 0) -> None:
+        """Wait until at most `pending` of this thread's shared_to_global copies
+        still read shared memory (before their source is written again)."""
+        if isinstance(pending, bool) or not isinstance(pending, int) or pending < 0:
+            raise BuildError(f"tma.store_wait: pending must be an int >= 0, got {pending!r}",
+                             _caller())
+        with self._kb._at():
+            dialect.tma_store_wait(pending)
 
 
 class _Wgmma:
@@ -756,7 +774,9 @@ class KernelBuilder:
 
     def shared_tensor(self, dtype: str, shape: Sequence[int]) -> SharedTensor:
         """A ring buffer in shared memory of [stages, rows, cols] elements, each stage
-        one TMA tile and WGMMA operand (rows <= 256, a row at most 128 bytes)."""
+        one TMA tile (rows <= 256). A tile that TMA loads and WGMMA reads has
+        rows of at most 128 bytes (the swizzle span); a tile only stored from
+        registers and copied out may have wider rows, of whole 128-byte spans."""
         where = _caller()
         _check_dtype(dtype, TILE_DTYPES, "shared_tensor")
         shape = tuple(shape)
@@ -766,11 +786,11 @@ class KernelBuilder:
                              f"ints, got {list(shape)!r}", where)
         stages, rows, cols = shape
         row_bytes = cols * ELEMENT_BYTES[dtype]
-        if row_bytes > SWIZZLE_BYTES or rows > MAX_TMA_BOX:
+        if (row_bytes > SWIZZLE_BYTES and row_bytes % SWIZZLE_BYTES) or rows > MAX_TMA_BOX:
             raise BuildError(f"shared_tensor: a {rows}x{cols} {dtype} tile breaks the tile "
                              f"rules: at most {MAX_TMA_BOX} rows (the TMA box) and "
-                             f"{SWIZZLE_BYTES} bytes a row (the swizzle span), it has "
-                             f"{row_bytes}", where)
+                             f"{SWIZZLE_BYTES} bytes a row (the swizzle span) or a multiple "
+                             f"of it, it has {row_bytes}", where)
         self._require_top_level("shared_tensor", "shared memory is laid out once per block")
         with self._at(where):
             value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, cols, dtype))
@@ -814,6 +834,31 @@ class KernelBuilder:
         row, col = self._offsets(offsets, "store_global")
         with self._at(where):
             dialect.store(tile.value, dst.value, row, col)
+
+    def store_shared(self, dst: SharedTile, tile: RegisterTile) -> None:
+        """Write a register tile into the stage tile `dst` (e.g. sc[stage]) of the
+        same shape and dtype, in the layout a TMA store of `dst` reads. Before
+        that store: kb.fence_proxy_async() in every writing thread, then a sync."""
+        where = _caller()
+        _expect(dst, SharedTile, "store_shared dst", "a stage of a shared tensor, e.g. sc[stage]")
+        self._own(_expect(tile, RegisterTile, "store_shared tile", "a register tile"),
+                  "store_shared")
+        if dst.transposed or dst.row != 0 or dst.rows != dst.ring.shape[1]:
+            raise BuildError("store_shared: dst must be a whole stage tile, ring[stage]", where)
+        if tile.dtype != dst.dtype:
+            raise BuildTypeError(f"store_shared: the tile is {tile.dtype} but dst is "
+                                 f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
+                                 where)
+        if list(tile.shape) != [dst.rows, dst.cols]:
+            raise BuildError(f"store_shared: the tile is {list(tile.shape)} but the stage tile "
+                             f"is [{dst.rows}, {dst.cols}]", where)
+        with self._at(where):
+            dialect.store_shared(tile.value, dst.ring.value, dst.stage)
+
+    def fence_proxy_async(self) -> None:
+        """Make this thread's writes to shared memory visible to later TMA copies."""
+        with self._at():
+            dialect.fence_proxy_async()
 
     def sync(self) -> None:
         """A barrier of every thread of the block, or of the enclosing thread group.
@@ -1219,6 +1264,8 @@ class CompiledKernel:
             b_layout = "nk" if tensors["b"]["shape"] == [sizes["n"], sizes["k"]] else "kn"
             problem.update(dtype=tensors["a"]["dtype"], out_dtype=tensors["c"]["dtype"],
                            b_layout=b_layout)
+            if info.accumulator == "f16":
+                problem["accumulator"] = "f16"
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(out, self.result, tuple(launch_grid), problem, config, tensors,
                               persistent=self.kernel.persistent)

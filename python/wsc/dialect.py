@@ -234,6 +234,14 @@ def tma_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
     return _create("wsc.tma_store", operands=[src, stage, dst, row, col])
 
 
+def tma_store_wait(pending: int) -> ir.Operation:
+    return _create("wsc.tma_store_wait", attributes={"pending": _i32(pending)})
+
+
+def fence_proxy_async() -> ir.Operation:
+    return _create("wsc.fence_proxy_async")
+
+
 def acc_alloc(type_: ir.Type) -> ir.Value:
     """`wsc.acc_alloc`: a zero-filled register tile."""
     return _create("wsc.acc_alloc", results=[type_]).result
@@ -268,3 +276,7 @@ def cast(src: ir.Value, element: str) -> ir.Value:
 
 def store(tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value) -> ir.Operation:
     return _create("wsc.store", operands=[tile, dst, row, col])
+
+
+def store_shared(tile: ir.Value, dst: ir.Value, stage: ir.Value) -> ir.Operation:
+    return _create("wsc.store_shared", operands=[tile, dst, stage])

@@ -507,7 +507,9 @@ class _Compiler:
             return self._if(op, context, args, results)
         if name in ("wsc.role", "wsc.elect"):
             return _Compute(op, lambda: 1, [], results[0])
-        if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store"):
+        if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store",
+                    "wsc.store_shared", "wsc.fence_proxy_async", "wsc.tma_store",
+                    "wsc.tma_store_wait"):
             return None
         handler = getattr(self, "_" + name.removeprefix("wsc."), None)
         if not name.startswith("wsc.") or handler is None:

@@ -168,9 +168,12 @@ def _verify_op(op: ir.Operation) -> None:
     elif name == "wsc.tma_load":
         _verify_tma_load(op)
     elif name == "wsc.tma_store":
-        _verify_global(op, op.operands[2].type, "destination")
-        shape = _verify_shared_buffer(op, op.operands[0].type, "source")
-        _verify_stage(op, op.operands[1], shape[0])
+        _verify_tma_store(op)
+    elif name == "wsc.tma_store_wait":
+        if int_attr(op, "pending") < 0:
+            _fail(op, f"pending must be non-negative, got {int_attr(op, 'pending')}")
+    elif name == "wsc.store_shared":
+        _verify_store_shared(op)
     elif name == "wsc.wgmma":
         _verify_wgmma(op)
     elif name == "wsc.wgmma_wait_group":
@@ -211,6 +214,33 @@ def _verify_tma_load(op: ir.Operation) -> None:
         _fail(op, f"the ring has {shape[0]} stages but its barrier array has {count}")
 
 
+def _verify_tma_store(op: ir.Operation) -> None:
+    src, stage, dst, _, _ = op.operands
+    _verify_global(op, dst.type, "destination")
+    shape = _verify_shared_buffer(op, src.type, "source")
+    _verify_stage(op, stage, shape[0])
+    src_element = str(ir.MemRefType(src.type).element_type)
+    dst_element = str(ir.MemRefType(dst.type).element_type)
+    if src_element != dst_element:
+        _fail(op, f"source element type {src_element} differs from the destination's {dst_element}")
+    if shape[1] > MAX_TMA_BOX:
+        _fail(op, f"TMA box of {shape[1]} rows exceeds {MAX_TMA_BOX}")
+
+
+def _verify_store_shared(op: ir.Operation) -> None:
+    tile, dst, stage = op.operands
+    (rows, cols), element = _verify_acc(op, tile.type)
+    shape = _verify_shared_buffer(op, dst.type, "destination")
+    _verify_stage(op, stage, shape[0])
+    dst_element = str(ir.MemRefType(dst.type).element_type)
+    if element != dst_element:
+        _fail(op, f"tile element type {element} differs from the destination's "
+                  f"{dst_element} (convert it with wsc.cast)")
+    if [rows, cols] != list(shape[1:]):
+        _fail(op, f"tile {rows}x{cols} differs from the destination's {shape[1]}x{shape[2]} "
+                  f"stage tile")
+
+
 def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]:
     """(shape, element) of a register tile type that keeps the WGMMA rules."""
     parsed = parse_acc_type(type_)
@@ -238,8 +268,10 @@ def _verify_wgmma(op: ir.Operation) -> None:
     a_shape = _verify_shared_buffer(op, a.type, "A")
     b_shape = _verify_shared_buffer(op, b.type, "B")
     (m, n), element = _verify_acc(op, acc.type)
-    if element != "f32":
-        _fail(op, f"accumulator must be f32, got {element}")
+    input_element = str(ir.MemRefType(a.type).element_type)
+    if element != "f32" and not (element == "f16" == input_element):
+        _fail(op, f"accumulator must be f32 (or f16 for f16 operands), got {element} for "
+                  f"{input_element} operands")
     if a_shape[0] != b_shape[0]:
         _fail(op, f"A and B rings have {a_shape[0]} and {b_shape[0]} stages")
     _verify_stage(op, stage, a_shape[0])

@@ -177,6 +177,15 @@ def extractvalue(container: ir.Value, position: int, type_: ir.Type) -> ir.Value
     return llvm.ExtractValueOp(type_, container, ir.DenseI64ArrayAttr.get([position])).result
 
 
+def insertvalue(container: ir.Value, value: ir.Value, position: int) -> ir.Value:
+    return llvm.InsertValueOp(container, value, ir.DenseI64ArrayAttr.get([position])).result
+
+
+def extractelement(vector: ir.Value, position: int) -> ir.Value:
+    pos = llvm.ConstantOp(i32(), ir.IntegerAttr.get(i32(), position)).result
+    return llvm.ExtractElementOp(vector, pos).result
+
+
 def insertelement(vector: ir.Value, value: ir.Value, position: int) -> ir.Value:
     pos = llvm.ConstantOp(i32(), ir.IntegerAttr.get(i32(), position)).result
     return llvm.InsertElementOp(vector, value, pos).result
@@ -292,6 +301,29 @@ def tma_load_2d(dst: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value],
                                                    barrier_address, [])
 
 
+def tma_store_2d(src: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value]) -> None:
+    """cp.async.bulk.tensor.2d.global.shared::cta.bulk_group; coords innermost
+    first, src a shared (address space 3) pointer."""
+    nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(tensor_map, src, list(coords))
+
+
+def bulk_commit_group() -> None:
+    """cp.async.bulk.commit_group: the thread's uncommitted TMA stores become one group."""
+    nvvm.CpAsyncBulkCommitGroupOp()
+
+
+def bulk_wait_group_read(pending: int) -> None:
+    """cp.async.bulk.wait_group.read: at most `pending` of the thread's groups
+    still read their shared-memory source."""
+    nvvm.CpAsyncBulkWaitGroupOp(pending, read=True)
+
+
+def fence_proxy_async_shared() -> None:
+    """fence.proxy.async.shared::cta: this thread's generic-proxy writes to
+    shared memory become visible to the async proxy (TMA)."""
+    nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+
+
 def wgmma_fence() -> None:
     nvvm.WgmmaFenceAlignedOp()
 
@@ -305,24 +337,36 @@ def wgmma_wait_group(pending: int) -> None:
 
 
 def register_fence(value: ir.Value, element: ir.Type, count: int) -> ir.Value:
-    """`value`, a struct of `count` `element` registers, passed through an
-    empty asm that ties every field: it emits no instruction, but no read of
-    the result can move above the side effect just before it (a wait)."""
+    """`value`, a struct of `count` `element` registers (f32, or f16x2
+    vectors), passed through an empty asm that ties every field: it emits no
+    instruction, but no read of the result can move above the side effect
+    just before it (a wait)."""
     fields = [extractvalue(value, i, element) for i in range(count)]
-    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
-    return inline_asm("", constraints, fields, value.type)
+    if str(element) == "f32":
+        constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
+        return inline_asm("", constraints, fields, value.type)
+    # An f16x2 pair is one 32-bit register: tie it as its bits.
+    bits = [llvm.BitcastOp(i32(), field).result for field in fields]
+    constraints = ",".join(["=r"] * count + [str(i) for i in range(count)])
+    tied = inline_asm("", constraints, bits, struct_of(i32(), count))
+    result = undef(value.type)
+    for i in range(count):
+        pair = llvm.BitcastOp(element, extractvalue(tied, i, i32())).result
+        result = insertvalue(result, pair, i)
+    return result
 
 
 _WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 
 def wgmma_mma_async(accumulator: ir.Value, desc_a: ir.Value, desc_b: ir.Value, n: int,
-                    input_type: str, b_k_major: bool) -> ir.Value:
-    """D += A * B for one m64nNk16 with f32 D; A K-major, B K-major or N-major."""
+                    input_type: str, b_k_major: bool, output_type: str = "f32") -> ir.Value:
+    """D += A * B for one m64nNk16; A K-major, B K-major or N-major. D is a
+    struct of N/2 f32, or (output_type f16) of N/4 vector<2xf16>."""
     shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = 16>")
     in_type = getattr(nvvm.WGMMATypes, _WGMMA_TYPES[input_type])
     return nvvm.WgmmaMmaAsyncOp(
         accumulator.type, accumulator, desc_a, desc_b, shape,
-        in_type, in_type, nvvm.WGMMATypes.f32,
+        in_type, in_type, getattr(nvvm.WGMMATypes, _WGMMA_TYPES[output_type]),
         nvvm.WGMMAScaleOut.one, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
         nvvm.MMALayout.row, nvvm.MMALayout.col if b_k_major else nvvm.MMALayout.row).result

@@ -53,6 +53,9 @@ class KernelInfo:
     entry_registers: int = 0
     #: Byte offsets from the 1024-aligned base: {"buffers": [...], "barriers": [...]}.
     shared_layout: dict[str, Any] = field(default_factory=dict)
+    #: The element type of the kernel's WGMMA accumulators ("f32" or "f16";
+    #: "" without WGMMA), which bounds how accurate its result can be.
+    accumulator: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -102,6 +102,18 @@ class TileLayout:
         atom, inner = divmod(col, self.atom_cols)
         return self.atom_offset(atom) + row * self.swizzle + inner * self.element_bytes
 
+    @property
+    def swizzle_bits(self) -> int:
+        """The 16-byte-chunk bits of an offset that the swizzle flips: chunk
+        c of row r of an atom is stored at chunk c ^ (r mod swizzle/16)."""
+        return self.swizzle - 16
+
+    def swizzled_offset(self, row: int, col: int) -> int:
+        """Byte offset where TMA and WGMMA find element (row, col), with the
+        swizzle applied (atoms start on whole swizzle periods)."""
+        offset = self.byte_offset(row, col)
+        return offset ^ ((offset >> 3) & self.swizzle_bits)
+
 
 @dataclass
 class BufferSlot:

@@ -29,9 +29,15 @@ How each wsc op is lowered:
   adds the random delays of DebugOptions.delay_role).
 * wsc.tma_load: cp.async.bulk.tensor.2d per 128/64/32-byte-wide atom of the
   tile, coordinates (col, row), completing on barriers[stage].
+* wsc.tma_store: the same per atom from shared to global, then one
+  cp.async.bulk.commit_group; wsc.tma_store_wait is
+  cp.async.bulk.wait_group.read, and the kernel ends with a wait for 0 (an
+  exiting block's shared memory is reused). wsc.fence_proxy_async:
+  fence.proxy.async.shared::cta. wsc.store_shared: each thread's column
+  pairs stored at their swizzled offsets in the stage tile.
 * wsc.wgmma: per m64 sub-tile and k16 step one nvvm.wgmma.mma_async with
   descriptors from descriptors.OperandDescriptors (A K-major; B K-major for
-  "nk", N-major for "kn"). fence/commit/wait map one to one; after a
+  "nk", N-major for "kn"); f16 accumulators go to WGMMA as f16x2 pairs. fence/commit/wait map one to one; after a
   wait_group 0 the role's WGMMA accumulators pass through an empty asm, so
   LLVM cannot move a read of them above the wait.
 * wsc.acc_alloc / wsc.cast / wsc.store: accumulators live in an llvm.alloca in
@@ -133,14 +139,31 @@ class AccSlot:
     address: ir.Value  # llvm.ptr to the alloca
     fragment: AccumulatorFragment
     element: str
-    sub_type: ir.Type  # one m64 sub-tile: struct (f32) or array (f16/bf16)
+    #: One m64 sub-tile: a struct of f32 or (`packed`) of f16x2 pairs, the
+    #: forms WGMMA reads and writes; an array for other register tiles.
+    sub_type: ir.Type
     whole_type: ir.Type
+    packed: bool = False
 
     def subtile_address(self, i: int) -> ir.Value:
         return E.gep(self.address, [0, i], self.whole_type)
 
-    def element_address(self, i: int, r: int) -> ir.Value:
-        return E.gep(self.address, [0, i, r], self.whole_type)
+    def load_element(self, i: int, r: int) -> ir.Value:
+        """Register r of sub-tile i."""
+        if not self.packed:
+            return E.load(E.float_type(self.element), E.gep(self.address, [0, i, r],
+                                                            self.whole_type))
+        pair = E.load(_pair_type(self.element), E.gep(self.address, [0, i, r // 2],
+                                                      self.whole_type))
+        return E.extractelement(pair, r % 2)
+
+    def store_element(self, i: int, r: int, value: ir.Value) -> None:
+        assert not self.packed, "packed tiles are written whole, by WGMMA"
+        E.store(value, E.gep(self.address, [0, i, r], self.whole_type))
+
+
+def _pair_type(element: str) -> ir.Type:
+    return ir.VectorType.get([2], E.float_type(element))
 
 
 @dataclass
@@ -227,9 +250,6 @@ class KernelLowering:
             role_op = self._enclosing_role(op)
             if name == "wsc.role":
                 self._add_role(op)
-            elif name == "wsc.tma_store":
-                raise _fail(op, "is not supported yet by --convert-wsc-to-nvvm "
-                                "(store the tile with wsc.store from registers)")
             elif name == "wsc.alloc_shared":
                 self.buffer_ops.append(op)
                 self._check_shared_uses(op)
@@ -238,12 +258,12 @@ class KernelLowering:
                     raise _fail(op, "must be at the top level of the kernel, where every thread "
                                     "runs it")
                 self.barrier_ops.append(op)
-            elif name in ("wsc.tma_load", "wsc.wgmma", "wsc.mbarrier_arrive",
+            elif name in ("wsc.tma_load", "wsc.tma_store", "wsc.wgmma", "wsc.mbarrier_arrive",
                           "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
                     self.wgmma_accumulators.add(op.operands[3])
-            elif name in ("wsc.store", "wsc.cast"):
+            elif name in ("wsc.store", "wsc.store_shared", "wsc.cast"):
                 source = defining_op(op.operands[0])
                 if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
                     raise _fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
@@ -303,7 +323,8 @@ class KernelLowering:
                                   len(self.roles) + 1)
 
     def _check_shared_uses(self, op: ir.Operation) -> None:
-        allowed = {("wsc.tma_load", 3), ("wsc.wgmma", 0), ("wsc.wgmma", 1), ("wsc.tma_store", 0)}
+        allowed = {("wsc.tma_load", 3), ("wsc.wgmma", 0), ("wsc.wgmma", 1), ("wsc.tma_store", 0),
+                   ("wsc.store_shared", 1)}
         for use in op.result.uses:
             owner = _owner(use)
             if (owner.name, use.operand_number) not in allowed:
@@ -314,6 +335,7 @@ class KernelLowering:
     def _check_sources(self, op: ir.Operation) -> None:
         expected = {
             "wsc.tma_load": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
+            "wsc.tma_store": {0: "wsc.alloc_shared"},
             "wsc.wgmma": {0: "wsc.alloc_shared", 1: "wsc.alloc_shared", 3: "wsc.acc_alloc"},
             "wsc.mbarrier_arrive": {0: "wsc.mbarrier_alloc"},
             "wsc.mbarrier_arrive_expect_tx": {0: "wsc.mbarrier_alloc"},
@@ -326,16 +348,21 @@ class KernelLowering:
                                 f"(in this kernel)")
         if op.name == "wsc.tma_load" and op.operands[0] not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
+        if op.name == "wsc.tma_store" and op.operands[2] not in self.args:
+            raise _fail(op, "destination must be a tensor argument of the kernel")
 
     def _check_argument_uses(self) -> None:
-        self.tma_args: set[int] = set()
-        self.store_args: set[int] = set()
+        self.tma_args: set[int] = set()  # read with TMA
+        self.tma_store_args: set[int] = set()
+        self.store_args: set[int] = set()  # written from registers
         for position, arg in enumerate(self.args):
             for use in arg.uses:
                 owner = _owner(use)
                 key = (owner.name, use.operand_number)
                 if key == ("wsc.tma_load", 0):
                     self.tma_args.add(position)
+                elif key == ("wsc.tma_store", 2):
+                    self.tma_store_args.add(position)
                 elif key == ("wsc.store", 1):
                     self.store_args.add(position)
                 elif owner.name == "memref.dim":
@@ -343,9 +370,13 @@ class KernelLowering:
                 else:
                     raise _fail(owner, f"uses kernel argument #{position} in a way "
                                        f"--convert-wsc-to-nvvm cannot lower")
-            if position in self.tma_args and position in self.store_args:
-                raise _fail(self.kernel, f"argument #{position} is both read by TMA and "
-                                         f"written by wsc.store, which is not supported")
+            if position in self.tma_args and position in self.store_args | self.tma_store_args:
+                raise _fail(self.kernel, f"argument #{position} is both read and written, "
+                                         f"which is not supported")
+            if position in self.tma_store_args and position in self.store_args:
+                raise _fail(self.kernel, f"argument #{position} is written both by TMA and by "
+                                         f"wsc.store, which is not supported (one tensor map "
+                                         f"or pointer per tensor)")
 
     def _plan_roles(self) -> None:
         """setmaxnreg: inc or dec from the entry count, and whether it can be met.
@@ -436,19 +467,23 @@ class KernelLowering:
         self.tensor_maps: dict[int, dict] = {}
         first_load: dict[int, ir.Operation] = {}
         for op in self.ops:
-            if op.name != "wsc.tma_load":
+            if op.name == "wsc.tma_load":
+                tensor, buffer = op.operands[0], op.operands[3]
+            elif op.name == "wsc.tma_store":
+                tensor, buffer = op.operands[2], op.operands[0]
+            else:
                 continue
-            position = self.args.index(op.operands[0])
-            tile = self.buffers[defining_op(op.operands[3])].tile
+            position = self.args.index(tensor)
+            tile = self.buffers[defining_op(buffer)].tile
             spec = {"tensor": tensor_name(position), "box": list(tile.box),
                     "swizzle": tile.swizzle_name}
             if position in self.tensor_maps and self.tensor_maps[position] != spec:
-                raise _fail(op, f"loads tensor '{tensor_name(position)}' with box {spec['box']} "
-                                f"and {spec['swizzle']} swizzle, but an earlier wsc.tma_load uses "
+                raise _fail(op, f"copies tensor '{tensor_name(position)}' with box {spec['box']} "
+                                f"and {spec['swizzle']} swizzle, but an earlier TMA copy uses "
                                 f"{self.tensor_maps[position]['box']} and "
                                 f"{self.tensor_maps[position]['swizzle']}; one tensor map per "
                                 f"tensor is supported",
-                            notes=[(first_load[position].location, "earlier load here")])
+                            notes=[(first_load[position].location, "earlier copy here")])
             self.tensor_maps[position] = spec
             first_load.setdefault(position, op)
 
@@ -529,7 +564,7 @@ class KernelLowering:
                     "llvm.align": ir.IntegerAttr.get(E.i64(), TENSOR_MAP_ALIGN),
                     "nvvm.grid_constant": ir.UnitAttr.get()}
         self.params: list[ParamInfo] = []
-        for position in sorted(self.tma_args):
+        for position in sorted(self.tma_args | self.tma_store_args):
             self.params.append(ParamInfo("tensor_map", tensor_name(position), ptr, tm_attrs))
         for position in sorted(self.store_args):
             self.params.append(ParamInfo("pointer", tensor_name(position), ptr,
@@ -540,6 +575,8 @@ class KernelLowering:
             self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
 
     def _stored_tensors(self, acc: ir.Value) -> set[int]:
+        """The tensors `acc` ends up in: stored from registers, or staged in
+        shared memory and copied out with TMA."""
         found: set[int] = set()
         pending = [acc]
         while pending:
@@ -548,6 +585,11 @@ class KernelLowering:
                 owner = _owner(use)
                 if owner.name == "wsc.store" and use.operand_number == 0:
                     found.add(self.args.index(owner.operands[1]))
+                elif owner.name == "wsc.store_shared" and use.operand_number == 0:
+                    for copy in owner.operands[1].uses:
+                        copy_op = _owner(copy)
+                        if copy_op.name == "wsc.tma_store" and copy.operand_number == 0:
+                            found.add(self.args.index(copy_op.operands[2]))
                 elif owner.name == "wsc.cast":
                     pending.append(owner.result)
         return found
@@ -563,7 +605,7 @@ class KernelLowering:
         for position, arg in enumerate(self.args):
             memref = ir.MemRefType(arg.type)
             role = ("input" if position in self.tma_args else
-                    "output" if position in self.store_args else "unused")
+                    "output" if position in self.store_args | self.tma_store_args else "unused")
             tensors[tensor_name(position)] = {
                 "arg": position, "dtype": str(memref.element_type), "role": role,
                 "shape": memref_shape(arg.type)}
@@ -583,7 +625,12 @@ class KernelLowering:
             tensor_maps={tensor_name(pos): dict(spec)
                          for pos, spec in sorted(self.tensor_maps.items())},
             tensors=tensors, dims=self.dims, entry_registers=self.entry_registers,
-            shared_layout=layout)
+            shared_layout=layout, accumulator=self._accumulator_element())
+
+    def _accumulator_element(self) -> str:
+        """The WGMMA accumulators' element type: f16 if any is f16."""
+        elements = {parse_acc_type(value.type)[1] for value in self.wgmma_accumulators}
+        return "f16" if "f16" in elements else "f32" if elements else ""
 
     # ---------------------------------------------------------------------- build
 
@@ -675,6 +722,12 @@ class KernelLowering:
             with ir.InsertionPoint(op), op.location:
                 method(op)
             doomed.append(op)
+        if any(op.name == "wsc.tma_store" for op in self.ops):
+            # An exiting block's shared memory goes to the next block: every
+            # thread's TMA stores must have read their source by then.
+            terminator = self.block.operations[len(self.block.operations) - 1]
+            with ir.InsertionPoint(terminator), self.kernel.location:
+                E.bulk_wait_group_read(0)
         for role in self.roles.values():
             if role.max_registers is not None and role.max_registers != self.entry_registers:
                 then_block = role.guard.regions[0].blocks[0]
@@ -799,24 +852,31 @@ class KernelLowering:
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
             E.tma_load_2d(target, tensor_map, [column, row32], barrier)
 
-    def _acc_slot(self, value: ir.Value, element: str) -> AccSlot:
+    def _acc_slot(self, value: ir.Value, element: str, wgmma_form: bool) -> AccSlot:
         (rows, cols), _ = parse_acc_type(value.type)
         fragment = AccumulatorFragment(rows, cols)
         scalar = E.float_type(element)
-        if element == "f32":
+        packed = False
+        if wgmma_form and element == "f16":
+            # Kept packed between WGMMAs: unpacking would put moves that read
+            # the accumulators between the WGMMAs, and ptxas then serializes
+            # them (C7514).
+            packed = True
+            sub_type = E.struct_of(_pair_type(element), fragment.regs_per_subtile // 2)
+        elif wgmma_form:
             sub_type = E.struct_of(scalar, fragment.regs_per_subtile)
         else:
             sub_type = E.array_of(scalar, fragment.regs_per_subtile)
         whole = E.array_of(sub_type, fragment.subtiles)
         with self.entry_ip, value.location:
             address = E.alloca(whole)
-        slot = AccSlot(address, fragment, element, sub_type, whole)
+        slot = AccSlot(address, fragment, element, sub_type, whole, packed)
         self.slots[value] = slot
         return slot
 
     def _lower_acc_alloc(self, op):
         _, element = parse_acc_type(op.result.type)
-        slot = self._acc_slot(op.result, element)
+        slot = self._acc_slot(op.result, element, wgmma_form=element in ("f32", "f16"))
         for i in range(slot.fragment.subtiles):
             E.store(E.zero(slot.sub_type), slot.subtile_address(i))
 
@@ -850,9 +910,66 @@ class KernelLowering:
                 a_offset = a_desc.offset(k, a_row + SUBTILE_ROWS * i)
                 a_value = E.addi(a_base, E.const(a_offset >> 4, E.i64()))
                 values[i] = E.wgmma_mma_async(values[i], a_value, b_value, fragment.cols,
-                                              input_type, k_major_b)
+                                              input_type, k_major_b, acc_slot.element)
         for i, value in enumerate(values):
             E.store(value, acc_slot.subtile_address(i))
+
+    def _lower_tma_store(self, op):
+        src, stage, dst, row, col = op.operands
+        slot = self.buffers[defining_op(src)]
+        tile = slot.tile
+        tensor_map = self._param("tensor_map", tensor_name(self.args.index(dst)))
+        row32, col32 = self._i32(row), self._i32(col)
+        for atom in range(tile.num_atoms):
+            offset = self._smem_offset(slot.offset + tile.atom_offset(atom), stage,
+                                       slot.stage_bytes)
+            column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
+            E.tma_store_2d(self._smem_ptr(offset), tensor_map, [column, row32])
+        E.bulk_commit_group()
+
+    def _lower_tma_store_wait(self, op):
+        E.bulk_wait_group_read(int_attr(op, "pending"))
+
+    def _lower_fence_proxy_async(self, op):
+        E.fence_proxy_async_shared()
+
+    def _lower_store_shared(self, op):
+        """Each thread writes its column pairs (2-element stores) where the
+        buffer's swizzled layout puts them. A warp's store covers 8 rows of
+        one 16-byte chunk column, which the swizzle spreads over 8 different
+        chunks: no bank conflicts with the 128-byte swizzle."""
+        tile_value, dst, stage = op.operands
+        slot = self.slots[tile_value]
+        fragment = slot.fragment
+        buffer = self.buffers[defining_op(dst)]
+        tile = buffer.tile
+        i32 = E.i32()
+        scalar = E.float_type(slot.element)
+        vector_type = ir.VectorType.get([2], scalar)
+        local = E.subi(self.tid, E.const(self._role_begin(op), i32))
+        warp = E.shrui(local, E.const(5, i32))
+        lane = E.andi(local, E.const(31, i32))
+        quad_row = E.shrui(lane, E.const(2, i32))
+        # Rows this thread holds are 16*warp + lane/4 + 8*k: all share the
+        # swizzle key (row mod 8) = lane/4, masked to the swizzle's width.
+        key = E.andi(E.muli(quad_row, E.const(16, i32)), E.const(tile.swizzle_bits, i32))
+        row_bytes = E.muli(E.addi(E.muli(warp, E.const(16, i32)), quad_row),
+                           E.const(tile.swizzle, i32))
+        pair_bytes = E.muli(E.andi(lane, E.const(3, i32)), E.const(2 * tile.element_bytes, i32))
+        base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes), row_bytes)
+        for i in range(fragment.subtiles):
+            for h in range(2):
+                row = SUBTILE_ROWS * i + 8 * h
+                for j in range(fragment.cols // 8):
+                    atom, inner = divmod(8 * j, tile.atom_cols)
+                    static = tile.atom_offset(atom) + row * tile.swizzle
+                    in_row = E.addi(E.const(inner * tile.element_bytes, i32), pair_bytes)
+                    offset = E.addi(E.addi(base, E.const(static, i32)), E.xori(in_row, key))
+                    pair = E.undef(vector_type)
+                    for c in range(2):
+                        value = slot.load_element(i, 4 * j + 2 * h + c)
+                        pair = E.insertelement(pair, value, c)
+                    E.store(pair, self._smem_ptr(offset), alignment=2 * tile.element_bytes)
 
     def _lower_wgmma_fence(self, op):
         E.wgmma_fence()
@@ -875,23 +992,23 @@ class KernelLowering:
             if value in self.wgmma_accumulators and self.role_of.get(defining_op(value)) is role:
                 for i in range(slot.fragment.subtiles):
                     address = slot.subtile_address(i)
-                    fenced = E.register_fence(E.load(slot.sub_type, address),
-                                              E.float_type(slot.element),
-                                              slot.fragment.regs_per_subtile)
+                    fenced = E.register_fence(
+                        E.load(slot.sub_type, address),
+                        _pair_type(slot.element) if slot.packed else E.float_type(slot.element),
+                        slot.fragment.regs_per_subtile // (2 if slot.packed else 1))
                     E.store(fenced, address)
 
     def _lower_cast(self, op):
         source = self.slots[op.operands[0]]
         _, element = parse_acc_type(op.result.type)
-        target = self._acc_slot(op.result, element)
-        src_scalar = E.float_type(source.element)
+        target = self._acc_slot(op.result, element, wgmma_form=False)
         dst_scalar = E.float_type(element)
         for i in range(source.fragment.subtiles):
             for r in range(source.fragment.regs_per_subtile):
-                value = E.load(src_scalar, source.element_address(i, r))
+                value = source.load_element(i, r)
                 if element != source.element:  # from f32 (checked by analyze)
                     value = E.truncf(value, dst_scalar)
-                E.store(value, target.element_address(i, r))
+                target.store_element(i, r, value)
 
     def _lower_store(self, op):
         tile, dst, row0, col0 = op.operands
@@ -942,7 +1059,7 @@ class KernelLowering:
 
         def store_element(i, h, j, c, row_off):
             column = E.addi(col_base, E.const(8 * j + c, i32))
-            value = E.load(scalar, slot.element_address(i, 4 * j + 2 * h + c))
+            value = slot.load_element(i, 4 * j + 2 * h + c)
             E.store(value, address(row_off, column), alignment=element_bytes)
 
         with ir.InsertionPoint.at_block_terminator(whole_tile.then_block):
@@ -954,7 +1071,7 @@ class KernelLowering:
                         column = E.addi(col_base, E.const(8 * j, i32))
                         pair = E.undef(vector_type)
                         for c in range(2):
-                            value = E.load(scalar, slot.element_address(i, 4 * j + 2 * h + c))
+                            value = slot.load_element(i, 4 * j + 2 * h + c)
                             pair = E.insertelement(pair, value, c)
                         E.store(pair, address(row_off, column), alignment=pair_align)
             with ir.InsertionPoint.at_block_terminator(pairs.else_block):

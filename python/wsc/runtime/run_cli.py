@@ -42,6 +42,17 @@ WARMUP_LAUNCHES = 5
 # Relative Frobenius error allowed. A bf16 output alone rounds with a relative
 # error near 3e-3, so it gets a looser bound than f16/f32 outputs.
 TOLERANCE = {"f32": 1e-3, "f16": 1e-3, "bf16": 1e-2}
+
+
+def tolerance(problem: MatmulProblem) -> float:
+    """The relative error allowed for `problem`'s result. With f16
+    accumulators (problem key "accumulator") the running sum rounds to f16
+    once per k16 WGMMA step: relative error about 2^-10/sqrt(12) *
+    sqrt(K/32), allowed with a margin of about 2.5 as 2^-11 * sqrt(K/16)."""
+    bound = TOLERANCE[problem.out_dtype]
+    if problem.accumulator == "f16":
+        bound = max(bound, 2.0 ** -11 * math.sqrt(problem.k / 16))
+    return bound
 NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 
 
@@ -109,7 +120,7 @@ def evaluate(kernel: Kernel, *, seed: int = 0, timeout_s: float = 60.0, check: b
     if bench:
         ms = _bench(launch, kernel, iters, timeout_s)
         tflops = 2.0 * problem.m * problem.n * problem.k / (ms * 1e-3) / 1e12
-    tol = TOLERANCE[problem.out_dtype]
+    tol = tolerance(problem)
     accurate = not check or (rel_err is not None and math.isfinite(rel_err) and rel_err <= tol)
     return {
         **_base_report(kernel.artifact),
@@ -125,9 +136,11 @@ def evaluate(kernel: Kernel, *, seed: int = 0, timeout_s: float = 60.0, check: b
 class MatmulProblem:
     """The matmul an artifact computes: C[m,n] = A[m,k] @ B (B is [n,k] for "nk", [k,n] for "kn")."""
 
-    def __init__(self, m: int, n: int, k: int, dtype: str, out_dtype: str, b_layout: str, tile_m: int, tile_n: int):
+    def __init__(self, m: int, n: int, k: int, dtype: str, out_dtype: str, b_layout: str, tile_m: int, tile_n: int,
+                 accumulator: str = "f32"):
         self.m, self.n, self.k = m, n, k
         self.dtype, self.out_dtype, self.b_layout = dtype, out_dtype, b_layout
+        self.accumulator = accumulator
         self.tile_m, self.tile_n = tile_m, tile_n
 
     @property
@@ -158,10 +171,14 @@ class MatmulProblem:
             if problem.get(key) not in choices:
                 raise fail(f"key 'problem.{key}': expected one of {', '.join(choices)}, got {problem.get(key)!r}")
             values[key] = problem[key]
+        accumulator = problem.get("accumulator", "f32")
+        if accumulator not in ("f32", "f16"):
+            raise fail(f"key 'problem.accumulator': expected f32 or f16, got {accumulator!r}")
         config = artifact.config
         result = cls(
             tile_m=_config_int(config, "block_m"),
             tile_n=_config_int(config, "block_n"),
+            accumulator=accumulator,
             **values,
         )
         expected = {
