@@ -64,9 +64,11 @@ def _report_line(label: str, sizes: dict, report: dict) -> str:
     return text
 
 
-def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None = None) -> int:
+def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None = None,
+                ragged: dict | None = None) -> int:
     """Parse the example's command line, build with `build` (an @autotune'd
-    function or a plain one) and do what the module docstring says."""
+    function or a plain one) and do what the module docstring says; `ragged`
+    replaces RAGGED as the checked problem."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--print-ir", action="store_true",
                         help="print the IR as built and after each wsc pass")
@@ -96,7 +98,7 @@ def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None =
         _print_ir(kernel, out / "ir")
     print(f"compiled ({', '.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}):")
     print(compiled.summary())
-    runs = [("check", RAGGED, False), ("bench", bench, True)]
+    runs = [("check", ragged or RAGGED, False), ("bench", bench, True)]
     directories = {label: compiled.write_artifact(out / label, **sizes)
                    for label, sizes, _ in runs}
     print(f"artifacts: {directories['check']} (ragged), {directories['bench']} (timed)")

@@ -19,7 +19,11 @@ holds
   - `wsc.mbarrier_wait` on the full barriers, then `wsc.wgmma_fence`,
     `wsc.wgmma`s, `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`;
   - any number of block-wide `wsc.sync`s and pure arith ops.
-The epilogue may only use the accumulator through `wsc.cast` and `wsc.store`.
+The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
+`wsc.store_shared`. A TMA-store epilogue stages the tile in a one-stage buffer
+of the accumulator's shape (`wsc.store_shared`, `wsc.fence_proxy_async`,
+`wsc.sync`) and copies it out under a `wsc.elect` (`wsc.tma_store`, with
+`wsc.tma_store_wait`s under `wsc.elect`s before it is written again).
 
 After: the same computation, specialized (the seed's V3, generalised):
   - an *empty* barrier array beside the full one, with one arrival per consumer
@@ -29,7 +33,9 @@ After: the same computation, specialized (the seed's V3, generalised):
     each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
     B, waits for them (wait_group 0), then releases the stage by arriving on
-    empty[stage]; then it stores its rows;
+    empty[stage]; then it stores its rows (a TMA-store epilogue's staging
+    buffer gets one stage of those rows per group, G x BM/G x BN, and each
+    group stages, syncs its own warps and stores from its stage);
     with wgmma-in-flight = 1 it instead leaves the K tile's WGMMA group in
     flight (wait_group 1, which retires the previous K tile's group) and
     releases the *previous* stage, (stage - 1) mod N, from the second K tile
@@ -251,18 +257,47 @@ class _Specializer:
 
     def _match_epilogue(self) -> None:
         acc = self.acc_alloc.result
-        self.stores = []
+        stores, self.staging = [], None
         for op in self.epilogue:
             uses_acc = acc in operands_deep(op)
-            if op.name == "wsc.store":
-                self.stores.append(op)
+            if op.name in ("wsc.store", "wsc.store_shared"):
+                stores.append(op)
+                if op.name == "wsc.store_shared":
+                    self._match_staging(op)
             elif uses_acc and op.name != "wsc.cast":
-                self._fail(op, f"the epilogue may use the accumulator only through wsc.cast "
-                               f"and wsc.store, not '{op.name}'")
-            elif op.name not in ("wsc.cast",) and not op.name.startswith(_PURE_DIALECTS):
+                self._fail(op, f"the epilogue may use the accumulator only through wsc.cast, "
+                               f"wsc.store and wsc.store_shared, not '{op.name}'")
+            elif op.name == "scf.if":
+                guard = defining_op(op.operands[0])
+                inner = [n.name for n in walk(op) if n.name != "scf.yield"]
+                if (guard is None or guard.name != "wsc.elect"
+                        or not set(inner) <= {"wsc.tma_store", "wsc.tma_store_wait"}):
+                    self._fail(op, "an scf.if in the epilogue must be a wsc.elect guarding "
+                                   "wsc.tma_store / wsc.tma_store_wait")
+            elif op.name not in ("wsc.cast", "wsc.elect", "wsc.sync", "wsc.fence_proxy_async") \
+                    and not op.name.startswith(_PURE_DIALECTS):
                 self._fail(op, f"unsupported epilogue op '{op.name}'")
-        if not self.stores:
-            self._fail(self.kernel, "the epilogue stores no result (wsc.store)")
+        if not stores:
+            self._fail(self.kernel, "the epilogue stores no result (wsc.store or "
+                                    "wsc.store_shared)")
+
+    def _match_staging(self, op: ir.Operation) -> None:
+        """The TMA-store epilogue's buffer: one stage of the whole tile."""
+        buffer = op.operands[1]
+        alloc = defining_op(buffer)
+        if self.staging is not None and buffer != self.staging:
+            self._fail(op, "the epilogue stages the tile in more than one buffer")
+        shape = ir.MemRefType(buffer.type).shape
+        acc_shape, _ = dialect.parse_acc_type(self.acc_alloc.result.type)
+        if alloc is None or alloc.name != "wsc.alloc_shared" or alloc.parent is None \
+                or alloc.parent.operation != self.kernel:
+            self._fail(op, "the staging buffer must be a wsc.alloc_shared at the kernel's "
+                           "top level")
+        if shape[0] != 1 or list(shape[1:]) != list(acc_shape):
+            self._fail(alloc, f"the staging buffer must be one stage of the "
+                              f"{acc_shape[0]}x{acc_shape[1]} tile, got "
+                              f"{shape[0]}x{shape[1]}x{shape[2]}")
+        self.staging = buffer
 
     # Building the output ------------------------------------------------------
 
@@ -288,7 +323,7 @@ class _Specializer:
         if num_stages in (0, written):
             return written
         for op in [op.operation for op in self.body.operations]:
-            if op.name == "wsc.alloc_shared":
+            if op.name == "wsc.alloc_shared" and op.result != self.staging:
                 memref = ir.MemRefType(op.result.type)
                 _, rows, cols = memref.shape
                 with ir.InsertionPoint(op):
@@ -357,6 +392,7 @@ class _Specializer:
         with ir.InsertionPoint.after(self.full_alloc):
             empty = dialect.mbarrier_alloc(releasing, num_stages)
             self.turns = dialect.mbarrier_alloc(WARPGROUP_SIZE, 2) if self.ping_pong else None
+        self.group_staging = self._split_staging(groups, group_rows, block_n)
 
         with ir.InsertionPoint(self.tile_loop or self.loop):
             stage0 = index_constant(0)
@@ -382,7 +418,19 @@ class _Specializer:
                 op.erase()
             self.loop.erase()
             self.acc_alloc.erase()
+        if self.staging is not None:
+            defining_op(self.staging).erase()
         set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
+
+    def _split_staging(self, groups: int, rows: int, cols: int) -> ir.Value | None:
+        """The staging buffer rebuilt with one stage per consumer group, of the
+        group's rows: groups stage and store independently."""
+        if self.staging is None:
+            return None
+        alloc = defining_op(self.staging)
+        element = str(ir.MemRefType(self.staging.type).element_type)
+        with ir.InsertionPoint(alloc):
+            return dialect.alloc_shared(dialect.shared_buffer_type(groups, rows, cols, element))
 
     def _check_ping_pong(self, groups: int) -> None:
         where = self.tile_loop or self.kernel
@@ -457,13 +505,13 @@ class _Specializer:
                 dialect.acc_type((rows, block_n), element))
             if not self.ping_pong:
                 loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
-                self._store_rows(first_row, mapping)
+                self._store_rows(group, first_row, mapping)
                 return list(loop.results)
             (turn_phase,) = turn_phase
             dialect.mbarrier_wait(self.turns, index_constant(group), turn_phase)
             loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
             dialect.mbarrier_arrive(self.turns, index_constant(1 - group))
-            self._store_rows(first_row, mapping)
+            self._store_rows(group, first_row, mapping)
             # The other group's tile comes next in the ring: step past it.
             return [*_skip_positions(*loop.results, self.loop.operands[1], num_stages),
                     arith.XOrIOp(turn_phase, bool_constant(True)).result]
@@ -523,9 +571,14 @@ class _Specializer:
                 scf.YieldOp([])
         return loop
 
-    def _store_rows(self, first_row: int, mapping: dict) -> None:
-        """The epilogue for the group's rows of the tile, from `first_row`."""
+    def _store_rows(self, group: int, first_row: int, mapping: dict) -> None:
+        """The epilogue for the group's rows of the tile, from `first_row`;
+        a TMA-store epilogue uses the group's stage of the staging buffer."""
         row_offset = index_constant(first_row) if first_row else None
+        own_stage = None
+        if self.staging is not None:
+            mapping[self.staging] = self.group_staging
+            own_stage = index_constant(group)
         for op in self.epilogue:
             if op.name == "wsc.cast":
                 # The group's tile has rows/G rows: rebuild the cast for that shape.
@@ -533,10 +586,16 @@ class _Specializer:
                 mapping[op.result] = dialect.cast(mapping[op.operands[0]], element)
                 continue
             clone = clone_remapped(op, mapping)
-            if clone.name == "wsc.store" and row_offset is not None:
-                with ir.InsertionPoint(clone):
-                    row = arith.AddIOp(clone.operands[2], row_offset).result
-                clone.operands[2] = row
+            for target in (clone, *walk(clone)):
+                # The global row: wsc.store's operand 2, wsc.tma_store's 3.
+                row_operand = {"wsc.store": 2, "wsc.tma_store": 3}.get(target.name)
+                if row_operand is not None and row_offset is not None:
+                    with ir.InsertionPoint(target):
+                        row = arith.AddIOp(target.operands[row_operand], row_offset).result
+                    target.operands[row_operand] = row
+                stage_operand = {"wsc.store_shared": 2, "wsc.tma_store": 1}.get(target.name)
+                if stage_operand is not None:
+                    target.operands[stage_operand] = own_stage
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
         def tile(mapping, stage, phase, *filled):

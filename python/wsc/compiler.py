@@ -210,13 +210,18 @@ TMA_STRIDE_ALIGN = 16
 _ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
 
 
-def _check_tma_strides(k: int, n: int, problem: MatmulProblem) -> None:
+def _check_tma_strides(k: int, n: int, problem: MatmulProblem,
+                       config: MatmulConfig | None = None) -> None:
     """A and B are read with TMA, whose global row strides must be multiples
-    of 16 bytes; C is stored with ordinary stores and has no such rule."""
-    size = _ELEMENT_BYTES[problem.dtype]
-    rows = [("A", "K", k), ("B", "K" if problem.b_layout == "nk" else "N",
-                                k if problem.b_layout == "nk" else n)]
-    for tensor, dim, extent in rows:
+    of 16 bytes; so is C when `config` stores it with TMA (otherwise ordinary
+    stores write it and it has no such rule)."""
+    rows = [("A", "K", k, problem.dtype),
+            ("B", "K" if problem.b_layout == "nk" else "N",
+             k if problem.b_layout == "nk" else n, problem.dtype)]
+    if config is not None and config.tma_store:
+        rows.append(("C", "N", n, problem.out_dtype))
+    for tensor, dim, extent, dtype in rows:
+        size = _ELEMENT_BYTES[dtype]
         if extent * size % TMA_STRIDE_ALIGN:
             raise ValueError(
                 f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
@@ -234,7 +239,7 @@ def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: Matmu
     for name, value in (("m", m), ("n", n), ("k", k)):
         if value < 1:
             raise ValueError(f"{name} must be positive, got {value}")
-    _check_tma_strides(k, n, problem)
+    _check_tma_strides(k, n, problem, config)
     context = context or make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -249,7 +254,7 @@ def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: 
     """The artifact of a compiled matmul for one M x N x K problem. The kernel
     reads its sizes at run time, so one CompileResult serves every shape
     whose TMA row strides are legal."""
-    _check_tma_strides(k, n, problem)
+    _check_tma_strides(k, n, problem, config)
     b_shape = [n, k] if problem.b_layout == "nk" else [k, n]
     tensors = {"a": {"shape": [m, k], "dtype": problem.dtype, "role": "input"},
                "b": {"shape": b_shape, "dtype": problem.dtype, "role": "input"},

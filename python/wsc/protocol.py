@@ -421,6 +421,9 @@ class _Compiler:
                 extents[src] = tuple(tile)
             elif op.name == "wsc.store":
                 extents.setdefault(op.operands[1], parse_acc_type(op.operands[0].type)[0])
+            elif op.name == "wsc.tma_store":
+                extents.setdefault(op.operands[2],
+                                   tuple(ir.MemRefType(op.operands[0].type).shape[1:]))
         return extents
 
     # -- nodes
@@ -545,7 +548,8 @@ class _Compiler:
                         known[d] if known else -1 for d, s in enumerate(shape))
         if -1 in extents:
             raise PassError(op.location, "verify-pipeline cannot size this memref: it is "
-                                         "neither loaded by wsc.tma_load nor stored by wsc.store")
+                                         "neither loaded by wsc.tma_load nor stored by wsc.store "
+                                         "or wsc.tma_store")
         return _Dim(op, extents, args[1], results[0])
 
     def _for(self, op, context, args, results):

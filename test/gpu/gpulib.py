@@ -46,6 +46,9 @@ KERNELS = {
                          dict(SEED, block_n=256)),
     "v5_one_group_in_flight": ("v5_one_group_in_flight.py:matmul_v5", "f16", "f32", "nk",
                                dict(SEED, block_n=256)),
+    "v6_256x256": ("v6_256x256.py:matmul_v6", "f16", "f16", "nk",
+                   dict(SEED, block_m=256, block_n=256, block_k=32, num_stages=3,
+                        tma_store=True)),
     "example-v2": ("matmul_v2.mlir", "f16", "f32", "nk", SEED),
     "example-v3": ("matmul_v3.mlir", "f16", "f32", "nk", SEED),
     "seed": ("builder", "f16", "f32", "nk", SEED),
@@ -65,6 +68,15 @@ KERNELS = {
     "ping-pong": ("builder", "bf16", "f32", "nk",
                   dict(SEED, num_consumer_groups=2, producer="warpgroup", group_m=8,
                        persistent=True, ping_pong=True)),
+    "tma-store": ("builder", "f16", "f16", "nk", dict(SEED, tma_store=True)),
+    "tma-store-persistent-in-flight": ("builder", "f16", "f16", "nk",
+                                       dict(SEED, block_n=256, num_stages=3,
+                                            num_consumer_groups=2, producer="warpgroup",
+                                            wgmma_in_flight=1, group_m=8, persistent=True,
+                                            tma_store=True)),
+    "tma-store-ping-pong": ("builder", "bf16", "bf16", "nk",
+                            dict(SEED, num_consumer_groups=2, producer="warpgroup", group_m=8,
+                                 persistent=True, ping_pong=True, tma_store=True)),
 }
 
 

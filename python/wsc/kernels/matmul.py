@@ -14,6 +14,13 @@ ring's (stage, phase) from tile to tile, so after --warp-specialize the
 producer fills the next tile's stages while the consumers store the last one,
 and no block pays its launch and pipeline fill again.
 
+With `tma_store` the epilogue writes the tile (cast to C's dtype, f16 or bf16)
+into a one-stage shared buffer, fences the writes for TMA, syncs and has one
+thread copy it to C with TMA; a persistent kernel first waits until the
+previous tile's copy has read the buffer. The copy goes out asynchronously
+and is clipped at C's bounds, but TMA needs C's rows 16-byte aligned (N a
+multiple of 8).
+
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
 the tiles in groups of G tile rows, column by column inside a group, so the
@@ -56,6 +63,9 @@ class MatmulConfig:
     #: A persistent kernel's two consumer groups take whole tiles in turn
     #: (--warp-specialize's ping-pong): one stores while the other multiplies.
     ping_pong: bool = False
+    #: The epilogue stages the tile in shared memory and one thread stores it
+    #: with TMA (16-bit outputs; see the module docstring).
+    tma_store: bool = False
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -68,10 +78,11 @@ class MatmulConfig:
             raise ValueError("ping_pong = True needs persistent = True and "
                              "num_consumer_groups = 2: the two groups take turns over the "
                              "tiles of a persistent block")
-        if self.persistent and self.wgmma_in_flight:
-            raise ValueError("persistent = True needs wgmma_in_flight = 0: a persistent "
-                             "kernel's K loop keeps run-time stages, and with a WGMMA group in "
-                             "flight across such a loop ptxas serializes every WGMMA (C7514)")
+        if self.persistent and self.wgmma_in_flight and not self.tma_store:
+            raise ValueError("persistent = True with wgmma_in_flight = 1 needs tma_store = "
+                             "True: with the register-store epilogue ptxas serializes every "
+                             "WGMMA of that kernel (C7514); with the TMA-store one it does not "
+                             "(ptxas 13.0)")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -123,6 +134,28 @@ def _tile_coordinates(tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value,
     return tile_row, tile_col
 
 
+def store_through_shared(tile: ir.Value, sc: ir.Value, c: ir.Value, row: ir.Value,
+                         col: ir.Value, wait_first: bool) -> None:
+    """The TMA-store epilogue: stage `tile` in sc[0] and copy it to C from one
+    thread. With `wait_first` (a buffer reused tile after tile) the copy of
+    the previous tile must have read sc first."""
+    stage0 = index_constant(0)
+    if wait_first:
+        _elected(lambda: dialect.tma_store_wait(0))
+        dialect.sync()
+    dialect.store_shared(tile, sc, stage0)
+    dialect.fence_proxy_async()
+    dialect.sync()
+    _elected(lambda: dialect.tma_store(sc, stage0, c, row, col))
+
+
+def _elected(build) -> None:
+    guard = scf.IfOp(dialect.elect())
+    with ir.InsertionPoint(guard.then_block):
+        build()
+        scf.YieldOp([])
+
+
 def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                  name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
@@ -144,6 +177,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
         k_tiles = arith.CeilDivUIOp(k_size, index_constant(bk)).result
         sa = dialect.alloc_shared(dialect.shared_buffer_type(stages, bm, bk, element))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(stages, *b_tile, element))
+        sc = None
+        if config.tma_store:
+            sc = dialect.alloc_shared(dialect.shared_buffer_type(1, bm, bn, problem.out_dtype))
         full = dialect.mbarrier_alloc(1, stages)
         dialect.sync()
         tiles_m, tiles_n = _tile_counts(a, c, bm, bn)
@@ -179,7 +215,10 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                 dialect.sync()
                 scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
             result = acc if problem.out_dtype == "f32" else dialect.cast(acc, problem.out_dtype)
-            dialect.store(result, c, tile_m, tile_n)
+            if sc is None:
+                dialect.store(result, c, tile_m, tile_n)
+            else:
+                store_through_shared(result, sc, c, tile_m, tile_n, wait_first=config.persistent)
             return list(loop.results)
 
         if config.persistent:

@@ -45,13 +45,18 @@ TOLERANCE = {"f32": 1e-3, "f16": 1e-3, "bf16": 1e-2}
 
 
 def tolerance(problem: MatmulProblem) -> float:
-    """The relative error allowed for `problem`'s result. With f16
-    accumulators (problem key "accumulator") the running sum rounds to f16
-    once per k16 WGMMA step: relative error about 2^-10/sqrt(12) *
-    sqrt(K/32), allowed with a margin of about 2.5 as 2^-11 * sqrt(K/16)."""
-    bound = TOLERANCE[problem.out_dtype]
-    if problem.accumulator == "f16":
-        bound = max(bound, 2.0 ** -11 * math.sqrt(problem.k / 16))
+    """The relative error allowed for `problem`'s result."""
+    return tolerance_for(problem.out_dtype, problem.accumulator, problem.k)
+
+
+def tolerance_for(out_dtype: str, accumulator: str, k: int) -> float:
+    """The relative error allowed for a K-deep product. With f16 accumulators
+    (problem key "accumulator") the running sum rounds to f16 once per k16
+    WGMMA step: relative error about 2^-10/sqrt(12) * sqrt(K/32), allowed
+    with a margin of about 2.5 as 2^-11 * sqrt(K/16)."""
+    bound = TOLERANCE[out_dtype]
+    if accumulator == "f16":
+        bound = max(bound, 2.0 ** -11 * math.sqrt(k / 16))
     return bound
 NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 
