@@ -323,7 +323,8 @@ class _Specializer:
         if num_stages in (0, written):
             return written
         for op in [op.operation for op in self.body.operations]:
-            if op.name == "wsc.alloc_shared" and op.result != self.staging:
+            if op.name == "wsc.alloc_shared" and not (self.staging is not None
+                                                      and op.result == self.staging):
                 memref = ir.MemRefType(op.result.type)
                 _, rows, cols = memref.shape
                 with ir.InsertionPoint(op):

@@ -235,3 +235,54 @@ func.func @kernel_with_branches() attributes {wsc.num_threads = 128 : i32} {
 ^next:
   return
 }
+// -----
+func.func @store_shared_shape() {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  // expected-error @below {{'wsc.store_shared' op tile 64x64 differs from the destination's 128x64 stage tile}}
+  "wsc.store_shared"(%acc, %s, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<1x128x64xf16, 3>, index) -> ()
+  return
+}
+// -----
+func.func @store_shared_element() {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xbf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  // expected-error @below {{'wsc.store_shared' op tile element type f16 differs from the destination's bf16 (convert it with wsc.cast)}}
+  "wsc.store_shared"(%acc, %s, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<1x64x64xbf16, 3>, index) -> ()
+  return
+}
+// -----
+func.func @store_shared_stage() {
+  %c2 = arith.constant 2 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  // expected-error @below {{'wsc.store_shared' op stage 2 is outside the ring of 2 stages}}
+  "wsc.store_shared"(%acc, %s, %c2) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<2x64x64xf16, 3>, index) -> ()
+  return
+}
+// -----
+func.func @tma_store_element(%c: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  // expected-error @below {{'wsc.tma_store' op source element type f16 differs from the destination's f32}}
+  "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf32>, index, index) -> ()
+  return
+}
+// -----
+func.func @tma_store_wait_pending() {
+  // expected-error @below {{'wsc.tma_store_wait' op pending must be non-negative, got -1}}
+  "wsc.tma_store_wait"() {pending = -1 : i32} : () -> ()
+  return
+}
+// -----
+func.func @wgmma_f16_accumulator_bf16_operands() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xbf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x64xbf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  // expected-error @below {{'wsc.wgmma' op accumulator must be f32 (or f16 for f16 operands), got f16 for bf16 operands}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f16>) -> ()
+  return
+}

@@ -11,6 +11,7 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
   // CHECK: %[[SA:.*]] = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
   %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
   %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sc = "wsc.alloc_shared"() : () -> memref<1x128x128xf16, 3>
   // CHECK: %[[FULL:.*]] = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
   %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
   %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
@@ -37,8 +38,16 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
     // CHECK: "wsc.store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
     "wsc.store"(%h, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
+    // CHECK: "wsc.store_shared"(%{{.*}}, %{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
+    "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
+    // CHECK: "wsc.fence_proxy_async"() : () -> ()
+    "wsc.fence_proxy_async"() : () -> ()
     // CHECK: "wsc.tma_store"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
     "wsc.tma_store"(%sa, %c0, %c, %c0, %c0) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+    // CHECK: "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+    "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+    // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+    %acc16 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
   }
   // CHECK: "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
   %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32} : () -> i1

@@ -1,10 +1,12 @@
 // Kernels --convert-wsc-to-nvvm rejects, each with a located error.
 // RUN: wsc-opt --convert-wsc-to-nvvm --split-input-file --verify-diagnostics %s
 
-func.func @tma_store(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+// expected-error @below {{'func.func' op argument #0 is written both by TMA and by wsc.store, which is not supported (one tensor map or pointer per tensor)}}
+func.func @written_twice(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<?x?xf16>, index, index) -> ()
   %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
-  // expected-error @below {{'wsc.tma_store' op is not supported yet by --convert-wsc-to-nvvm (store the tile with wsc.store from registers)}}
   "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
   return
 }
@@ -88,16 +90,16 @@ func.func @two_boxes_one_tensor(%a: memref<?x?xf16>) attributes {wsc.num_threads
   %s2 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
   %bars = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
   "wsc.sync"() : () -> ()
-  // expected-note @below {{earlier load here}}
+  // expected-note @below {{earlier copy here}}
   "wsc.tma_load"(%a, %c0, %c0, %s1, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
-  // expected-error @below {{'wsc.tma_load' op loads tensor 'a' with box [128, 64] and 128B swizzle, but an earlier wsc.tma_load uses [64, 64] and 128B; one tensor map per tensor is supported}}
+  // expected-error @below {{'wsc.tma_load' op copies tensor 'a' with box [128, 64] and 128B swizzle, but an earlier TMA copy uses [64, 64] and 128B; one tensor map per tensor is supported}}
   "wsc.tma_load"(%a, %c0, %c0, %s2, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
   return
 }
 
 // -----
 
-// expected-error @below {{'func.func' op argument #0 is both read by TMA and written by wsc.store, which is not supported}}
+// expected-error @below {{'func.func' op argument #0 is both read and written, which is not supported}}
 func.func @read_and_written(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
@@ -122,3 +124,4 @@ func.func @else_branch_of_a_role() attributes {wsc.num_threads = 256 : i32} {
   }
   return
 }
+

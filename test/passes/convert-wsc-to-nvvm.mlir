@@ -153,3 +153,55 @@ func.func @kn_bf16(%a: memref<?x?xbf16>, %b: memref<?x?xbf16>, %c: memref<?x?xbf
   "wsc.store"(%h, %c, %m0, %n0) : (!wsc.acc<array<i64: 64, 64>, bf16>, memref<?x?xbf16>, index, index) -> ()
   return
 }
+
+// -----
+
+// A TMA-store epilogue with an f16 accumulator: WGMMA works on f16x2 pairs,
+// each thread stores its pairs at their swizzled offsets (xor), fences them
+// for the async proxy, syncs, and one thread copies the tile out as one bulk
+// group; the kernel ends waiting for every copy to have read shared memory.
+func.func @tma_store_epilogue(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %c0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %c0, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<1x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f16>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store_shared"(%acc, %sc, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<1x64x64xf16, 3>, index) -> ()
+  "wsc.fence_proxy_async"() : () -> ()
+  "wsc.sync"() : () -> ()
+  %e2 = "wsc.elect"() : () -> i1
+  scf.if %e2 {
+    "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+    "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+  }
+  return
+}
+// The kernel info gives C a tensor map (one 64x64 box, 128-byte swizzle)
+// and records the f16 accumulator.
+// CHECK-LABEL: llvm.func @tma_store_epilogue
+// CHECK-SAME: \22accumulator\22: \22f16\22
+// CHECK-SAME: \22c\22: {\22box\22: [64, 64], \22swizzle\22: \22128B\22
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f16>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>] : !llvm.struct<(vector<2xf16>,
+// CHECK: [[KEYED:%.*]] = llvm.xor
+// CHECK: llvm.store {{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<3>
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.barrier
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg2, {{%.*}}, box[{{%.*}}, {{%.*}}] : !llvm.ptr, <3>
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: llvm.return
