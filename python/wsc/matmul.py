@@ -89,6 +89,14 @@ class MatmulPlan:
     #: "kn": B is read as given, [K, N]; "nk": B is the transpose view of a
     #: row-major [N, K], which is what the kernel reads.
     b_layout: str
+    #: C may be stored with TMA: "nk", a 16-bit C whose rows start a multiple
+    #: of 16 bytes apart. Such problems are tuned over SPACES["nk-tma"].
+    tma_store: bool = False
+
+    @property
+    def space(self) -> str:
+        """The name of the config space (SPACES) this problem is tuned over."""
+        return "nk-tma" if self.tma_store else self.b_layout
 
 
 def _row_major_stride(op: _Operand) -> int | None:
@@ -171,7 +179,8 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
         if out_op.kind == "torch" and out_op.device != a_op.device:
             raise ValueError(f"wsc.matmul: out must be on {a_op.device} like a and b, got "
                              f"{out_op.device}")
-        if _row_major_stride(out_op) is None:
+        ldc = _row_major_stride(out_op)
+        if ldc is None:
             raise ValueError(f"wsc.matmul: out must be row-major [M, N] (unit stride along N), "
                              f"got strides {list(out_op.strides)}")
         result_dtype = out_op.dtype
@@ -180,7 +189,12 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
         if result_dtype not in OUTPUT_DTYPES:
             raise TypeError(f"wsc.matmul: out_dtype must be float32, float16 or bfloat16, got "
                             f"{result_dtype}")
-    return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout)
+        ldc = n
+    # The staging tile of a TMA store is 16-bit (an f32 one would not fit
+    # next to the operand stages).
+    tma_store = (b_layout == "nk" and result_dtype in INPUT_DTYPES
+                 and ldc * _ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0)
+    return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout, tma_store)
 
 
 def _dtype_name(dtype) -> str:
@@ -203,7 +217,8 @@ def shape_class(m: int, n: int, k: int) -> list[int]:
 def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
                   block_n: int = 256, block_k: int = 64, num_stages: int = 4,
                   num_consumer_groups: int = 2, producer: str = "warpgroup",
-                  wgmma_in_flight: int = 1, group_m: int = 8, persistent: bool = False):
+                  wgmma_in_flight: int = 1, group_m: int = 8, persistent: bool = False,
+                  tma_store: bool = False):
     """The matmul kernel of wsc.kernels.matmul for one config, specialized and
     ready to compile (a wsc.builder.Kernel)."""
     from mlir import ir
@@ -216,7 +231,7 @@ def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
     config = MatmulConfig(block_m=block_m, block_n=block_n, block_k=block_k,
                           num_stages=num_stages, num_consumer_groups=num_consumer_groups,
                           producer=producer, wgmma_in_flight=wgmma_in_flight, group_m=group_m,
-                          persistent=persistent)
+                          persistent=persistent, tma_store=tma_store)
     context = make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -234,7 +249,9 @@ _TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_
 #: each with and without the grouped tile order, which pays off on large
 #: problems and costs a few percent at short K. A "kn" B stage is [64 (K),
 #: block_n], and a TMA box row is at most 128 bytes, so "kn" tiles are 64 wide
-#: in N.
+#: in N. "nk-tma" is the space of "nk" problems whose C can be stored with TMA
+#: (MatmulPlan.tma_store): the TMA-store epilogue won every such shape of
+#: BENCHMARKS.md, persistent ones with a WGMMA group in flight most of them.
 SPACES = {
     "nk": autotune(_TILES, [(128, 128, 1, "warp", 4, 1, False),
                             (128, 256, 2, "warpgroup", 3, 1, False),
@@ -244,6 +261,11 @@ SPACES = {
                             (128, 256, 2, "warpgroup", 3, 0, True),
                             (128, 256, 2, "warpgroup", 4, 0, True)])(
         autotune("group_m", [0, 8])(matmul_kernel)),
+    "nk-tma": autotune(_TILES, [(128, 256, 2, "warpgroup", 3, 1, True),
+                                (128, 256, 2, "warpgroup", 3, 0, True),
+                                (128, 256, 2, "warpgroup", 3, 1, False),
+                                (256, 128, 2, "warpgroup", 3, 1, True)])(
+        autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel))),
     "kn": autotune(_TILES, [(128, 64, 1, "warp", 4, 1, False),
                             (128, 64, 1, "warp", 6, 1, False),
                             (256, 64, 2, "warpgroup", 4, 1, False),
@@ -255,6 +277,9 @@ SPACES = {
 DEFAULT_CONFIGS = {
     "nk": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2, "producer": "warpgroup",
            "num_stages": 3, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
+    "nk-tma": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2,
+               "producer": "warpgroup", "num_stages": 3, "wgmma_in_flight": 1,
+               "persistent": True, "group_m": 8, "tma_store": True},
     "kn": {"block_m": 256, "block_n": 64, "num_consumer_groups": 2, "producer": "warpgroup",
            "num_stages": 4, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
 }
@@ -269,7 +294,7 @@ def config_key(p: MatmulPlan, device: str) -> dict:
     space is part of it, so changing the space retunes."""
     return {"kind": "wsc.matmul-config", "class": shape_class(p.m, p.n, p.k),
             "dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout,
-            "device": device, "space": SPACES[p.b_layout].configs()}
+            "device": device, "space": SPACES[p.space].configs()}
 
 
 def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
@@ -277,20 +302,20 @@ def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
     the result of `tune(p)` (which is then cached), else the default."""
     key = config_key(p, device)
     entry = cache.get(key)
-    if entry is not None and entry.get("config") in SPACES[p.b_layout].configs():
+    if entry is not None and entry.get("config") in SPACES[p.space].configs():
         return entry["config"]
     if tune is None or not _autotune_enabled():
-        return dict(DEFAULT_CONFIGS[p.b_layout])
+        return dict(DEFAULT_CONFIGS[p.space])
     config = tune(p)
     if config is None:
-        return dict(DEFAULT_CONFIGS[p.b_layout])
+        return dict(DEFAULT_CONFIGS[p.space])
     cache.put(key, {"config": config})
     return config
 
 
 def _tune(p: MatmulPlan) -> dict | None:
     """Autotune `p`'s problem (progress bar on stderr); None if nothing ran."""
-    result = SPACES[p.b_layout].tune({"m": p.m, "n": p.n, "k": p.k},
+    result = SPACES[p.space].tune({"m": p.m, "n": p.n, "k": p.k},
                                      fixed={"dtype": p.dtype, "out_dtype": p.out_dtype,
                                             "b_layout": p.b_layout},
                                      problem_class={"class": shape_class(p.m, p.n, p.k)},

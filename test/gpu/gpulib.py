@@ -74,6 +74,9 @@ KERNELS = {
                                             num_consumer_groups=2, producer="warpgroup",
                                             wgmma_in_flight=1, group_m=8, persistent=True,
                                             tma_store=True)),
+    # Staging tiles of 64- and 32-byte rows: the narrower swizzles.
+    "tma-store-n32": ("builder", "f16", "f16", "nk", dict(SEED, block_n=32, tma_store=True)),
+    "tma-store-n16": ("builder", "bf16", "bf16", "nk", dict(SEED, block_n=16, tma_store=True)),
     "tma-store-ping-pong": ("builder", "bf16", "bf16", "nk",
                             dict(SEED, num_consumer_groups=2, producer="warpgroup", group_m=8,
                                  persistent=True, ping_pong=True, tma_store=True)),

@@ -5,9 +5,9 @@ the MLIR wheels (wsc.matmul compiles only on a cache miss):
     WSC_CACHE_DIR=DIR python test/gpu/matmul_cache.py          # here: compile
     WSC_CACHE_DIR=DIR pytest -q -m cuda test/python/test_matmul.py   # there: run
 
-That is: the default config of each B layout for every dtype and output
-dtype the tests use, every config of both spaces for the per-config test,
-and the autotuning candidates of the problem the autotuning test tunes.
+That is: the default config of each space for every dtype and output dtype
+the tests use, every config of every space for the per-config test, and the
+autotuning candidates of the problems the autotuning tests tune.
 """
 
 from __future__ import annotations
@@ -19,10 +19,18 @@ from wsc.cache import Cache
 from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 
 #: The problem the GPU tests compile for first (the kernels read sizes at run
-#: time; "kn" needs N a multiple of 8).
+#: time; "kn" needs N a multiple of 8, and so does a TMA store of C).
 M, K = 1000, 520
-N = {"nk": 1333, "kn": 1336}
-TUNED = {"m": 1000, "n": 1333, "k": 520}
+N = {"nk": 1333, "kn": 1336, "nk-tma": 1336}
+
+
+def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPlan:
+    """The problem the GPU tests run `space`'s configs on; out_dtype defaults
+    to f32 (the TMA-store space's to the input dtype, as its C is 16-bit)."""
+    if out_dtype is None:
+        out_dtype = dtype if space == "nk-tma" else "f32"
+    return MatmulPlan(M, N[space], K, dtype, out_dtype, space.removesuffix("-tma"),
+                      tma_store=space == "nk-tma")
 
 
 def main() -> int:
@@ -31,19 +39,26 @@ def main() -> int:
     wanted = []
     for dtype in ("f16", "bf16"):
         for out_dtype in (dtype, "f32"):
-            for layout, config in DEFAULT_CONFIGS.items():
-                wanted.append((MatmulPlan(M, N[layout], K, dtype, out_dtype, layout), config))
-    for layout, space in SPACES.items():
-        for config in space.configs():
-            wanted.append((MatmulPlan(M, N[layout], K, "f16", "f32", layout), config))
-    for config in SPACES["nk"].configs():  # what the autotuning test may choose
-        wanted.append((MatmulPlan(M, N["nk"], K, "f16", "f16", "nk"), config))
+            for space, config in DEFAULT_CONFIGS.items():
+                if space != "nk-tma" or out_dtype == dtype:
+                    wanted.append((space_plan(space, dtype, out_dtype), config))
+    for space, configs in SPACES.items():
+        wanted += [(space_plan(space, "f16"), config) for config in configs.configs()]
+    # What the autotuning tests may choose: the "nk" and "nk-tma" spaces on
+    # f16 results.
+    for space in ("nk", "nk-tma"):
+        wanted += [(space_plan(space, "f16", "f16"), config)
+                   for config in SPACES[space].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
-    result = SPACES["nk"].tune(TUNED, fixed={"dtype": "f16", "out_dtype": "f16",
-                                             "b_layout": "nk"}, cache=cache)
-    failed = [c for c in result.candidates if c.error]
-    print(f"{len(wanted)} kernels and {len(result.candidates)} autotuning candidates in "
+    failed, candidates = [], 0
+    for space in ("nk", "nk-tma"):
+        result = SPACES[space].tune({"m": M, "n": N[space], "k": K},
+                                    fixed={"dtype": "f16", "out_dtype": "f16", "b_layout": "nk"},
+                                    cache=cache)
+        failed += [c for c in result.candidates if c.error]
+        candidates += len(result.candidates)
+    print(f"{len(wanted)} kernels and {candidates} autotuning candidates in "
           f"{cache.root} ({time.perf_counter() - start:.0f} s)")
     for candidate in failed:
         print(f"candidate {candidate.config} failed: {candidate.error}", file=sys.stderr)

@@ -97,6 +97,7 @@ def test_every_wsc_op_has_a_builder_method():
                   kb.global_tensor(f16))
     sa = kb.shared_tensor(f16, [2, 128, 64])
     sb = kb.shared_tensor(f16, [2, 64, 64])
+    sc = kb.shared_tensor(f16, [1, 128, 64])
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
     empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=2)
     kb.sync()
@@ -110,7 +111,12 @@ def test_every_wsc_op_has_a_builder_method():
             kb.wgmma.wait_group(0)
             kb.mbarrier.arrive(empty[it.stage])
         kb.store_global(c, kb.cast(acc, f16), [kb.block_idx.x * 128, kb.block_idx.y * 64])
-        kb.tma.shared_to_global(sa[0], d, [0, 0])
+        kb.store_shared(sc[0], kb.cast(acc, f16))
+        kb.fence_proxy_async()
+        kb.sync()
+        with kb.single_thread():
+            kb.tma.shared_to_global(sc[0], d, [0, 0])
+            kb.tma.store_wait(0)
     with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
         for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
             kb.mbarrier.wait(empty[it.stage], phase=it.phase)
@@ -182,10 +188,46 @@ def test_copy_between_dtypes_is_a_type_error():
 def test_a_tile_that_breaks_the_swizzle_rule():
     def build():
         kb = KernelBuilder("k")
-        kb.shared_tensor(f16, [4, 128, 128])  # error: tile rule
+        kb.shared_tensor(f16, [4, 128, 96])  # error: tile rule
     error = build_error(build)
     assert error.where.line == line_of("# error: tile rule")
-    assert "128 bytes a row (the swizzle span), it has 256" in str(error)
+    assert "128 bytes a row (the swizzle span) or a multiple of it, it has 192" in str(error)
+
+
+def test_a_load_into_rows_wider_than_the_swizzle_span():
+    def build():
+        kb = KernelBuilder("k")
+        a = kb.global_tensor(f16)
+        sc = kb.shared_tensor(f16, [1, 64, 128])  # staging rows of 256 bytes: fine
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+        kb.sync()
+        kb.tma.global_to_shared(a, sc[0], [0, 0], full[0])  # error: wide load
+    error = build_error(build)
+    assert error.where.line == line_of("# error: wide load")
+    assert "dst rows are 256 bytes; a TMA load fills at most 128" in str(error)
+
+
+def test_store_shared_checks_the_stage_tile():
+    def build():
+        kb = KernelBuilder("k")
+        sc = kb.shared_tensor(f16, [1, 128, 64])
+        kb.sync()
+        acc = kb.register_tensor(f16, [64, 64])
+        kb.store_shared(sc[0], acc)  # error: staging shape
+    error = build_error(build)
+    assert error.where.line == line_of("# error: staging shape")
+    assert "the tile is [64, 64] but the stage tile is [128, 64]" in str(error)
+
+
+def test_a_tma_store_copies_a_whole_stage():
+    def build():
+        kb = KernelBuilder("k")
+        c = kb.global_tensor(f16)
+        sc = kb.shared_tensor(f16, [1, 128, 64])
+        kb.tma.shared_to_global(sc[0][0:64], c, [0, 0])  # error: part of a stage
+    error = build_error(build)
+    assert error.where.line == line_of("# error: part of a stage")
+    assert "src must be a whole stage tile" in str(error)
 
 
 def test_an_accumulator_that_is_no_wgmma_shape():

@@ -366,17 +366,37 @@ def test_too_much_shared_memory_is_located():
     assert str(MAX_DYNAMIC_SMEM) in message and "263296" in message
 
 
-def test_tma_store_is_rejected():
-    from wsc.diagnostics import PassError
+@pytest.mark.parametrize("rows, cols, element_bytes", [(64, 256, 2), (128, 64, 2), (64, 32, 2),
+                                                        (64, 16, 2), (64, 32, 4)])
+def test_swizzled_offsets_permute_chunks_within_rows(rows, cols, element_bytes):
+    """TMA's swizzle, as wsc.store_shared applies it: 16-byte chunk c of the
+    128-byte line l of an atom moves to chunk c ^ (l mod swizzle/16), so
+    every element stays in its row and gets a distinct place."""
+    tile = TileLayout.choose(rows, cols, element_bytes)
+    chunks = tile.swizzle // 16
+    places = set()
+    for row in range(rows):
+        for col in range(cols):
+            plain = tile.byte_offset(row, col)
+            chunk = plain % tile.swizzle // 16
+            line = plain // 128
+            expected = plain - chunk * 16 + (chunk ^ (line % chunks)) * 16
+            assert tile.swizzled_offset(row, col) == expected
+            places.add(expected)
+    assert len(places) == rows * cols
 
-    text = """func.func @k(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
-  %c0 = arith.constant 0 : index
-  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
-  "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
-  return
-}"""
-    with pytest.raises(PassError, match="not supported yet"):
-        _lower(text)
+
+def test_store_shared_is_free_of_bank_conflicts():
+    """One warp's store of a column pair per lane (the lowering's unit) hits
+    32 different banks in the 128-byte swizzle: 8 rows of one chunk column
+    land in 8 different chunks."""
+    tile = TileLayout.choose(64, 256, 2)
+    fragment = AccumulatorFragment(64, 256)
+    for register in range(0, fragment.regs_per_subtile, 2):  # c = 0 of each pair
+        for warp in range(4):
+            banks = {tile.swizzled_offset(*fragment.coordinates(32 * warp + lane, 0, register))
+                     // 4 % 32 for lane in range(32)}
+            assert len(banks) == 32
 
 
 def test_no_kernel_is_an_error():

@@ -25,6 +25,7 @@ def build_every_op() -> ir.Module:
         zero = index_constant(0)
         sa = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
+        sc = dialect.alloc_shared(dialect.shared_buffer_type(1, 128, 128, "f16"))
         full = dialect.mbarrier_alloc(1, 2)
         empty = dialect.mbarrier_alloc(128, 2)
         dialect.sync()
@@ -39,7 +40,10 @@ def build_every_op() -> ir.Module:
             dialect.mbarrier_arrive(empty, zero)
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
+            dialect.store_shared(half, sc, zero)
+            dialect.fence_proxy_async()
             dialect.tma_store(sa, zero, c, zero, zero)
+            dialect.tma_store_wait(0)
             scf.YieldOp([])
         producer = scf.IfOp(dialect.role("producer", 128, 32))
         with ir.InsertionPoint(producer.then_block):

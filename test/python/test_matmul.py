@@ -5,6 +5,7 @@ test/gpu/matmul_cache.py compiles what they need beforehand)."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,9 @@ from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.cache import Cache
 from wsc.matmul import (DEFAULT_CONFIGS, SPACES, MatmulPlan, choose_config,
                         compiled_kernel_dir, config_key, plan, shape_class)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from matmul_cache import space_plan  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -52,6 +56,21 @@ def test_the_transpose_of_a_weight_is_read_as_n_by_k():
     w = meta(1333, 520, dtype=torch.bfloat16)
     assert plan(meta(1000, 520, dtype=torch.bfloat16), w.T) == MatmulPlan(
         1000, 1333, 520, "bf16", "bf16", "nk")
+
+
+def test_c_goes_out_by_tma_where_its_rows_allow():
+    w = meta(1336, 520)
+    p = plan(meta(1000, 520), w.T)
+    assert p.tma_store and p.space == "nk-tma"
+    # Rows of 1333 halves, fp32 results and "kn" problems store from registers.
+    assert not plan(meta(1000, 520), meta(1333, 520).T).tma_store
+    assert not plan(meta(1000, 520), w.T, out_dtype=torch.float32).tma_store
+    assert plan(meta(1000, 520), meta(520, 1336)).space == "kn"
+    # So does an output whose rows are not 16 bytes apart.
+    padded = meta(1000, 1344)[:, :1336]
+    assert plan(meta(1000, 520), w.T, out=padded).space == "nk-tma"
+    odd_rows = meta(1000, 1340)[:, :1336]
+    assert plan(meta(1000, 520), w.T, out=odd_rows).space == "nk"
 
 
 def test_padded_rows_are_fine_where_tma_can_read_them():
@@ -211,15 +230,16 @@ def test_a_choice_outside_the_current_space_is_tuned_again(cache):
     assert cache.get(config_key(P, "GPU")) == {"config": best}
 
 
-@pytest.mark.parametrize("b_layout, n", [("nk", 1333), ("kn", 1336)])
-def test_every_config_of_the_space_compiles(cache, b_layout, n):
-    space = SPACES[b_layout]
+@pytest.mark.parametrize("name, b_layout, n", [("nk", "nk", 1333), ("kn", "kn", 1336),
+                                               ("nk-tma", "nk", 1336)])
+def test_every_config_of_the_space_compiles(cache, name, b_layout, n):
+    space = SPACES[name]
     result = space.tune({"m": 1000, "n": n, "k": 520},
                         fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": b_layout},
                         cache=cache, progress=False)
     assert len(result.candidates) == len(space.configs())
     assert [c.error for c in result.candidates] == [None] * len(result.candidates)
-    assert DEFAULT_CONFIGS[b_layout] in space.configs()
+    assert DEFAULT_CONFIGS[name] in space.configs()
 
 
 def test_no_autotuning_uses_the_default(cache, monkeypatch):
@@ -350,11 +370,21 @@ def test_picks_a_config_from_the_space_and_remembers_it(gpu):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("b_layout, config", [
-    (layout, config) for layout, space in SPACES.items() for config in space.configs()],
+def test_rows_of_16_bytes_are_tuned_over_tma_store_configs(gpu):
+    a = torch.randn(1000, 520, device=gpu).half()
+    w = torch.randn(1336, 520, device=gpu).half()
+    assert_exact_within_tolerance(wsc.matmul(a, w.T), a, w.T)
+    from wsc.matmul import _cache, _device_name
+
+    chosen = choose_config(plan(a, w.T), _device_name(0), _cache(), tune=pytest.fail)
+    assert chosen in SPACES["nk-tma"].configs() and chosen["tma_store"]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name, config", [
+    (name, config) for name, space in SPACES.items() for config in space.configs()],
     ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value)
-def test_every_config_of_the_space_is_correct(gpu, b_layout, config):
-    p = MatmulPlan(1000, 1333 if b_layout == "nk" else 1336, 520, "f16", "f32", b_layout)
-    directory = compiled_kernel_dir(p, config, Cache())
+def test_every_config_of_the_space_is_correct(gpu, name, config):
+    directory = compiled_kernel_dir(space_plan(name, "f16"), config, Cache())
     report = run_artifact(directory, bench=False)
     assert report["ok"] and report["nan_count"] == 0, report

@@ -13,7 +13,7 @@ import pytest
 from mlir import ir
 
 from wsc.codegen import find_ptxas
-from wsc.compiler import compile_module, specialization_passes
+from wsc.compiler import compile_matmul, compile_module, specialization_passes
 from wsc.dialect import make_context
 from wsc.ir_utils import constant_int
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
@@ -71,9 +71,56 @@ def test_ping_pong_needs_a_persistent_kernel_of_two_groups():
         MatmulConfig(num_consumer_groups=2, producer="warpgroup", ping_pong=True)
 
 
-def test_persistent_kernels_keep_no_wgmma_group_in_flight():
-    with pytest.raises(ValueError, match="persistent = True needs wgmma_in_flight = 0"):
+def test_persistent_in_flight_kernels_store_with_tma():
+    with pytest.raises(ValueError, match="wgmma_in_flight = 1 needs tma_store = True"):
         MatmulConfig(persistent=True, wgmma_in_flight=1)
+    MatmulConfig(persistent=True, wgmma_in_flight=1, tma_store=True)
+
+
+@pytest.mark.parametrize("fields", [
+    dict(),
+    dict(num_consumer_groups=2, producer="warpgroup", block_n=256, num_stages=3,
+         wgmma_in_flight=1),
+    dict(num_consumer_groups=2, producer="warpgroup", block_n=256, num_stages=3,
+         wgmma_in_flight=1, persistent=True),
+    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True)])
+def test_tma_store_protocol_is_clean(fields):
+    config = MatmulConfig(**fields, tma_store=True)
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(MatmulProblem(out_dtype="f16"), config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+        text = str(module)
+    # One staging stage per consumer group, each group storing from its own.
+    groups = fields.get("num_consumer_groups", 1)
+    rows = 128 if fields.get("ping_pong") else 128 // groups
+    assert f"memref<{groups}x{rows}x{config.block_n}xf16, 3>" in text
+    assert text.count('"wsc.tma_store"(') == groups
+
+
+def test_tma_store_needs_16_byte_rows_of_c(tmp_path):
+    config = MatmulConfig(tma_store=True)
+    with pytest.raises(ValueError, match="C's rows are 2666 bytes"):
+        compile_matmul(1000, 1333, 520, MatmulProblem(out_dtype="f16"), config, tmp_path)
+
+
+@needs_ptxas
+def test_a_persistent_in_flight_tma_store_kernel_compiles_clean():
+    """With the TMA-store epilogue a persistent kernel keeps a WGMMA group in
+    flight without ptxas serializing its WGMMAs (with register stores it
+    does, C7514)."""
+    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
+                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
+                          tma_store=True)
+    with make_context(), ir.Location.unknown():
+        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
+                                specialization_passes(config))
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    ptx = result.ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 2 * 4  # 2 groups x 4 atoms
+    assert "fence.proxy.async.shared::cta" in ptx
 
 
 @needs_ptxas

@@ -105,7 +105,8 @@ class TileLayout:
     @property
     def swizzle_bits(self) -> int:
         """The 16-byte-chunk bits of an offset that the swizzle flips: chunk
-        c of row r of an atom is stored at chunk c ^ (r mod swizzle/16)."""
+        c of the 128-byte line l of an atom is stored at chunk
+        c ^ (l mod swizzle/16) (for 128-byte rows, l is the row)."""
         return self.swizzle - 16
 
     def swizzled_offset(self, row: int, col: int) -> int:

@@ -950,9 +950,12 @@ class KernelLowering:
         warp = E.shrui(local, E.const(5, i32))
         lane = E.andi(local, E.const(31, i32))
         quad_row = E.shrui(lane, E.const(2, i32))
-        # Rows this thread holds are 16*warp + lane/4 + 8*k: all share the
-        # swizzle key (row mod 8) = lane/4, masked to the swizzle's width.
-        key = E.andi(E.muli(quad_row, E.const(16, i32)), E.const(tile.swizzle_bits, i32))
+        # The swizzle flips an offset's chunk bits by its bits 7 and up
+        # (TileLayout.swizzled_offset). The rows this thread holds are
+        # 16*warp + lane/4 + 8*k, whose offsets differ in those bits by
+        # multiples of the swizzle period: all share lane/4's key.
+        key = E.andi(E.shrui(E.muli(quad_row, E.const(tile.swizzle, i32)), E.const(3, i32)),
+                     E.const(tile.swizzle_bits, i32))
         row_bytes = E.muli(E.addi(E.muli(warp, E.const(16, i32)), quad_row),
                            E.const(tile.swizzle, i32))
         pair_bytes = E.muli(E.andi(lane, E.const(3, i32)), E.const(2 * tile.element_bytes, i32))
