@@ -40,6 +40,11 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         a ring whose copies each go to one reader: lost tile);
   [early-release]       a plain arrive while the process's own un-retired
                         WGMMAs read that stage index;
+  [staging-race]        a TMA store of a stage that wsc.store_shared wrote
+                        without a wsc.fence_proxy_async and then a wsc.sync
+                        after it, or a wsc.store_shared into a stage that
+                        a TMA store may still read (no wsc.tma_store_wait
+                        by the storing thread, then a wsc.sync, in between);
   [expect-tx-mismatch]  the bytes an expect_tx declares differ from those the
                         copies completing in its phase deliver;
   [stage-out-of-range]  a stage index outside its ring or barrier array;
@@ -95,6 +100,7 @@ from wsc.ir_utils import KERNEL_THREADS_ATTR, defining_op, int_attr, kernels, st
 STALE_READ = "stale-read"
 STAGE_OVERWRITTEN = "stage-overwritten"
 EARLY_RELEASE = "early-release"
+STAGING_RACE = "staging-race"
 TX_MISMATCH = "expect-tx-mismatch"
 STAGE_OUT_OF_RANGE = "stage-out-of-range"
 BARRIER_BEFORE_INIT = "barrier-before-init"
@@ -103,7 +109,7 @@ PHASE_OVERRUN = "phase-overrun"
 UNDER_ARRIVAL = "under-arrival"
 DEADLOCK = "deadlock"
 MISSING_DRAIN = "missing-drain"
-_DIAGNOSIS_ORDER = (STALE_READ, STAGE_OVERWRITTEN, EARLY_RELEASE, TX_MISMATCH,
+_DIAGNOSIS_ORDER = (STALE_READ, STAGE_OVERWRITTEN, EARLY_RELEASE, STAGING_RACE, TX_MISMATCH,
                     STAGE_OUT_OF_RANGE, BARRIER_BEFORE_INIT, OVER_ARRIVAL, PHASE_OVERRUN,
                     UNDER_ARRIVAL, DEADLOCK, MISSING_DRAIN)
 
@@ -384,6 +390,10 @@ class _Compiler:
                 operand_names.setdefault(b, "B")
                 k_dims[a] = 1
                 k_dims[b] = 1 if str_attr(op, "b_layout") == "nk" else 0
+        for op in ops:
+            if op.name in ("wsc.store_shared", "wsc.tma_store"):
+                operand_names.setdefault(op.operands[1 if op.name == "wsc.store_shared" else 0],
+                                         "C staging")
         full = {op.operands[5] for op in ops if op.name == "wsc.tma_load"}
         for op in ops:
             if op.name == "wsc.alloc_shared":
@@ -510,9 +520,7 @@ class _Compiler:
             return self._if(op, context, args, results)
         if name in ("wsc.role", "wsc.elect"):
             return _Compute(op, lambda: 1, [], results[0])
-        if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store",
-                    "wsc.store_shared", "wsc.fence_proxy_async", "wsc.tma_store",
-                    "wsc.tma_store_wait"):
+        if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store"):
             return None
         handler = getattr(self, "_" + name.removeprefix("wsc."), None)
         if not name.startswith("wsc.") or handler is None:
@@ -603,10 +611,45 @@ class _Compiler:
 
     def _sync(self, op, context, args, results):
         if context.role is not None:
-            return None  # a barrier of the role's own threads, which run as one process
+            # A barrier of the role's own threads, which run as one process:
+            # it only orders their staging writes and waits.
+            def act_in_role(process, frame):
+                process.simulation.staging_sync(process)
+            return _Effect(op, act_in_role)
 
         def act(process, frame):
+            process.simulation.staging_sync(process)
             return process.simulation.rendezvous(process, op)
+        return _Effect(op, act)
+
+    # The TMA-store epilogue: each op moves a staging stage's state (see
+    # _Simulation.staging).
+
+    def _store_shared(self, op, context, args, results):
+        _, ring, stage = args
+
+        def act(process, frame):
+            process.simulation.store_shared(process, op, frame[ring], frame[stage])
+        return _Effect(op, act)
+
+    def _fence_proxy_async(self, op, context, args, results):
+        def act(process, frame):
+            process.simulation.staging_fence(process)
+        return _Effect(op, act)
+
+    def _tma_store(self, op, context, args, results):
+        ring, stage = args[0], args[1]
+
+        def act(process, frame):
+            process.simulation.tma_store(process, op, frame[ring], frame[stage])
+        return _Effect(op, act)
+
+    def _tma_store_wait(self, op, context, args, results):
+        pending = int_attr(op, "pending")
+
+        def act(process, frame):
+            if pending == 0:
+                process.simulation.staging_wait(process)
         return _Effect(op, act)
 
     def _mbarrier_wait(self, op, context, args, results):
@@ -859,6 +902,12 @@ class _Simulation:
         self.rings = {spec: _Ring(spec) for spec in kernel.rings}
         self.arrays = {spec: _BarrierArray(spec) for spec in kernel.barriers}
         self.in_flight: deque[_Copy] = deque()
+        #: (ring, stage) -> (state, process) of the TMA-store epilogue's
+        #: staging stages: "written" by wsc.store_shared, "fenced" by the
+        #: writers' wsc.fence_proxy_async, "published" by a wsc.sync after
+        #: it; then "reading" from a wsc.tma_store, "waited" after the
+        #: storing thread's wsc.tma_store_wait, free again after a wsc.sync.
+        self.staging: dict = {}
         self.step = 0
         self.processes = [_Process(self, spec, kernel) for spec in kernel.processes]
         by_spec = {p.spec: p for p in self.processes}
@@ -988,6 +1037,45 @@ class _Simulation:
         barrier.last_expect_tx = op
         self._arrive(op, barrier, 1)
         return _Preempt
+
+    def store_shared(self, process, op, ring: _Ring, stage: int) -> None:
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        state, _ = self.staging.get((ring, stage), ("free", None))
+        if state in ("reading", "waited"):
+            why = ("no wsc.tma_store_wait by the storing thread" if state == "reading" else
+                   "no wsc.sync after the storing thread's wsc.tma_store_wait")
+            raise _Violation(STAGING_RACE, op,
+                             f"{ring.spec.name} stage {stage} is written while a TMA store may "
+                             f"still read it ({why})")
+        self.staging[(ring, stage)] = ("written", process)
+
+    def _staging_step(self, process, before: str, after: str) -> None:
+        for key, (state, owner) in self.staging.items():
+            if owner is process and state == before:
+                self.staging[key] = (after, process)
+
+    def staging_fence(self, process) -> None:
+        self._staging_step(process, "written", "fenced")
+
+    def staging_sync(self, process) -> None:
+        self._staging_step(process, "fenced", "published")
+        self._staging_step(process, "waited", "free")
+
+    def staging_wait(self, process) -> None:
+        self._staging_step(process, "reading", "waited")
+
+    def tma_store(self, process, op, ring: _Ring, stage: int) -> None:
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        state, _ = self.staging.get((ring, stage), ("free", None))
+        if state in ("written", "fenced"):
+            why = ("no wsc.fence_proxy_async made them visible to TMA" if state == "written"
+                   else "no wsc.sync after the writers' wsc.fence_proxy_async")
+            raise _Violation(STAGING_RACE, op,
+                             f"TMA store of {ring.spec.name} stage {stage}, which "
+                             f"wsc.store_shared wrote, but {why}")
+        self.staging[(ring, stage)] = ("reading", process)
 
     def tma_load(self, op, ring: _Ring, stage: int, array) -> _Preempt:
         barrier = self._barrier(op, array, stage)
