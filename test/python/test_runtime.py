@@ -128,7 +128,7 @@ def test_load_valid_artifact(tmp_path):
     assert artifact.block == (128, 1, 1)
     assert artifact.grid == (1, 2, 1)
     assert artifact.tensors["b"] == TensorSpec("b", (128, 64), "f16", "input")
-    assert artifact.tensor_maps["a"] == TensorMapSpec("a", "a", (128, 64), "128B", "256B")
+    assert artifact.tensor_maps["a"] == TensorMapSpec("a", "a", (128, 64), "128B", "auto")
     assert [(p.kind, p.name) for p in artifact.params][:3] == [("tensor_map", "a"), ("tensor_map", "b"), ("pointer", "c")]
     assert artifact.leading_dim_tensor("ldc") == "c"
     assert artifact.leading_dim_tensor("m") is None
@@ -366,6 +366,13 @@ def test_plan_converts_to_innermost_first():
     assert plan.box_dims == (64, 128)
     assert plan.element_strides == (1, 1)
     assert (plan.dtype, plan.swizzle, plan.l2_promotion) == ("f16", "128B", "256B")
+
+
+def test_auto_l2_promotion_follows_the_row_stride():
+    auto = TensorMapSpec("a", "a", (128, 64), "128B", "auto")
+    assert plan_tensor_map(auto, _info((8192, 8192))).l2_promotion == "256B"
+    # Rows 16400 bytes apart straddle 256-byte segments: 128-byte promotion.
+    assert plan_tensor_map(auto, _info((8192, 8200))).l2_promotion == "128B"
 
 
 def test_plan_uses_actual_row_stride():

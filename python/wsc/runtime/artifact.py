@@ -26,8 +26,9 @@ DTYPE_SIZES: Mapping[str, int] = {"f16": 2, "bf16": 2, "f32": 4}
 TENSOR_ROLES = ("input", "output", "inout")
 PARAM_KINDS = ("tensor_map", "pointer", "i32")
 SWIZZLES = ("none", "32B", "64B", "128B")
-L2_PROMOTIONS = ("none", "64B", "128B", "256B")
-DEFAULT_L2_PROMOTION = "256B"
+#: "auto": decided per tensor when the map is encoded (tensor_map.plan_tensor_map).
+L2_PROMOTIONS = ("auto", "none", "64B", "128B", "256B")
+DEFAULT_L2_PROMOTION = "auto"
 
 # An i32 parameter named "ld<tensor>" carries that tensor's row stride.
 LEADING_DIM_PREFIX = "ld"

@@ -16,6 +16,7 @@ ragged shapes.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cuda.bindings import driver as cu
@@ -126,8 +127,24 @@ def plan_tensor_map(spec: TensorMapSpec, info: TensorInfo) -> TensorMapPlan:
         box_dims=tuple(reversed(spec.box)),
         element_strides=(1,) * rank,
         swizzle=spec.swizzle,
-        l2_promotion=spec.l2_promotion,
+        l2_promotion=_l2_promotion(spec.l2_promotion, info.strides[:-1], element_size),
     )
+
+
+#: Row strides that are a multiple of this many bytes get 256-byte L2
+#: promotion from "auto"; others 128-byte. On the H200 (results/
+#: h200-l2-promotion.txt) 256-byte promotion of rows 16400 bytes apart (K =
+#: 8200) cost 17-20 % of a matmul's speed against 128-byte promotion, while
+#: at 16384-byte rows the two were level.
+AUTO_L2_256B_ALIGNMENT = 256
+
+
+def _l2_promotion(requested: str, strides: Sequence[int], element_size: int) -> str:
+    """The L2 promotion to encode: `requested`, with "auto" resolved."""
+    if requested != "auto":
+        return requested
+    aligned = all(s * element_size % AUTO_L2_256B_ALIGNMENT == 0 for s in strides)
+    return "256B" if aligned else "128B"
 
 
 def encode_tensor_map(plan: TensorMapPlan) -> TensorMap:
