@@ -193,15 +193,24 @@ def _verify_op(op: ir.Operation) -> None:
                       f"{dst_element} (convert it with wsc.cast)")
 
 
-def _verify_tma_load(op: ir.Operation) -> None:
-    src, _, _, dst, stage, barriers = op.operands
-    _verify_global(op, src.type, "source")
-    shape = _verify_shared_buffer(op, dst.type, "destination")
+def _verify_tma_copy(op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value,
+                     shared_is_dst: bool) -> list[int]:
+    """The rules a TMA copy between a global tensor and a ring stage keeps, in
+    either direction; returns the ring's shape."""
+    shared, tensor = (dst, src) if shared_is_dst else (src, dst)
+    _verify_global(op, tensor.type, "source" if shared_is_dst else "destination")
+    shape = _verify_shared_buffer(op, shared.type, "destination" if shared_is_dst else "source")
     _verify_stage(op, stage, shape[0])
     src_element = str(ir.MemRefType(src.type).element_type)
     dst_element = str(ir.MemRefType(dst.type).element_type)
     if src_element != dst_element:
         _fail(op, f"source element type {src_element} differs from the destination's {dst_element}")
+    return shape
+
+
+def _verify_tma_load(op: ir.Operation) -> None:
+    src, _, _, dst, stage, barriers = op.operands
+    shape = _verify_tma_copy(op, src, dst, stage, shared_is_dst=True)
     rows, cols = shape[1], shape[2]
     if rows > MAX_TMA_BOX or cols > MAX_TMA_BOX:
         _fail(op, f"TMA box {rows}x{cols} exceeds {MAX_TMA_BOX} elements in a dimension")
@@ -216,13 +225,7 @@ def _verify_tma_load(op: ir.Operation) -> None:
 
 def _verify_tma_store(op: ir.Operation) -> None:
     src, stage, dst, _, _ = op.operands
-    _verify_global(op, dst.type, "destination")
-    shape = _verify_shared_buffer(op, src.type, "source")
-    _verify_stage(op, stage, shape[0])
-    src_element = str(ir.MemRefType(src.type).element_type)
-    dst_element = str(ir.MemRefType(dst.type).element_type)
-    if src_element != dst_element:
-        _fail(op, f"source element type {src_element} differs from the destination's {dst_element}")
+    shape = _verify_tma_copy(op, src, dst, stage, shared_is_dst=False)
     if shape[1] > MAX_TMA_BOX:
         _fail(op, f"TMA box of {shape[1]} rows exceeds {MAX_TMA_BOX}")
 

@@ -99,6 +99,12 @@ def test_tma_store_protocol_is_clean(fields):
     assert text.count('"wsc.tma_store"(') == groups
 
 
+def test_tma_store_needs_a_16_bit_output():
+    with make_context(), ir.Location.unknown():
+        with pytest.raises(ValueError, match="tma_store = True needs an f16 or bf16 output"):
+            build_matmul(MatmulProblem(out_dtype="f32"), MatmulConfig(tma_store=True))
+
+
 def test_tma_store_needs_16_byte_rows_of_c(tmp_path):
     config = MatmulConfig(tma_store=True)
     with pytest.raises(ValueError, match="C's rows are 2666 bytes"):

@@ -37,9 +37,10 @@ How each wsc op is lowered:
   pairs stored at their swizzled offsets in the stage tile.
 * wsc.wgmma: per m64 sub-tile and k16 step one nvvm.wgmma.mma_async with
   descriptors from descriptors.OperandDescriptors (A K-major; B K-major for
-  "nk", N-major for "kn"); f16 accumulators go to WGMMA as f16x2 pairs. fence/commit/wait map one to one; after a
-  wait_group 0 the role's WGMMA accumulators pass through an empty asm, so
-  LLVM cannot move a read of them above the wait.
+  "nk", N-major for "kn"); f16 accumulators are kept as the f16x2 pairs
+  WGMMA works on. fence/commit/wait map one to one; after a wait_group 0 the
+  role's WGMMA accumulators pass through an empty asm, so LLVM cannot move a
+  read of them above the wait.
 * wsc.acc_alloc / wsc.cast / wsc.store: accumulators live in an llvm.alloca in
   the entry block that is only indexed by constants (LLVM's SROA turns it into
   registers); cast is a per-element fptrunc (round to nearest even); store
@@ -52,7 +53,8 @@ How each wsc op is lowered:
 Checked on an H200 (driver 580): V2, V3 (run-time and unrolled constant
 stages), f16/bf16 inputs, f32/f16/bf16 outputs, "kn" B, 128/64/32-byte
 swizzles, two consumer warpgroups with a producer warpgroup, persistent
-kernels (tile loops, ping-pong); ragged shapes.
+kernels (tile loops, ping-pong); ragged shapes; f16 accumulators (V6) and
+TMA-store epilogues with 128/64/32-byte swizzled staging tiles.
 """
 
 from __future__ import annotations
@@ -465,7 +467,7 @@ class KernelLowering:
 
     def _plan_tensor_maps(self) -> None:
         self.tensor_maps: dict[int, dict] = {}
-        first_load: dict[int, ir.Operation] = {}
+        first_copy: dict[int, ir.Operation] = {}
         for op in self.ops:
             if op.name == "wsc.tma_load":
                 tensor, buffer = op.operands[0], op.operands[3]
@@ -483,9 +485,9 @@ class KernelLowering:
                                 f"{self.tensor_maps[position]['box']} and "
                                 f"{self.tensor_maps[position]['swizzle']}; one tensor map per "
                                 f"tensor is supported",
-                            notes=[(first_load[position].location, "earlier copy here")])
+                            notes=[(first_copy[position].location, "earlier copy here")])
             self.tensor_maps[position] = spec
-            first_load.setdefault(position, op)
+            first_copy.setdefault(position, op)
 
     def _plan_params(self) -> None:
         classes = _DimClasses()

@@ -159,6 +159,10 @@ def _elected(build) -> None:
 def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                  name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
+    if config.tma_store and problem.out_dtype not in INPUT_DTYPES:
+        raise ValueError(f"tma_store = True needs an f16 or bf16 output, got "
+                         f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
+                         f"the output's dtype")
     bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
     element = problem.dtype
     b_tile = (bn, bk) if problem.b_layout == "nk" else (bk, bn)
