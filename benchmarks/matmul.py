@@ -112,13 +112,20 @@ CANDIDATES = {
                                         ping_pong=True, tma_store=True),
 }
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop)
-# Two more warp-specialized configs, (128, 256, 64, 3, 4) and (128, 128, 64, 4, 4),
-# never answered their probe on the H200 (90 s and 40 s limits, two runs of
-# 2026-11-30; see BENCHMARKS.md), so they are no longer tried.
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, C stored
+# through a TMA descriptor). With C stored by masked pointer stores, two more
+# warp-specialized configs, (128, 256, 64, 3, 4) and (128, 128, 64, 4, 4), never
+# answered their probe on the H200 (90 s and 40 s limits, two runs of
+# 2026-11-30; see BENCHMARKS.md); the notes' best Triton config (128, 256, 64,
+# 3, 4, warp-specialized) is tried with a TMA-descriptor store of C instead. A
+# TMA store needs C's rows 16-byte aligned, so those configs skip the ragged
+# shape.
 TRITON_CONFIGS = [
-    (128, 256, 64, 3, 8, True),
-    (128, 256, 64, 3, 8, False),
+    (128, 256, 64, 3, 8, True, False),
+    (128, 256, 64, 3, 8, False, False),
+    (128, 256, 64, 3, 4, True, True),
+    (128, 256, 64, 3, 8, True, True),
+    (128, 128, 64, 4, 4, False, True),
 ]
 TRITON_GROUP_M = 8
 
@@ -127,7 +134,7 @@ FINAL = dict(warmup=5, iters=30, sets=3)
 SAMPLED = 64          # rows and columns compared with the float64 reference
 SEED = 0
 TUNE_TIMEOUT_S = 150  # one candidate over every shape
-TRITON_PROBE_TIMEOUT_S = 40  # one Triton config: compile and check, both dtypes (~5 s)
+TRITON_PROBE_TIMEOUT_S = 60  # one Triton config: compile and check, both dtypes (~5 s)
 LAUNCH_TIMEOUT_S = 30
 
 
@@ -379,11 +386,11 @@ except ImportError:
 
 if triton is not None:
     @triton.jit
-    def bench_triton_matmul(a_desc, b_desc, c_ptr, M, N, K, ldc,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                            STAGES: tl.constexpr, SPECIALIZE: tl.constexpr):
-        """C = A B^T, TMA-descriptor loads, grouped tile order, masked stores."""
+    def _triton_tile(a_desc, b_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, STAGES: tl.constexpr,
+                     SPECIALIZE: tl.constexpr):
+        """(row0, col0, acc) of this program's tile: grouped tile order, the K
+        loop over TMA-descriptor loads."""
         block = tl.program_id(0)
         tiles_m = tl.cdiv(M, BLOCK_M)
         tiles_n = tl.cdiv(N, BLOCK_N)
@@ -399,29 +406,63 @@ if triton is not None:
             a = a_desc.load([row0, kt * BLOCK_K])
             b = b_desc.load([col0, kt * BLOCK_K])
             acc = tl.dot(a, b.T, acc)
+        return row0, col0, acc
+
+    @triton.jit
+    def bench_triton_matmul(a_desc, b_desc, c_ptr, M, N, K, ldc,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                            STAGES: tl.constexpr, SPECIALIZE: tl.constexpr):
+        """C = A B^T, TMA-descriptor loads, masked stores of C."""
+        row0, col0, acc = _triton_tile(a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                                       GROUP_M, STAGES, SPECIALIZE)
         rows = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
         cols = col0 + tl.arange(0, BLOCK_N)
         inside = (rows[:, None] < M) & (cols[None, :] < N)
         tl.store(c_ptr + rows[:, None] * ldc + cols[None, :],
                  acc.to(c_ptr.dtype.element_ty), mask=inside)
 
+    @triton.jit
+    def bench_triton_matmul_tma_store(a_desc, b_desc, c_desc, M, N, K,
+                                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                                      STAGES: tl.constexpr, SPECIALIZE: tl.constexpr,
+                                      OUT_BF16: tl.constexpr):
+        """C = A B^T, TMA-descriptor loads and store of C."""
+        row0, col0, acc = _triton_tile(a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                                       GROUP_M, STAGES, SPECIALIZE)
+        if OUT_BF16:
+            c_desc.store([row0, col0], acc.to(tl.bfloat16))
+        else:
+            c_desc.store([row0, col0], acc.to(tl.float16))
+
 
 def _triton_method(torch, inputs: Inputs, config):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    block_m, block_n, block_k, stages, warps, specialize = config
+    block_m, block_n, block_k, stages, warps, specialize, tma_store = config
     shape = inputs.shape
     grid = (math.ceil(shape.m / block_m) * math.ceil(shape.n / block_n),)
+    if tma_store and shape.n * 2 % 16:
+        raise ValueError(f"a TMA store needs C's rows 16-byte aligned; N = {shape.n}")
+    tiles = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=TRITON_GROUP_M,
+                 STAGES=stages, SPECIALIZE=specialize, num_warps=warps)
 
     def launcher(a, b, c):
         a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k])
         b_desc = TensorDescriptor.from_tensor(b, [block_n, block_k])
+        if tma_store:
+            c_desc = TensorDescriptor.from_tensor(c, [block_m, block_n])
+            out_bf16 = c.dtype == torch.bfloat16
+
+            def launch():
+                bench_triton_matmul_tma_store[grid](a_desc, b_desc, c_desc, shape.m, shape.n,
+                                                    shape.k, OUT_BF16=out_bf16, **tiles)
+            return launch
 
         def launch():
             bench_triton_matmul[grid](a_desc, b_desc, c, shape.m, shape.n, shape.k, c.stride(0),
-                                      BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-                                      GROUP_M=TRITON_GROUP_M, STAGES=stages,
-                                      SPECIALIZE=specialize, num_warps=warps)
+                                      **tiles)
         return launch
 
     def run_once(a, b, c):
