@@ -126,6 +126,7 @@ TRITON_CONFIGS = [
     (128, 256, 64, 3, 4, True, True),
     (128, 256, 64, 3, 8, True, True),
     (128, 128, 64, 4, 4, False, True),
+    (128, 128, 64, 4, 4, False, False),
 ]
 TRITON_GROUP_M = 8
 
