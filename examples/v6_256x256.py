@@ -26,9 +26,10 @@ of 256x32 A and B tiles (96 KB), not of 256x64 ones.
 
 The epilogue: each group writes its 64 rows into its own stage of sc (in the
 swizzled layout TMA reads), fences its writes for the async proxy, syncs its
-four warps and has one thread store the 64x256 tile with TMA; one bulk store
-instead of 128 scattered stores per thread. The kernel's end waits until
-those stores have read shared memory.
+four warps and has one thread store the 64x256 tile with TMA: each thread's
+64 stores go to shared memory, free of bank conflicts, and global memory sees
+one bulk copy per group. The kernel's end waits until those copies have read
+shared memory.
 """
 
 import sys
