@@ -302,6 +302,11 @@ class SharedTile:
     def nbytes(self) -> int:
         return self.rows * self.cols * ELEMENT_BYTES[self.dtype]
 
+    @property
+    def is_whole_stage(self) -> bool:
+        """Every row of the stage, as stored (what TMA copies address)."""
+        return not self.transposed and self.row == 0 and self.rows == self.ring.shape[1]
+
     def transpose(self) -> SharedTile:
         """This tile as WGMMA's B^T: a stage stored [N, K] used as a [K, N] operand."""
         return SharedTile(self.ring, self.stage, self.stage_key, self.row, self.rows,
@@ -507,7 +512,7 @@ class _Tma:
         if src.dtype != dst.dtype:
             raise BuildTypeError(f"{what}: src '{src.name}' is {src.dtype} but dst is "
                                  f"{dst.dtype}", where)
-        if dst.transposed or dst.row != 0 or dst.rows != dst.ring.shape[1]:
+        if not dst.is_whole_stage:
             raise BuildError(f"{what}: dst must be a whole stage tile, ring[stage]", where)
         if dst.cols * ELEMENT_BYTES[dst.dtype] > SWIZZLE_BYTES:
             raise BuildError(f"{what}: dst rows are {dst.cols * ELEMENT_BYTES[dst.dtype]} "
@@ -533,7 +538,7 @@ class _Tma:
         if src.dtype != dst.dtype:
             raise BuildTypeError(f"{what}: src is {src.dtype} but dst '{dst.name}' is "
                                  f"{dst.dtype}", where)
-        if src.transposed or src.row != 0 or src.rows != src.ring.shape[1]:
+        if not src.is_whole_stage:
             raise BuildError(f"{what}: src must be a whole stage tile, ring[stage]", where)
         row, col = kb._offsets(offsets, what)
         with kb._at(where):
@@ -843,7 +848,7 @@ class KernelBuilder:
         _expect(dst, SharedTile, "store_shared dst", "a stage of a shared tensor, e.g. sc[stage]")
         self._own(_expect(tile, RegisterTile, "store_shared tile", "a register tile"),
                   "store_shared")
-        if dst.transposed or dst.row != 0 or dst.rows != dst.ring.shape[1]:
+        if not dst.is_whole_stage:
             raise BuildError("store_shared: dst must be a whole stage tile, ring[stage]", where)
         if tile.dtype != dst.dtype:
             raise BuildTypeError(f"store_shared: the tile is {tile.dtype} but dst is "

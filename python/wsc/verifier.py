@@ -187,10 +187,7 @@ def _verify_op(op: ir.Operation) -> None:
     elif name == "wsc.store":
         _verify_global(op, op.operands[1].type, "destination")
         _, element = _verify_acc(op, op.operands[0].type)
-        dst_element = str(ir.MemRefType(op.operands[1].type).element_type)
-        if element != dst_element:
-            _fail(op, f"tile element type {element} differs from the destination's "
-                      f"{dst_element} (convert it with wsc.cast)")
+        _verify_tile_element(op, element, op.operands[1])
 
 
 def _verify_tma_copy(op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value,
@@ -230,15 +227,20 @@ def _verify_tma_store(op: ir.Operation) -> None:
         _fail(op, f"TMA box of {shape[1]} rows exceeds {MAX_TMA_BOX}")
 
 
+def _verify_tile_element(op: ir.Operation, element: str, dst: ir.Value) -> None:
+    """A register tile is stored as it is: its element type must be dst's."""
+    dst_element = str(ir.MemRefType(dst.type).element_type)
+    if element != dst_element:
+        _fail(op, f"tile element type {element} differs from the destination's "
+                  f"{dst_element} (convert it with wsc.cast)")
+
+
 def _verify_store_shared(op: ir.Operation) -> None:
     tile, dst, stage = op.operands
     (rows, cols), element = _verify_acc(op, tile.type)
     shape = _verify_shared_buffer(op, dst.type, "destination")
     _verify_stage(op, stage, shape[0])
-    dst_element = str(ir.MemRefType(dst.type).element_type)
-    if element != dst_element:
-        _fail(op, f"tile element type {element} differs from the destination's "
-                  f"{dst_element} (convert it with wsc.cast)")
+    _verify_tile_element(op, element, dst)
     if [rows, cols] != list(shape[1:]):
         _fail(op, f"tile {rows}x{cols} differs from the destination's {shape[1]}x{shape[2]} "
                   f"stage tile")

@@ -711,6 +711,12 @@ class KernelLowering:
         role = self.role_of.get(op)
         return role.begin if role is not None else 0
 
+    def _warp_and_lane(self, op: ir.Operation) -> tuple[ir.Value, ir.Value]:
+        """(warp in the warpgroup, lane) of the executing thread: the
+        coordinates an accumulator fragment is laid out by."""
+        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+        return (E.shrui(local, E.const(5, E.i32())), E.andi(local, E.const(31, E.i32())))
+
     # -- the rewrite
 
     def _lower_all(self) -> None:
@@ -948,9 +954,7 @@ class KernelLowering:
         i32 = E.i32()
         scalar = E.float_type(slot.element)
         vector_type = ir.VectorType.get([2], scalar)
-        local = E.subi(self.tid, E.const(self._role_begin(op), i32))
-        warp = E.shrui(local, E.const(5, i32))
-        lane = E.andi(local, E.const(31, i32))
+        warp, lane = self._warp_and_lane(op)
         quad_row = E.shrui(lane, E.const(2, i32))
         # The swizzle flips an offset's chunk bits by its bits 7 and up
         # (TileLayout.swizzled_offset). The rows this thread holds are
@@ -1028,9 +1032,7 @@ class KernelLowering:
         rows, cols = self._size(position, 0), self._size(position, 1)
         i32 = E.i32()
 
-        local = E.subi(self.tid, E.const(self._role_begin(op), i32))
-        warp = E.shrui(local, E.const(5, i32))
-        lane = E.andi(local, E.const(31, i32))
+        warp, lane = self._warp_and_lane(op)
         row0_32, col0_32 = self._i32(row0), self._i32(col0)
         row_base = E.addi(E.addi(row0_32, E.muli(warp, E.const(16, i32))),
                           E.shrui(lane, E.const(2, i32)))

@@ -30,6 +30,7 @@ tiles)/G column panels of B, which stay in L2, instead of every panel of A.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass
 
 from mlir import ir
@@ -141,18 +142,22 @@ def store_through_shared(tile: ir.Value, sc: ir.Value, c: ir.Value, row: ir.Valu
     the previous tile must have read sc first."""
     stage0 = index_constant(0)
     if wait_first:
-        _elected(lambda: dialect.tma_store_wait(0))
+        with _elected():
+            dialect.tma_store_wait(0)
         dialect.sync()
     dialect.store_shared(tile, sc, stage0)
     dialect.fence_proxy_async()
     dialect.sync()
-    _elected(lambda: dialect.tma_store(sc, stage0, c, row, col))
+    with _elected():
+        dialect.tma_store(sc, stage0, c, row, col)
 
 
-def _elected(build) -> None:
+@contextlib.contextmanager
+def _elected():
+    """Ops for one thread of the executing threads: an scf.if on wsc.elect."""
     guard = scf.IfOp(dialect.elect())
     with ir.InsertionPoint(guard.then_block):
-        build()
+        yield
         scf.YieldOp([])
 
 
@@ -202,15 +207,13 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                 k_tile = loop.induction_variable
                 stage, phase = loop.inner_iter_args
                 k0 = arith.MulIOp(k_tile, index_constant(bk)).result
-                copy = scf.IfOp(dialect.elect())
-                with ir.InsertionPoint(copy.then_block):
+                with _elected():
                     dialect.mbarrier_arrive_expect_tx(full, stage, tx_bytes)
                     dialect.tma_load(a, tile_m, k0, sa, stage, full)
                     if problem.b_layout == "nk":
                         dialect.tma_load(b, tile_n, k0, sb, stage, full)
                     else:
                         dialect.tma_load(b, k0, tile_n, sb, stage, full)
-                    scf.YieldOp([])
                 dialect.mbarrier_wait(full, stage, phase)
                 dialect.wgmma_fence()
                 dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)
