@@ -142,6 +142,24 @@ irdl.dialect @wsc {
     irdl.operands(src: %src, stage: %stage, dst: %dst, row: %row, col: %col)
   }
 
+  // "wsc.coalesced_store"(%sc, %stage, %c, %row, %col)
+  // Copies src[stage] (shared) into dst[row:row+R, col:col+C] (global),
+  // clipped at dst's bounds, with every executing thread storing single
+  // elements: a warp stores 32 consecutive elements of one row at a time.
+  // For C that TMA cannot store (rows not 16-byte multiples). The writes to
+  // src[stage] before it must be made visible by a wsc.sync of the writers,
+  // and src[stage] may be written again only after a wsc.sync that follows
+  // it (the copy is synchronous: each thread's reads are done when it
+  // returns, the other threads' are not).
+  irdl.operation @coalesced_store {
+    %src = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    %dst = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %col = irdl.is index
+    irdl.operands(src: %src, stage: %stage, dst: %dst, row: %row, col: %col)
+  }
+
   // "wsc.tma_store_wait"() {pending = 0 : i32}
   // Waits until at most `pending` of this thread's wsc.tma_stores still read
   // shared memory (their writes to global memory may still be in flight; the

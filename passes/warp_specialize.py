@@ -20,10 +20,12 @@ holds
     `wsc.wgmma`s, `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`;
   - any number of block-wide `wsc.sync`s and pure arith ops.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
-`wsc.store_shared`. A TMA-store epilogue stages the tile in a one-stage buffer
-of the accumulator's shape (`wsc.store_shared`, `wsc.fence_proxy_async`,
-`wsc.sync`) and copies it out under a `wsc.elect` (`wsc.tma_store`, with
-`wsc.tma_store_wait`s under `wsc.elect`s before it is written again).
+`wsc.store_shared`. A staged epilogue writes the tile into a one-stage buffer
+of the accumulator's shape (`wsc.store_shared`, then `wsc.sync`) and copies
+it out: with TMA, after a `wsc.fence_proxy_async` before the sync, under a
+`wsc.elect` (`wsc.tma_store`, with `wsc.tma_store_wait`s under `wsc.elect`s
+before it is written again), or by all threads (`wsc.coalesced_store`, with
+a `wsc.sync` before it is written again).
 
 After: the same computation, specialized (the seed's V3, generalised):
   - an *empty* barrier array beside the full one, with one arrival per consumer
@@ -33,9 +35,9 @@ After: the same computation, specialized (the seed's V3, generalised):
     each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
     B, waits for them (wait_group 0), then releases the stage by arriving on
-    empty[stage]; then it stores its rows (a TMA-store epilogue's staging
-    buffer gets one stage of those rows per group, G x BM/G x BN, and each
-    group stages, syncs its own warps and stores from its stage);
+    empty[stage]; then it stores its rows (a staged epilogue's buffer gets
+    one stage of those rows per group, G x BM/G x BN, and each group
+    stages, syncs its own warps and stores from its stage);
     with wgmma-in-flight = 1 it instead leaves the K tile's WGMMA group in
     flight (wait_group 1, which retires the previous K tile's group) and
     releases the *previous* stage, (stage - 1) mod N, from the second K tile
@@ -274,7 +276,8 @@ class _Specializer:
                         or not set(inner) <= {"wsc.tma_store", "wsc.tma_store_wait"}):
                     self._fail(op, "an scf.if in the epilogue must be a wsc.elect guarding "
                                    "wsc.tma_store / wsc.tma_store_wait")
-            elif op.name not in ("wsc.cast", "wsc.elect", "wsc.sync", "wsc.fence_proxy_async") \
+            elif op.name not in ("wsc.cast", "wsc.elect", "wsc.sync", "wsc.fence_proxy_async",
+                                 "wsc.coalesced_store") \
                     and not op.name.startswith(_PURE_DIALECTS):
                 self._fail(op, f"unsupported epilogue op '{op.name}'")
         if not stores:
@@ -282,7 +285,7 @@ class _Specializer:
                                     "wsc.store_shared)")
 
     def _match_staging(self, op: ir.Operation) -> None:
-        """The TMA-store epilogue's buffer: one stage of the whole tile."""
+        """The staged epilogue's buffer: one stage of the whole tile."""
         buffer = op.operands[1]
         alloc = defining_op(buffer)
         if self.staging is not None and buffer != self.staging:
@@ -574,7 +577,7 @@ class _Specializer:
 
     def _store_rows(self, group: int, first_row: int, mapping: dict) -> None:
         """The epilogue for the group's rows of the tile, from `first_row`;
-        a TMA-store epilogue uses the group's stage of the staging buffer."""
+        a staged epilogue uses the group's stage of the staging buffer."""
         row_offset = index_constant(first_row) if first_row else None
         own_stage = None
         if self.staging is not None:
@@ -588,13 +591,15 @@ class _Specializer:
                 continue
             clone = clone_remapped(op, mapping)
             for target in (clone, *walk(clone)):
-                # The global row: wsc.store's operand 2, wsc.tma_store's 3.
-                row_operand = {"wsc.store": 2, "wsc.tma_store": 3}.get(target.name)
+                # The global row: wsc.store's operand 2, the copies' 3.
+                row_operand = {"wsc.store": 2, "wsc.tma_store": 3,
+                               "wsc.coalesced_store": 3}.get(target.name)
                 if row_operand is not None and row_offset is not None:
                     with ir.InsertionPoint(target):
                         row = arith.AddIOp(target.operands[row_operand], row_offset).result
                     target.operands[row_operand] = row
-                stage_operand = {"wsc.store_shared": 2, "wsc.tma_store": 1}.get(target.name)
+                stage_operand = {"wsc.store_shared": 2, "wsc.tma_store": 1,
+                                 "wsc.coalesced_store": 1}.get(target.name)
                 if stage_operand is not None:
                     target.operands[stage_operand] = own_stage
 

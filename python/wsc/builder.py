@@ -530,18 +530,9 @@ class _Tma:
         clipped at dst's bounds, from one thread (e.g. under kb.single_thread()).
         The copy reads `src` asynchronously: wait with tma.store_wait() before
         writing it again."""
-        kb = self._kb
         where = _caller()
-        what = "tma.shared_to_global"
-        _expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
-        kb._own(_expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
-        if src.dtype != dst.dtype:
-            raise BuildTypeError(f"{what}: src is {src.dtype} but dst '{dst.name}' is "
-                                 f"{dst.dtype}", where)
-        if not src.is_whole_stage:
-            raise BuildError(f"{what}: src must be a whole stage tile, ring[stage]", where)
-        row, col = kb._offsets(offsets, what)
-        with kb._at(where):
+        row, col = self._kb._stage_copy_offsets(src, dst, offsets, "tma.shared_to_global", where)
+        with self._kb._at(where):
             dialect.tma_store(src.ring.value, src.stage, dst.value, row, col)
 
     def store_wait(self, pending: int = 0) -> None:
@@ -843,7 +834,8 @@ class KernelBuilder:
     def store_shared(self, dst: SharedTile, tile: RegisterTile) -> None:
         """Write a register tile into the stage tile `dst` (e.g. sc[stage]) of the
         same shape and dtype, in the layout a TMA store of `dst` reads. Before
-        that store: kb.fence_proxy_async() in every writing thread, then a sync."""
+        a TMA store of it: kb.fence_proxy_async() in every writing thread, then
+        a sync; before kb.shared_to_global, a sync."""
         where = _caller()
         _expect(dst, SharedTile, "store_shared dst", "a stage of a shared tensor, e.g. sc[stage]")
         self._own(_expect(tile, RegisterTile, "store_shared tile", "a register tile"),
@@ -859,6 +851,31 @@ class KernelBuilder:
                              f"is [{dst.rows}, {dst.cols}]", where)
         with self._at(where):
             dialect.store_shared(tile.value, dst.ring.value, dst.stage)
+
+    def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
+        """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
+        clipped at dst's bounds, with every thread of the group storing: each
+        store of a warp writes 32 consecutive elements of a row, whatever
+        dst's row length (kb.tma.shared_to_global needs 16-byte rows). Sync
+        between the writes to `src` and this copy, and again before `src` is
+        written again."""
+        where = _caller()
+        row, col = self._stage_copy_offsets(src, dst, offsets, "shared_to_global", where)
+        with self._at(where):
+            dialect.coalesced_store(src.ring.value, src.stage, dst.value, row, col)
+
+    def _stage_copy_offsets(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence,
+                            what: str, where) -> tuple[ir.Value, ir.Value]:
+        """The checks of a copy of a whole stage tile into a global tensor; its
+        (row, col) offsets."""
+        _expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
+        self._own(_expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
+        if src.dtype != dst.dtype:
+            raise BuildTypeError(f"{what}: src is {src.dtype} but dst '{dst.name}' is "
+                                 f"{dst.dtype}", where)
+        if not src.is_whole_stage:
+            raise BuildError(f"{what}: src must be a whole stage tile, ring[stage]", where)
+        return self._offsets(offsets, what)
 
     def fence_proxy_async(self) -> None:
         """Make this thread's writes to shared memory visible to later TMA copies."""

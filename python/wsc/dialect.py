@@ -234,6 +234,11 @@ def tma_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
     return _create("wsc.tma_store", operands=[src, stage, dst, row, col])
 
 
+def coalesced_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
+                    col: ir.Value) -> ir.Operation:
+    return _create("wsc.coalesced_store", operands=[src, stage, dst, row, col])
+
+
 def tma_store_wait(pending: int) -> ir.Operation:
     return _create("wsc.tma_store_wait", attributes={"pending": _i32(pending)})
 

@@ -45,6 +45,10 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         after it, or a wsc.store_shared into a stage that
                         a TMA store may still read (no wsc.tma_store_wait
                         by the storing thread, then a wsc.sync, in between);
+                        a wsc.coalesced_store of a stage written without a
+                        wsc.sync after the writes, or a wsc.store_shared
+                        into one that other threads may still be copying
+                        (no wsc.sync after the wsc.coalesced_store);
   [expect-tx-mismatch]  the bytes an expect_tx declares differ from those the
                         copies completing in its phase deliver;
   [stage-out-of-range]  a stage index outside its ring or barrier array;
@@ -391,7 +395,7 @@ class _Compiler:
                 k_dims[a] = 1
                 k_dims[b] = 1 if str_attr(op, "b_layout") == "nk" else 0
         for op in ops:
-            if op.name in ("wsc.store_shared", "wsc.tma_store"):
+            if op.name in ("wsc.store_shared", "wsc.tma_store", "wsc.coalesced_store"):
                 operand_names.setdefault(op.operands[1 if op.name == "wsc.store_shared" else 0],
                                          "C staging")
         full = {op.operands[5] for op in ops if op.name == "wsc.tma_load"}
@@ -431,7 +435,7 @@ class _Compiler:
                 extents[src] = tuple(tile)
             elif op.name == "wsc.store":
                 extents.setdefault(op.operands[1], parse_acc_type(op.operands[0].type)[0])
-            elif op.name == "wsc.tma_store":
+            elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
                 extents.setdefault(op.operands[2],
                                    tuple(ir.MemRefType(op.operands[0].type).shape[1:]))
         return extents
@@ -556,8 +560,8 @@ class _Compiler:
                         known[d] if known else -1 for d, s in enumerate(shape))
         if -1 in extents:
             raise PassError(op.location, "verify-pipeline cannot size this memref: it is "
-                                         "neither loaded by wsc.tma_load nor stored by wsc.store "
-                                         "or wsc.tma_store")
+                                         "neither loaded by wsc.tma_load nor stored by wsc.store, "
+                                         "wsc.tma_store or wsc.coalesced_store")
         return _Dim(op, extents, args[1], results[0])
 
     def _for(self, op, context, args, results):
@@ -622,7 +626,7 @@ class _Compiler:
             return process.simulation.rendezvous(process, op)
         return _Effect(op, act)
 
-    # The TMA-store epilogue: each op moves a staging stage's state (see
+    # The staged epilogues: each op moves a staging stage's state (see
     # _Simulation.staging).
 
     def _store_shared(self, op, context, args, results):
@@ -642,6 +646,13 @@ class _Compiler:
 
         def act(process, frame):
             process.simulation.tma_store(process, op, frame[ring], frame[stage])
+        return _Effect(op, act)
+
+    def _coalesced_store(self, op, context, args, results):
+        ring, stage = args[0], args[1]
+
+        def act(process, frame):
+            process.simulation.coalesced_store(process, op, frame[ring], frame[stage])
         return _Effect(op, act)
 
     def _tma_store_wait(self, op, context, args, results):
@@ -902,11 +913,13 @@ class _Simulation:
         self.rings = {spec: _Ring(spec) for spec in kernel.rings}
         self.arrays = {spec: _BarrierArray(spec) for spec in kernel.barriers}
         self.in_flight: deque[_Copy] = deque()
-        #: (ring, stage) -> (state, process) of the TMA-store epilogue's
+        #: (ring, stage) -> (state, process) of the staged epilogues'
         #: staging stages: "written" by wsc.store_shared, "fenced" by the
         #: writers' wsc.fence_proxy_async, "published" by a wsc.sync after
-        #: it; then "reading" from a wsc.tma_store, "waited" after the
-        #: storing thread's wsc.tma_store_wait, free again after a wsc.sync.
+        #: it (or "synced" by a wsc.sync without the fence: visible to the
+        #: threads, not to TMA); then "reading" from a wsc.tma_store,
+        #: "waited" after the storing thread's wsc.tma_store_wait, or
+        #: "copied" by a wsc.coalesced_store; free again after a wsc.sync.
         self.staging: dict = {}
         self.step = 0
         self.processes = [_Process(self, spec, kernel) for spec in kernel.processes]
@@ -1048,6 +1061,11 @@ class _Simulation:
             raise _Violation(STAGING_RACE, op,
                              f"{ring.spec.name} stage {stage} is written while a TMA store may "
                              f"still read it ({why})")
+        if state == "copied":
+            raise _Violation(STAGING_RACE, op,
+                             f"{ring.spec.name} stage {stage} is written while other threads "
+                             f"may still copy it out (no wsc.sync after the "
+                             f"wsc.coalesced_store)")
         self.staging[(ring, stage)] = ("written", process)
 
     def _staging_step(self, process, before: str, after: str) -> None:
@@ -1060,7 +1078,9 @@ class _Simulation:
 
     def staging_sync(self, process) -> None:
         self._staging_step(process, "fenced", "published")
+        self._staging_step(process, "written", "synced")
         self._staging_step(process, "waited", "free")
+        self._staging_step(process, "copied", "free")
 
     def staging_wait(self, process) -> None:
         self._staging_step(process, "reading", "waited")
@@ -1069,13 +1089,24 @@ class _Simulation:
         if not 0 <= stage < ring.spec.num_stages:
             raise self._ring_stage_out_of_range(op, ring, stage)
         state, _ = self.staging.get((ring, stage), ("free", None))
-        if state in ("written", "fenced"):
-            why = ("no wsc.fence_proxy_async made them visible to TMA" if state == "written"
+        if state in ("written", "synced", "fenced"):
+            why = ("no wsc.fence_proxy_async made them visible to TMA" if state != "fenced"
                    else "no wsc.sync after the writers' wsc.fence_proxy_async")
             raise _Violation(STAGING_RACE, op,
                              f"TMA store of {ring.spec.name} stage {stage}, which "
                              f"wsc.store_shared wrote, but {why}")
         self.staging[(ring, stage)] = ("reading", process)
+
+    def coalesced_store(self, process, op, ring: _Ring, stage: int) -> None:
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        state, _ = self.staging.get((ring, stage), ("free", None))
+        if state in ("written", "fenced"):
+            raise _Violation(STAGING_RACE, op,
+                             f"coalesced store of {ring.spec.name} stage {stage}, which "
+                             f"wsc.store_shared wrote, but no wsc.sync after the writes made "
+                             f"them visible to the other threads")
+        self.staging[(ring, stage)] = ("copied", process)
 
     def tma_load(self, op, ring: _Ring, stage: int, array) -> _Preempt:
         barrier = self._barrier(op, array, stage)

@@ -169,6 +169,9 @@ def _verify_op(op: ir.Operation) -> None:
         _verify_tma_load(op)
     elif name == "wsc.tma_store":
         _verify_tma_store(op)
+    elif name == "wsc.coalesced_store":
+        src, stage, dst, _, _ = op.operands
+        _verify_stage_copy(op, src, dst, stage, shared_is_dst=False)
     elif name == "wsc.tma_store_wait":
         if int_attr(op, "pending") < 0:
             _fail(op, f"pending must be non-negative, got {int_attr(op, 'pending')}")
@@ -190,10 +193,10 @@ def _verify_op(op: ir.Operation) -> None:
         _verify_tile_element(op, element, op.operands[1])
 
 
-def _verify_tma_copy(op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value,
+def _verify_stage_copy(op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value,
                      shared_is_dst: bool) -> list[int]:
-    """The rules a TMA copy between a global tensor and a ring stage keeps, in
-    either direction; returns the ring's shape."""
+    """The rules a copy between a global tensor and a ring stage keeps (TMA,
+    in either direction, or wsc.coalesced_store); returns the ring's shape."""
     shared, tensor = (dst, src) if shared_is_dst else (src, dst)
     _verify_global(op, tensor.type, "source" if shared_is_dst else "destination")
     shape = _verify_shared_buffer(op, shared.type, "destination" if shared_is_dst else "source")
@@ -207,7 +210,7 @@ def _verify_tma_copy(op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.V
 
 def _verify_tma_load(op: ir.Operation) -> None:
     src, _, _, dst, stage, barriers = op.operands
-    shape = _verify_tma_copy(op, src, dst, stage, shared_is_dst=True)
+    shape = _verify_stage_copy(op, src, dst, stage, shared_is_dst=True)
     rows, cols = shape[1], shape[2]
     if rows > MAX_TMA_BOX or cols > MAX_TMA_BOX:
         _fail(op, f"TMA box {rows}x{cols} exceeds {MAX_TMA_BOX} elements in a dimension")
@@ -222,7 +225,7 @@ def _verify_tma_load(op: ir.Operation) -> None:
 
 def _verify_tma_store(op: ir.Operation) -> None:
     src, stage, dst, _, _ = op.operands
-    shape = _verify_tma_copy(op, src, dst, stage, shared_is_dst=False)
+    shape = _verify_stage_copy(op, src, dst, stage, shared_is_dst=False)
     if shape[1] > MAX_TMA_BOX:
         _fail(op, f"TMA box of {shape[1]} rows exceeds {MAX_TMA_BOX}")
 

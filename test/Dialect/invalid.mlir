@@ -155,6 +155,21 @@ func.func @tma_store_rank(%c: memref<?xf16>) {
   return
 }
 // -----
+func.func @coalesced_store_element(%c: memref<?x?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  // expected-error @below {{'wsc.coalesced_store' op source element type f16 differs from the destination's bf16}}
+  "wsc.coalesced_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xbf16>, index, index) -> ()
+  return
+}
+// -----
+func.func @coalesced_store_source(%c: memref<?x?xf16>, %g: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.coalesced_store' op source must be a static memref<stages x rows x cols> in shared memory, got memref<?x?xf16>}}
+  "wsc.coalesced_store"(%g, %c0, %c, %c0, %c0) : (memref<?x?xf16>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}
+// -----
 // expected-error @below {{'wsc.acc_alloc' op register tile rows must be a multiple of 64 (the WGMMA M), got 32}}
 %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 32, 128>, f32>
 // -----

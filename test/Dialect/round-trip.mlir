@@ -46,6 +46,8 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     "wsc.tma_store"(%sa, %c0, %c, %c0, %c0) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
     // CHECK: "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
     "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+    // CHECK: "wsc.coalesced_store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+    "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
     // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
     %acc16 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
   }

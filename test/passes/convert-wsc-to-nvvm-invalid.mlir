@@ -1,7 +1,7 @@
 // Kernels --convert-wsc-to-nvvm rejects, each with a located error.
 // RUN: wsc-opt --convert-wsc-to-nvvm --split-input-file --verify-diagnostics %s
 
-// expected-error @below {{'func.func' op argument #0 is written both by TMA and by wsc.store, which is not supported (one tensor map or pointer per tensor)}}
+// expected-error @below {{'func.func' op argument #0 is written both by TMA and by wsc.store or wsc.coalesced_store, which is not supported (one tensor map or pointer per tensor)}}
 func.func @written_twice(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
@@ -125,3 +125,26 @@ func.func @else_branch_of_a_role() attributes {wsc.num_threads = 256 : i32} {
   return
 }
 
+
+// -----
+
+// 12 warps cannot share 64 rows in whole 8-row groups (one swizzle key each).
+func.func @coalesced_store_warps(%c: memref<?x?xf16>) attributes {wsc.num_threads = 384 : i32} {
+  %c0 = arith.constant 0 : index
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  // expected-error @below {{'wsc.coalesced_store' op a 64-row stage tile cannot be stored by 12 warps in groups of 8 rows each}}
+  "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}
+
+// -----
+
+// Rows of 16 halves get the 32-byte swizzle: a warp's 32 elements would
+// span two atoms.
+func.func @coalesced_store_narrow(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x16xf16, 3>
+  // expected-error @below {{'wsc.coalesced_store' op the stage tile's 32-byte swizzle atoms are 16 elements wide; coalesced stores need rows of 32-element multiples per atom}}
+  "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x64x16xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}

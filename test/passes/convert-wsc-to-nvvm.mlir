@@ -205,3 +205,54 @@ func.func @tma_store_epilogue(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memr
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: llvm.return
+
+// -----
+
+// The coalesced-store epilogue: the threads sync after staging the tile (no
+// proxy fence), then each warp copies whole rows, 32 consecutive elements per
+// store; C is a plain pointer with its row stride, not a tensor map. The
+// tile is copied without bounds checks when it lies inside C, with one
+// check per element otherwise.
+func.func @coalesced_store_epilogue(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %c0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %c0, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<1x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f16>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store_shared"(%acc, %sc, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<1x64x64xf16, 3>, index) -> ()
+  "wsc.sync"() : () -> ()
+  "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}
+// CHECK-LABEL: llvm.func @coalesced_store_epilogue
+// CHECK-SAME: %arg2: !llvm.ptr {llvm.noalias}
+// CHECK-SAME: {\22kind\22: \22pointer\22, \22name\22: \22c\22}
+// CHECK: llvm.store {{.*}} : vector<2xf16>, !llvm.ptr<3>
+// CHECK-NOT: nvvm.fence.proxy
+// CHECK: nvvm.barrier
+// CHECK: llvm.cond_br [[WHOLE:%.*]], ^[[UNCHECKED:bb[0-9]+]], ^[[CHECKED:bb[0-9]+]]
+// CHECK: ^[[UNCHECKED]]:
+// CHECK: llvm.load {{%.*}} : !llvm.ptr<3> -> f16
+// CHECK-NEXT: llvm.store {{%.*}}, {{%.*}} : f16, !llvm.ptr
+// CHECK: llvm.getelementptr {{%.*}}[32] : (!llvm.ptr) -> !llvm.ptr, f16
+// CHECK: ^[[CHECKED]]:
+// CHECK: llvm.icmp "slt"
+// CHECK: llvm.cond_br
+// CHECK: llvm.load {{%.*}} : !llvm.ptr<3> -> f16
+// CHECK-NEXT: llvm.store {{%.*}}, {{%.*}} : f16, !llvm.ptr
+// CHECK-NOT: cp.async.bulk
+// CHECK: llvm.return

@@ -93,8 +93,8 @@ def test_every_wsc_op_has_a_builder_method():
     from wsc import dialect
 
     kb = KernelBuilder("every_op", num_warps=5, grid=[("m", 128), ("n", 64)])
-    a, b, c, d = (kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16),
-                  kb.global_tensor(f16))
+    a, b, c, d, e = (kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16),
+                     kb.global_tensor(f16), kb.global_tensor(f16))
     sa = kb.shared_tensor(f16, [2, 128, 64])
     sb = kb.shared_tensor(f16, [2, 64, 64])
     sc = kb.shared_tensor(f16, [1, 128, 64])
@@ -117,6 +117,8 @@ def test_every_wsc_op_has_a_builder_method():
         with kb.single_thread():
             kb.tma.shared_to_global(sc[0], d, [0, 0])
             kb.tma.store_wait(0)
+        kb.sync()
+        kb.shared_to_global(sc[0], e, [0, 0])
     with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
         for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
             kb.mbarrier.wait(empty[it.stage], phase=it.phase)
@@ -228,6 +230,17 @@ def test_a_tma_store_copies_a_whole_stage():
     error = build_error(build)
     assert error.where.line == line_of("# error: part of a stage")
     assert "src must be a whole stage tile" in str(error)
+
+
+def test_a_coalesced_store_keeps_the_dtype():
+    def build():
+        kb = KernelBuilder("k")
+        c = kb.global_tensor(bf16)
+        sc = kb.shared_tensor(f16, [1, 128, 64])
+        kb.shared_to_global(sc[0], c, [0, 0])  # error: coalesced dtype
+    error = build_error(build)
+    assert error.where.line == line_of("# error: coalesced dtype")
+    assert "shared_to_global: src is f16 but dst" in str(error)
 
 
 def test_an_accumulator_that_is_no_wgmma_shape():

@@ -35,6 +35,9 @@ How each wsc op is lowered:
   exiting block's shared memory is reused). wsc.fence_proxy_async:
   fence.proxy.async.shared::cta. wsc.store_shared: each thread's column
   pairs stored at their swizzled offsets in the stage tile.
+  wsc.coalesced_store: each warp copies whole rows of the stage tile, 32
+  consecutive elements per store instruction (element loads and stores),
+  with bounds checks only when the tile is partial.
 * wsc.wgmma: per m64 sub-tile and k16 step one nvvm.wgmma.mma_async with
   descriptors from descriptors.OperandDescriptors (A K-major; B K-major for
   "nk", N-major for "kn"); f16 accumulators are kept as the f16x2 pairs
@@ -75,7 +78,7 @@ from wsc.codegen.layout import (ALIGN_PADDING, BUFFER_ALIGN, MAX_DYNAMIC_SMEM, B
                                 BufferSlot, LayoutError, SharedLayout, TileLayout)
 from wsc.dialect import parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARPGROUP_SIZE, constant_int,
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, constant_int,
                           defining_op, int_attr, memref_shape, memref_space,
                           str_attr, walk)
 
@@ -241,6 +244,7 @@ class KernelLowering:
         self._plan_roles()
         self._check_debug_options()
         self._plan_shared_memory()
+        self._check_coalesced_stores()
         self._plan_tensor_maps()
         self._plan_params()
         self.info = self._make_kernel_info()
@@ -260,8 +264,9 @@ class KernelLowering:
                     raise _fail(op, "must be at the top level of the kernel, where every thread "
                                     "runs it")
                 self.barrier_ops.append(op)
-            elif name in ("wsc.tma_load", "wsc.tma_store", "wsc.wgmma", "wsc.mbarrier_arrive",
-                          "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
+            elif name in ("wsc.tma_load", "wsc.tma_store", "wsc.coalesced_store", "wsc.wgmma",
+                          "wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx",
+                          "wsc.mbarrier_wait"):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
                     self.wgmma_accumulators.add(op.operands[3])
@@ -326,7 +331,7 @@ class KernelLowering:
 
     def _check_shared_uses(self, op: ir.Operation) -> None:
         allowed = {("wsc.tma_load", 3), ("wsc.wgmma", 0), ("wsc.wgmma", 1), ("wsc.tma_store", 0),
-                   ("wsc.store_shared", 1)}
+                   ("wsc.coalesced_store", 0), ("wsc.store_shared", 1)}
         for use in op.result.uses:
             owner = _owner(use)
             if (owner.name, use.operand_number) not in allowed:
@@ -338,6 +343,7 @@ class KernelLowering:
         expected = {
             "wsc.tma_load": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
             "wsc.tma_store": {0: "wsc.alloc_shared"},
+            "wsc.coalesced_store": {0: "wsc.alloc_shared"},
             "wsc.wgmma": {0: "wsc.alloc_shared", 1: "wsc.alloc_shared", 3: "wsc.acc_alloc"},
             "wsc.mbarrier_arrive": {0: "wsc.mbarrier_alloc"},
             "wsc.mbarrier_arrive_expect_tx": {0: "wsc.mbarrier_alloc"},
@@ -350,13 +356,13 @@ class KernelLowering:
                                 f"(in this kernel)")
         if op.name == "wsc.tma_load" and op.operands[0] not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
-        if op.name == "wsc.tma_store" and op.operands[2] not in self.args:
+        if op.name in ("wsc.tma_store", "wsc.coalesced_store") and op.operands[2] not in self.args:
             raise _fail(op, "destination must be a tensor argument of the kernel")
 
     def _check_argument_uses(self) -> None:
         self.tma_args: set[int] = set()  # read with TMA
         self.tma_store_args: set[int] = set()
-        self.store_args: set[int] = set()  # written from registers
+        self.store_args: set[int] = set()  # written by threads, from registers or shared
         for position, arg in enumerate(self.args):
             for use in arg.uses:
                 owner = _owner(use)
@@ -365,7 +371,7 @@ class KernelLowering:
                     self.tma_args.add(position)
                 elif key == ("wsc.tma_store", 2):
                     self.tma_store_args.add(position)
-                elif key == ("wsc.store", 1):
+                elif key in (("wsc.store", 1), ("wsc.coalesced_store", 2)):
                     self.store_args.add(position)
                 elif owner.name == "memref.dim":
                     pass
@@ -377,8 +383,8 @@ class KernelLowering:
                                          f"which is not supported")
             if position in self.tma_store_args and position in self.store_args:
                 raise _fail(self.kernel, f"argument #{position} is written both by TMA and by "
-                                         f"wsc.store, which is not supported (one tensor map "
-                                         f"or pointer per tensor)")
+                                         f"wsc.store or wsc.coalesced_store, which is not "
+                                         f"supported (one tensor map or pointer per tensor)")
 
     def _plan_roles(self) -> None:
         """setmaxnreg: inc or dec from the entry count, and whether it can be met.
@@ -453,6 +459,27 @@ class KernelLowering:
         for op in self.barrier_ops:
             self._check_barriers_published(op)
 
+    def _check_coalesced_stores(self) -> None:
+        """wsc.coalesced_store's lowering gives each warp whole 8-row groups
+        of the stage tile (the rows whose swizzle is the same), and a warp's
+        32 lanes 32 consecutive elements of one swizzle atom's row."""
+        for op in self.ops:
+            if op.name != "wsc.coalesced_store":
+                continue
+            tile = self.buffers[defining_op(op.operands[0])].tile
+            warps = self._executing_threads(op) // WARP_SIZE
+            if tile.rows % (8 * warps):
+                raise _fail(op, f"a {tile.rows}-row stage tile cannot be stored by {warps} "
+                                f"warps in groups of 8 rows each")
+            if tile.atom_cols % WARP_SIZE:
+                raise _fail(op, f"the stage tile's {tile.swizzle}-byte swizzle atoms are "
+                                f"{tile.atom_cols} elements wide; coalesced stores need rows "
+                                f"of 32-element multiples per atom")
+
+    def _executing_threads(self, op: ir.Operation) -> int:
+        role = self.role_of.get(op)
+        return role.count if role is not None else self.threads
+
     def _check_barriers_published(self, op: ir.Operation) -> None:
         """A block-wide wsc.sync must follow the initialisation at top level."""
         seen = False
@@ -514,13 +541,14 @@ class KernelLowering:
                     labels.setdefault(node, label)
             matmul = matmul or bool(a_tensors and b_tensors and c_tensors)
 
-        # Dims the kernel reads: memref.dim results and wsc.store bounds.
+        # Dims the kernel reads: memref.dim results and the bounds of stores
+        # by threads.
         used: list[tuple[int, int]] = []
         for op in self.ops:
             if op.name == "memref.dim":
                 node = (self.args.index(op.operands[0]), constant_int(op.operands[1]))
-            elif op.name == "wsc.store":
-                position = self.args.index(op.operands[1])
+            elif op.name in ("wsc.store", "wsc.coalesced_store"):
+                position = self.args.index(op.operands[1 if op.name == "wsc.store" else 2])
                 for node in ((position, 0), (position, 1)):
                     if node not in used:
                         used.append(node)
@@ -578,7 +606,7 @@ class KernelLowering:
 
     def _stored_tensors(self, acc: ir.Value) -> set[int]:
         """The tensors `acc` ends up in: stored from registers, or staged in
-        shared memory and copied out with TMA."""
+        shared memory and copied out (with TMA or coalesced stores)."""
         found: set[int] = set()
         pending = [acc]
         while pending:
@@ -590,7 +618,8 @@ class KernelLowering:
                 elif owner.name == "wsc.store_shared" and use.operand_number == 0:
                     for copy in owner.operands[1].uses:
                         copy_op = _owner(copy)
-                        if copy_op.name == "wsc.tma_store" and copy.operand_number == 0:
+                        if (copy_op.name in ("wsc.tma_store", "wsc.coalesced_store")
+                                and copy.operand_number == 0):
                             found.add(self.args.index(copy_op.operands[2]))
                 elif owner.name == "wsc.cast":
                     pending.append(owner.result)
@@ -934,6 +963,66 @@ class KernelLowering:
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
             E.tma_store_2d(self._smem_ptr(offset), tensor_map, [column, row32])
         E.bulk_commit_group()
+
+    def _lower_coalesced_store(self, op):
+        """Warp w of the executing threads stores rows [w*R/W, (w+1)*R/W) of
+        the stage tile, a row at a time, lane l the elements 32j + l: every
+        store instruction writes 32 consecutive elements of one row, which
+        needs no alignment beyond the element's (C's rows may be any length).
+        The shared-memory reads of a warp fall in one 128-byte line: no bank
+        conflicts. Rows within a warp's share are static, so their swizzle
+        keys are too."""
+        src, stage, dst, row0, col0 = op.operands
+        buffer = self.buffers[defining_op(src)]
+        tile = buffer.tile
+        position = self.args.index(dst)
+        name = tensor_name(position)
+        scalar = E.float_type(str(ir.MemRefType(dst.type).element_type))
+        i32, i64 = E.i32(), E.i64()
+        rows, cols = self._size(position, 0), self._size(position, 1)
+        ld64 = E.arith_extsi(self._param("i32", f"ld{name}"), i64)
+        warp, lane = self._warp_and_lane(op)
+        warp_rows = tile.rows // (self._executing_threads(op) // WARP_SIZE)
+        first_row = E.muli(warp, E.const(warp_rows, i32))
+        row0_32, col0_32 = self._i32(row0), self._i32(col0)
+        lane_bytes = E.muli(lane, E.const(tile.element_bytes, i32))
+        stage_base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes),
+                            E.muli(first_row, E.const(tile.swizzle, i32)))
+        top_row = E.addi(row0_32, first_row)
+        lane_col = E.addi(col0_32, lane)
+        thread_base = E.gep(self._param("pointer", name),
+                            [E.addi(E.muli(E.arith_extsi(top_row, i64), ld64),
+                                    E.arith_extsi(lane_col, i64))], scalar)
+        in_rows = E.cmpi("sle", E.addi(row0_32, E.const(tile.rows, i32)), rows)
+        in_cols = E.cmpi("sle", E.addi(col0_32, E.const(tile.cols, i32)), cols)
+        whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
+
+        def store_rows(checked: bool):
+            for r in range(warp_rows):
+                # warp_rows is a multiple of 8: row r's swizzle key is row (r mod 8)'s.
+                key = tile.swizzled_offset(r, 0) ^ tile.byte_offset(r, 0)
+                row_address = E.gep(thread_base, [E.muli(E.const(r, i64), ld64)], scalar)
+                row_ok = (E.cmpi("slt", E.addi(top_row, E.const(r, i32)), rows)
+                          if checked else None)
+                for first_col in range(0, tile.cols, WARP_SIZE):
+                    atom, inner = divmod(first_col, tile.atom_cols)
+                    in_row = E.addi(E.const(inner * tile.element_bytes, i32), lane_bytes)
+                    offset = E.addi(E.addi(stage_base, E.const(tile.atom_offset(atom)
+                                                               + r * tile.swizzle, i32)),
+                                    E.xori(in_row, E.const(key, i32)))
+                    address = E.gep(row_address, [first_col], scalar)
+                    if not checked:
+                        E.store(E.load(scalar, self._smem_ptr(offset)), address)
+                        continue
+                    col_ok = E.cmpi("slt", E.addi(lane_col, E.const(first_col, i32)), cols)
+                    guard = E.if_then(E.andi(row_ok, col_ok))
+                    with E.then_body(guard):
+                        E.store(E.load(scalar, self._smem_ptr(offset)), address)
+
+        with ir.InsertionPoint.at_block_terminator(whole_tile.then_block):
+            store_rows(checked=False)
+        with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
+            store_rows(checked=True)
 
     def _lower_tma_store_wait(self, op):
         E.bulk_wait_group_read(int_attr(op, "pending"))

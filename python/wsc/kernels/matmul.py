@@ -19,7 +19,11 @@ into a one-stage shared buffer, fences the writes for TMA, syncs and has one
 thread copy it to C with TMA; a persistent kernel first waits until the
 previous tile's copy has read the buffer. The copy goes out asynchronously
 and is clipped at C's bounds, but TMA needs C's rows 16-byte aligned (N a
-multiple of 8).
+multiple of 8). With `coalesced_store` the tile is staged the same way
+(without the fence) and every thread copies it out: each store instruction
+of a warp writes 32 consecutive elements of one row, whatever C's row
+length, where the register epilogue's stores of an odd-length row write
+single elements scattered over 8 rows.
 
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
@@ -67,6 +71,9 @@ class MatmulConfig:
     #: The epilogue stages the tile in shared memory and one thread stores it
     #: with TMA (16-bit outputs; see the module docstring).
     tma_store: bool = False
+    #: The epilogue stages the tile in shared memory and all threads store it
+    #: row by row (16-bit outputs, any row length; see the module docstring).
+    coalesced_store: bool = False
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -79,11 +86,19 @@ class MatmulConfig:
             raise ValueError("ping_pong = True needs persistent = True and "
                              "num_consumer_groups = 2: the two groups take turns over the "
                              "tiles of a persistent block")
-        if self.persistent and self.wgmma_in_flight and not self.tma_store:
-            raise ValueError("persistent = True with wgmma_in_flight = 1 needs tma_store = "
-                             "True: with the register-store epilogue ptxas serializes every "
-                             "WGMMA of that kernel (C7514); with the TMA-store one it does not "
-                             "(ptxas 13.0)")
+        if self.tma_store and self.coalesced_store:
+            raise ValueError("tma_store and coalesced_store are two ways to copy the staged "
+                             "tile out: choose one")
+        if self.persistent and self.wgmma_in_flight and not self.staged_store:
+            raise ValueError("persistent = True with wgmma_in_flight = 1 needs tma_store or "
+                             "coalesced_store = True: with the register-store epilogue ptxas "
+                             "serializes every WGMMA of that kernel (C7514); with a staged one "
+                             "it does not (ptxas 13.0)")
+
+    @property
+    def staged_store(self) -> bool:
+        """The epilogue goes through a shared-memory staging tile."""
+        return self.tma_store or self.coalesced_store
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -136,20 +151,26 @@ def _tile_coordinates(tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value,
 
 
 def store_through_shared(tile: ir.Value, sc: ir.Value, c: ir.Value, row: ir.Value,
-                         col: ir.Value, wait_first: bool) -> None:
-    """The TMA-store epilogue: stage `tile` in sc[0] and copy it to C from one
-    thread. With `wait_first` (a buffer reused tile after tile) the copy of
-    the previous tile must have read sc first."""
+                         col: ir.Value, wait_first: bool, tma: bool) -> None:
+    """The staged epilogue: stage `tile` in sc[0] and copy it to C, from one
+    thread with TMA or from all with coalesced stores. With `wait_first` (a
+    buffer reused tile after tile) the copy of the previous tile must have
+    read sc first."""
     stage0 = index_constant(0)
     if wait_first:
-        with _elected():
-            dialect.tma_store_wait(0)
+        if tma:
+            with _elected():
+                dialect.tma_store_wait(0)
         dialect.sync()
     dialect.store_shared(tile, sc, stage0)
-    dialect.fence_proxy_async()
+    if tma:
+        dialect.fence_proxy_async()
     dialect.sync()
-    with _elected():
-        dialect.tma_store(sc, stage0, c, row, col)
+    if tma:
+        with _elected():
+            dialect.tma_store(sc, stage0, c, row, col)
+    else:
+        dialect.coalesced_store(sc, stage0, c, row, col)
 
 
 @contextlib.contextmanager
@@ -164,8 +185,9 @@ def _elected():
 def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                  name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
-    if config.tma_store and problem.out_dtype not in INPUT_DTYPES:
-        raise ValueError(f"tma_store = True needs an f16 or bf16 output, got "
+    if config.staged_store and problem.out_dtype not in INPUT_DTYPES:
+        option = "tma_store" if config.tma_store else "coalesced_store"
+        raise ValueError(f"{option} = True needs an f16 or bf16 output, got "
                          f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
                          f"the output's dtype")
     bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
@@ -187,7 +209,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
         sa = dialect.alloc_shared(dialect.shared_buffer_type(stages, bm, bk, element))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(stages, *b_tile, element))
         sc = None
-        if config.tma_store:
+        if config.staged_store:
             sc = dialect.alloc_shared(dialect.shared_buffer_type(1, bm, bn, problem.out_dtype))
         full = dialect.mbarrier_alloc(1, stages)
         dialect.sync()
@@ -225,7 +247,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
             if sc is None:
                 dialect.store(result, c, tile_m, tile_n)
             else:
-                store_through_shared(result, sc, c, tile_m, tile_n, wait_first=config.persistent)
+                store_through_shared(result, sc, c, tile_m, tile_n, wait_first=config.persistent,
+                                     tma=config.tma_store)
             return list(loop.results)
 
         if config.persistent:
