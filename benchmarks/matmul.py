@@ -110,6 +110,19 @@ CANDIDATES = {
         persistent=True, tma_store=True),
     "128x128_pingpong_group8_tma": dict(_SEED, **_TWO_GROUPS, group_m=8, persistent=True,
                                         ping_pong=True, tma_store=True),
+    # Coalesced-store epilogue: C staged in shared memory as for TMA, then
+    # copied out by all threads, 32 consecutive elements per warp store; for
+    # C of any row length (the ragged shape), also timed where TMA could
+    # store C, against the two other epilogues.
+    "128x256_2g_s3_group8_persistent_coalesced": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
+        coalesced_store=True),
+    "128x256_2g_s3_inflight_group8_persistent_coalesced": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
+        persistent=True, coalesced_store=True),
+    "128x256_2g_s3_inflight_group8_coalesced": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
+        coalesced_store=True),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, C stored

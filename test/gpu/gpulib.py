@@ -13,7 +13,8 @@ configurations that exercise the compiler's paths: the seed schedule, one
 stage, 32-wide K tiles, two and four consumer warpgroups with a producer
 warpgroup (setmaxnreg), "kn" B with bf16, WGMMA groups kept in flight, and
 persistent kernels (a tile loop per block, run-time stages), one of them with
-ping-pong consumer groups.
+ping-pong consumer groups, and the staged epilogues (TMA and coalesced
+stores).
 """
 
 from __future__ import annotations
@@ -80,6 +81,17 @@ KERNELS = {
     "tma-store-ping-pong": ("builder", "bf16", "bf16", "nk",
                             dict(SEED, num_consumer_groups=2, producer="warpgroup", group_m=8,
                                  persistent=True, ping_pong=True, tma_store=True)),
+    # Coalesced-store epilogues: C of any row length (odd N included).
+    "coalesced-store": ("builder", "f16", "f16", "nk", dict(SEED, coalesced_store=True)),
+    "coalesced-store-persistent-in-flight": ("builder", "bf16", "bf16", "nk",
+                                             dict(SEED, block_n=256, num_stages=3,
+                                                  num_consumer_groups=2, producer="warpgroup",
+                                                  wgmma_in_flight=1, group_m=8,
+                                                  persistent=True, coalesced_store=True)),
+    "coalesced-store-n64-ping-pong": ("builder", "f16", "f16", "nk",
+                                      dict(SEED, block_n=64, num_consumer_groups=2,
+                                           producer="warpgroup", group_m=8, persistent=True,
+                                           ping_pong=True, coalesced_store=True)),
 }
 
 

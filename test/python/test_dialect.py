@@ -44,6 +44,7 @@ def build_every_op() -> ir.Module:
             dialect.fence_proxy_async()
             dialect.tma_store(sa, zero, c, zero, zero)
             dialect.tma_store_wait(0)
+            dialect.coalesced_store(sc, zero, c, zero, zero)
             scf.YieldOp([])
         producer = scf.IfOp(dialect.role("producer", 128, 32))
         with ir.InsertionPoint(producer.then_block):

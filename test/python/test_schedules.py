@@ -71,10 +71,17 @@ def test_ping_pong_needs_a_persistent_kernel_of_two_groups():
         MatmulConfig(num_consumer_groups=2, producer="warpgroup", ping_pong=True)
 
 
-def test_persistent_in_flight_kernels_store_with_tma():
-    with pytest.raises(ValueError, match="wgmma_in_flight = 1 needs tma_store = True"):
+def test_persistent_in_flight_kernels_store_through_shared_memory():
+    with pytest.raises(ValueError, match="wgmma_in_flight = 1 needs tma_store or "
+                                         "coalesced_store = True"):
         MatmulConfig(persistent=True, wgmma_in_flight=1)
     MatmulConfig(persistent=True, wgmma_in_flight=1, tma_store=True)
+    MatmulConfig(persistent=True, wgmma_in_flight=1, coalesced_store=True)
+
+
+def test_one_staged_epilogue_at_a_time():
+    with pytest.raises(ValueError, match="tma_store and coalesced_store are two ways"):
+        MatmulConfig(tma_store=True, coalesced_store=True)
 
 
 @pytest.mark.parametrize("fields", [
@@ -84,8 +91,9 @@ def test_persistent_in_flight_kernels_store_with_tma():
     dict(num_consumer_groups=2, producer="warpgroup", block_n=256, num_stages=3,
          wgmma_in_flight=1, persistent=True),
     dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True)])
-def test_tma_store_protocol_is_clean(fields):
-    config = MatmulConfig(**fields, tma_store=True)
+@pytest.mark.parametrize("epilogue", ["tma_store", "coalesced_store"])
+def test_staged_store_protocol_is_clean(fields, epilogue):
+    config = MatmulConfig(**fields, **{epilogue: True})
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(out_dtype="f16"), config)
         for wsc_pass in specialization_passes(config):
@@ -96,13 +104,14 @@ def test_tma_store_protocol_is_clean(fields):
     groups = fields.get("num_consumer_groups", 1)
     rows = 128 if fields.get("ping_pong") else 128 // groups
     assert f"memref<{groups}x{rows}x{config.block_n}xf16, 3>" in text
-    assert text.count('"wsc.tma_store"(') == groups
+    assert text.count(f'"wsc.{epilogue}"(') == groups
 
 
-def test_tma_store_needs_a_16_bit_output():
+@pytest.mark.parametrize("epilogue", ["tma_store", "coalesced_store"])
+def test_a_staged_store_needs_a_16_bit_output(epilogue):
     with make_context(), ir.Location.unknown():
-        with pytest.raises(ValueError, match="tma_store = True needs an f16 or bf16 output"):
-            build_matmul(MatmulProblem(out_dtype="f32"), MatmulConfig(tma_store=True))
+        with pytest.raises(ValueError, match=f"{epilogue} = True needs an f16 or bf16 output"):
+            build_matmul(MatmulProblem(out_dtype="f32"), MatmulConfig(**{epilogue: True}))
 
 
 def test_tma_store_needs_16_byte_rows_of_c(tmp_path):
@@ -127,6 +136,27 @@ def test_a_persistent_in_flight_tma_store_kernel_compiles_clean():
     ptx = result.ptx
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 2 * 4  # 2 groups x 4 atoms
     assert "fence.proxy.async.shared::cta" in ptx
+
+
+@needs_ptxas
+def test_a_coalesced_store_kernel_takes_any_row_length(tmp_path):
+    """No TMA writes C: rows of 1333 halves (2666 bytes) are fine, and the
+    persistent kernel keeps a WGMMA group in flight without ptxas
+    serializing its WGMMAs."""
+    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
+                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
+                          coalesced_store=True)
+    result = compile_matmul(1000, 1333, 520, MatmulProblem(out_dtype="f16"), config, tmp_path)
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    ptx = result.ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" not in ptx
+    assert "fence.proxy.async" not in ptx
+    # C's rows are only 2-byte aligned: element stores only, and a group's
+    # 64x256 rows over 4 warps, 32 elements a store, are 128 stores a thread
+    # on the unchecked path alone.
+    assert "st.global.v" not in ptx and "st.global.b32" not in ptx
+    assert ptx.count("st.global.b16") >= 2 * 128
 
 
 @needs_ptxas
