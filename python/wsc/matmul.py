@@ -92,11 +92,16 @@ class MatmulPlan:
     #: C may be stored with TMA: "nk", a 16-bit C whose rows start a multiple
     #: of 16 bytes apart. Such problems are tuned over SPACES["nk-tma"].
     tma_store: bool = False
+    #: "nk" with a 16-bit C whose rows TMA cannot store: staged in shared
+    #: memory and copied out with coalesced stores (SPACES["nk-coalesced"]).
+    coalesced_store: bool = False
 
     @property
     def space(self) -> str:
         """The name of the config space (SPACES) this problem is tuned over."""
-        return "nk-tma" if self.tma_store else self.b_layout
+        if self.tma_store:
+            return "nk-tma"
+        return "nk-coalesced" if self.coalesced_store else self.b_layout
 
 
 def _row_major_stride(op: _Operand) -> int | None:
@@ -190,11 +195,12 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
             raise TypeError(f"wsc.matmul: out_dtype must be float32, float16 or bfloat16, got "
                             f"{result_dtype}")
         ldc = n
-    # The staging tile of a TMA store is 16-bit (an f32 one would not fit
-    # next to the operand stages).
-    tma_store = (b_layout == "nk" and result_dtype in INPUT_DTYPES
-                 and ldc * _ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0)
-    return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout, tma_store)
+    # A staging tile is 16-bit (an f32 one would not fit next to the operand
+    # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
+    staged = b_layout == "nk" and result_dtype in INPUT_DTYPES
+    tma_store = staged and ldc * _ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
+    return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout, tma_store,
+                      coalesced_store=staged and not tma_store)
 
 
 def _dtype_name(dtype) -> str:
@@ -218,7 +224,7 @@ def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
                   block_n: int = 256, block_k: int = 64, num_stages: int = 4,
                   num_consumer_groups: int = 2, producer: str = "warpgroup",
                   wgmma_in_flight: int = 1, group_m: int = 8, persistent: bool = False,
-                  tma_store: bool = False):
+                  tma_store: bool = False, coalesced_store: bool = False):
     """The matmul kernel of wsc.kernels.matmul for one config, specialized and
     ready to compile (a wsc.builder.Kernel)."""
     from mlir import ir
@@ -231,7 +237,8 @@ def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
     config = MatmulConfig(block_m=block_m, block_n=block_n, block_k=block_k,
                           num_stages=num_stages, num_consumer_groups=num_consumer_groups,
                           producer=producer, wgmma_in_flight=wgmma_in_flight, group_m=group_m,
-                          persistent=persistent, tma_store=tma_store)
+                          persistent=persistent, tma_store=tma_store,
+                          coalesced_store=coalesced_store)
     context = make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -252,6 +259,9 @@ _TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_
 #: in N. "nk-tma" is the space of "nk" problems whose C can be stored with TMA
 #: (MatmulPlan.tma_store): the TMA-store epilogue won every such shape of
 #: BENCHMARKS.md, persistent ones with a WGMMA group in flight most of them.
+#: "nk-coalesced" is that of the other "nk" problems with a 16-bit C
+#: (MatmulPlan.coalesced_store): the coalesced-store epilogue won the ragged
+#: shape of BENCHMARKS.md, whose rows are 8193 halves.
 SPACES = {
     "nk": autotune(_TILES, [(128, 128, 1, "warp", 4, 1, False),
                             (128, 256, 2, "warpgroup", 3, 1, False),
@@ -266,6 +276,10 @@ SPACES = {
                                 (128, 256, 2, "warpgroup", 3, 1, False),
                                 (256, 128, 2, "warpgroup", 3, 1, True)])(
         autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel))),
+    "nk-coalesced": autotune(_TILES, [(128, 256, 2, "warpgroup", 3, 0, True),
+                                      (128, 256, 2, "warpgroup", 3, 1, True),
+                                      (128, 256, 2, "warpgroup", 3, 1, False)])(
+        autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel))),
     "kn": autotune(_TILES, [(128, 64, 1, "warp", 4, 1, False),
                             (128, 64, 1, "warp", 6, 1, False),
                             (256, 64, 2, "warpgroup", 4, 1, False),
@@ -280,6 +294,9 @@ DEFAULT_CONFIGS = {
     "nk-tma": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2,
                "producer": "warpgroup", "num_stages": 3, "wgmma_in_flight": 1,
                "persistent": True, "group_m": 8, "tma_store": True},
+    "nk-coalesced": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2,
+                     "producer": "warpgroup", "num_stages": 3, "wgmma_in_flight": 0,
+                     "persistent": True, "group_m": 8, "coalesced_store": True},
     "kn": {"block_m": 256, "block_n": 64, "num_consumer_groups": 2, "producer": "warpgroup",
            "num_stages": 4, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
 }

@@ -21,16 +21,18 @@ from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 #: The problem the GPU tests compile for first (the kernels read sizes at run
 #: time; "kn" needs N a multiple of 8, and so does a TMA store of C).
 M, K = 1000, 520
-N = {"nk": 1333, "kn": 1336, "nk-tma": 1336}
+N = {"nk": 1333, "kn": 1336, "nk-tma": 1336, "nk-coalesced": 1333}
+#: The spaces whose C is 16-bit (a staging tile of the output's dtype).
+STAGED = ("nk-tma", "nk-coalesced")
 
 
 def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPlan:
     """The problem the GPU tests run `space`'s configs on; out_dtype defaults
-    to f32 (the TMA-store space's to the input dtype, as its C is 16-bit)."""
+    to f32 (the staged spaces' to the input dtype, as their C is 16-bit)."""
     if out_dtype is None:
-        out_dtype = dtype if space == "nk-tma" else "f32"
-    return MatmulPlan(M, N[space], K, dtype, out_dtype, space.removesuffix("-tma"),
-                      tma_store=space == "nk-tma")
+        out_dtype = dtype if space in STAGED else "f32"
+    return MatmulPlan(M, N[space], K, dtype, out_dtype, space.split("-")[0],
+                      tma_store=space == "nk-tma", coalesced_store=space == "nk-coalesced")
 
 
 def main() -> int:
@@ -40,19 +42,18 @@ def main() -> int:
     for dtype in ("f16", "bf16"):
         for out_dtype in (dtype, "f32"):
             for space, config in DEFAULT_CONFIGS.items():
-                if space != "nk-tma" or out_dtype == dtype:
+                if space not in STAGED or out_dtype == dtype:
                     wanted.append((space_plan(space, dtype, out_dtype), config))
     for space, configs in SPACES.items():
         wanted += [(space_plan(space, "f16"), config) for config in configs.configs()]
-    # What the autotuning tests may choose: the "nk" and "nk-tma" spaces on
-    # f16 results.
-    for space in ("nk", "nk-tma"):
+    # What the autotuning tests may choose: the staged spaces (f16 results).
+    for space in STAGED:
         wanted += [(space_plan(space, "f16", "f16"), config)
                    for config in SPACES[space].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
     failed, candidates = [], 0
-    for space in ("nk", "nk-tma"):
+    for space in STAGED:
         result = SPACES[space].tune({"m": M, "n": N[space], "k": K},
                                     fixed={"dtype": "f16", "out_dtype": "f16", "b_layout": "nk"},
                                     cache=cache)

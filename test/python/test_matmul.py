@@ -55,22 +55,24 @@ def test_a_contiguous_b_is_read_as_k_by_n():
 def test_the_transpose_of_a_weight_is_read_as_n_by_k():
     w = meta(1333, 520, dtype=torch.bfloat16)
     assert plan(meta(1000, 520, dtype=torch.bfloat16), w.T) == MatmulPlan(
-        1000, 1333, 520, "bf16", "bf16", "nk")
+        1000, 1333, 520, "bf16", "bf16", "nk", coalesced_store=True)
 
 
 def test_c_goes_out_by_tma_where_its_rows_allow():
     w = meta(1336, 520)
     p = plan(meta(1000, 520), w.T)
-    assert p.tma_store and p.space == "nk-tma"
-    # Rows of 1333 halves, fp32 results and "kn" problems store from registers.
-    assert not plan(meta(1000, 520), meta(1333, 520).T).tma_store
-    assert not plan(meta(1000, 520), w.T, out_dtype=torch.float32).tma_store
+    assert p.tma_store and not p.coalesced_store and p.space == "nk-tma"
+    # Rows of 1333 halves are staged too, and copied out by coalesced stores.
+    odd = plan(meta(1000, 520), meta(1333, 520).T)
+    assert odd.coalesced_store and not odd.tma_store and odd.space == "nk-coalesced"
+    # fp32 results and "kn" problems store from registers.
+    assert plan(meta(1000, 520), w.T, out_dtype=torch.float32).space == "nk"
     assert plan(meta(1000, 520), meta(520, 1336)).space == "kn"
-    # So does an output whose rows are not 16 bytes apart.
+    # An output's own row stride decides, not N.
     padded = meta(1000, 1344)[:, :1336]
     assert plan(meta(1000, 520), w.T, out=padded).space == "nk-tma"
     odd_rows = meta(1000, 1340)[:, :1336]
-    assert plan(meta(1000, 520), w.T, out=odd_rows).space == "nk"
+    assert plan(meta(1000, 520), w.T, out=odd_rows).space == "nk-coalesced"
 
 
 def test_padded_rows_are_fine_where_tma_can_read_them():
@@ -231,7 +233,8 @@ def test_a_choice_outside_the_current_space_is_tuned_again(cache):
 
 
 @pytest.mark.parametrize("name, b_layout, n", [("nk", "nk", 1333), ("kn", "kn", 1336),
-                                               ("nk-tma", "nk", 1336)])
+                                               ("nk-tma", "nk", 1336),
+                                               ("nk-coalesced", "nk", 1333)])
 def test_every_config_of_the_space_compiles(cache, name, b_layout, n):
     space = SPACES[name]
     result = space.tune({"m": 1000, "n": n, "k": 520},
@@ -365,8 +368,9 @@ def test_picks_a_config_from_the_space_and_remembers_it(gpu):
     assert relative_error(wsc.matmul(a, w.T), torch.matmul(a, w.T)) < 1e-3
     from wsc.matmul import _cache, _device_name
 
-    chosen = choose_config(P, _device_name(0), _cache(), tune=pytest.fail)
-    assert chosen in SPACES["nk"].configs()
+    # Rows of 1333 halves: tuned over the coalesced-store configs.
+    chosen = choose_config(plan(a, w.T), _device_name(0), _cache(), tune=pytest.fail)
+    assert chosen in SPACES["nk-coalesced"].configs() and chosen["coalesced_store"]
 
 
 @pytest.mark.cuda
