@@ -6,8 +6,9 @@ body uses wsc ops (as `--warp-specialize`, optionally `--unroll-ring-buffer`,
 leave them: roles are `wsc.role` predicates guarding `scf.if`; stage operands
 may be constants or run-time values), arith, scf, index, `gpu.block_id` /
 `thread_id` / `block_dim` / `grid_dim`, and `memref.dim` of kernel arguments.
-`wsc.tma_store` is not supported yet (a located error says so), nor are
-tensors that are both read by TMA and written by `wsc.store`.
+Tensors both read by TMA and written are not supported, nor tensors written
+both by TMA (`wsc.tma_store`) and by threads (`wsc.store`,
+`wsc.coalesced_store`); a located error says so.
 
 After: the kernels are gone and the module (marked `gpu.container_module`)
 holds `gpu.module @wsc_kernels [#nvvm.target<chip = C, features = "+ptxV", O = 3>]`

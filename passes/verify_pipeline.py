@@ -9,9 +9,9 @@ under-arrival, a phase completing under a waiter that has not returned, an
 expect_tx whose bytes differ from its copies', a stage released or overwritten
 while a WGMMA reads it, a read before its data landed, a barrier used before a
 block-wide wsc.sync made its initialization visible, a producer that exits
-before every stage it filled was released (missing drain), and a TMA-store
-epilogue that copies a staging tile its threads have not fenced and synced, or
-writes one a TMA store may still read. An op the simulator cannot interpret is
+before every stage it filled was released (missing drain), and a staged
+epilogue that copies a staging tile its threads have not synced (and, for a
+TMA store, fenced), or writes one a copy may still read. An op the simulator cannot interpret is
 an error too.
 
 Options:
