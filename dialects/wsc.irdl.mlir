@@ -126,6 +126,46 @@ irdl.dialect @wsc {
     irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %bars)
   }
 
+  // "wsc.tma_load_multicast"(%a, %row, %col, %sa, %stage, %full)
+  // The tile of wsc.tma_load, shared by every CTA of the cluster (kernel
+  // attribute wsc.cluster_size = n): the CTA of rank r copies rows
+  // [r*R/n, (r+1)*R/n) of it, from global rows row + r*R/n, into those rows
+  // of dst[stage] in every CTA of the cluster, each copy completing its bytes
+  // on that CTA's barriers[stage]. So every CTA's barrier receives the whole
+  // tile's bytes, from n copies.
+  irdl.operation @tma_load_multicast {
+    %src = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %col = irdl.is index
+    %dst = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    %barriers = irdl.base @wsc::@mbarriers
+    irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %barriers)
+  }
+
+  // "wsc.mbarrier_arrive_cluster"(%empty, %stage)
+  // wsc.mbarrier_arrive on barriers[stage] of every CTA of the cluster, this
+  // one included: the release of a stage that other CTAs' copies write.
+  irdl.operation @mbarrier_arrive_cluster {
+    %barriers = irdl.base @wsc::@mbarriers
+    %stage = irdl.is index
+    irdl.operands(barriers: %barriers, stage: %stage)
+  }
+
+  // %rank = "wsc.cluster_rank"() : () -> index
+  // The executing CTA's rank in its cluster, 0 .. wsc.cluster_size - 1.
+  irdl.operation @cluster_rank {
+    %index = irdl.is index
+    irdl.results(rank: %index)
+  }
+
+  // "wsc.cluster_sync"() : () -> ()
+  // A barrier of every thread of every CTA of the cluster. After mbarrier
+  // initialisation it makes the barriers visible to the other CTAs, whose
+  // copies and arrivals reach them.
+  irdl.operation @cluster_sync {
+  }
+
   // "wsc.tma_store"(%sc, %stage, %c, %row, %col)
   // One TMA copy of src[stage] (shared) into dst[row:row+R, col:col+C]
   // (global), clipped at dst's bounds. Issued by one thread, as one bulk

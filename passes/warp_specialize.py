@@ -83,13 +83,14 @@ from wsc import dialect
 from wsc.codegen.lowering import entry_register_cap
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, bool_constant,
-                          clone_remapped, constant_int, defining_op, index_constant, int_attr, kernels,
-                          operands_deep, set_int_attr, walk)
+                          clone_remapped, cluster_size, constant_int, defining_op, index_constant,
+                          int_attr, kernels, operands_deep, set_int_attr, walk)
 from wsc.pass_registry import Option, WscPass
 
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232
 
+_COPY_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
 _CONSUMER_OPS = ("wsc.mbarrier_wait", "wsc.wgmma_fence", "wsc.wgmma",
                  "wsc.wgmma_commit_group", "wsc.wgmma_wait_group")
 _PURE_DIALECTS = ("arith.",)
@@ -212,7 +213,7 @@ class _Specializer:
         for op in self.loop_body.operations:
             op = op.operation
             name = op.name
-            if name == "scf.if" and any(n.name == "wsc.tma_load" for n in walk(op)):
+            if name == "scf.if" and any(n.name in _COPY_OPS for n in walk(op)):
                 self._match_copies(op)
                 self.producer_anchors.append(op)
             elif name in _CONSUMER_OPS:
@@ -220,7 +221,8 @@ class _Specializer:
                 if name == "wsc.wgmma_wait_group" and int_attr(op, "pending") != 0:
                     self._fail(op, "only wgmma_wait_group {pending = 0} is supported in the "
                                    "input: the stage is released after it")
-            elif name in ("wsc.sync", "wsc.ring_advance", "wsc.elect", "scf.yield"):
+            elif name in ("wsc.sync", "wsc.cluster_sync", "wsc.ring_advance", "wsc.elect",
+                          "scf.yield"):
                 continue
             elif not name.startswith(_PURE_DIALECTS):
                 self._fail(op, f"cannot assign '{name}' in the K loop to the producer or "
@@ -244,8 +246,8 @@ class _Specializer:
             self._fail(if_op, "TMA copies must be issued under a wsc.elect")
         self.elect = guard
         for op in walk(if_op):
-            if op.name in ("wsc.tma_load", "wsc.mbarrier_arrive_expect_tx"):
-                barriers = op.operands[5] if op.name == "wsc.tma_load" else op.operands[0]
+            if op.name in (*_COPY_OPS, "wsc.mbarrier_arrive_expect_tx"):
+                barriers = op.operands[5] if op.name in _COPY_OPS else op.operands[0]
                 if self.full is not None and barriers != self.full:
                     self._fail(op, "all copies of a K tile must complete on one barrier array")
                 self.full = barriers
@@ -368,6 +370,7 @@ class _Specializer:
 
     def run(self) -> None:
         self._match()
+        self.ctas = cluster_size(self.kernel)
         groups = self.options.num_consumer_groups
         num_stages = self._resize_ring(self.options.num_stages)
         if self.options.wgmma_in_flight and num_stages < 2:
@@ -392,9 +395,11 @@ class _Specializer:
         # block-wide sync after them makes both visible before the roles split.
         # Every consumer thread that reads a stage releases it: all groups'
         # (each reads its rows), or in ping-pong the one group whose tile it is.
+        # In a cluster every CTA's copies write every CTA's stages, so each
+        # stage is released by the consumers of every CTA.
         releasing = WARPGROUP_SIZE if self.ping_pong else consumer_threads
         with ir.InsertionPoint.after(self.full_alloc):
-            empty = dialect.mbarrier_alloc(releasing, num_stages)
+            empty = dialect.mbarrier_alloc(releasing * self.ctas, num_stages)
             self.turns = dialect.mbarrier_alloc(WARPGROUP_SIZE, 2) if self.ping_pong else None
         self.group_staging = self._split_staging(groups, group_rows, block_n)
 
@@ -438,6 +443,8 @@ class _Specializer:
 
     def _check_ping_pong(self, groups: int) -> None:
         where = self.tile_loop or self.kernel
+        if self.ctas > 1:
+            self._fail(where, "ping-pong in a cluster is not supported")
         if self.tile_loop is None:
             self._fail(where, "ping-pong needs a persistent kernel: the consumer groups take "
                               "turns over the tiles of a tile loop, and this kernel has none")
@@ -555,11 +562,11 @@ class _Specializer:
                                             index_constant(0)).result
                 guard = scf.IfOp(has_previous)
                 with ir.InsertionPoint(guard.then_block):
-                    dialect.mbarrier_arrive(empty, _previous_stage(stage, num_stages))
+                    self._release(empty, _previous_stage(stage, num_stages))
                     scf.YieldOp([])
             else:
                 # Released only after wait_group 0: the WGMMAs reading the stage are done.
-                dialect.mbarrier_arrive(empty, stage)
+                self._release(empty, stage)
             next_stage, next_phase = clone_remapped(self.advance, mapping).results
             scf.YieldOp([next_stage, next_phase])
         if in_flight:
@@ -571,9 +578,17 @@ class _Specializer:
                                      index_constant(0)).result
             guard = scf.IfOp(any_tiles)
             with ir.InsertionPoint(guard.then_block):
-                dialect.mbarrier_arrive(empty, _previous_stage(loop.results[0], num_stages))
+                self._release(empty, _previous_stage(loop.results[0], num_stages))
                 scf.YieldOp([])
         return loop
+
+    def _release(self, empty: ir.Value, stage: ir.Value) -> None:
+        """A consumer's release of `stage`: on every CTA's empty barrier in a
+        cluster, whose producers all write it."""
+        if self.ctas > 1:
+            dialect.mbarrier_arrive_cluster(empty, stage)
+        else:
+            dialect.mbarrier_arrive(empty, stage)
 
     def _store_rows(self, group: int, first_row: int, mapping: dict) -> None:
         """The epilogue for the group's rows of the tile, from `first_row`;
@@ -656,7 +671,7 @@ def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
     """The scf.for ops directly in `block` that issue TMA copies."""
     return [op.operation for op in block.operations
             if op.operation.name == "scf.for"
-            and any(n.name == "wsc.tma_load" for n in walk(op.operation))]
+            and any(n.name in _COPY_OPS for n in walk(op.operation))]
 
 
 def _skip_positions(stage: ir.Value, phase: ir.Value, count: ir.Value,

@@ -229,6 +229,23 @@ def tma_load(src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value,
     return _create("wsc.tma_load", operands=[src, row, col, dst, stage, barriers])
 
 
+def tma_load_multicast(src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value,
+                       stage: ir.Value, barriers: ir.Value) -> ir.Operation:
+    return _create("wsc.tma_load_multicast", operands=[src, row, col, dst, stage, barriers])
+
+
+def mbarrier_arrive_cluster(barriers: ir.Value, stage: ir.Value) -> ir.Operation:
+    return _create("wsc.mbarrier_arrive_cluster", operands=[barriers, stage])
+
+
+def cluster_rank() -> ir.Value:
+    return _create("wsc.cluster_rank", results=[ir.IndexType.get()]).result
+
+
+def cluster_sync() -> ir.Operation:
+    return _create("wsc.cluster_sync")
+
+
 def tma_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
               col: ir.Value) -> ir.Operation:
     return _create("wsc.tma_store", operands=[src, stage, dst, row, col])

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from mlir import ir
 
 KERNEL_THREADS_ATTR = "wsc.num_threads"
+#: A kernel attribute: the CTAs of a cluster (along x), 1 when absent.
+CLUSTER_SIZE_ATTR = "wsc.cluster_size"
 WARP_SIZE = 32
 WARPGROUP_SIZE = 128
 
@@ -92,6 +94,13 @@ def enclosing_role(op: ir.Operation) -> ir.Operation | None:
 
 def enclosing_kernel(op: ir.Operation) -> ir.Operation | None:
     return enclosing(op, lambda p: p.name == "func.func" and KERNEL_THREADS_ATTR in p.attributes)
+
+
+def cluster_size(kernel: ir.Operation) -> int:
+    """The CTAs per cluster of `kernel` (its wsc.cluster_size, 1 when absent)."""
+    if CLUSTER_SIZE_ATTR not in kernel.attributes:
+        return 1
+    return int_attr(kernel, CLUSTER_SIZE_ATTR)
 
 
 def memref_shape(type_: ir.Type) -> list[int] | None:

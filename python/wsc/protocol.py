@@ -97,7 +97,8 @@ from mlir import ir
 
 from wsc.dialect import parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import KERNEL_THREADS_ATTR, defining_op, int_attr, kernels, str_attr, walk
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, defining_op, int_attr, kernels,
+                          str_attr, walk)
 
 # Kinds of violation, in the order the report prefers them when both schedules
 # fail on the same K extent (see the module docstring).
@@ -215,6 +216,7 @@ class _Kernel:
     copy_issuers: set  # _ProcessSpec that issue TMA copies
     release_waits: dict  # producer _ProcessSpec -> barrier specs others release it on
     persistent: bool  # strides over tiles by gpu.grid_dim
+    ctas: int = 1  # CTAs per cluster: the simulation runs every one
 
 
 def _int_width(type_: ir.Type) -> int:
@@ -232,6 +234,8 @@ def _signed(value: int, width: int) -> int:
 def _ceildiv(a: int, b: int) -> int:
     return -(-a // b)
 
+
+_COPY_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
 
 _BINARY = {
     "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
@@ -398,7 +402,7 @@ class _Compiler:
             if op.name in ("wsc.store_shared", "wsc.tma_store", "wsc.coalesced_store"):
                 operand_names.setdefault(op.operands[1 if op.name == "wsc.store_shared" else 0],
                                          "C staging")
-        full = {op.operands[5] for op in ops if op.name == "wsc.tma_load"}
+        full = {op.operands[5] for op in ops if op.name in _COPY_OPS}
         for op in ops:
             if op.name == "wsc.alloc_shared":
                 stages, rows, cols = ir.MemRefType(op.result.type).shape
@@ -419,7 +423,7 @@ class _Compiler:
         a_rings = [v for v, name in operand_names.items() if name == "A"]
         self.block_k = (ir.MemRefType(a_rings[0].type).shape[2] if a_rings else
                         next((ir.MemRefType(op.operands[3].type).shape[2] for op in ops
-                              if op.name == "wsc.tma_load"), 1))
+                              if op.name in _COPY_OPS), 1))
         self.extents = self._global_extents(ops, k_dims)
 
     @staticmethod
@@ -428,7 +432,7 @@ class _Compiler:
         (None) on the dim its TMA tiles advance along K, one tile elsewhere."""
         extents = {}
         for op in ops:
-            if op.name == "wsc.tma_load":
+            if op.name in _COPY_OPS:
                 src, dst = op.operands[0], op.operands[3]
                 tile = list(ir.MemRefType(dst.type).shape[1:])
                 tile[k_dims.get(dst, 1)] = None
@@ -484,7 +488,8 @@ class _Compiler:
         return _Kernel(body, len(self.slots), self.num_stages, self.block_k,
                        processes, list(self.rings.values()), list(self.barriers.values()),
                        issuers, release_waits,
-                       any(op.name == "gpu.grid_dim" for op in walk(self.kernel)))
+                       any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
+                       cluster_size(self.kernel))
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
         """(nodes, slots the terminator yields) of a block."""
@@ -512,10 +517,16 @@ class _Compiler:
         if name in _BINARY or name in ("arith.cmpi", "arith.select", "arith.index_cast",
                                        "arith.trunci", "arith.extui"):
             return _Compute(op, self._arith(op), args, results[0])
-        if name == "gpu.block_id":
-            return _Compute(op, lambda: 0, [], results[0])
-        if name == "gpu.grid_dim":  # one block: a persistent kernel's block 0 does every tile
-            return _Compute(op, lambda: 1, [], results[0])
+        if name in ("gpu.block_id", "wsc.cluster_rank"):
+            # One cluster (one block without clusters): block x is the rank.
+            slot = results[0]
+
+            def act(process, frame):
+                frame[slot] = process.cta
+            return _Effect(op, act)
+        if name == "gpu.grid_dim":  # one cluster: a persistent kernel's first does every tile
+            ctas = cluster_size(self.kernel)
+            return _Compute(op, lambda: ctas, [], results[0])
         if name == "memref.dim":
             return self._dim(op, args, results)
         if name == "scf.for":
@@ -603,14 +614,23 @@ class _Compiler:
         ring, slot = self.rings[op.result], results[0]
 
         def act(process, frame):
-            frame[slot] = process.simulation.rings[ring]
+            frame[slot] = process.simulation.rings[process.cta][ring]
         return _Effect(op, act)
 
     def _mbarrier_alloc(self, op, context, args, results):
         spec, slot = self.barriers[op.result], results[0]
 
         def act(process, frame):
-            frame[slot] = process.simulation.allocate(spec)
+            frame[slot] = process.simulation.allocate(process, spec)
+        return _Effect(op, act)
+
+    def _cluster_sync(self, op, context, args, results):
+        if context.role is not None:
+            raise _unsupported(op, " inside a role: every thread of the cluster must reach it")
+
+        def act(process, frame):
+            process.simulation.staging_sync(process)
+            return process.simulation.rendezvous(process, op, cluster=True)
         return _Effect(op, act)
 
     def _sync(self, op, context, args, results):
@@ -683,6 +703,18 @@ class _Compiler:
             return process.simulation.arrive(process, op, frame[barriers], frame[stage], count)
         return _Effect(op, act)
 
+    def _mbarrier_arrive_cluster(self, op, context, args, results):
+        self.releases.setdefault(context.role, set()).add(
+            self._allocated(self.barriers, op, op.operands[0]))
+        barriers, stage = args
+        elected = context.elected
+
+        def act(process, frame):
+            count = 1 if elected else process.spec.num_threads
+            return process.simulation.arrive(process, op, frame[barriers], frame[stage], count,
+                                             every_cta=True)
+        return _Effect(op, act)
+
     def _mbarrier_arrive_expect_tx(self, op, context, args, results):
         barriers, stage = args
         tx_bytes = int_attr(op, "tx_bytes")
@@ -706,10 +738,14 @@ class _Compiler:
     def _tma_load(self, op, context, args, results):
         self.copy_issuers.add(context.role)
         _, _, _, ring, stage, barriers = args
+        multicast = op.name == "wsc.tma_load_multicast"
 
         def act(process, frame):
-            return process.simulation.tma_load(op, frame[ring], frame[stage], frame[barriers])
+            return process.simulation.tma_load(op, frame[ring], frame[stage], frame[barriers],
+                                               multicast, process)
         return _Effect(op, act)
+
+    _tma_load_multicast = _tma_load
 
     def _wgmma(self, op, context, args, results):
         for operand in op.operands[:2]:
@@ -788,13 +824,16 @@ class _Barrier:
 
 
 class _BarrierArray:
-    __slots__ = ("spec", "barriers", "allocated", "visible")
+    """One CTA's barrier array: `visible` to its own threads after a sync,
+    `cluster_visible` to the other CTAs' after a cluster sync."""
 
-    def __init__(self, spec: _BarrierSpec):
+    __slots__ = ("spec", "barriers", "allocated", "visible", "cluster_visible")
+
+    def __init__(self, spec: _BarrierSpec, suffix: str = ""):
         self.spec = spec
-        self.barriers = [_Barrier(f"{spec.name}[{i}]", spec.arrival_count)
+        self.barriers = [_Barrier(f"{spec.name}[{i}]{suffix}", spec.arrival_count)
                          for i in range(spec.num_barriers)]
-        self.allocated = self.visible = False
+        self.allocated = self.visible = self.cluster_visible = False
 
 
 class _Copy:
@@ -808,11 +847,12 @@ class _Copy:
 
 
 class _Ring:
-    """A ring buffer: per stage, how many copies went in, the latest one and
-    the newest copy some reader has read (the lost-tile check of an
-    exclusive ring)."""
+    """One CTA's ring buffer: per stage, how many fills went in, the copies of
+    each recent fill (one, or in a cluster one slice per CTA of a multicast
+    tile), the latest copy and the newest fill some reader has read (the
+    lost-tile check of an exclusive ring)."""
 
-    __slots__ = ("spec", "copies", "latest", "readers", "taken")
+    __slots__ = ("spec", "copies", "latest", "readers", "taken", "fills", "issued", "slices")
 
     def __init__(self, spec: _RingSpec):
         self.spec = spec
@@ -820,6 +860,14 @@ class _Ring:
         self.latest: list[_Copy | None] = [None] * spec.num_stages
         self.readers = []
         self.taken = [0] * spec.num_stages
+        self.fills: list[dict] = [{} for _ in range(spec.num_stages)]
+        self.issued: list[dict] = [{} for _ in range(spec.num_stages)]  # issuing CTA -> fills
+        self.slices = 1
+
+    def landed(self, stage: int, fill: int) -> bool:
+        """Whether every copy of fill number `fill` of `stage` has landed."""
+        copies = self.fills[stage].get(fill, [])
+        return len(copies) == self.slices and all(copy.delivered for copy in copies)
 
 
 class _Wait:
@@ -835,15 +883,20 @@ class _Wait:
 
 
 class _Rendezvous:
-    """A process paused at its n-th block-wide wsc.sync."""
+    """A process paused at its n-th block-wide wsc.sync (of its CTA) or n-th
+    wsc.cluster_sync (of every CTA)."""
 
-    __slots__ = ("op", "number")
+    __slots__ = ("op", "number", "cta", "cluster")
 
-    def __init__(self, op, number):
-        self.op, self.number = op, number
+    def __init__(self, op, number, cta, cluster):
+        self.op, self.number, self.cta, self.cluster = op, number, cta, cluster
 
     def ready(self, simulation) -> bool:
-        return all(p.finished or p.syncs_reached >= self.number for p in simulation.processes)
+        if self.cluster:
+            return all(p.finished or p.cluster_syncs_reached >= self.number
+                       for p in simulation.processes)
+        return all(p.finished or p.syncs_reached >= self.number
+                   for p in simulation.processes if p.cta == self.cta)
 
 
 class _Preempt:
@@ -858,17 +911,24 @@ class _Process:
     """One thread group running the kernel body as a generator that pauses at
     every step the scheduler must order."""
 
-    def __init__(self, simulation, spec: _ProcessSpec, kernel: _Kernel):
-        self.simulation, self.spec = simulation, spec
+    def __init__(self, simulation, spec: _ProcessSpec, kernel: _Kernel, cta: int = 0):
+        self.simulation, self.spec, self.cta = simulation, spec, cta
         self.finished = False
         self.pause = None
         self.paused_at = 0       # scheduler step of the current pause
         self.syncs_reached = 0
+        self.cluster_syncs_reached = 0
         self.reads: dict = {}    # (ring, stage) -> copies of it read so far
         self.open_group: list = []
         self.committed: deque = deque()  # groups of (ring, stage) read, oldest first
         self.observed: dict = {}  # barrier -> completed phases a wait of ours has seen
         self.steps = self.run_block(kernel.body, [None] * kernel.num_slots)
+
+    @property
+    def name(self) -> str:
+        """The thread group, and in a cluster its CTA, as reports name it."""
+        ctas = self.simulation.kernel.ctas
+        return self.spec.name + (f" of CTA {self.cta}" if ctas > 1 else "")
 
     def run_block(self, nodes, frame) -> Iterator:
         for node in nodes:
@@ -910,8 +970,11 @@ class _Simulation:
         self.kernel, self.schedule = kernel, schedule
         self.k_extent = k_tiles * kernel.block_k
         self.tile_extent = tile_extent
-        self.rings = {spec: _Ring(spec) for spec in kernel.rings}
-        self.arrays = {spec: _BarrierArray(spec) for spec in kernel.barriers}
+        # Per CTA of the cluster (one without clusters): its rings and barriers.
+        ctas = kernel.ctas
+        self.rings = [{spec: _Ring(spec) for spec in kernel.rings} for _ in range(ctas)]
+        self.arrays = [{spec: _BarrierArray(spec, f" of CTA {cta}" if ctas > 1 else "")
+                        for spec in kernel.barriers} for cta in range(ctas)]
         self.in_flight: deque[_Copy] = deque()
         #: (ring, stage) -> (state, process) of the staged epilogues'
         #: staging stages: "written" by wsc.store_shared, "fenced" by the
@@ -922,10 +985,12 @@ class _Simulation:
         #: "copied" by a wsc.coalesced_store; free again after a wsc.sync.
         self.staging: dict = {}
         self.step = 0
-        self.processes = [_Process(self, spec, kernel) for spec in kernel.processes]
-        by_spec = {p.spec: p for p in self.processes}
-        for ring in self.rings.values():
-            ring.readers = [by_spec[spec] for spec in ring.spec.readers]
+        self.processes = [_Process(self, spec, kernel, cta)
+                          for cta in range(ctas) for spec in kernel.processes]
+        for cta in range(ctas):
+            by_spec = {p.spec: p for p in self.processes if p.cta == cta}
+            for ring in self.rings[cta].values():
+                ring.readers = [by_spec[spec] for spec in ring.spec.readers]
         issuers = [p for p in self.processes if p.spec in kernel.copy_issuers]
         others = [p for p in self.processes if p.spec not in kernel.copy_issuers]
         self.priority = issuers + others if schedule.producers_first else others + issuers
@@ -951,8 +1016,13 @@ class _Simulation:
         if isinstance(process.pause, _Wait):
             process.observed[process.pause.barrier] = process.pause.barrier.completed
         elif isinstance(process.pause, _Rendezvous):
-            for array in self.arrays.values():
-                array.visible |= array.allocated
+            cluster = process.pause.cluster
+            for cta, arrays in enumerate(self.arrays):
+                for array in arrays.values():
+                    if cluster or cta == process.cta:
+                        array.visible |= array.allocated
+                    if cluster:
+                        array.cluster_visible |= array.allocated
         self.step += 1
         try:
             process.pause = next(process.steps)
@@ -980,25 +1050,38 @@ class _Simulation:
             if isinstance(pause, _Wait) and pause.barrier is barrier and pause.ready(self):
                 raise _Violation(PHASE_OVERRUN, op,
                                  f"phase overrun on {barrier.name}: phase {barrier.completed} "
-                                 f"completes before the wait of the {process.spec.name} for "
+                                 f"completes before the wait of the {process.name} for "
                                  f"phase {barrier.completed - 1} has returned, which then "
                                  f"misses it (more phases complete than the waiter expects)")
         barrier.complete_phase()
 
     # -- the ops
 
-    def allocate(self, spec: _BarrierSpec) -> _BarrierArray:
-        array = self.arrays[spec]
+    def _all_arrays(self) -> Iterator[_BarrierArray]:
+        for arrays in self.arrays:
+            yield from arrays.values()
+
+    def allocate(self, process: _Process, spec: _BarrierSpec) -> _BarrierArray:
+        array = self.arrays[process.cta][spec]
         array.allocated = True
         return array
 
-    def rendezvous(self, process: _Process, op) -> _Rendezvous:
-        """Pause at a block-wide wsc.sync; passing it makes the barriers
-        allocated so far visible (see _resume)."""
+    def rendezvous(self, process: _Process, op, cluster: bool = False) -> _Rendezvous:
+        """Pause at a block-wide wsc.sync (or a wsc.cluster_sync); passing it
+        makes the barriers allocated so far visible (see _resume)."""
+        if cluster:
+            process.cluster_syncs_reached += 1
+            return _Rendezvous(op, process.cluster_syncs_reached, process.cta, True)
         process.syncs_reached += 1
-        return _Rendezvous(op, process.syncs_reached)
+        return _Rendezvous(op, process.syncs_reached, process.cta, False)
 
-    def _barrier(self, op, array: _BarrierArray, stage: int) -> _Barrier:
+    def _barrier(self, op, array: _BarrierArray, stage: int, remote: bool = False) -> _Barrier:
+        """barriers[stage] of `array`, used by its own CTA or (`remote`) another."""
+        if remote and not array.cluster_visible:
+            raise _Violation(BARRIER_BEFORE_INIT, op,
+                             f"{array.barriers[0].name.split('[')[0]} of another CTA is used "
+                             f"before its initialization is visible to this one: no "
+                             f"wsc.cluster_sync between its wsc.mbarrier_alloc and this op")
         if not array.visible:
             raise _Violation(BARRIER_BEFORE_INIT, op,
                              f"{array.spec.name} is used before its initialization is visible: "
@@ -1033,14 +1116,19 @@ class _Simulation:
         barrier.last_arrive = op
         self._settle(barrier, op)
 
-    def arrive(self, process, op, array, stage, count) -> _Preempt:
-        barrier = self._barrier(op, array, stage)
-        if any(read_stage == stage for _, read_stage in process.unretired_reads()):
-            raise _Violation(EARLY_RELEASE, op,
-                             f"stage {stage} released before the WGMMA reading it has completed "
-                             f"(no wsc.wgmma_wait_group retires it before this arrive on "
-                             f"{barrier.name})")
-        self._arrive(op, barrier, count)
+    def arrive(self, process, op, array, stage, count, every_cta: bool = False) -> _Preempt:
+        """An arrive on barriers[stage] of `array`, or with `every_cta` on that
+        barrier of every CTA of the cluster."""
+        targets = ([(arrays[array.spec], cta != process.cta)
+                    for cta, arrays in enumerate(self.arrays)] if every_cta else [(array, False)])
+        for target, remote in targets:
+            barrier = self._barrier(op, target, stage, remote)
+            if any(read_stage == stage for _, read_stage in process.unretired_reads()):
+                raise _Violation(EARLY_RELEASE, op,
+                                 f"stage {stage} released before the WGMMA reading it has "
+                                 f"completed (no wsc.wgmma_wait_group retires it before this "
+                                 f"arrive on {barrier.name})")
+            self._arrive(op, barrier, count)
         return _Preempt
 
     def arrive_expect_tx(self, op, array, stage, tx_bytes) -> _Preempt:
@@ -1108,8 +1196,31 @@ class _Simulation:
                              f"them visible to the other threads")
         self.staging[(ring, stage)] = ("copied", process)
 
-    def tma_load(self, op, ring: _Ring, stage: int, array) -> _Preempt:
-        barrier = self._barrier(op, array, stage)
+    def tma_load(self, op, ring: _Ring, stage: int, array, multicast: bool,
+                 process: _Process) -> _Preempt:
+        """A TMA copy of a tile into `ring`; `multicast`: the issuing CTA's
+        slice of it into that ring of every CTA of the cluster, completing on
+        each CTA's barrier."""
+        if not multicast:
+            self._copy(op, ring, stage, array, ring.copies[stage] + 1, ring.spec.tile_bytes,
+                       remote=False)
+            return _Preempt
+        if ring.spec.exclusive:
+            raise _unsupported(op, " on a ring whose copies each go to one reader")
+        ctas = self.kernel.ctas
+        for cta in range(ctas):
+            target = self.rings[cta][ring.spec]
+            target.slices = ctas
+            fill = target.issued[stage].get(process.cta, 0) + 1
+            target.issued[stage][process.cta] = fill
+            self._copy(op, target, stage, self.arrays[cta][array.spec], fill,
+                       ring.spec.tile_bytes // ctas, remote=cta != process.cta)
+        return _Preempt
+
+    def _copy(self, op, ring: _Ring, stage: int, array, fill: int, size: int,
+              remote: bool) -> None:
+        """Copy `size` bytes of fill number `fill` into `ring`'s stage."""
+        barrier = self._barrier(op, array, stage, remote)
         name = ring.spec.name
         if not 0 <= stage < ring.spec.num_stages:
             raise self._ring_stage_out_of_range(op, ring, stage)
@@ -1117,18 +1228,22 @@ class _Simulation:
             if (ring, stage) in other.unretired_reads():
                 raise _Violation(STAGE_OVERWRITTEN, op,
                                  f"{name} stage {stage} overwritten while a WGMMA of the "
-                                 f"{other.spec.name} still reads it")
+                                 f"{other.name} still reads it")
         if ring.spec.exclusive and ring.taken[stage] < ring.copies[stage]:
             raise _Violation(STAGE_OVERWRITTEN, op,
                              f"{name} stage {stage} overwritten before any of its readers "
                              f"read its previous copy (lost tile)")
         for reader in [] if ring.spec.exclusive else ring.readers:
-            if reader.reads.get((ring, stage), 0) < ring.copies[stage]:
+            if reader.reads.get((ring, stage), 0) < fill - 1:
                 raise _Violation(STAGE_OVERWRITTEN, op,
                                  f"{name} stage {stage} overwritten before the "
-                                 f"{reader.spec.name} read its previous copy (lost tile)")
-        copy = _Copy(op, barrier, ring.spec.tile_bytes)
-        ring.copies[stage] += 1
+                                 f"{reader.name} read its previous copy (lost tile)")
+        copy = _Copy(op, barrier, size)
+        ring.copies[stage] = max(ring.copies[stage], fill)
+        fills = ring.fills[stage]
+        fills.setdefault(fill, []).append(copy)
+        for old in [f for f in fills if f < fill - 1]:
+            del fills[old]
         ring.latest[stage] = copy
         barrier.issued += copy.bytes
         barrier.last_copy = op
@@ -1136,7 +1251,6 @@ class _Simulation:
             self.in_flight.append(copy)
         else:
             self._deliver(copy)
-        return _Preempt
 
     @staticmethod
     def _ring_stage_out_of_range(op, ring: _Ring, stage: int) -> _Violation:
@@ -1159,7 +1273,7 @@ class _Simulation:
                 if expected == 0:
                     raise _Violation(STALE_READ, op,
                                      f"wgmma reads {name} stage {stage} before its data landed "
-                                     f"(the {process.spec.name} has seen no copy into it "
+                                     f"(the {process.name} has seen no copy into it "
                                      f"complete)")
             else:
                 # The n-th read of a stage sees the n-th copy into it.
@@ -1168,7 +1282,7 @@ class _Simulation:
                 raise _Violation(STALE_READ, op,
                                  f"wgmma reads {name} stage {stage} after it was refilled: it "
                                  f"sees copy #{loaded} where it expects copy #{expected}")
-            if loaded < expected or not ring.latest[stage].delivered:
+            if loaded < expected or not ring.landed(stage, expected):
                 state = "is still in flight" if loaded == expected else "was never issued"
                 raise _Violation(STALE_READ, op,
                                  f"wgmma reads {name} stage {stage} before its data landed "
@@ -1182,7 +1296,7 @@ class _Simulation:
     def _stalled_tx_mismatch(self) -> _Violation | None:
         """A phase that has all its arrivals and every copy delivered, yet
         declared more bytes than arrived: nothing will ever complete it."""
-        for array in self.arrays.values():
+        for array in self._all_arrays():
             for barrier in array.barriers:
                 if (barrier.arrived == barrier.arrival_count and barrier.last_expect_tx
                         and barrier.issued == barrier.delivered != barrier.declared):
@@ -1202,9 +1316,10 @@ class _Simulation:
         blamed = max(stuck or waits or [p for p in self.processes if not p.finished],
                      key=lambda p: p.paused_at)
         if not isinstance(blamed.pause, _Wait):
-            return _Violation(DEADLOCK, blamed.pause.op,
-                              "deadlock: this block-wide wsc.sync is never reached by every "
-                              "thread group")
+            what = ("wsc.cluster_sync is never reached by every thread group of the cluster"
+                    if blamed.pause.cluster else
+                    "block-wide wsc.sync is never reached by every thread group")
+            return _Violation(DEADLOCK, blamed.pause.op, f"deadlock: this {what}")
         barrier = blamed.pause.barrier
         return _Violation(DEADLOCK, blamed.pause.op,
                           f"deadlock: this wait for parity {blamed.pause.parity} on "
@@ -1215,7 +1330,7 @@ class _Simulation:
         """Once every process has finished: every phase a process opened must
         have completed, and every producer must have seen each stage it filled
         released before it exited."""
-        for array in self.arrays.values():
+        for array in self._all_arrays():
             for barrier in array.barriers:
                 if barrier.arrived == barrier.arrival_count or (
                         barrier.arrived == 0 and barrier.issued):
@@ -1227,12 +1342,13 @@ class _Simulation:
         for process in self.processes:
             releases = self.kernel.release_waits.get(process.spec, ())
             outstanding = sum(barrier.completed - process.observed.get(barrier, 0)
-                              for spec in releases for barrier in self.arrays[spec].barriers)
+                              for spec in releases
+                              for barrier in self.arrays[process.cta][spec].barriers)
             if outstanding:
                 plural = "release" if outstanding == 1 else "releases"
                 raise _Violation(MISSING_DRAIN, process.spec.location_op,
                                  f"producer exits with {outstanding} {plural} outstanding "
-                                 f"(missing drain): the {process.spec.name} must wait on "
+                                 f"(missing drain): the {process.name} must wait on "
                                  f"{', '.join(s.name for s in releases)} until every stage it "
                                  f"filled has been released")
 

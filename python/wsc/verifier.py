@@ -15,8 +15,9 @@ from mlir import ir
 from wsc.codegen.layout import BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MBARRIER_BYTES, round_up
 from wsc.dialect import SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, constant_int,
-                          defining_op, enclosing_kernel, enclosing_role, int_attr,
+from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE,
+                          cluster_size, constant_int, defining_op, enclosing_kernel,
+                          enclosing_role, int_attr,
                           kernels, memref_shape, memref_space, walk)
 
 #: setmaxnreg accepts budgets in [24, 256], multiples of 8.
@@ -38,6 +39,8 @@ MAX_STAGES = MAX_DYNAMIC_SMEM // BUFFER_ALIGN
 MAX_MBARRIER_COUNT = (1 << 20) - 1
 #: The 32-bit registers of an SM: a register tile cannot hold more elements.
 REGISTER_FILE = 65536
+#: CTAs per cluster a launch may ask for without opting in to more.
+MAX_PORTABLE_CLUSTER = 8
 
 
 def _fail(op: ir.Operation, message: str) -> None:
@@ -56,7 +59,23 @@ def _verify_kernel(kernel: ir.Operation) -> int:
     if threads is None or threads < 1 or threads > MAX_BLOCK_THREADS or threads % WARP_SIZE:
         _fail(kernel, f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
                       f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}")
+    if CLUSTER_SIZE_ATTR in kernel.attributes:
+        ctas = int_attr(kernel, CLUSTER_SIZE_ATTR)
+        if not isinstance(kernel.attributes[CLUSTER_SIZE_ATTR], ir.IntegerAttr) \
+                or not 1 <= ctas <= MAX_PORTABLE_CLUSTER:
+            _fail(kernel, f"attribute '{CLUSTER_SIZE_ATTR}' must be an integer in [1, "
+                          f"{MAX_PORTABLE_CLUSTER}] (the portable cluster size), got "
+                          f"{kernel.attributes[CLUSTER_SIZE_ATTR]}")
     return threads
+
+
+def _verify_clustered(op: ir.Operation) -> int:
+    """The op needs a kernel launched in clusters; returns their size."""
+    kernel = enclosing_kernel(op)
+    ctas = cluster_size(kernel) if kernel is not None else 1
+    if ctas < 2:
+        _fail(op, f"needs a kernel with '{CLUSTER_SIZE_ATTR}' of at least 2 (CTAs per cluster)")
+    return ctas
 
 
 def _verify_role(op: ir.Operation) -> None:
@@ -152,7 +171,10 @@ def _verify_op(op: ir.Operation) -> None:
         if not 1 <= int_attr(op, "arrival_count") <= MAX_MBARRIER_COUNT:
             _fail(op, f"arrival_count must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
                       f"arrival count limit), got {int_attr(op, 'arrival_count')}")
-    elif name in ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
+    elif name in ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait",
+                  "wsc.mbarrier_arrive_cluster"):
+        if name == "wsc.mbarrier_arrive_cluster":
+            _verify_clustered(op)
         count = _barrier_count(op, op.operands[0])
         if count is not None:
             _verify_stage(op, op.operands[1], count)
@@ -167,6 +189,15 @@ def _verify_op(op: ir.Operation) -> None:
                       f"shared memory), got {int_attr(op, 'num_stages')}")
     elif name == "wsc.tma_load":
         _verify_tma_load(op)
+    elif name == "wsc.tma_load_multicast":
+        _verify_tma_load(op)
+        ctas = _verify_clustered(op)
+        rows = ir.MemRefType(op.operands[3].type).shape[1]
+        if rows % (8 * ctas):
+            _fail(op, f"a {rows}-row tile cannot be split over {ctas} CTAs in slices of whole "
+                      f"8-row swizzle periods")
+    elif name in ("wsc.cluster_rank", "wsc.cluster_sync"):
+        _verify_clustered(op)
     elif name == "wsc.tma_store":
         _verify_tma_store(op)
     elif name == "wsc.coalesced_store":

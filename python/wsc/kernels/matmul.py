@@ -25,6 +25,18 @@ of a warp writes 32 consecutive elements of one row, whatever C's row
 length, where the register epilogue's stores of an odd-length row write
 single elements scattered over 8 rows.
 
+With `cluster_m` = 2 the blocks run in clusters of two along x, and the two
+blocks of a cluster take the two tiles of one tile column that are a pair of
+tile rows apart by rank (rows 2p and 2p + 1 of a row pair p, in the order
+below over row pairs): they share B's tile, and each block copies half of
+its rows with a multicast TMA load into the stages of both (`wsc.tma_load_
+multicast`), so each reads 16 + 16 KB of a K tile of 128x256x64 from L2
+instead of 16 + 32. A persistent cluster walks the tile pairs cluster by
+cluster (both blocks the same pairs, so their K loops stay in step), and the
+release of a stage goes to both blocks' empty barriers
+(`wsc.mbarrier_arrive_cluster`), since both producers write it. A rank-1
+block whose tile row is past M computes on zeros and stores nothing.
+
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
 the tiles in groups of G tile rows, column by column inside a group, so the
@@ -41,7 +53,8 @@ from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
 
 from wsc import dialect
-from wsc.ir_utils import KERNEL_THREADS_ATTR, WARPGROUP_SIZE, bool_constant, index_constant
+from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARPGROUP_SIZE, bool_constant,
+                          index_constant)
 
 INPUT_DTYPES = ("f16", "bf16")
 OUTPUT_DTYPES = ("f32", "f16", "bf16")
@@ -74,6 +87,9 @@ class MatmulConfig:
     #: The epilogue stages the tile in shared memory and all threads store it
     #: row by row (16-bit outputs, any row length; see the module docstring).
     coalesced_store: bool = False
+    #: Blocks per cluster along M, sharing B's tile by multicast (1 or 2; see
+    #: the module docstring).
+    cluster_m: int = 1
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -86,6 +102,10 @@ class MatmulConfig:
             raise ValueError("ping_pong = True needs persistent = True and "
                              "num_consumer_groups = 2: the two groups take turns over the "
                              "tiles of a persistent block")
+        if self.cluster_m not in (1, 2):
+            raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
+        if self.cluster_m > 1 and self.ping_pong:
+            raise ValueError("cluster_m = 2 with ping_pong = True is not supported")
         if self.tma_store and self.coalesced_store:
             raise ValueError("tma_store and coalesced_store are two ways to copy the staged "
                              "tile out: choose one")
@@ -198,8 +218,11 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
     with ir.InsertionPoint(module.body):
         kernel = func.FuncOp(name, ir.FunctionType.get(
             [_global(element), _global(element), _global(problem.out_dtype)], []))
-        kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(32), WARPGROUP_SIZE)
+        i32 = ir.IntegerType.get_signless(32)
+        kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(i32, WARPGROUP_SIZE)
+        ctas = config.cluster_m
+        if ctas > 1:
+            kernel.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(i32, ctas)
         entry = kernel.add_entry_block()
     with ir.InsertionPoint(entry):
         a, b, c = entry.arguments
@@ -212,15 +235,27 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
         if config.staged_store:
             sc = dialect.alloc_shared(dialect.shared_buffer_type(1, bm, bn, problem.out_dtype))
         full = dialect.mbarrier_alloc(1, stages)
-        dialect.sync()
+        # Barrier init must be visible before use: in a cluster, to the other
+        # block too, whose copies and releases reach these barriers.
+        sync = dialect.sync if ctas == 1 else dialect.cluster_sync
+        sync()
         tiles_m, tiles_n = _tile_counts(a, c, bm, bn)
         block_x = gpu.BlockIdOp(gpu.Dimension.x).result
         ring_start = [index_constant(0), bool_constant(dialect.CONSUMER_INITIAL_PHASE)]
+        # Work units: tiles, or in a cluster tile pairs (ctas tile rows of one
+        # tile column), numbered like tiles over ceil(tiles_m / ctas) rows.
+        units_m, rank = tiles_m, None
+        if ctas > 1:
+            units_m = arith.CeilDivUIOp(tiles_m, index_constant(ctas)).result
+            rank = dialect.cluster_rank()
 
-        def one_tile(tile: ir.Value, stage: ir.Value, phase: ir.Value) -> list[ir.Value]:
-            """Tile `tile`'s K loop, from ring position (stage, phase), and its
-            store; returns the ring position after it."""
-            tile_row, tile_col = _tile_coordinates(tile, tiles_m, tiles_n, config.group_m)
+        def one_tile(unit: ir.Value, stage: ir.Value, phase: ir.Value) -> list[ir.Value]:
+            """Work unit `unit`'s K loop, from ring position (stage, phase), and
+            its store; returns the ring position after it."""
+            tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
+            if rank is not None:
+                tile_row = arith.AddIOp(arith.MulIOp(tile_row, index_constant(ctas)).result,
+                                        rank).result
             tile_m = arith.MulIOp(tile_row, index_constant(bm)).result
             tile_n = arith.MulIOp(tile_col, index_constant(bn)).result
             acc = dialect.acc_alloc(dialect.acc_type((bm, bn), "f32"))
@@ -232,16 +267,20 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                 with _elected():
                     dialect.mbarrier_arrive_expect_tx(full, stage, tx_bytes)
                     dialect.tma_load(a, tile_m, k0, sa, stage, full)
+                    # B's tile is the cluster's: each block copies its share
+                    # into every block's stage.
+                    load_b = dialect.tma_load if ctas == 1 else dialect.tma_load_multicast
                     if problem.b_layout == "nk":
-                        dialect.tma_load(b, tile_n, k0, sb, stage, full)
+                        load_b(b, tile_n, k0, sb, stage, full)
                     else:
-                        dialect.tma_load(b, k0, tile_n, sb, stage, full)
+                        load_b(b, k0, tile_n, sb, stage, full)
                 dialect.mbarrier_wait(full, stage, phase)
                 dialect.wgmma_fence()
                 dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)
                 dialect.wgmma_commit_group()
                 dialect.wgmma_wait_group(0)
-                dialect.sync()
+                # The stage is free once every block that reads it is done.
+                sync()
                 scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
             result = acc if problem.out_dtype == "f32" else dialect.cast(acc, problem.out_dtype)
             if sc is None:
@@ -251,15 +290,18 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                                      tma=config.tma_store)
             return list(loop.results)
 
+        # In a cluster, a unit per cluster: block x / ctas.
+        first_unit = block_x if ctas == 1 else arith.DivUIOp(block_x, index_constant(ctas)).result
         if config.persistent:
-            num_tiles = arith.MulIOp(tiles_m, tiles_n).result
+            num_units = arith.MulIOp(units_m, tiles_n).result
             grid_x = gpu.GridDimOp(gpu.Dimension.x).result
-            tiles = scf.ForOp(block_x, num_tiles, grid_x, ring_start)
-            with ir.InsertionPoint(tiles.body):
-                scf.YieldOp(one_tile(tiles.induction_variable, *tiles.inner_iter_args))
+            step = grid_x if ctas == 1 else arith.DivUIOp(grid_x, index_constant(ctas)).result
+            units = scf.ForOp(first_unit, num_units, step, ring_start)
+            with ir.InsertionPoint(units.body):
+                scf.YieldOp(one_tile(units.induction_variable, *units.inner_iter_args))
         else:
             block_y = gpu.BlockIdOp(gpu.Dimension.y).result
-            one_tile(arith.AddIOp(block_x, arith.MulIOp(block_y, tiles_m).result).result,
+            one_tile(arith.AddIOp(first_unit, arith.MulIOp(block_y, units_m).result).result,
                      *ring_start)
         func.ReturnOp([])
     return module
