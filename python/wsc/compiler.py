@@ -65,10 +65,11 @@ def summarize(module: ir.Operation) -> str:
         parts.append("barriers " + ", ".join(
             f"{ir.IntegerAttr(b.attributes['num_barriers']).value}x"
             f"count{ir.IntegerAttr(b.attributes['arrival_count']).value}" for b in barriers))
-    for name, label in (("scf.for", "loops"), ("wsc.tma_load", "tma copies"),
-                        ("wsc.wgmma", "wgmma"), ("wsc.mbarrier_wait", "waits"),
-                        ("nvvm.wgmma.mma_async", "wgmma.mma_async")):
-        count = sum(op.name == name for op in ops)
+    for names, label in ((("scf.for",), "loops"),
+                         (("wsc.tma_load", "wsc.tma_load_multicast"), "tma copies"),
+                         (("wsc.wgmma",), "wgmma"), (("wsc.mbarrier_wait",), "waits"),
+                         (("nvvm.wgmma.mma_async",), "wgmma.mma_async")):
+        count = sum(op.name in names for op in ops)
         if count:
             parts.append(f"{label} {count}")
     return "; ".join(parts) or f"{len(ops)} ops"
@@ -189,6 +190,7 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tupl
         "block": list(info.block),
         "grid": list(grid),
         **({"persistent": True} if persistent else {}),
+        **({"cluster": info.cluster} if info.cluster > 1 else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
         "problem": problem,
         "config": config,

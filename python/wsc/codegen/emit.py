@@ -294,11 +294,33 @@ def mbarrier_wait_parity(address32: ir.Value, parity32: ir.Value) -> None:
 
 
 def tma_load_2d(dst: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value],
-                barrier_address: ir.Value) -> None:
+                barrier_address: ir.Value, multicast_mask: ir.Value | None = None) -> None:
     """cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes;
-    coords innermost first, dst a shared::cluster (address space 7) pointer."""
+    coords innermost first, dst a shared::cluster (address space 7) pointer.
+    With `multicast_mask` (i16) the copy lands at dst's offset in every CTA of
+    the mask, completing on the barrier at the same offset in each."""
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(dst, tensor_map, list(coords),
-                                                   barrier_address, [])
+                                                   barrier_address, [],
+                                                   multicastMask=multicast_mask)
+
+
+def cluster_rank() -> ir.Value:
+    """%cluster_ctarank: this CTA's rank in its cluster, as i32."""
+    return nvvm.read_ptx_sreg_cluster_ctarank(i32())
+
+
+def cluster_sync() -> None:
+    """barrier.cluster.arrive.aligned then barrier.cluster.wait.aligned: every
+    thread of every CTA of the cluster (release/acquire by default)."""
+    nvvm.ClusterArriveOp(aligned=True)
+    nvvm.ClusterWaitOp(aligned=True)
+
+
+def mbarrier_arrive_remote(address: ir.Value, rank: ir.Value) -> None:
+    """mbarrier.arrive.release.cluster.shared::cluster on the barrier at the
+    shared-memory offset of `address` in the CTA of rank `rank` (mapa)."""
+    remote = nvvm.MapaOp(ptr(7), address, rank).result
+    nvvm.MBarrierArriveOp(None, remote, scope=nvvm.MemScopeKind.CLUSTER)
 
 
 def tma_store_2d(src: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value]) -> None:

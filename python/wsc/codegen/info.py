@@ -56,6 +56,9 @@ class KernelInfo:
     #: The element type of the kernel's WGMMA accumulators ("f32" or "f16";
     #: "" without WGMMA), which bounds how accurate its result can be.
     accumulator: str = ""
+    #: CTAs per cluster along x (wsc.cluster_size): a launch's grid x must be
+    #: a multiple of it.
+    cluster: int = 1
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

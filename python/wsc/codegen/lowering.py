@@ -78,8 +78,8 @@ from wsc.codegen.layout import (ALIGN_PADDING, BUFFER_ALIGN, MAX_DYNAMIC_SMEM, B
                                 BufferSlot, LayoutError, SharedLayout, TileLayout)
 from wsc.dialect import parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, constant_int,
-                          defining_op, int_attr, memref_shape, memref_space,
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, cluster_size,
+                          constant_int, defining_op, int_attr, memref_shape, memref_space,
                           str_attr, walk)
 
 #: The extern dynamic shared-memory symbol every kernel addresses.
@@ -96,6 +96,8 @@ NAMED_BARRIERS = 16
 #: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
 PASSTHROUGH_DIALECTS = ("arith", "scf", "index")
 GPU_INDEX_OPS = ("gpu.block_id", "gpu.thread_id", "gpu.block_dim", "gpu.grid_dim")
+#: The TMA loads: of a tile, or of a cluster's share of one.
+_LOADS = ("wsc.tma_load", "wsc.tma_load_multicast")
 
 
 def entry_register_cap(threads: int) -> int:
@@ -215,6 +217,7 @@ class KernelLowering:
         kernel = self.kernel
         self.name = ir.StringAttr(kernel.attributes["sym_name"]).value
         self.threads = int_attr(kernel, KERNEL_THREADS_ATTR)
+        self.cluster = cluster_size(kernel)
         if len(kernel.regions[0].blocks) != 1:
             raise _fail(kernel, "kernel body must be a single block (structured control flow only)")
         self.block = kernel.regions[0].blocks[0]
@@ -264,8 +267,9 @@ class KernelLowering:
                     raise _fail(op, "must be at the top level of the kernel, where every thread "
                                     "runs it")
                 self.barrier_ops.append(op)
-            elif name in ("wsc.tma_load", "wsc.tma_store", "wsc.coalesced_store", "wsc.wgmma",
-                          "wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx",
+            elif name in ("wsc.tma_load", "wsc.tma_load_multicast", "wsc.tma_store",
+                          "wsc.coalesced_store", "wsc.wgmma", "wsc.mbarrier_arrive",
+                          "wsc.mbarrier_arrive_cluster", "wsc.mbarrier_arrive_expect_tx",
                           "wsc.mbarrier_wait"):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
@@ -330,8 +334,9 @@ class KernelLowering:
                                   len(self.roles) + 1)
 
     def _check_shared_uses(self, op: ir.Operation) -> None:
-        allowed = {("wsc.tma_load", 3), ("wsc.wgmma", 0), ("wsc.wgmma", 1), ("wsc.tma_store", 0),
-                   ("wsc.coalesced_store", 0), ("wsc.store_shared", 1)}
+        allowed = {("wsc.tma_load", 3), ("wsc.tma_load_multicast", 3), ("wsc.wgmma", 0),
+                   ("wsc.wgmma", 1), ("wsc.tma_store", 0), ("wsc.coalesced_store", 0),
+                   ("wsc.store_shared", 1)}
         for use in op.result.uses:
             owner = _owner(use)
             if (owner.name, use.operand_number) not in allowed:
@@ -342,10 +347,12 @@ class KernelLowering:
     def _check_sources(self, op: ir.Operation) -> None:
         expected = {
             "wsc.tma_load": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
+            "wsc.tma_load_multicast": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
             "wsc.tma_store": {0: "wsc.alloc_shared"},
             "wsc.coalesced_store": {0: "wsc.alloc_shared"},
             "wsc.wgmma": {0: "wsc.alloc_shared", 1: "wsc.alloc_shared", 3: "wsc.acc_alloc"},
             "wsc.mbarrier_arrive": {0: "wsc.mbarrier_alloc"},
+            "wsc.mbarrier_arrive_cluster": {0: "wsc.mbarrier_alloc"},
             "wsc.mbarrier_arrive_expect_tx": {0: "wsc.mbarrier_alloc"},
             "wsc.mbarrier_wait": {0: "wsc.mbarrier_alloc"},
         }[op.name]
@@ -354,7 +361,7 @@ class KernelLowering:
             if source is None or source.name != producer:
                 raise _fail(op, f"operand #{position} must be defined by {producer} "
                                 f"(in this kernel)")
-        if op.name == "wsc.tma_load" and op.operands[0] not in self.args:
+        if op.name in _LOADS and op.operands[0] not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
         if op.name in ("wsc.tma_store", "wsc.coalesced_store") and op.operands[2] not in self.args:
             raise _fail(op, "destination must be a tensor argument of the kernel")
@@ -367,7 +374,7 @@ class KernelLowering:
             for use in arg.uses:
                 owner = _owner(use)
                 key = (owner.name, use.operand_number)
-                if key == ("wsc.tma_load", 0):
+                if key in (("wsc.tma_load", 0), ("wsc.tma_load_multicast", 0)):
                     self.tma_args.add(position)
                 elif key == ("wsc.tma_store", 2):
                     self.tma_store_args.add(position)
@@ -487,7 +494,7 @@ class KernelLowering:
             other = other.operation
             if other == op:
                 seen = True
-            elif seen and other.name == "wsc.sync":
+            elif seen and other.name in ("wsc.sync", "wsc.cluster_sync"):
                 return
         raise _fail(op, "must be followed by a block-wide wsc.sync at the kernel's top level "
                         "(other threads may not use the barriers before they are initialised)")
@@ -496,16 +503,20 @@ class KernelLowering:
         self.tensor_maps: dict[int, dict] = {}
         first_copy: dict[int, ir.Operation] = {}
         for op in self.ops:
-            if op.name == "wsc.tma_load":
+            box_rows = None
+            if op.name in _LOADS:
                 tensor, buffer = op.operands[0], op.operands[3]
+                if op.name == "wsc.tma_load_multicast":
+                    # Each CTA copies its slice of the tile's rows.
+                    box_rows = self.buffers[defining_op(buffer)].tile.rows // self.cluster
             elif op.name == "wsc.tma_store":
                 tensor, buffer = op.operands[2], op.operands[0]
             else:
                 continue
             position = self.args.index(tensor)
             tile = self.buffers[defining_op(buffer)].tile
-            spec = {"tensor": tensor_name(position), "box": list(tile.box),
-                    "swizzle": tile.swizzle_name}
+            box = [box_rows or tile.box[0], tile.box[1]]
+            spec = {"tensor": tensor_name(position), "box": box, "swizzle": tile.swizzle_name}
             if position in self.tensor_maps and self.tensor_maps[position] != spec:
                 raise _fail(op, f"copies tensor '{tensor_name(position)}' with box {spec['box']} "
                                 f"and {spec['swizzle']} swizzle, but an earlier TMA copy uses "
@@ -521,7 +532,7 @@ class KernelLowering:
         labels: dict[tuple[int, int], str] = {}
         loads_into: dict[ir.Operation, set[int]] = {}
         for op in self.ops:
-            if op.name == "wsc.tma_load":
+            if op.name in _LOADS:
                 loads_into.setdefault(defining_op(op.operands[3]), set()).add(
                     self.args.index(op.operands[0]))
         matmul = False
@@ -656,7 +667,8 @@ class KernelLowering:
             tensor_maps={tensor_name(pos): dict(spec)
                          for pos, spec in sorted(self.tensor_maps.items())},
             tensors=tensors, dims=self.dims, entry_registers=self.entry_registers,
-            shared_layout=layout, accumulator=self._accumulator_element())
+            shared_layout=layout, accumulator=self._accumulator_element(),
+            cluster=self.cluster)
 
     def _accumulator_element(self) -> str:
         """The WGMMA accumulators' element type: f16 if any is f16."""
@@ -888,6 +900,41 @@ class KernelLowering:
             target = E.addrspacecast(self._smem_ptr(offset), 7)
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
             E.tma_load_2d(target, tensor_map, [column, row32], barrier)
+
+    def _lower_tma_load_multicast(self, op):
+        """The CTA of rank r copies rows [r*R/n, (r+1)*R/n) of the tile per
+        atom, into the same rows of every CTA's stage (multicast mask: all n
+        CTAs), completing on each CTA's barrier at this one's offset."""
+        src, row, col, dst, stage, bars = op.operands
+        slot = self.buffers[defining_op(dst)]
+        tile = slot.tile
+        slice_rows = tile.rows // self.cluster
+        tensor_map = self._param("tensor_map", tensor_name(self.args.index(src)))
+        barrier, _ = self._barrier(bars, stage)
+        rank = E.cluster_rank()
+        first_row = E.muli(rank, E.const(slice_rows, E.i32()))
+        row32 = E.addi(self._i32(row), first_row)
+        col32 = self._i32(col)
+        slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
+        mask = E.const((1 << self.cluster) - 1, ir.IntegerType.get_signless(16))
+        for atom in range(tile.num_atoms):
+            offset = E.addi(self._smem_offset(slot.offset + tile.atom_offset(atom), stage,
+                                              slot.stage_bytes), slice_bytes)
+            target = E.addrspacecast(self._smem_ptr(offset), 7)
+            column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
+            E.tma_load_2d(target, tensor_map, [column, row32], barrier, multicast_mask=mask)
+
+    def _lower_mbarrier_arrive_cluster(self, op):
+        self._maybe_delay(op)
+        address, _ = self._barrier(op.operands[0], op.operands[1])
+        for rank in range(self.cluster):
+            E.mbarrier_arrive_remote(address, E.const(rank, E.i32()))
+
+    def _lower_cluster_rank(self, op):
+        self._replace(op, E.index_castui(E.cluster_rank(), ir.IndexType.get()))
+
+    def _lower_cluster_sync(self, op):
+        E.cluster_sync()
 
     def _acc_slot(self, value: ir.Value, element: str, wgmma_form: bool) -> AccSlot:
         (rows, cols), _ = parse_acc_type(value.type)
@@ -1219,6 +1266,8 @@ class KernelLowering:
         lowered.attributes["nvvm.kernel"] = ir.UnitAttr.get()
         lowered.attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([self.threads, 1, 1])
         lowered.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(E.i32(), 1)
+        if self.cluster > 1:
+            lowered.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get([self.cluster, 1, 1])
         lowered.attributes["arg_attrs"] = ir.ArrayAttr.get(
             [ir.DictAttr.get(p.attrs) for p in self.params])
         lowered.attributes["wsc.kernel_info"] = ir.StringAttr.get(self.kernel_info().dumps())

@@ -79,6 +79,9 @@ def matmul_grid(m: int, n: int, config: Mapping[str, Any]) -> tuple[int, int, in
     count on x (Artifact.launch_grid caps it at the SM count)."""
     tiles_m = -(-m // config["block_m"])
     tiles_n = -(-n // config["block_n"])
+    # A cluster of c blocks takes c tile rows at once: round up to whole clusters.
+    cluster = config.get("cluster_m", 1)
+    tiles_m = -(-tiles_m // cluster) * cluster
     if config.get("persistent"):
         return (tiles_m * tiles_n, 1, 1)
     return (tiles_m, tiles_n, 1)
@@ -102,6 +105,8 @@ class Artifact:
     #: The kernel strides over its grid's work by gridDim.x: `grid` counts
     #: the work items and a launch runs at most one block per SM.
     persistent: bool = False
+    #: Blocks per cluster along x (the kernel's .reqnctapercluster).
+    cluster: int = 1
 
     @property
     def json_path(self) -> Path:
@@ -126,7 +131,9 @@ class Artifact:
         if not self.persistent:
             return self.grid
         x, y, z = self.grid
-        return (min(x * y * z, sm_count), 1, 1)
+        # Whole clusters: the work items come in clusters' multiples too.
+        blocks = max(sm_count // self.cluster, 1) * self.cluster
+        return (min(x * y * z, blocks), 1, 1)
 
     def leading_dim_tensor(self, param_name: str) -> str | None:
         """The tensor whose row stride an i32 param carries, or None.
@@ -243,7 +250,11 @@ class _Parser:
             tensor_maps=tensor_maps,
             params=(),
             persistent=bool(self.get(doc, "persistent", "", bool, required=False)),
+            cluster=self.get(doc, "cluster", "", int, required=False) or 1,
         )
+        if artifact.cluster < 1 or artifact.grid[0] % artifact.cluster:
+            raise self.fail("cluster", f"expected an integer >= 1 that divides grid x "
+                                       f"({artifact.grid[0]}), got {artifact.cluster}")
         # Params refer to tensors, maps and problem values, so they are
         # checked against the otherwise complete artifact.
         return replace(artifact, params=self.params(doc, artifact))
