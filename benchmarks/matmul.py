@@ -123,6 +123,20 @@ CANDIDATES = {
     "128x256_2g_s3_inflight_group8_coalesced": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
         coalesced_store=True),
+    # Clusters of two blocks along M sharing B's tile by multicast (half of
+    # B's L2 reads per block).
+    "128x256_2g_s3_group8_persistent_tma_cluster2": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
+        tma_store=True, cluster_m=2),
+    "128x256_2g_s3_inflight_group8_persistent_tma_cluster2": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
+        persistent=True, tma_store=True, cluster_m=2),
+    "128x256_2g_s3_group8_persistent_coalesced_cluster2": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
+        coalesced_store=True, cluster_m=2),
+    "128x256_2g_s3_inflight_group8_tma_cluster2": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
+        tma_store=True, cluster_m=2),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, C stored

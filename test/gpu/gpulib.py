@@ -92,6 +92,19 @@ KERNELS = {
                                       dict(SEED, block_n=64, num_consumer_groups=2,
                                            producer="warpgroup", group_m=8, persistent=True,
                                            ping_pong=True, coalesced_store=True)),
+    # Clusters of two blocks sharing B's tile by multicast; an odd count of
+    # tile rows leaves the second block of the last pair past M.
+    "cluster-2": ("builder", "f16", "f32", "nk", dict(SEED, cluster_m=2)),
+    "cluster-2-persistent-tma": ("builder", "f16", "f16", "nk",
+                                 dict(SEED, block_n=256, num_stages=3, num_consumer_groups=2,
+                                      producer="warpgroup", wgmma_in_flight=1, group_m=8,
+                                      persistent=True, tma_store=True, cluster_m=2)),
+    "cluster-2-persistent-coalesced": ("builder", "bf16", "bf16", "nk",
+                                       dict(SEED, block_n=256, num_stages=3,
+                                            num_consumer_groups=2, producer="warpgroup",
+                                            group_m=8, persistent=True, coalesced_store=True,
+                                            cluster_m=2)),
+    "cluster-2-kn": ("builder", "bf16", "f16", "kn", dict(SEED, block_n=64, cluster_m=2)),
 }
 
 

@@ -56,6 +56,8 @@ DELAYED = {
     "delayed-consumer-ping-pong": ("ping-pong", "consumer"),
     "delayed-producer-tma-store": ("tma-store-persistent-in-flight", "producer"),
     "delayed-consumer-tma-store": ("tma-store-persistent-in-flight", "consumer"),
+    "delayed-producer-cluster": ("cluster-2-persistent-tma", "producer"),
+    "delayed-consumer-cluster": ("cluster-2-persistent-tma", "consumer"),
 }
 MAX_MN, MAX_K = 640, 1024
 

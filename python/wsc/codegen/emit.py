@@ -79,6 +79,10 @@ def muli(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.muli(a, b)
 
 
+def remui(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.remui(a, b)
+
+
 def andi(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.andi(a, b)
 
@@ -317,10 +321,12 @@ def cluster_sync() -> None:
 
 
 def mbarrier_arrive_remote(address: ir.Value, rank: ir.Value) -> None:
-    """mbarrier.arrive.release.cluster.shared::cluster on the barrier at the
-    shared-memory offset of `address` in the CTA of rank `rank` (mapa)."""
+    """mbarrier.arrive.shared::cluster on the barrier at the shared-memory
+    offset of `address` in the CTA of rank `rank` (mapa). Release at CTA
+    scope, as for a local arrive: what it orders are this thread's reads of
+    its own CTA's stage, which the other CTA's TMA then overwrites."""
     remote = nvvm.MapaOp(ptr(7), address, rank).result
-    nvvm.MBarrierArriveOp(None, remote, scope=nvvm.MemScopeKind.CLUSTER)
+    nvvm.MBarrierArriveOp(None, remote)
 
 
 def tma_store_2d(src: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value]) -> None:

@@ -925,10 +925,15 @@ class KernelLowering:
             E.tma_load_2d(target, tensor_map, [column, row32], barrier, multicast_mask=mask)
 
     def _lower_mbarrier_arrive_cluster(self, op):
+        """An arrive on this CTA's barrier, then on the same barrier of each
+        other CTA of the cluster (ranks rank+1, rank+2, ... mod n)."""
         self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
-        for rank in range(self.cluster):
-            E.mbarrier_arrive_remote(address, E.const(rank, E.i32()))
+        E.mbarrier_arrive(address)
+        rank = E.cluster_rank()
+        for offset in range(1, self.cluster):
+            peer = E.remui(E.addi(rank, E.const(offset, E.i32())), E.const(self.cluster, E.i32()))
+            E.mbarrier_arrive_remote(address, peer)
 
     def _lower_cluster_rank(self, op):
         self._replace(op, E.index_castui(E.cluster_rank(), ir.IndexType.get()))
