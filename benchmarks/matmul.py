@@ -134,6 +134,9 @@ CANDIDATES = {
     "128x256_2g_s3_group8_persistent_coalesced_cluster2": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
         coalesced_store=True, cluster_m=2),
+    "128x256_2g_s3_inflight_group8_persistent_coalesced_cluster2": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
+        persistent=True, coalesced_store=True, cluster_m=2),
     "128x256_2g_s3_inflight_group8_tma_cluster2": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
         tma_store=True, cluster_m=2),
