@@ -48,7 +48,7 @@ from mlir.dialects import arith, func, gpu, memref, scf
 from wsc import dialect
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.diagnostics import DiagnosticEngine, PassError
-from wsc.ir_utils import KERNEL_THREADS_ATTR, WARP_SIZE
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE
 
 __all__ = [
     "BuildError", "BuildTypeError", "CONSUMER_INITIAL_PHASE", "CompiledKernel", "Kernel",
@@ -67,6 +67,8 @@ SWIZZLE_BYTES = 128
 #: The largest TMA box extent.
 MAX_TMA_BOX = 256
 MAX_BLOCK_THREADS = 1024
+#: CTAs per cluster a launch may ask for without opting in to more.
+MAX_PORTABLE_CLUSTER = 8
 
 
 # Errors ---------------------------------------------------------------------
@@ -475,12 +477,20 @@ class _Mbarrier:
         with kb._at():
             dialect.mbarrier_wait(ref.barriers.value, ref.stage, kb._i1(phase, "phase"))
 
-    def arrive(self, barrier: BarrierRef) -> None:
-        """Every executing thread arrives once on `barrier`."""
+    def arrive(self, barrier: BarrierRef, every_cta: bool = False) -> None:
+        """Every executing thread arrives once on `barrier`; with `every_cta`,
+        on that barrier of every CTA of the cluster (the release of a stage
+        that other CTAs' multicast copies write)."""
         kb = self._kb
         ref = kb._barrier(barrier, "mbarrier.arrive")
+        if every_cta and kb.cluster_size < 2:
+            raise BuildError("mbarrier.arrive: every_cta=True needs a kernel in clusters "
+                             "(KernelBuilder(cluster_size=2, ...))", _caller())
         with kb._at():
-            dialect.mbarrier_arrive(ref.barriers.value, ref.stage)
+            if every_cta:
+                dialect.mbarrier_arrive_cluster(ref.barriers.value, ref.stage)
+            else:
+                dialect.mbarrier_arrive(ref.barriers.value, ref.stage)
 
     def arrive_and_expect_tx(self, barrier: BarrierRef, transaction_bytes: int) -> None:
         """Arrive once and add `transaction_bytes` to the bytes `barrier` waits for."""
@@ -499,10 +509,13 @@ class _Tma:
         self._kb = builder
 
     def global_to_shared(self, src: GlobalTensor, dst: SharedTile, offsets: Sequence,
-                         mbarrier: BarrierRef) -> None:
+                         mbarrier: BarrierRef, multicast: bool = False) -> None:
         """Copy src[offsets[0]:+rows, offsets[1]:+cols] into the stage tile `dst`
         (zero-filled out of bounds), completing on `mbarrier`, which must be the
-        barrier of dst's stage."""
+        barrier of dst's stage. With `multicast` the tile is the cluster's:
+        the CTA of rank r copies its r-th slice of rows into dst in every CTA
+        of the cluster, completing on each CTA's `mbarrier` (which therefore
+        expects the whole tile's bytes)."""
         kb = self._kb
         where = _caller()
         what = "tma.global_to_shared"
@@ -521,9 +534,17 @@ class _Tma:
         if ref.stage_key != dst.stage_key:
             raise BuildError(f"{what}: the copy into a stage completes on that stage's "
                              f"barrier; use mbarrier=<barriers>[same stage as dst]", where)
+        if multicast:
+            if kb.cluster_size < 2:
+                raise BuildError(f"{what}: multicast=True needs a kernel in clusters "
+                                 f"(KernelBuilder(cluster_size=2, ...))", where)
+            if dst.rows % (8 * kb.cluster_size):
+                raise BuildError(f"{what}: a {dst.rows}-row tile cannot be split over "
+                                 f"{kb.cluster_size} CTAs in 8-row slices", where)
         row, col = kb._offsets(offsets, what)
+        load = dialect.tma_load_multicast if multicast else dialect.tma_load
         with kb._at(where):
-            dialect.tma_load(src.value, row, col, dst.ring.value, dst.stage, ref.barriers.value)
+            load(src.value, row, col, dst.ring.value, dst.stage, ref.barriers.value)
 
     def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
         """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
@@ -622,8 +643,13 @@ class KernelBuilder:
     context, unless given one."""
 
     def __init__(self, name: str = "kernel", *, num_warps: int = 4,
-                 grid: Sequence[tuple[str, int]] = (), context: ir.Context | None = None):
+                 grid: Sequence[tuple[str, int]] = (), cluster_size: int = 1,
+                 context: ir.Context | None = None):
         where = _caller()
+        if isinstance(cluster_size, bool) or not isinstance(cluster_size, int) \
+                or not 1 <= cluster_size <= MAX_PORTABLE_CLUSTER:
+            raise BuildError(f"cluster_size must be an int in [1, {MAX_PORTABLE_CLUSTER}], got "
+                             f"{cluster_size!r}", where)
         if isinstance(num_warps, bool) or not isinstance(num_warps, int) \
                 or not 1 <= num_warps * WARP_SIZE <= MAX_BLOCK_THREADS:
             raise BuildError(f"num_warps must be an int in [1, {MAX_BLOCK_THREADS // WARP_SIZE}], "
@@ -639,9 +665,12 @@ class KernelBuilder:
             self.module = ir.Module.create()
             with ir.InsertionPoint(self.module.body):
                 self.func = func.FuncOp(name, ir.FunctionType.get([], []))
-            self.func.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), self.num_threads)
+            i32 = ir.IntegerType.get_signless(32)
+            self.func.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(i32, self.num_threads)
+            if cluster_size > 1:
+                self.func.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(i32, cluster_size)
             self.body = self.func.add_entry_block()
+        self.cluster_size = cluster_size
         # Innermost last: (block, kind, where) of each open region.
         self._scopes: list[_Scope] = [_Scope(self.body, "kernel", where)]
         self._tensors: list[GlobalTensor] = []
@@ -889,6 +918,27 @@ class KernelBuilder:
             dialect.sync()
         if len(self._scopes) == 1:
             self._awaiting_sync.clear()
+
+    def cluster_sync(self) -> None:
+        """A barrier of every thread of every CTA of the cluster; it makes
+        mbarrier initialisation visible to the other CTAs too."""
+        where = _caller()
+        if self.cluster_size < 2:
+            raise BuildError("cluster_sync needs a kernel in clusters "
+                             "(KernelBuilder(cluster_size=2, ...))", where)
+        if self._thread_group is not None:
+            raise BuildError("cluster_sync inside a thread group: every thread of the "
+                             "cluster must reach it", where)
+        with self._at(where):
+            dialect.cluster_sync()
+        if len(self._scopes) == 1:
+            self._awaiting_sync.clear()
+
+    @property
+    def cluster_rank(self) -> Scalar:
+        """This CTA's rank in its cluster, 0 .. cluster_size - 1."""
+        with self._at():
+            return Scalar(self, dialect.cluster_rank())
 
     # Regions -------------------------------------------------------------------------
 

@@ -131,10 +131,75 @@ def test_every_wsc_op_has_a_builder_method():
     kernel = kb.finish()
     built = {line.split(" = ", 1)[1].split("(")[0].split("{")[0]
              for line in structure(kernel.module).splitlines()}
-    text = str(kernel)
+    # The cluster ops, from a kernel in clusters.
+    text = str(kernel) + str(v3_in_clusters_of_two())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
     assert "wsc.tma_store" in built and "wsc.cast" in built
+
+
+def v3_in_clusters_of_two():
+    """V3 with 64x64 tiles in clusters of two blocks along M that share B's
+    tile: each block multicasts half of it and releases every stage to both
+    blocks' empty barriers."""
+    kb = KernelBuilder("v3_cluster", num_warps=5, grid=[("m", 64), ("n", 64)], cluster_size=2)
+    a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f32)
+    sa = kb.shared_tensor(f16, [2, 64, 64])
+    sb = kb.shared_tensor(f16, [2, 64, 64])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
+    empty = kb.mbarrier.alloc(arrival_count=2 * 128, num_barriers=2)
+    kb.cluster_sync()
+    # Block x of a cluster along x: its cluster's first block plus its rank.
+    row = (kb.block_idx.x // 2 * 2 + kb.cluster_rank) * 64
+    with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
+        acc = kb.register_tensor(f32, [64, 64])
+        for it in kb.range(0, a.shape[1], 64, stages=2, phase=CONSUMER_INITIAL_PHASE):
+            kb.mbarrier.wait(full[it.stage], phase=it.phase)
+            kb.wgmma.fence()
+            kb.wgmma.mma(sa[it.stage], sb[it.stage].transpose(), acc)
+            kb.wgmma.commit_group()
+            kb.wgmma.wait_group(0)
+            kb.mbarrier.arrive(empty[it.stage], every_cta=True)
+        kb.store_global(c, acc, [row, kb.block_idx.y * 64])
+    with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+        for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
+            kb.mbarrier.wait(empty[it.stage], phase=it.phase)
+            with kb.single_thread():
+                kb.mbarrier.arrive_and_expect_tx(full[it.stage],
+                                                 sa[it.stage].nbytes + sb[it.stage].nbytes)
+                kb.tma.global_to_shared(a, sa[it.stage], [row, it.offset], full[it.stage])
+                kb.tma.global_to_shared(b, sb[it.stage], [kb.block_idx.y * 64, it.offset],
+                                        full[it.stage], multicast=True)
+        kb.drain(empty, after=it)
+    return kb.finish()
+
+
+def test_a_cluster_kernel_passes_the_protocol_check_and_a_plain_release_does_not():
+    from mlir import ir
+
+    from wsc.diagnostics import PassError
+    from wsc.protocol import check_protocol
+
+    kernel = v3_in_clusters_of_two()
+    with kernel.context:
+        check_protocol(kernel.module.operation, max_k_tiles=6)
+        broken = ir.Module.parse(str(kernel).replace('"wsc.mbarrier_arrive_cluster"',
+                                                     '"wsc.mbarrier_arrive"'))
+        with pytest.raises(PassError, match="deadlock"):
+            check_protocol(broken.operation, max_k_tiles=6)
+
+
+def test_multicast_needs_clusters():
+    def build():
+        kb = KernelBuilder("k")
+        b = kb.global_tensor(f16)
+        sb = kb.shared_tensor(f16, [2, 64, 64])
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
+        kb.sync()
+        kb.tma.global_to_shared(b, sb[0], [0, 0], full[0], multicast=True)  # error: no cluster
+    error = build_error(build)
+    assert error.where.line == line_of("# error: no cluster")
+    assert "multicast=True needs a kernel in clusters" in str(error)
 
 
 def test_ops_carry_the_users_file_and_line():
