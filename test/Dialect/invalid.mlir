@@ -301,3 +301,23 @@ func.func @wgmma_f16_accumulator_bf16_operands() attributes {wsc.num_threads = 1
   "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f16>) -> ()
   return
 }
+// -----
+func.func @cluster_rank_without_clusters() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.cluster_rank' op needs a kernel with 'wsc.cluster_size' of at least 2 (CTAs per cluster)}}
+  %rank = "wsc.cluster_rank"() : () -> index
+  return
+}
+// -----
+func.func @multicast_slices(%b: memref<?x?xf16>) attributes {wsc.cluster_size = 4 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x48x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.tma_load_multicast' op a 48-row tile cannot be split over 4 CTAs in slices of whole 8-row swizzle periods}}
+  "wsc.tma_load_multicast"(%b, %c0, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<2x48x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  return
+}
+// -----
+// expected-error @below {{'func.func' op attribute 'wsc.cluster_size' must be an integer in [1, 8] (the portable cluster size), got 16 : i32}}
+func.func @cluster_too_large() attributes {wsc.cluster_size = 16 : i32, wsc.num_threads = 128 : i32} {
+  return
+}

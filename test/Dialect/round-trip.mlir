@@ -70,3 +70,22 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
   }
   return
 }
+
+// The cluster ops, in a kernel launched in clusters of two.
+// CHECK-LABEL: func.func @cluster_ops
+// CHECK-SAME: wsc.cluster_size = 2 : i32
+func.func @cluster_ops(%b: memref<?x?xf16>)
+    attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // CHECK: "wsc.cluster_sync"() : () -> ()
+  "wsc.cluster_sync"() : () -> ()
+  // CHECK: "wsc.cluster_rank"() : () -> index
+  %rank = "wsc.cluster_rank"() : () -> index
+  // CHECK: "wsc.tma_load_multicast"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  "wsc.tma_load_multicast"(%b, %rank, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  // CHECK: "wsc.mbarrier_arrive_cluster"(%{{.*}}, %{{.*}}) : (!wsc.mbarriers, index) -> ()
+  "wsc.mbarrier_arrive_cluster"(%full, %c0) : (!wsc.mbarriers, index) -> ()
+  return
+}

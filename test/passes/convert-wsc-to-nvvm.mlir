@@ -256,3 +256,85 @@ func.func @coalesced_store_epilogue(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c
 // CHECK-NEXT: llvm.store {{%.*}}, {{%.*}} : f16, !llvm.ptr
 // CHECK-NOT: cp.async.bulk
 // CHECK: llvm.return
+
+// -----
+
+// A kernel in clusters of two blocks (from test/passes/warp-specialize-cluster.mlir,
+// specialized): the llvm.func asks for 2x1x1 clusters, its kernel info says so,
+// B's tensor map box is one block's slice (64 of the 128 rows), the copy of
+// B is multicast to both blocks, and a release arrives on this block's empty
+// barrier, then on the other's through mapa.
+func.func @cluster_of_two(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %false = arith.constant false
+  %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
+  %0 = arith.ceildivui %dim, %c64 : index
+  %1 = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %2 = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %3 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  %4 = "wsc.mbarrier_alloc"() {arrival_count = 256 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.cluster_sync"() : () -> ()
+  %5 = "wsc.cluster_rank"() : () -> index
+  %6 = arith.muli %5, %c128 : index
+  %c0_0 = arith.constant 0 : index
+  %7 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+  scf.if %7 {
+    %9 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %false_1 = arith.constant false
+    %10:2 = scf.for %arg3 = %c0 to %0 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %false_1) -> (index, i1) {
+      "wsc.mbarrier_wait"(%3, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%1, %2, %arg4, %9) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.mbarrier_arrive_cluster"(%4, %arg4) : (!wsc.mbarriers, index) -> ()
+      %11:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %11#0, %11#1 : index, i1
+    }
+    "wsc.store"(%9, %arg2, %6, %c0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %8 = "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
+  scf.if %8 {
+    %true = arith.constant true
+    %9:2 = scf.for %arg3 = %c0 to %0 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %true) -> (index, i1) {
+      "wsc.mbarrier_wait"(%4, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      %11 = arith.muli %arg3, %c64 : index
+      %12 = "wsc.elect"() : () -> i1
+      scf.if %12 {
+        "wsc.mbarrier_arrive_expect_tx"(%3, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%arg0, %6, %11, %1, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load_multicast"(%arg1, %c0, %11, %2, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %13#0, %13#1 : index, i1
+    }
+    %c2 = arith.constant 2 : index
+    %c0_1 = arith.constant 0 : index
+    %c1_2 = arith.constant 1 : index
+    %10:2 = scf.for %arg3 = %c0_1 to %c2 step %c1_2 iter_args(%arg4 = %9#0, %arg5 = %9#1) -> (index, i1) {
+      %11 = arith.addi %arg3, %0 : index
+      %12 = arith.cmpi uge, %11, %c2 : index
+      scf.if %12 {
+        "wsc.mbarrier_wait"(%4, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      }
+      %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %13#0, %13#1 : index, i1
+    }
+  }
+  return
+}
+// CHECK-LABEL: llvm.func @cluster_of_two
+// CHECK-SAME: nvvm.cluster_dim = array<i32: 2, 1, 1>
+// CHECK-SAME: \22cluster\22: 2
+// CHECK-SAME: \22b\22: {\22box\22: [64, 64]
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.read.ptx.sreg.cluster.ctarank : i32
+// CHECK: nvvm.mbarrier.arrive [[OWN:%.*]] : !llvm.ptr<3>
+// CHECK: [[PEER:%.*]] = nvvm.mapa [[OWN]], {{%.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK-NEXT: nvvm.mbarrier.arrive [[PEER]] : !llvm.ptr<7>
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg0,
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg1, {{.*}} multicast_mask =
