@@ -149,6 +149,9 @@ def test_matmul_grid_counts_tiles():
     config = {"block_m": 128, "block_n": 256}
     assert matmul_grid(1000, 1333, config) == (8, 6, 1)
     assert matmul_grid(1000, 1333, dict(config, persistent=True)) == (48, 1, 1)
+    # Clusters of two blocks take tile rows in pairs: 9 rows make 5 pairs.
+    assert matmul_grid(1100, 1333, dict(config, cluster_m=2)) == (10, 6, 1)
+    assert matmul_grid(1100, 1333, dict(config, cluster_m=2, persistent=True)) == (60, 1, 1)
 
 
 def test_cubin_is_preferred_over_ptx(tmp_path):
@@ -198,6 +201,7 @@ def _mutated(doc, path, value=KeyError):
         (("problem", "m"), 2**31, "key 'problem.m': value 2147483648 does not fit in i32"),
         (("problem",), KeyError, "key 'problem': missing required key"),
         (("persistent",), 1, "key 'persistent': expected a bool, got int 1"),
+        (("cluster",), 3, "key 'cluster': expected an integer >= 1 that divides grid x"),
     ],
 )
 def test_artifact_errors_name_file_and_key(tmp_path, path, value, expected):

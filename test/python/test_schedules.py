@@ -323,3 +323,54 @@ def test_benchmark_interleaves_methods_on_alternating_input_sets():
     assert [name for name, _ in timed[:3]] == ["cublas", "triton", "wsc"]
     # No launch follows one on the same inputs (L2 would still hold part of them).
     assert all(a[1] != b[1] for a, b in zip(cuda.launches, cuda.launches[1:]))
+
+
+@pytest.mark.parametrize("fields", [
+    dict(),
+    dict(persistent=True),
+    dict(persistent=True, wgmma_in_flight=1, tma_store=True),
+    dict(persistent=True, coalesced_store=True)])
+def test_cluster_protocol_is_clean(fields):
+    """Two blocks share B's tile: the protocol check runs both, with the
+    multicast copies landing in both and every release reaching both."""
+    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
+                          producer="warpgroup", group_m=8, cluster_m=2, **fields)
+    problem = MatmulProblem(out_dtype="f16" if config.staged_store else "f32")
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(problem, config)
+        check_protocol(module.operation, max_k_tiles=4)  # the V2 form, cluster syncs
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+        text = str(module)
+    assert '"wsc.tma_load_multicast"(' in text
+    # Two groups of 128 threads in each of the two blocks release every stage.
+    assert "arrival_count = 512" in text
+    assert text.count('"wsc.mbarrier_arrive_cluster"(') >= 2
+
+
+def test_cluster_options():
+    with pytest.raises(ValueError, match="cluster_m must be 1 or 2"):
+        MatmulConfig(cluster_m=4)
+    with pytest.raises(ValueError, match="cluster_m = 2 with ping_pong"):
+        MatmulConfig(num_consumer_groups=2, producer="warpgroup", persistent=True,
+                     ping_pong=True, cluster_m=2)
+
+
+@needs_ptxas
+def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path):
+    from wsc.runtime.artifact import load_artifact, matmul_grid
+
+    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
+                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
+                          tma_store=True, cluster_m=2)
+    # 1100 rows are 9 tile rows: the last pair's second block computes on zeros.
+    result = compile_matmul(1100, 1336, 520, MatmulProblem(out_dtype="f16"), config, tmp_path)
+    assert result.ptxas.warnings == []
+    assert ".reqnctapercluster 2, 1, 1" in result.ptx
+    assert "multicast::cluster" in result.ptx and "mapa.shared::cluster" in result.ptx
+    artifact = load_artifact(tmp_path)
+    assert artifact.cluster == 2 and artifact.tensor_maps["b"].box == (128, 64)
+    assert artifact.grid == (10 * 6, 1, 1) == matmul_grid(1100, 1336, config.as_dict())
+    assert artifact.launch_grid(132) == (60, 1, 1)
+    assert artifact.launch_grid(7) == (6, 1, 1)  # whole clusters of the SMs there are
