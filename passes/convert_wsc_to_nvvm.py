@@ -6,7 +6,9 @@ body uses wsc ops (as `--warp-specialize`, optionally `--unroll-ring-buffer`,
 leave them: roles are `wsc.role` predicates guarding `scf.if`; stage operands
 may be constants or run-time values), arith, scf, index, `gpu.block_id` /
 `thread_id` / `block_dim` / `grid_dim`, and `memref.dim` of kernel arguments.
-Tensors both read by TMA and written are not supported, nor tensors written
+A kernel with `wsc.cluster_size = n` gets `nvvm.cluster_dim = [n, 1, 1]`
+(`.reqnctapercluster`) and `"cluster": n` in its kernel info. Tensors both
+read by TMA and written are not supported, nor tensors written
 both by TMA (`wsc.tma_store`) and by threads (`wsc.store`,
 `wsc.coalesced_store`); a located error says so.
 

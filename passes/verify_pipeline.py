@@ -9,7 +9,9 @@ under-arrival, a phase completing under a waiter that has not returned, an
 expect_tx whose bytes differ from its copies', a stage released or overwritten
 while a WGMMA reads it, a read before its data landed, a barrier used before a
 block-wide wsc.sync made its initialization visible, a producer that exits
-before every stage it filled was released (missing drain), and a staged
+before every stage it filled was released (missing drain), in a cluster a
+barrier another CTA's copy or arrive reaches before a wsc.cluster_sync published
+it (the simulation runs every CTA of one cluster), and a staged
 epilogue that copies a staging tile its threads have not synced (and, for a
 TMA store, fenced), or writes one a copy may still read. An op the simulator cannot interpret is
 an error too.

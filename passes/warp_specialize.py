@@ -18,7 +18,10 @@ holds
     (arrival count 1);
   - `wsc.mbarrier_wait` on the full barriers, then `wsc.wgmma_fence`,
     `wsc.wgmma`s, `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`;
-  - any number of block-wide `wsc.sync`s and pure arith ops.
+  - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
+    and pure arith ops.
+In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
+include `wsc.tma_load_multicast`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
 `wsc.store_shared`. A staged epilogue writes the tile into a one-stage buffer
 of the accumulator's shape (`wsc.store_shared`, then `wsc.sync`) and copies
@@ -44,7 +47,9 @@ After: the same computation, specialized (the seed's V3, generalised):
     on; after the loop it waits for the last group (wait_group 0) and
     releases the last K tile's stage, (k_tiles - 1) mod N, before storing.
     Every filled stage is still released exactly once, one K tile later, so
-    the producer and its drain are unchanged;
+    the producer and its drain are unchanged. In a cluster of n CTAs every
+    release is a `wsc.mbarrier_arrive_cluster` (all CTAs' producers write
+    the stage) and the empty barriers count n times the arrivals;
   - one producer role after them (a warp, or a warpgroup when producer =
     warpgroup, which also records register budgets for setmaxnreg): it waits on
     empty[stage] (initial phase 1: fresh barriers pass at once), then one elected

@@ -6,8 +6,14 @@
 finds. Block 0 of a grid of one block is simulated; every dim that is not a K
 extent is one tile long, and, for a persistent kernel (one that reads
 gpu.grid_dim to stride over tiles), also two tiles long, so its block walks
-four tiles and the ring carries over from tile to tile. Passes call it on
-their own output; `--verify-pipeline` wraps it.
+four tiles and the ring carries over from tile to tile. A kernel launched in
+clusters (`wsc.cluster_size` = n) is simulated as one whole cluster: n
+blocks, each with its own processes, rings and barriers, block x = rank, a grid
+of n blocks; a multicast copy lands its slice in every block's ring and
+completes on every block's barrier, a cluster arrive reaches every block's
+barrier, and a `wsc.cluster_sync` waits for every process of the cluster (and
+publishes the barriers to the other blocks, which a block-wide sync does
+not). Passes call it on their own output; `--verify-pipeline` wraps it.
 
 The kernel is interpreted concretely. Each thread group is one process: every
 `wsc.role` is one (all its threads run the same code), and the block's threads

@@ -29,6 +29,12 @@ How each wsc op is lowered:
   adds the random delays of DebugOptions.delay_role).
 * wsc.tma_load: cp.async.bulk.tensor.2d per 128/64/32-byte-wide atom of the
   tile, coordinates (col, row), completing on barriers[stage].
+* wsc.tma_load_multicast: the same for the executing CTA's slice of the
+  tile's rows (rank * R/n onwards, where the box is R/n rows), into that
+  slice of every CTA's stage (multicast mask of all n CTAs).
+  wsc.mbarrier_arrive_cluster: a local arrive, then one on the same barrier
+  of each other CTA through mapa (release at CTA scope). wsc.cluster_rank:
+  %cluster_ctarank; wsc.cluster_sync: barrier.cluster.arrive/wait.aligned.
 * wsc.tma_store: the same per atom from shared to global, then one
   cp.async.bulk.commit_group; wsc.tma_store_wait is
   cp.async.bulk.wait_group.read, and the kernel ends with a wait for 0 (an
