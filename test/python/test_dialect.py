@@ -7,7 +7,8 @@ from mlir.dialects import func, scf
 
 from wsc import dialect
 from wsc.diagnostics import PassError
-from wsc.ir_utils import KERNEL_THREADS_ATTR, bool_constant, index_constant, walk
+from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant,
+                          index_constant, walk)
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
 from wsc.verifier import verify_wsc
 
@@ -19,6 +20,9 @@ def build_every_op() -> ir.Module:
         kernel = func.FuncOp("every_op", ir.FunctionType.get([memref_f16] * 3, []))
         kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), 160)
+        # In clusters of two, for the cluster ops.
+        kernel.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), 2)
         entry = kernel.add_entry_block()
     with ir.InsertionPoint(entry):
         a, b, c = entry.arguments
@@ -29,6 +33,7 @@ def build_every_op() -> ir.Module:
         full = dialect.mbarrier_alloc(1, 2)
         empty = dialect.mbarrier_alloc(128, 2)
         dialect.sync()
+        dialect.cluster_sync()
         consumer = scf.IfOp(dialect.role("consumer", 0, 128, max_registers=232))
         with ir.InsertionPoint(consumer.then_block):
             acc = dialect.acc_alloc(dialect.acc_type((128, 128), "f32"))
@@ -38,6 +43,7 @@ def build_every_op() -> ir.Module:
             dialect.wgmma_commit_group()
             dialect.wgmma_wait_group(0)
             dialect.mbarrier_arrive(empty, zero)
+            dialect.mbarrier_arrive_cluster(empty, zero)
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)
@@ -55,6 +61,7 @@ def build_every_op() -> ir.Module:
                 dialect.mbarrier_arrive_expect_tx(full, stage, 32768)
                 dialect.tma_load(a, zero, zero, sa, stage, full)
                 dialect.tma_load(b, zero, zero, sb, stage, full)
+                dialect.tma_load_multicast(b, dialect.cluster_rank(), zero, sb, stage, full)
                 scf.YieldOp([])
             scf.YieldOp([])
         func.ReturnOp([])
