@@ -703,23 +703,15 @@ class _Compiler:
             self._allocated(self.barriers, op, op.operands[0]))
         barriers, stage = args
         elected = context.elected
-
-        def act(process, frame):
-            count = 1 if elected else process.spec.num_threads
-            return process.simulation.arrive(process, op, frame[barriers], frame[stage], count)
-        return _Effect(op, act)
-
-    def _mbarrier_arrive_cluster(self, op, context, args, results):
-        self.releases.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, op.operands[0]))
-        barriers, stage = args
-        elected = context.elected
+        every_cta = op.name == "wsc.mbarrier_arrive_cluster"
 
         def act(process, frame):
             count = 1 if elected else process.spec.num_threads
             return process.simulation.arrive(process, op, frame[barriers], frame[stage], count,
-                                             every_cta=True)
+                                             every_cta)
         return _Effect(op, act)
+
+    _mbarrier_arrive_cluster = _mbarrier_arrive
 
     def _mbarrier_arrive_expect_tx(self, op, context, args, results):
         barriers, stage = args
