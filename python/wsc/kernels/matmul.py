@@ -25,17 +25,16 @@ of a warp writes 32 consecutive elements of one row, whatever C's row
 length, where the register epilogue's stores of an odd-length row write
 single elements scattered over 8 rows.
 
-With `cluster_m` = 2 the blocks run in clusters of two along x, and the two
-blocks of a cluster take the two tiles of one tile column that are a pair of
-tile rows apart by rank (rows 2p and 2p + 1 of a row pair p, in the order
-below over row pairs): they share B's tile, and each block copies half of
-its rows with a multicast TMA load into the stages of both (`wsc.tma_load_
-multicast`), so each reads 16 + 16 KB of a K tile of 128x256x64 from L2
-instead of 16 + 32. A persistent cluster walks the tile pairs cluster by
-cluster (both blocks the same pairs, so their K loops stay in step), and the
-release of a stage goes to both blocks' empty barriers
-(`wsc.mbarrier_arrive_cluster`), since both producers write it. A rank-1
-block whose tile row is past M computes on zeros and stores nothing.
+With `cluster_m` = 2 the blocks run in clusters of two along x. The tile
+rows are taken in pairs: the block of rank r in a cluster takes tile row
+2p + r of row pair p, in the tile column the order below gives that pair, so
+the two blocks share B's tile. Each copies half of B's rows with
+`wsc.tma_load_multicast` into the stages of both, so a block reads 16 + 16 KB
+of each 128x256x64 K tile from L2 instead of 16 + 32. A persistent cluster
+walks the pairs cluster by cluster (both blocks the same pairs, so their K
+loops stay in step), and each stage is released to both blocks' empty
+barriers (`wsc.mbarrier_arrive_cluster`), since both producers write it. A
+rank-1 block whose tile row is past M computes on zeros and stores nothing.
 
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
