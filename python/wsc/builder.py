@@ -49,6 +49,7 @@ from wsc import dialect
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE
+from wsc.verifier import MAX_PORTABLE_CLUSTER
 
 __all__ = [
     "BuildError", "BuildTypeError", "CONSUMER_INITIAL_PHASE", "CompiledKernel", "Kernel",
@@ -67,8 +68,6 @@ SWIZZLE_BYTES = 128
 #: The largest TMA box extent.
 MAX_TMA_BOX = 256
 MAX_BLOCK_THREADS = 1024
-#: CTAs per cluster a launch may ask for without opting in to more.
-MAX_PORTABLE_CLUSTER = 8
 
 
 # Errors ---------------------------------------------------------------------

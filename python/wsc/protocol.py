@@ -1077,7 +1077,7 @@ class _Simulation:
         """barriers[stage] of `array`, used by its own CTA or (`remote`) another."""
         if remote and not array.cluster_visible:
             raise _Violation(BARRIER_BEFORE_INIT, op,
-                             f"{array.barriers[0].name.split('[')[0]} of another CTA is used "
+                             f"{array.spec.name} of another CTA is used "
                              f"before its initialization is visible to this one: no "
                              f"wsc.cluster_sync between its wsc.mbarrier_alloc and this op")
         if not array.visible:
