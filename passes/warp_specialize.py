@@ -95,7 +95,6 @@ from wsc.pass_registry import Option, WscPass
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232
 
-_COPY_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
 _CONSUMER_OPS = ("wsc.mbarrier_wait", "wsc.wgmma_fence", "wsc.wgmma",
                  "wsc.wgmma_commit_group", "wsc.wgmma_wait_group")
 _PURE_DIALECTS = ("arith.",)
@@ -218,7 +217,7 @@ class _Specializer:
         for op in self.loop_body.operations:
             op = op.operation
             name = op.name
-            if name == "scf.if" and any(n.name in _COPY_OPS for n in walk(op)):
+            if name == "scf.if" and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op)):
                 self._match_copies(op)
                 self.producer_anchors.append(op)
             elif name in _CONSUMER_OPS:
@@ -251,8 +250,8 @@ class _Specializer:
             self._fail(if_op, "TMA copies must be issued under a wsc.elect")
         self.elect = guard
         for op in walk(if_op):
-            if op.name in (*_COPY_OPS, "wsc.mbarrier_arrive_expect_tx"):
-                barriers = op.operands[5] if op.name in _COPY_OPS else op.operands[0]
+            if op.name in (*dialect.TMA_LOAD_OPS, "wsc.mbarrier_arrive_expect_tx"):
+                barriers = op.operands[5] if op.name in dialect.TMA_LOAD_OPS else op.operands[0]
                 if self.full is not None and barriers != self.full:
                     self._fail(op, "all copies of a K tile must complete on one barrier array")
                 self.full = barriers
@@ -676,7 +675,7 @@ def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
     """The scf.for ops directly in `block` that issue TMA copies."""
     return [op.operation for op in block.operations
             if op.operation.name == "scf.for"
-            and any(n.name in _COPY_OPS for n in walk(op.operation))]
+            and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op.operation))]
 
 
 def _skip_positions(stage: ir.Value, phase: ir.Value, count: ir.Value,

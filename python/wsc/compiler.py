@@ -21,6 +21,7 @@ from pathlib import Path
 from mlir import ir
 
 import wsc
+from wsc.dialect import TMA_LOAD_OPS
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import walk
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
@@ -66,7 +67,7 @@ def summarize(module: ir.Operation) -> str:
             f"{ir.IntegerAttr(b.attributes['num_barriers']).value}x"
             f"count{ir.IntegerAttr(b.attributes['arrival_count']).value}" for b in barriers))
     for names, label in ((("scf.for",), "loops"),
-                         (("wsc.tma_load", "wsc.tma_load_multicast"), "tma copies"),
+                         (TMA_LOAD_OPS, "tma copies"),
                          (("wsc.wgmma",), "wgmma"), (("wsc.mbarrier_wait",), "waits"),
                          (("nvvm.wgmma.mma_async",), "wgmma.mma_async")):
         count = sum(op.name in names for op in ops)

@@ -29,6 +29,9 @@ PRODUCER_INITIAL_PHASE = True
 #: first phase completes, i.e. until the stage's first copy has landed.
 CONSUMER_INITIAL_PHASE = False
 
+#: The TMA loads into a ring stage: of a tile, or of a cluster's slices of one.
+TMA_LOAD_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
+
 
 def load_dialect(context: ir.Context) -> None:
     """Load the wsc IRDL definition into `context`."""

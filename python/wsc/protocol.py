@@ -101,7 +101,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from wsc.dialect import parse_acc_type
+from wsc.dialect import TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, defining_op, int_attr, kernels,
                           str_attr, walk)
@@ -240,8 +240,6 @@ def _signed(value: int, width: int) -> int:
 def _ceildiv(a: int, b: int) -> int:
     return -(-a // b)
 
-
-_COPY_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
 
 _BINARY = {
     "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
@@ -408,7 +406,7 @@ class _Compiler:
             if op.name in ("wsc.store_shared", "wsc.tma_store", "wsc.coalesced_store"):
                 operand_names.setdefault(op.operands[1 if op.name == "wsc.store_shared" else 0],
                                          "C staging")
-        full = {op.operands[5] for op in ops if op.name in _COPY_OPS}
+        full = {op.operands[5] for op in ops if op.name in TMA_LOAD_OPS}
         for op in ops:
             if op.name == "wsc.alloc_shared":
                 stages, rows, cols = ir.MemRefType(op.result.type).shape
@@ -429,7 +427,7 @@ class _Compiler:
         a_rings = [v for v, name in operand_names.items() if name == "A"]
         self.block_k = (ir.MemRefType(a_rings[0].type).shape[2] if a_rings else
                         next((ir.MemRefType(op.operands[3].type).shape[2] for op in ops
-                              if op.name in _COPY_OPS), 1))
+                              if op.name in TMA_LOAD_OPS), 1))
         self.extents = self._global_extents(ops, k_dims)
 
     @staticmethod
@@ -438,7 +436,7 @@ class _Compiler:
         (None) on the dim its TMA tiles advance along K, one tile elsewhere."""
         extents = {}
         for op in ops:
-            if op.name in _COPY_OPS:
+            if op.name in TMA_LOAD_OPS:
                 src, dst = op.operands[0], op.operands[3]
                 tile = list(ir.MemRefType(dst.type).shape[1:])
                 tile[k_dims.get(dst, 1)] = None

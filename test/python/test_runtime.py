@@ -202,6 +202,7 @@ def _mutated(doc, path, value=KeyError):
         (("problem",), KeyError, "key 'problem': missing required key"),
         (("persistent",), 1, "key 'persistent': expected a bool, got int 1"),
         (("cluster",), 3, "key 'cluster': expected an integer >= 1 that divides grid x"),
+        (("cluster",), 0, "key 'cluster': expected an integer >= 1 that divides grid x"),
     ],
 )
 def test_artifact_errors_name_file_and_key(tmp_path, path, value, expected):

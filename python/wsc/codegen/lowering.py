@@ -82,7 +82,7 @@ from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
 from wsc.codegen.info import KernelInfo, tensor_name
 from wsc.codegen.layout import (ALIGN_PADDING, BUFFER_ALIGN, MAX_DYNAMIC_SMEM, BarrierSlot,
                                 BufferSlot, LayoutError, SharedLayout, TileLayout)
-from wsc.dialect import parse_acc_type
+from wsc.dialect import TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, cluster_size,
                           constant_int, defining_op, int_attr, memref_shape, memref_space,
@@ -102,8 +102,6 @@ NAMED_BARRIERS = 16
 #: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
 PASSTHROUGH_DIALECTS = ("arith", "scf", "index")
 GPU_INDEX_OPS = ("gpu.block_id", "gpu.thread_id", "gpu.block_dim", "gpu.grid_dim")
-#: The TMA loads: of a tile, or of a cluster's share of one.
-_LOADS = ("wsc.tma_load", "wsc.tma_load_multicast")
 
 
 def entry_register_cap(threads: int) -> int:
@@ -273,10 +271,9 @@ class KernelLowering:
                     raise _fail(op, "must be at the top level of the kernel, where every thread "
                                     "runs it")
                 self.barrier_ops.append(op)
-            elif name in ("wsc.tma_load", "wsc.tma_load_multicast", "wsc.tma_store",
-                          "wsc.coalesced_store", "wsc.wgmma", "wsc.mbarrier_arrive",
-                          "wsc.mbarrier_arrive_cluster", "wsc.mbarrier_arrive_expect_tx",
-                          "wsc.mbarrier_wait"):
+            elif name in (*TMA_LOAD_OPS, "wsc.tma_store", "wsc.coalesced_store", "wsc.wgmma",
+                          "wsc.mbarrier_arrive", "wsc.mbarrier_arrive_cluster",
+                          "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
                     self.wgmma_accumulators.add(op.operands[3])
@@ -367,7 +364,7 @@ class KernelLowering:
             if source is None or source.name != producer:
                 raise _fail(op, f"operand #{position} must be defined by {producer} "
                                 f"(in this kernel)")
-        if op.name in _LOADS and op.operands[0] not in self.args:
+        if op.name in TMA_LOAD_OPS and op.operands[0] not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
         if op.name in ("wsc.tma_store", "wsc.coalesced_store") and op.operands[2] not in self.args:
             raise _fail(op, "destination must be a tensor argument of the kernel")
@@ -380,7 +377,7 @@ class KernelLowering:
             for use in arg.uses:
                 owner = _owner(use)
                 key = (owner.name, use.operand_number)
-                if key in (("wsc.tma_load", 0), ("wsc.tma_load_multicast", 0)):
+                if owner.name in TMA_LOAD_OPS and use.operand_number == 0:
                     self.tma_args.add(position)
                 elif key == ("wsc.tma_store", 2):
                     self.tma_store_args.add(position)
@@ -510,7 +507,7 @@ class KernelLowering:
         first_copy: dict[int, ir.Operation] = {}
         for op in self.ops:
             box_rows = None
-            if op.name in _LOADS:
+            if op.name in TMA_LOAD_OPS:
                 tensor, buffer = op.operands[0], op.operands[3]
                 if op.name == "wsc.tma_load_multicast":
                     # Each CTA copies its slice of the tile's rows.
@@ -538,7 +535,7 @@ class KernelLowering:
         labels: dict[tuple[int, int], str] = {}
         loads_into: dict[ir.Operation, set[int]] = {}
         for op in self.ops:
-            if op.name in _LOADS:
+            if op.name in TMA_LOAD_OPS:
                 loads_into.setdefault(defining_op(op.operands[3]), set()).add(
                     self.args.index(op.operands[0]))
         matmul = False
@@ -894,41 +891,33 @@ class KernelLowering:
         self._replace(op, E.select(wrapped, E.const(0), following), E.xori(phase, wrapped))
 
     def _lower_tma_load(self, op):
+        """Per atom of the tile, one copy. A multicast load copies the
+        executing CTA's slice of the tile's rows, [r*R/n, (r+1)*R/n) for rank
+        r of n (the box is R/n rows), into the same rows of every CTA's stage
+        (multicast mask: all n CTAs), completing on each CTA's barrier at
+        this one's offset."""
         src, row, col, dst, stage, bars = op.operands
         slot = self.buffers[defining_op(dst)]
         tile = slot.tile
         tensor_map = self._param("tensor_map", tensor_name(self.args.index(src)))
         barrier, _ = self._barrier(bars, stage)
         row32, col32 = self._i32(row), self._i32(col)
+        slice_bytes = mask = None
+        if op.name == "wsc.tma_load_multicast":
+            first_row = E.muli(E.cluster_rank(), E.const(tile.rows // self.cluster, E.i32()))
+            row32 = E.addi(row32, first_row)
+            slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
+            mask = E.const((1 << self.cluster) - 1, ir.IntegerType.get_signless(16))
         for atom in range(tile.num_atoms):
             offset = self._smem_offset(slot.offset + tile.atom_offset(atom), stage,
                                        slot.stage_bytes)
-            target = E.addrspacecast(self._smem_ptr(offset), 7)
-            column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
-            E.tma_load_2d(target, tensor_map, [column, row32], barrier)
-
-    def _lower_tma_load_multicast(self, op):
-        """The CTA of rank r copies rows [r*R/n, (r+1)*R/n) of the tile per
-        atom, into the same rows of every CTA's stage (multicast mask: all n
-        CTAs), completing on each CTA's barrier at this one's offset."""
-        src, row, col, dst, stage, bars = op.operands
-        slot = self.buffers[defining_op(dst)]
-        tile = slot.tile
-        slice_rows = tile.rows // self.cluster
-        tensor_map = self._param("tensor_map", tensor_name(self.args.index(src)))
-        barrier, _ = self._barrier(bars, stage)
-        rank = E.cluster_rank()
-        first_row = E.muli(rank, E.const(slice_rows, E.i32()))
-        row32 = E.addi(self._i32(row), first_row)
-        col32 = self._i32(col)
-        slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
-        mask = E.const((1 << self.cluster) - 1, ir.IntegerType.get_signless(16))
-        for atom in range(tile.num_atoms):
-            offset = E.addi(self._smem_offset(slot.offset + tile.atom_offset(atom), stage,
-                                              slot.stage_bytes), slice_bytes)
+            if slice_bytes is not None:
+                offset = E.addi(offset, slice_bytes)
             target = E.addrspacecast(self._smem_ptr(offset), 7)
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
             E.tma_load_2d(target, tensor_map, [column, row32], barrier, multicast_mask=mask)
+
+    _lower_tma_load_multicast = _lower_tma_load
 
     def _lower_mbarrier_arrive_cluster(self, op):
         """An arrive on this CTA's barrier, then on the same barrier of each

@@ -235,6 +235,7 @@ class _Parser:
         config = self.get(doc, "config", "", dict, required=False) or {}
         tensors = self.tensors(doc)
         tensor_maps = self.tensor_maps(doc, tensors)
+        cluster = self.get(doc, "cluster", "", int, required=False)
         artifact = Artifact(
             directory=self.directory,
             wsc_version=version,
@@ -250,7 +251,7 @@ class _Parser:
             tensor_maps=tensor_maps,
             params=(),
             persistent=bool(self.get(doc, "persistent", "", bool, required=False)),
-            cluster=self.get(doc, "cluster", "", int, required=False) or 1,
+            cluster=1 if cluster is None else cluster,
         )
         if artifact.cluster < 1 or artifact.grid[0] % artifact.cluster:
             raise self.fail("cluster", f"expected an integer >= 1 that divides grid x "
