@@ -123,6 +123,14 @@ CANDIDATES = {
     "128x256_2g_s3_inflight_group8_coalesced": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
         coalesced_store=True),
+    # setmaxnreg's share: the 8192^3 winners of device call 7 with every role
+    # keeping the 168 registers a 384-thread block starts with (no spills).
+    "128x256_2g_s3_inflight_group16_persistent_tma_keep_registers": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=16,
+        persistent=True, tma_store=True, rebalance_registers=False),
+    "128x256_2g_s3_inflight_group8_tma_keep_registers": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
+        tma_store=True, rebalance_registers=False),
     # Clusters of two blocks along M sharing B's tile by multicast (half of
     # B's L2 reads per block).
     "128x256_2g_s3_group8_persistent_tma_cluster2": dict(

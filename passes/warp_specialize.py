@@ -70,6 +70,10 @@ producer             warp | warpgroup
 producer-registers   setmaxnreg budget of a warpgroup producer
 consumer-registers   setmaxnreg budget of each consumer warpgroup (0: the most
                      the producer's released registers allow, at most 232)
+rebalance-registers  false: no setmaxnreg, every role keeps the registers the
+                     block starts with (what rebalancing gains is measured
+                     against this); producer-registers is then unused and
+                     consumer-registers must stay 0
 ping-pong            consumer groups alternate over whole tiles (persistent
                      kernels with 2 consumer groups)
 wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
@@ -109,6 +113,8 @@ class WarpSpecialize(WscPass):
         Option("producer", str, "warp", "producer role size", choices=("warp", "warpgroup")),
         Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
         Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
+        Option("rebalance-registers", bool, True, "move registers from a warpgroup producer "
+                                                  "to the consumers with setmaxnreg"),
         Option("ping-pong", bool, False, "consumer groups take whole tiles in turn "
                                          "(persistent kernels, 2 groups)"),
         Option("wgmma-in-flight", int, 0, "WGMMA groups left in flight across K tiles "
@@ -354,6 +360,13 @@ class _Specializer:
         their setmaxnreg.inc would wait forever."""
         if self.options.producer == "warp":
             # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
+            return None, None
+        if not self.options.rebalance_registers:
+            if self.options.consumer_registers:
+                self._fail(self.kernel, f"consumer-registers = "
+                                        f"{self.options.consumer_registers} needs "
+                                        f"rebalance-registers = true: without setmaxnreg "
+                                        f"every role keeps the registers the block starts with")
             return None, None
         entry = entry_register_cap(threads)
         producer = self.options.producer_registers

@@ -1324,9 +1324,12 @@ class CompiledKernel:
             raise ValueError(f"the grid counts tiles of {', '.join(s for s, _ in grid)}; got "
                              f"sizes {', '.join(sizes)}")
         launch_grid = [math.ceil(sizes[size] / tile) for size, tile in grid]
-        if self.kernel.persistent:
-            launch_grid = [math.prod(launch_grid)]
         launch_grid += [1] * (3 - len(launch_grid))
+        # A cluster's blocks are consecutive along x and launch together: the
+        # last cluster's extra blocks find their tiles past the end.
+        launch_grid[0] = -(-launch_grid[0] // info.cluster) * info.cluster
+        if self.kernel.persistent:
+            launch_grid = [math.prod(launch_grid), 1, 1]
         problem = dict(sizes)
         config = {f"block_{size}": tile for size, tile in grid}
         if self.kernel.persistent:

@@ -2,6 +2,7 @@
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup num-stages=3' %s | FileCheck %s --check-prefix=G2
 // RUN: wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=2})' %s | FileCheck %s --check-prefix=S2
 // RUN: wsc-opt --warp-specialize='wgmma-in-flight=1 num-stages=3' %s | FileCheck %s --check-prefix=INFLIGHT
+// RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup rebalance-registers=false' %s | FileCheck %s --check-prefix=KEEP
 
 // The tutorial's V2 (examples/matmul_v2.mlir): one warpgroup loads, waits and
 // multiplies, with a block-wide sync in the K loop.
@@ -119,6 +120,12 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // G2: "wsc.ring_advance"({{.*}}) {num_stages = 3 : i32}
 // G2: %[[THREE:.*]] = arith.constant 3 : index
 // G2: arith.cmpi uge, %{{.*}}, %[[THREE]]
+
+// Without rebalancing the roles carry no budget, so no setmaxnreg is emitted.
+// KEEP-LABEL: func.func @matmul
+// KEEP: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
+// KEEP: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32}
+// KEEP: "wsc.role"() {num_threads = 128 : i32, role = "producer", thread_begin = 256 : i32}
 
 // S2-LABEL: func.func @matmul
 // S2: "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>

@@ -515,6 +515,15 @@ def test_artifact_of_a_built_kernel(tmp_path):
     assert (tmp_path / "ir" / "01-unroll-ring-buffer.mlir").exists()
 
 
+def test_a_cluster_kernel_launches_whole_clusters(tmp_path):
+    """1000 rows are 16 tiles of 64 (8 clusters), 950 are 15: the launch
+    takes 16 blocks along x, as a partial cluster cannot launch."""
+    compiled = v3_in_clusters_of_two().compile()
+    for m in (1000, 950):
+        artifact = load_artifact(compiled.write_artifact(tmp_path / str(m), m=m, n=1333, k=520))
+        assert artifact.cluster == 2 and artifact.grid == (16, 21, 1)
+
+
 def test_artifact_needs_the_sizes_the_kernel_reads(tmp_path):
     compiled = matmul_v1().compile()
     with pytest.raises(ValueError, match="reads sizes k, m, n; got m, n"):

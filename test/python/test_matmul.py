@@ -266,6 +266,20 @@ def test_one_compile_serves_every_shape(cache):
     assert resized.tensors["b"].shape == (4096, 4096) and resized.problem["k"] == 4096
 
 
+def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
+    from wsc.matmul import _resized
+    from wsc.runtime import load_artifact
+
+    config = next(c for c in SPACES["nk-tma"].configs()
+                  if c["cluster_m"] == 2 and not c["persistent"])
+    tma = MatmulPlan(1024, 1336, 520, "f16", "f16", "nk", tma_store=True)
+    artifact = load_artifact(compiled_kernel_dir(tma, config, cache))
+    assert artifact.cluster == 2 and artifact.grid == (8, 6, 1)
+    # 1100 rows are 9 tile rows of 128: the last cluster's second block has none.
+    odd = MatmulPlan(1100, 1336, 520, "f16", "f16", "nk", tma_store=True)
+    assert _resized(artifact, odd).grid == (10, 6, 1)
+
+
 # On a Hopper GPU --------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -382,6 +396,26 @@ def test_rows_of_16_bytes_are_tuned_over_tma_store_configs(gpu):
 
     chosen = choose_config(plan(a, w.T), _device_name(0), _cache(), tune=pytest.fail)
     assert chosen in SPACES["nk-tma"].configs() and chosen["tma_store"]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name, n, config", [
+    (name, n, config) for name, n in (("nk-tma", 1336), ("nk-coalesced", 1333))
+    for config in SPACES[name].configs() if config["cluster_m"] == 2],
+    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value)
+def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, name, n, config):
+    """1100 rows are 9 tile rows of 128: the launch rounds up to 5 clusters,
+    and the last one's second block must neither fault nor write C."""
+    import wsc.matmul as wsc_matmul
+
+    monkeypatch.setattr(wsc_matmul, "choose_config", lambda *args, **kwargs: config)
+    a = torch.randn(1100, 520, device=gpu).half()
+    w = torch.randn(n, 520, device=gpu).half()
+    out = torch.full((1100, n), float("nan"), device=gpu, dtype=torch.float16)
+    assert plan(a, w.T, out=out).space == name
+    assert wsc.matmul(a, w.T, out=out) is out
+    torch.cuda.synchronize()
+    assert_exact_within_tolerance(out, a, w.T)
 
 
 @pytest.mark.cuda

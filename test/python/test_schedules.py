@@ -160,6 +160,35 @@ def test_a_coalesced_store_kernel_takes_any_row_length(tmp_path):
 
 
 @needs_ptxas
+@pytest.mark.parametrize("rebalance", [True, False])
+def test_register_rebalancing_is_an_option(rebalance):
+    """setmaxnreg moves the producer's registers to the consumers; without it
+    every role keeps the 168 a 384-thread block starts with, and the
+    benchmark's 128x256 kernel still fits (no spills)."""
+    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
+                          producer="warpgroup", wgmma_in_flight=1, group_m=16, persistent=True,
+                          tma_store=True, rebalance_registers=rebalance)
+    with make_context(), ir.Location.unknown():
+        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
+                                specialization_passes(config))
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    setmaxnreg = [" ".join(line.split()) for line in result.ptx.splitlines()
+                  if "setmaxnreg" in line]
+    if rebalance:
+        assert setmaxnreg == ["setmaxnreg.inc.sync.aligned.u32 232;"] * 2 + [
+            "setmaxnreg.dec.sync.aligned.u32 40;"]
+    else:
+        assert setmaxnreg == []
+        assert result.ptxas.registers <= 168
+
+
+def test_only_a_producer_warpgroup_rebalances_registers():
+    with pytest.raises(ValueError, match="rebalance_registers = False only applies"):
+        MatmulConfig(rebalance_registers=False)
+
+
+@needs_ptxas
 def test_a_persistent_kernel_compiles_clean():
     config = MatmulConfig(block_n=256, num_consumer_groups=2, producer="warpgroup", group_m=8,
                           persistent=True)

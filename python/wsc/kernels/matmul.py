@@ -89,6 +89,10 @@ class MatmulConfig:
     #: Blocks per cluster along M, sharing B's tile by multicast (1 or 2; see
     #: the module docstring).
     cluster_m: int = 1
+    #: A warpgroup producer gives registers to the consumers with setmaxnreg
+    #: (--warp-specialize's rebalance-registers); False keeps the launch
+    #: budget in every role.
+    rebalance_registers: bool = True
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -105,6 +109,9 @@ class MatmulConfig:
             raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
         if self.cluster_m > 1 and self.ping_pong:
             raise ValueError("cluster_m = 2 with ping_pong = True is not supported")
+        if not self.rebalance_registers and self.producer != "warpgroup":
+            raise ValueError("rebalance_registers = False only applies to producer = "
+                             "'warpgroup': a producer warp never gives registers away")
         if self.tma_store and self.coalesced_store:
             raise ValueError("tma_store and coalesced_store are two ways to copy the staged "
                              "tile out: choose one")
