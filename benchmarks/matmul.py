@@ -20,6 +20,12 @@ inputs, cuBLAS (`a @ b.T` through torch.mm), Triton (the configs that passed
 their probe, the best per shape, when triton imports) and wsc's best, and
 writes results.json, results.csv, matmul.png and prints the table.
 
+`compare DIR A B ...` times candidates against each other in one process,
+interleaved with cuBLAS as in the final comparison, over every shape each of
+them was compiled for: what one technique gains, e.g. a candidate and its
+variant without it (the tuning times each candidate in a process of its own,
+with fewer launches).
+
 Method: C = A B^T with A [M, K] and B [N, K] ("nk"), C in the input dtype
 (fp32 accumulation everywhere); normal random inputs scaled by K^-1/4;
 several input sets rotated between launches so no launch finds its operands
@@ -667,6 +673,43 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
     return 0
 
 
+def compare(artifacts: Path, names: list[str], json_path: Path) -> int:
+    """`names` (candidates of `artifacts`) timed together with cuBLAS, shape by
+    shape; one line per shape: ms of each and its ratios to cuBLAS and to the
+    first. Writes every record to `json_path`."""
+    import torch
+
+    candidates = json.loads((artifacts / "index.json").read_text())["candidates"]
+    unknown = [name for name in names if name not in candidates]
+    if unknown:
+        raise SystemExit(f"not a candidate of {artifacts}: {', '.join(unknown)}")
+    rows = []
+    for shape in _shapes():
+        if not all((artifacts / name / shape.name).is_dir() for name in names):
+            continue
+        inputs = Inputs(torch, shape, FINAL["sets"], SEED + 2)
+        records = [_checked(inputs, "cublas", _cublas_method(torch, inputs))]
+        for name in names:
+            method = _wsc_method(torch, artifacts / name / shape.name, inputs)
+            records.append({**_checked(inputs, "wsc", method), "candidate": name})
+        _time_together(inputs, records)
+        cublas, first = records[0].get("ms"), records[1].get("ms")
+        parts = [f"{shape.name}: cuBLAS {cublas or float('nan'):.3f} ms"]
+        for record in records[1:]:
+            ms = record.get("ms")
+            parts.append(f"{record['candidate']} {ms or float('nan'):.3f} ms ok={record['ok']}"
+                         + (f" cuBLAS/it {cublas / ms:.3f} first/it {first / ms:.3f}"
+                            if ms and cublas and first else ""))
+        print(" | ".join(parts), flush=True)
+        rows.append({"shape": shape.name, "results": records})
+        del inputs
+        torch.cuda.empty_cache()
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps({"environment": _environment(torch), "method": FINAL,
+                                     "candidates": names, "rows": rows}, indent=1))
+    return 0 if rows and all(r["ok"] for row in rows for r in row["results"]) else 1
+
+
 def _result(row: dict, method: str) -> dict | None:
     return next((r for r in row["results"] if r["method"] == method), None)
 
@@ -769,6 +812,10 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     run_parser.add_argument("--skip-tune", action="store_true",
                             help="reuse OUT/tune.json from an earlier run")
+    pair = sub.add_parser("compare", help="candidates timed together with cuBLAS (GPU machine)")
+    pair.add_argument("dir", type=Path)
+    pair.add_argument("candidates", nargs="+")
+    pair.add_argument("--json", type=Path, required=True)
     probe = sub.add_parser("triton-probe", help="(internal) compile and check one Triton config")
     probe.add_argument("config_index", type=int)
     one = sub.add_parser("tune-one", help="(internal) one candidate over every shape")
@@ -782,6 +829,8 @@ def main(argv: list[str] | None = None) -> int:
         return tune_one(args.dir, args.candidate, args.json)
     if args.mode == "triton-probe":
         return triton_probe(args.config_index)
+    if args.mode == "compare":
+        return compare(args.dir, args.candidates, args.json)
     return run_all(args.dir, args.out, args.skip_tune)
 
 

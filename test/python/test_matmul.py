@@ -406,9 +406,9 @@ def test_rows_of_16_bytes_are_tuned_over_tma_store_configs(gpu):
 def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, name, n, config):
     """1100 rows are 9 tile rows of 128: the launch rounds up to 5 clusters,
     and the last one's second block must neither fault nor write C."""
-    import wsc.matmul as wsc_matmul
-
-    monkeypatch.setattr(wsc_matmul, "choose_config", lambda *args, **kwargs: config)
+    # The module, not the function `wsc.matmul` that the package exports.
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config",
+                        lambda *args, **kwargs: config)
     a = torch.randn(1100, 520, device=gpu).half()
     w = torch.randn(n, 520, device=gpu).half()
     out = torch.full((1100, n), float("nan"), device=gpu, dtype=torch.float16)

@@ -333,6 +333,14 @@ class _FakeCuda:
         return Event()
 
 
+def test_benchmark_compares_only_candidates_it_compiled(tmp_path):
+    pytest.importorskip("torch")
+    bench = _benchmark_module()
+    (tmp_path / "index.json").write_text('{"candidates": {"seed": {}}}')
+    with pytest.raises(SystemExit, match="not a candidate of .*: seed_typo"):
+        bench.compare(tmp_path, ["seed", "seed_typo"], tmp_path / "out.json")
+
+
 def test_benchmark_interleaves_methods_on_alternating_input_sets():
     bench = _benchmark_module()
     cuda = _FakeCuda()
