@@ -129,8 +129,10 @@ CANDIDATES = {
     "128x256_2g_s3_inflight_group8_coalesced": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
         coalesced_store=True),
-    # setmaxnreg's share: the 8192^3 winners of device call 7 with every role
-    # keeping the 168 registers a 384-thread block starts with (no spills).
+    # setmaxnreg's share: two candidates above built without it, every
+    # warpgroup keeping the 168 registers a 384-thread block starts with: the
+    # persistent 8192^3 winner, which fits them (159), and the unrolled kernel,
+    # which spills at 168 (ptxas: 304 bytes a thread).
     "128x256_2g_s3_inflight_group16_persistent_tma_keep_registers": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=16,
         persistent=True, tma_store=True, rebalance_registers=False),
