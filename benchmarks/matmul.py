@@ -156,6 +156,17 @@ CANDIDATES = {
     "128x256_2g_s3_inflight_group8_tma_cluster2": dict(
         _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
         tma_store=True, cluster_m=2),
+    # One release per consumer warp instead of per thread (8 arrivals a stage
+    # instead of 256, 16 instead of 512 in a cluster), on the winners.
+    "128x256_2g_s3_inflight_group16_persistent_tma_warp_release": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=16,
+        persistent=True, tma_store=True, release="warp"),
+    "128x256_2g_s3_group8_persistent_tma_cluster2_warp_release": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
+        tma_store=True, cluster_m=2, release="warp"),
+    "128x256_2g_s3_group8_persistent_coalesced_cluster2_warp_release": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
+        coalesced_store=True, cluster_m=2, release="warp"),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, C stored

@@ -72,7 +72,10 @@ irdl.dialect @wsc {
   }
 
   // "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
-  // Every executing thread arrives once on barriers[stage].
+  // Every executing thread arrives once on barriers[stage]. With the unit
+  // attribute `per_warp`, each executing warp arrives once instead, from its
+  // first lane after the warp's threads synchronize (their earlier accesses
+  // are ordered before the arrival); not under wsc.elect.
   irdl.operation @mbarrier_arrive {
     %bars = irdl.base @wsc::@mbarriers
     %stage = irdl.is index
@@ -145,7 +148,8 @@ irdl.dialect @wsc {
 
   // "wsc.mbarrier_arrive_cluster"(%empty, %stage)
   // wsc.mbarrier_arrive on barriers[stage] of every CTA of the cluster, this
-  // one included: the release of a stage that other CTAs' copies write.
+  // one included: the release of a stage that other CTAs' copies write
+  // (`per_warp` as for wsc.mbarrier_arrive).
   irdl.operation @mbarrier_arrive_cluster {
     %barriers = irdl.base @wsc::@mbarriers
     %stage = irdl.is index

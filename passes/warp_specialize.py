@@ -49,7 +49,10 @@ After: the same computation, specialized (the seed's V3, generalised):
     Every filled stage is still released exactly once, one K tile later, so
     the producer and its drain are unchanged. In a cluster of n CTAs every
     release is a `wsc.mbarrier_arrive_cluster` (all CTAs' producers write
-    the stage) and the empty barriers count n times the arrivals;
+    the stage) and the empty barriers count n times the arrivals. With
+    release = warp a release is one arrival per consumer warp (`per_warp`:
+    the warp's wait_group has retired its lanes' WGMMAs), and the empty
+    barriers count warps instead of threads;
   - one producer role after them (a warp, or a warpgroup when producer =
     warpgroup, which also records register budgets for setmaxnreg): it waits on
     empty[stage] (initial phase 1: fresh barriers pass at once), then one elected
@@ -80,6 +83,9 @@ wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
                      0 (release each stage after its own WGMMAs) or 1
                      (release one K tile late; needs num-stages >= 2, since
                      the stage in flight and the one released must differ)
+release              thread (every consumer thread arrives on the empty
+                     barrier) | warp (one arrival per consumer warp: 32 times
+                     fewer, each after its warp synchronizes)
 verify               run the protocol check on the result
 """
 
@@ -120,6 +126,8 @@ class WarpSpecialize(WscPass):
         Option("wgmma-in-flight", int, 0, "WGMMA groups left in flight across K tiles "
                                           "(1: release each stage one K tile late)",
                choices=(0, 1)),
+        Option("release", str, "thread", "who arrives on an empty barrier",
+               choices=("thread", "warp")),
         Option("verify", bool, True, "check the mbarrier protocol of the result"),
     )
 
@@ -410,11 +418,14 @@ class _Specializer:
 
         # The empty barriers are initialised next to the full ones, so the
         # block-wide sync after them makes both visible before the roles split.
-        # Every consumer thread that reads a stage releases it: all groups'
-        # (each reads its rows), or in ping-pong the one group whose tile it is.
+        # Every consumer thread (warp, with release = warp) that reads a stage
+        # releases it: all groups' (each reads its rows), or in ping-pong the
+        # one group whose tile it is.
         # In a cluster every CTA's copies write every CTA's stages, so each
         # stage is released by the consumers of every CTA.
         releasing = WARPGROUP_SIZE if self.ping_pong else consumer_threads
+        if self.options.release == "warp":
+            releasing //= WARP_SIZE
         with ir.InsertionPoint.after(self.full_alloc):
             empty = dialect.mbarrier_alloc(releasing * self.ctas, num_stages)
             self.turns = dialect.mbarrier_alloc(WARPGROUP_SIZE, 2) if self.ping_pong else None
@@ -602,10 +613,11 @@ class _Specializer:
     def _release(self, empty: ir.Value, stage: ir.Value) -> None:
         """A consumer's release of `stage`: on every CTA's empty barrier in a
         cluster, whose producers all write it."""
+        per_warp = self.options.release == "warp"
         if self.ctas > 1:
-            dialect.mbarrier_arrive_cluster(empty, stage)
+            dialect.mbarrier_arrive_cluster(empty, stage, per_warp)
         else:
-            dialect.mbarrier_arrive(empty, stage)
+            dialect.mbarrier_arrive(empty, stage, per_warp)
 
     def _store_rows(self, group: int, first_row: int, mapping: dict) -> None:
         """The epilogue for the group's rows of the tile, from `first_row`;

@@ -476,20 +476,26 @@ class _Mbarrier:
         with kb._at():
             dialect.mbarrier_wait(ref.barriers.value, ref.stage, kb._i1(phase, "phase"))
 
-    def arrive(self, barrier: BarrierRef, every_cta: bool = False) -> None:
+    def arrive(self, barrier: BarrierRef, every_cta: bool = False,
+               per_warp: bool = False) -> None:
         """Every executing thread arrives once on `barrier`; with `every_cta`,
         on that barrier of every CTA of the cluster (the release of a stage
-        that other CTAs' multicast copies write)."""
+        that other CTAs' multicast copies write). With `per_warp` each
+        executing warp arrives once, after its threads synchronize: allocate
+        the barrier with arrival_count counting warps."""
         kb = self._kb
         ref = kb._barrier(barrier, "mbarrier.arrive")
         if every_cta and kb.cluster_size < 2:
             raise BuildError("mbarrier.arrive: every_cta=True needs a kernel in clusters "
                              "(KernelBuilder(cluster_size=2, ...))", _caller())
+        if per_warp and any(scope.kind == "single_thread" for scope in kb._scopes):
+            raise BuildError("mbarrier.arrive: per_warp=True inside single_thread: one "
+                             "thread cannot arrive for its warp", _caller())
         with kb._at():
             if every_cta:
-                dialect.mbarrier_arrive_cluster(ref.barriers.value, ref.stage)
+                dialect.mbarrier_arrive_cluster(ref.barriers.value, ref.stage, per_warp)
             else:
-                dialect.mbarrier_arrive(ref.barriers.value, ref.stage)
+                dialect.mbarrier_arrive(ref.barriers.value, ref.stage, per_warp)
 
     def arrive_and_expect_tx(self, barrier: BarrierRef, transaction_bytes: int) -> None:
         """Arrive once and add `transaction_bytes` to the bytes `barrier` waits for."""

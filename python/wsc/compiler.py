@@ -99,7 +99,8 @@ def specialization_passes(config: MatmulConfig) -> list:
                                 producer=config.producer,
                                 wgmma_in_flight=config.wgmma_in_flight,
                                 ping_pong=config.ping_pong,
-                                rebalance_registers=config.rebalance_registers)
+                                rebalance_registers=config.rebalance_registers,
+                                release=config.release)
     # A persistent kernel's K loops start where the previous tile's stopped:
     # their stages stay run-time values (--unroll-ring-buffer rejects them).
     return [specialize] if config.persistent else [specialize, UnrollRingBuffer()]

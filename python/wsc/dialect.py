@@ -31,6 +31,10 @@ CONSUMER_INITIAL_PHASE = False
 
 #: The TMA loads into a ring stage: of a tile, or of a cluster's slices of one.
 TMA_LOAD_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
+#: The plain arrivals: on this CTA's barrier, or on that of every CTA of the cluster.
+ARRIVE_OPS = ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_cluster")
+#: Unit attribute of an ARRIVE_OPS op: one arrival per executing warp.
+PER_WARP_ATTR = "per_warp"
 
 
 def load_dialect(context: ir.Context) -> None:
@@ -206,8 +210,9 @@ def mbarrier_alloc(arrival_count: int, num_barriers: int) -> ir.Value:
                                "num_barriers": _i32(num_barriers)}).result
 
 
-def mbarrier_arrive(barriers: ir.Value, stage: ir.Value) -> ir.Operation:
-    return _create("wsc.mbarrier_arrive", operands=[barriers, stage])
+def mbarrier_arrive(barriers: ir.Value, stage: ir.Value, per_warp: bool = False) -> ir.Operation:
+    return _create("wsc.mbarrier_arrive", operands=[barriers, stage],
+                   attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None)
 
 
 def mbarrier_arrive_expect_tx(barriers: ir.Value, stage: ir.Value, tx_bytes: int) -> ir.Operation:
@@ -237,8 +242,10 @@ def tma_load_multicast(src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Valu
     return _create("wsc.tma_load_multicast", operands=[src, row, col, dst, stage, barriers])
 
 
-def mbarrier_arrive_cluster(barriers: ir.Value, stage: ir.Value) -> ir.Operation:
-    return _create("wsc.mbarrier_arrive_cluster", operands=[barriers, stage])
+def mbarrier_arrive_cluster(barriers: ir.Value, stage: ir.Value,
+                            per_warp: bool = False) -> ir.Operation:
+    return _create("wsc.mbarrier_arrive_cluster", operands=[barriers, stage],
+                   attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None)
 
 
 def cluster_rank() -> ir.Value:

@@ -89,7 +89,7 @@ P, i.e. while (completed phases & 1) != P: a wait for parity 1 passes on a
 fresh barrier (the producer's first pass over the empty barriers), a wait for
 parity 0 blocks until the first completion (the consumer's first full wait).
 A plain `wsc.mbarrier_arrive` counts one arrival per thread of the process
-(one under `wsc.elect`); an expect_tx counts one.
+(one under `wsc.elect`, one per warp with `per_warp`); an expect_tx counts one.
 """
 
 from __future__ import annotations
@@ -101,10 +101,10 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from wsc.dialect import TMA_LOAD_OPS, parse_acc_type
+from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, defining_op, int_attr, kernels,
-                          str_attr, walk)
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, cluster_size, defining_op, int_attr,
+                          kernels, str_attr, walk)
 
 # Kinds of violation, in the order the report prefers them when both schedules
 # fail on the same K extent (see the module docstring).
@@ -702,9 +702,15 @@ class _Compiler:
         barriers, stage = args
         elected = context.elected
         every_cta = op.name == "wsc.mbarrier_arrive_cluster"
+        per_warp = PER_WARP_ATTR in op.attributes
+        if elected and per_warp:
+            raise _unsupported(op, f" with '{PER_WARP_ATTR}' under wsc.elect")
 
         def act(process, frame):
-            count = 1 if elected else process.spec.num_threads
+            if elected:
+                count = 1
+            else:
+                count = process.spec.num_threads // (WARP_SIZE if per_warp else 1)
             return process.simulation.arrive(process, op, frame[barriers], frame[stage], count,
                                              every_cta)
         return _Effect(op, act)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from mlir import ir
 
 from wsc.codegen.layout import BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MBARRIER_BYTES, round_up
-from wsc.dialect import SHARED_MEMORY_SPACE, parse_acc_type
+from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE,
                           cluster_size, constant_int, defining_op, enclosing_kernel,
@@ -76,6 +76,24 @@ def _verify_clustered(op: ir.Operation) -> int:
     if ctas < 2:
         _fail(op, f"needs a kernel with '{CLUSTER_SIZE_ATTR}' of at least 2 (CTAs per cluster)")
     return ctas
+
+
+def _verify_per_warp(op: ir.Operation) -> None:
+    """`per_warp` is a unit attribute, and whole warps must execute the op: a
+    lone elected thread cannot synchronize its warp."""
+    if PER_WARP_ATTR not in op.attributes:
+        return
+    if not isinstance(op.attributes[PER_WARP_ATTR], ir.UnitAttr):
+        _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got "
+                  f"{op.attributes[PER_WARP_ATTR]}")
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "scf.if":
+            condition = defining_op(parent.operands[0])
+            if condition is not None and condition.name == "wsc.elect":
+                _fail(op, f"'{PER_WARP_ATTR}' under wsc.elect: one thread cannot arrive for "
+                          f"its warp (the warp's threads must all execute the arrive)")
+        parent = parent.parent
 
 
 def _verify_role(op: ir.Operation) -> None:
@@ -175,6 +193,8 @@ def _verify_op(op: ir.Operation) -> None:
                   "wsc.mbarrier_arrive_cluster"):
         if name == "wsc.mbarrier_arrive_cluster":
             _verify_clustered(op)
+        if name in ARRIVE_OPS:
+            _verify_per_warp(op)
         count = _barrier_count(op, op.operands[0])
         if count is not None:
             _verify_stage(op, op.operands[1], count)

@@ -321,3 +321,22 @@ func.func @multicast_slices(%b: memref<?x?xf16>) attributes {wsc.cluster_size = 
 func.func @cluster_too_large() attributes {wsc.cluster_size = 16 : i32, wsc.num_threads = 128 : i32} {
   return
 }
+// -----
+func.func @per_warp_not_a_unit() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.mbarrier_arrive' op 'per_warp' must be a unit attribute, got true}}
+  "wsc.mbarrier_arrive"(%empty, %c0) {per_warp = true} : (!wsc.mbarriers, index) -> ()
+  return
+}
+// -----
+func.func @per_warp_under_elect() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    // expected-error @below {{'wsc.mbarrier_arrive' op 'per_warp' under wsc.elect: one thread cannot arrive for its warp (the warp's threads must all execute the arrive)}}
+    "wsc.mbarrier_arrive"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+  }
+  return
+}

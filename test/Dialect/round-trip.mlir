@@ -34,6 +34,8 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
     // CHECK: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) : (!wsc.mbarriers, index) -> ()
     "wsc.mbarrier_arrive"(%empty, %c0) : (!wsc.mbarriers, index) -> ()
+    // CHECK: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) {per_warp} : (!wsc.mbarriers, index) -> ()
+    "wsc.mbarrier_arrive"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
     // CHECK: "wsc.cast"(%{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
     %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
     // CHECK: "wsc.store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()

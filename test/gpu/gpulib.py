@@ -105,6 +105,31 @@ KERNELS = {
                                             group_m=8, persistent=True, coalesced_store=True,
                                             cluster_m=2)),
     "cluster-2-kn": ("builder", "bf16", "f16", "kn", dict(SEED, block_n=64, cluster_m=2)),
+    # One release per consumer warp (release="warp"): the empty barriers count
+    # warps, and each warp's first lane arrives after the warp synchronizes.
+    "warp-release-seed": ("builder", "f16", "f32", "nk", dict(SEED, release="warp")),
+    "warp-release-persistent-tma": ("builder", "f16", "f16", "nk",
+                                    dict(SEED, block_n=256, num_stages=3,
+                                         num_consumer_groups=2, producer="warpgroup",
+                                         wgmma_in_flight=1, group_m=8, persistent=True,
+                                         tma_store=True, release="warp")),
+    "warp-release-ping-pong": ("builder", "bf16", "bf16", "nk",
+                               dict(SEED, num_consumer_groups=2, producer="warpgroup",
+                                    group_m=8, persistent=True, ping_pong=True,
+                                    tma_store=True, release="warp")),
+    "warp-release-cluster-2-persistent-coalesced": ("builder", "f16", "f16", "nk",
+                                                    dict(SEED, block_n=256, num_stages=3,
+                                                         num_consumer_groups=2,
+                                                         producer="warpgroup", group_m=8,
+                                                         persistent=True,
+                                                         coalesced_store=True, cluster_m=2,
+                                                         release="warp")),
+    # Without setmaxnreg: every warpgroup keeps the launch's 168 registers.
+    "keep-registers-persistent-tma": ("builder", "f16", "f16", "nk",
+                                      dict(SEED, block_n=256, num_stages=3,
+                                           num_consumer_groups=2, producer="warpgroup",
+                                           wgmma_in_flight=1, group_m=8, persistent=True,
+                                           tma_store=True, rebalance_registers=False)),
 }
 
 

@@ -58,6 +58,10 @@ DELAYED = {
     "delayed-consumer-tma-store": ("tma-store-persistent-in-flight", "consumer"),
     "delayed-producer-cluster": ("cluster-2-persistent-tma", "producer"),
     "delayed-consumer-cluster": ("cluster-2-persistent-tma", "consumer"),
+    "delayed-producer-warp-release": ("warp-release-cluster-2-persistent-coalesced",
+                                      "producer"),
+    "delayed-consumer-warp-release": ("warp-release-cluster-2-persistent-coalesced",
+                                      "consumer"),
 }
 MAX_MN, MAX_K = 640, 1024
 

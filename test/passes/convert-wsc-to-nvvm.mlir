@@ -338,3 +338,28 @@ func.func @cluster_of_two(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2:
 // CHECK-NEXT: nvvm.mbarrier.arrive [[PEER]] : !llvm.ptr<7>
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg0,
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg1, {{.*}} multicast_mask =
+
+// -----
+
+// Releases of one arrival per warp: the warp synchronizes, then its first
+// lane arrives, on this block's barrier and, in a cluster, on the other's.
+func.func @per_warp_release() attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 8 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.cluster_sync"() : () -> ()
+  "wsc.mbarrier_arrive_cluster"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+  "wsc.mbarrier_arrive"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+  return
+}
+// CHECK-LABEL: llvm.func @per_warp_release
+// CHECK: nvvm.bar.warp.sync [[MASK:%.*]] : i32
+// CHECK: [[LANE:%.*]] = llvm.and {{%.*}}, {{%.*}} : i32
+// CHECK: [[FIRST:%.*]] = llvm.icmp "eq" [[LANE]], {{%.*}} : i32
+// CHECK: llvm.cond_br [[FIRST]]
+// CHECK: nvvm.mbarrier.arrive [[OWN:%.*]] : !llvm.ptr<3>
+// CHECK: nvvm.mapa [[OWN]]
+// CHECK: nvvm.bar.warp.sync
+// CHECK: llvm.cond_br
+// CHECK: nvvm.mbarrier.arrive
+// CHECK-NOT: nvvm.mapa
+// CHECK: llvm.return

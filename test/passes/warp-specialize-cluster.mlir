@@ -6,6 +6,7 @@
 // the roles split.
 // RUN: wsc-opt --warp-specialize %s | FileCheck %s
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup' %s | FileCheck %s --check-prefix=G2
+// RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup release=warp' --verify-pipeline %s | FileCheck %s --check-prefix=WARP
 // RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=true' %s 2>&1 | FileCheck %s --check-prefix=PINGPONG
 
 func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>) attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
@@ -63,6 +64,10 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // G2: "wsc.mbarrier_alloc"() {arrival_count = 512 : i32, num_barriers = 2 : i32}
 // G2-COUNT-2: "wsc.mbarrier_arrive_cluster"
 // G2-NOT: "wsc.mbarrier_arrive"(
+
+// One release per consumer warp: 2 x 8 per stage and phase.
+// WARP: "wsc.mbarrier_alloc"() {arrival_count = 16 : i32, num_barriers = 2 : i32}
+// WARP-COUNT-2: "wsc.mbarrier_arrive_cluster"(%{{.*}}, %{{.*}}) {per_warp}
 
 // Ping-pong groups take whole tiles in turn; pairs of blocks in lockstep are
 // not built for that.

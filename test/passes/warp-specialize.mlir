@@ -3,6 +3,7 @@
 // RUN: wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=2})' %s | FileCheck %s --check-prefix=S2
 // RUN: wsc-opt --warp-specialize='wgmma-in-flight=1 num-stages=3' %s | FileCheck %s --check-prefix=INFLIGHT
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup rebalance-registers=false' %s | FileCheck %s --check-prefix=KEEP
+// RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup release=warp' --verify-pipeline %s | FileCheck %s --check-prefix=WARP
 
 // The tutorial's V2 (examples/matmul_v2.mlir): one warpgroup loads, waits and
 // multiplies, with a block-wide sync in the K loop.
@@ -126,6 +127,11 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // KEEP: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
 // KEEP: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32}
 // KEEP: "wsc.role"() {num_threads = 128 : i32, role = "producer", thread_begin = 256 : i32}
+
+// One release per consumer warp: the empty barriers count the 8 warps.
+// WARP-LABEL: func.func @matmul
+// WARP: "wsc.mbarrier_alloc"() {arrival_count = 8 : i32, num_barriers = 4 : i32}
+// WARP-COUNT-2: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) {per_warp}
 
 // S2-LABEL: func.func @matmul
 // S2: "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>

@@ -138,16 +138,16 @@ def test_every_wsc_op_has_a_builder_method():
     assert "wsc.tma_store" in built and "wsc.cast" in built
 
 
-def v3_in_clusters_of_two():
+def v3_in_clusters_of_two(per_warp: bool = False):
     """V3 with 64x64 tiles in clusters of two blocks along M that share B's
     tile: each block multicasts half of it and releases every stage to both
-    blocks' empty barriers."""
+    blocks' empty barriers (with `per_warp`, once per consumer warp)."""
     kb = KernelBuilder("v3_cluster", num_warps=5, grid=[("m", 64), ("n", 64)], cluster_size=2)
     a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f32)
     sa = kb.shared_tensor(f16, [2, 64, 64])
     sb = kb.shared_tensor(f16, [2, 64, 64])
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
-    empty = kb.mbarrier.alloc(arrival_count=2 * 128, num_barriers=2)
+    empty = kb.mbarrier.alloc(arrival_count=2 * (4 if per_warp else 128), num_barriers=2)
     kb.cluster_sync()
     # Block x of a cluster along x: its cluster's first block plus its rank.
     row = (kb.block_idx.x // 2 * 2 + kb.cluster_rank) * 64
@@ -159,7 +159,7 @@ def v3_in_clusters_of_two():
             kb.wgmma.mma(sa[it.stage], sb[it.stage].transpose(), acc)
             kb.wgmma.commit_group()
             kb.wgmma.wait_group(0)
-            kb.mbarrier.arrive(empty[it.stage], every_cta=True)
+            kb.mbarrier.arrive(empty[it.stage], every_cta=True, per_warp=per_warp)
         kb.store_global(c, acc, [row, kb.block_idx.y * 64])
     with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
         for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
@@ -174,13 +174,14 @@ def v3_in_clusters_of_two():
     return kb.finish()
 
 
-def test_a_cluster_kernel_passes_the_protocol_check_and_a_plain_release_does_not():
+@pytest.mark.parametrize("per_warp", [False, True])
+def test_a_cluster_kernel_passes_the_protocol_check_and_a_plain_release_does_not(per_warp):
     from mlir import ir
 
     from wsc.diagnostics import PassError
     from wsc.protocol import check_protocol
 
-    kernel = v3_in_clusters_of_two()
+    kernel = v3_in_clusters_of_two(per_warp)
     with kernel.context:
         check_protocol(kernel.module.operation, max_k_tiles=6)
         broken = ir.Module.parse(str(kernel).replace('"wsc.mbarrier_arrive_cluster"',
@@ -200,6 +201,18 @@ def test_multicast_needs_clusters():
     error = build_error(build)
     assert error.where.line == line_of("# error: no cluster")
     assert "multicast=True needs a kernel in clusters" in str(error)
+
+
+def test_a_single_thread_cannot_arrive_for_its_warp():
+    def build():
+        kb = KernelBuilder("k")
+        empty = kb.mbarrier.alloc(arrival_count=4, num_barriers=1)
+        kb.sync()
+        with kb.single_thread():
+            kb.mbarrier.arrive(empty[0], per_warp=True)  # error: one thread
+    error = build_error(build)
+    assert error.where.line == line_of("# error: one thread")
+    assert "per_warp=True inside single_thread" in str(error)
 
 
 def test_ops_carry_the_users_file_and_line():

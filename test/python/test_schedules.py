@@ -386,6 +386,48 @@ def test_cluster_protocol_is_clean(fields):
     assert text.count('"wsc.mbarrier_arrive_cluster"(') >= 2
 
 
+@pytest.mark.parametrize("fields", [
+    dict(wgmma_in_flight=1),
+    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, tma_store=True),
+    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True),
+    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, coalesced_store=True,
+         cluster_m=2)])
+def test_warp_release_protocol_is_clean(fields):
+    """One release per consumer warp: the empty barriers count warps, and
+    the check still finds every stage released once per fill."""
+    config = MatmulConfig(block_n=256 if fields.get("num_consumer_groups") else 128,
+                          num_stages=3, group_m=8, release="warp", **fields)
+    problem = MatmulProblem(out_dtype="f16" if config.staged_store else "f32")
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(problem, config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+        text = str(module)
+    warps = (1 if config.ping_pong else config.num_consumer_groups) * 4 * config.cluster_m
+    assert f"arrival_count = {warps} :" in text
+    assert "{per_warp}" in text
+
+
+def test_release_options():
+    with pytest.raises(ValueError, match="release must be 'thread' or 'warp', got 'lane'"):
+        MatmulConfig(release="lane")
+
+
+@needs_ptxas
+def test_a_warp_release_kernel_compiles_clean():
+    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
+                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
+                          tma_store=True, cluster_m=2, release="warp")
+    with make_context(), ir.Location.unknown():
+        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
+                                specialization_passes(config))
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    # Each group releases in and after its K loop: the warp synchronizes first.
+    assert result.ptx.count("bar.warp.sync") == 2 * 2
+
+
 def test_cluster_options():
     with pytest.raises(ValueError, match="cluster_m must be 1 or 2"):
         MatmulConfig(cluster_m=4)

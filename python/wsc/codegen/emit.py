@@ -259,6 +259,12 @@ def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
                        numberOfThreads=const(threads, i32()))
 
 
+def warp_sync() -> None:
+    """bar.warp.sync of the whole warp: its threads' earlier memory accesses
+    are ordered before what any of them does next."""
+    nvvm.SyncWarpOp(const(-1, i32()))
+
+
 def set_max_registers(count: int, increase: bool) -> None:
     nvvm.SetMaxRegisterOp(count, "increase" if increase else "decrease")
 

@@ -23,7 +23,8 @@ How each wsc op is lowered:
   (layout.SharedLayout); thread 0 inits every mbarrier, then
   fence.mbarrier_init.release.cluster. Barrier addresses are base + 8*stage,
   buffers base + stage*stage_bytes, for constant or run-time stages.
-* mbarrier arrive / arrive.expect_tx: NVVM ops; wait: a loop around
+* mbarrier arrive / arrive.expect_tx: NVVM ops (a `per_warp` arrive: bar.warp.sync,
+  then lane 0 of each warp arrives); wait: a loop around
   mbarrier.try_wait.parity (inline asm returning the predicate), bounded
   when DebugOptions.wait_spin_limit is set (see wsc.codegen.debug, which also
   adds the random delays of DebugOptions.delay_role).
@@ -68,6 +69,7 @@ TMA-store epilogues with 128/64/32-byte swizzled staging tiles.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -82,7 +84,7 @@ from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
 from wsc.codegen.info import KernelInfo, tensor_name
 from wsc.codegen.layout import (ALIGN_PADDING, BUFFER_ALIGN, MAX_DYNAMIC_SMEM, BarrierSlot,
                                 BufferSlot, LayoutError, SharedLayout, TileLayout)
-from wsc.dialect import TMA_LOAD_OPS, parse_acc_type
+from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, cluster_size,
                           constant_int, defining_op, int_attr, memref_shape, memref_space,
@@ -858,10 +860,24 @@ class KernelLowering:
         if self.debug.delays(role.name if role is not None else None):
             self.debug_emitter.delay(self.tid)
 
+    @contextlib.contextmanager
+    def _arriving_threads(self, op):
+        """The threads that perform `op`'s arrivals: every executing thread,
+        or with per_warp each warp's first lane once the warp has synchronized."""
+        if PER_WARP_ATTR not in op.attributes:
+            yield
+            return
+        E.warp_sync()
+        lane = E.andi(self.tid, E.const(WARP_SIZE - 1, E.i32()))
+        guard = E.if_then(E.cmpi("eq", lane, E.const(0, E.i32())))
+        with E.then_body(guard):
+            yield
+
     def _lower_mbarrier_arrive(self, op):
         self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
-        E.mbarrier_arrive(address)
+        with self._arriving_threads(op):
+            E.mbarrier_arrive(address)
 
     def _lower_mbarrier_arrive_expect_tx(self, op):
         self._maybe_delay(op)
@@ -924,11 +940,13 @@ class KernelLowering:
         other CTA of the cluster (ranks rank+1, rank+2, ... mod n)."""
         self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
-        E.mbarrier_arrive(address)
-        rank = E.cluster_rank()
-        for offset in range(1, self.cluster):
-            peer = E.remui(E.addi(rank, E.const(offset, E.i32())), E.const(self.cluster, E.i32()))
-            E.mbarrier_arrive_remote(address, peer)
+        with self._arriving_threads(op):
+            E.mbarrier_arrive(address)
+            rank = E.cluster_rank()
+            for offset in range(1, self.cluster):
+                peer = E.remui(E.addi(rank, E.const(offset, E.i32())),
+                               E.const(self.cluster, E.i32()))
+                E.mbarrier_arrive_remote(address, peer)
 
     def _lower_cluster_rank(self, op):
         self._replace(op, E.index_castui(E.cluster_rank(), ir.IndexType.get()))

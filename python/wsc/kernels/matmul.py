@@ -93,6 +93,9 @@ class MatmulConfig:
     #: (--warp-specialize's rebalance-registers); False keeps the launch
     #: budget in every role.
     rebalance_registers: bool = True
+    #: Who releases a stage: every consumer thread ("thread") or one arrival
+    #: per consumer warp ("warp"; --warp-specialize's release).
+    release: str = "thread"
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -112,6 +115,8 @@ class MatmulConfig:
         if not self.rebalance_registers and self.producer != "warpgroup":
             raise ValueError("rebalance_registers = False only applies to producer = "
                              "'warpgroup': a producer warp never gives registers away")
+        if self.release not in ("thread", "warp"):
+            raise ValueError(f"release must be 'thread' or 'warp', got '{self.release}'")
         if self.tma_store and self.coalesced_store:
             raise ValueError("tma_store and coalesced_store are two ways to copy the staged "
                              "tile out: choose one")
