@@ -79,4 +79,5 @@ def test_cli_reports_bad_config_without_traceback(tmp_path):
     proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "-o", str(tmp_path),
                 "--config", '{"num_stage": 3}')
     assert proc.returncode == 1
-    assert "error: --config:" in proc.stderr and "Traceback" not in proc.stderr
+    assert "error: --config: no MatmulConfig field 'num_stage' (fields: block_m," in proc.stderr
+    assert "num_stages" in proc.stderr and "Traceback" not in proc.stderr

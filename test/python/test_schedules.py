@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -407,6 +408,16 @@ def test_warp_release_protocol_is_clean(fields):
     warps = (1 if config.ping_pong else config.num_consumer_groups) * 4 * config.cluster_m
     assert f"arrival_count = {warps} :" in text
     assert "{per_warp}" in text
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("num_stages", "3", "num_stages must be an int, got '3'"),
+    ("block_n", True, "block_n must be an int, got True"),
+    ("persistent", 1, "persistent must be a bool, got 1"),
+    ("producer", None, "producer must be a str, got None")])
+def test_config_fields_have_their_types(field, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MatmulConfig(**{field: value})
 
 
 def test_release_options():

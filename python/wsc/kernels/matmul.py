@@ -60,6 +60,11 @@ OUTPUT_DTYPES = ("f32", "f16", "bf16")
 B_LAYOUTS = ("nk", "kn")
 
 
+#: MatmulConfig's field annotations (strings, see `annotations` above) and the
+#: types their values must have.
+_FIELD_TYPES = {"int": int, "bool": bool, "str": str}
+
+
 @dataclass(frozen=True)
 class MatmulConfig:
     """The tile shape and schedule of one matmul kernel."""
@@ -104,6 +109,12 @@ class MatmulConfig:
     debug_delay_role: str = ""
 
     def __post_init__(self):
+        for name, annotation in self.__annotations__.items():
+            value, expected = getattr(self, name), _FIELD_TYPES[annotation]
+            # bool is an int to Python, not to a config: True is no tile size.
+            if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+                raise ValueError(f"{name} must be a{'n' if expected is int else ''} "
+                                 f"{expected.__name__}, got {value!r}")
         if self.ping_pong and not (self.persistent and self.num_consumer_groups == 2):
             raise ValueError("ping_pong = True needs persistent = True and "
                              "num_consumer_groups = 2: the two groups take turns over the "

@@ -34,10 +34,12 @@ def _config_from_args(args):
             raise ValueError(f"--config is not valid JSON: {error}") from None
         if not isinstance(values, dict):
             raise ValueError("--config must be a JSON object")
-    try:
-        return MatmulConfig(**values)
-    except TypeError as error:
-        raise ValueError(f"--config: {error}") from None
+    fields = MatmulConfig.__dataclass_fields__
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
+                         f"(fields: {', '.join(fields)})")
+    return MatmulConfig(**values)
 
 
 def _compile_matmul(args) -> int:
