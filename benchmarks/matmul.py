@@ -169,21 +169,24 @@ CANDIDATES = {
         coalesced_store=True, cluster_m=2, release="warp"),
 }
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, C stored
-# through a TMA descriptor). With C stored by masked pointer stores, two more
-# warp-specialized configs, (128, 256, 64, 3, 4) and (128, 128, 64, 4, 4), never
-# answered their probe on the H200 (90 s and 40 s limits, two runs of
-# 2026-11-30; see BENCHMARKS.md); the notes' best Triton config (128, 256, 64,
-# 3, 4, warp-specialized) is tried with a TMA-descriptor store of C instead. A
-# TMA store needs C's rows 16-byte aligned, so those configs skip the ragged
-# shape.
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, how C is
+# stored): "masked" (pointer stores) or "tma" (a TMA descriptor), with the
+# descriptors of A and B made on the host and the tile order in a helper;
+# "device-tma" and "device-masked" are a flat kernel that makes its
+# descriptors itself (tl.make_tensor_descriptor). Triton 3.6's Hopper
+# warp-specialization pass fails on the notes' best config, (128, 256, 64, 3,
+# 4, warp-specialized), in the host-descriptor kernel (UNREACHABLE in
+# WSDataPartition with a TMA store; no answer within 90 s with masked stores,
+# 2026-11-30, see BENCHMARKS.md) and compiles it in the flat one. A TMA store
+# needs C's rows 16-byte aligned, so those configs skip the ragged shape.
 TRITON_CONFIGS = [
-    (128, 256, 64, 3, 8, True, False),
-    (128, 256, 64, 3, 8, False, False),
-    (128, 256, 64, 3, 4, True, True),
-    (128, 256, 64, 3, 8, True, True),
-    (128, 128, 64, 4, 4, False, True),
-    (128, 128, 64, 4, 4, False, False),
+    (128, 256, 64, 3, 8, True, "masked"),
+    (128, 256, 64, 3, 8, False, "masked"),
+    (128, 256, 64, 3, 8, True, "tma"),
+    (128, 128, 64, 4, 4, False, "tma"),
+    (128, 128, 64, 4, 4, False, "masked"),
+    (128, 256, 64, 3, 4, True, "device-tma"),
+    (128, 256, 64, 3, 4, True, "device-masked"),
 ]
 TRITON_GROUP_M = 8
 
@@ -494,19 +497,66 @@ if triton is not None:
         else:
             c_desc.store([row0, col0], acc.to(tl.float16))
 
+    @triton.jit
+    def bench_triton_matmul_device(a_ptr, b_ptr, c_ptr, M, N, K, ldc,
+                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                                   STAGES: tl.constexpr, SPECIALIZE: tl.constexpr,
+                                   TMA_STORE: tl.constexpr):
+        """C = A B^T in one function, the tile order of _triton_tile, with the
+        TMA descriptors made in the kernel: the form Triton 3.6's Hopper
+        warp specialization compiles with 4 warps and 128x256 tiles."""
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+        block = tl.program_id(0)
+        tiles_m = tl.cdiv(M, BLOCK_M)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        group_size = GROUP_M * tiles_n
+        first_row = block // group_size * GROUP_M
+        rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
+        in_group = block % group_size
+        row0 = (first_row + in_group % rows_in_group) * BLOCK_M
+        col0 = (in_group // rows_in_group) * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES,
+                           warp_specialize=SPECIALIZE):
+            a = a_desc.load([row0, kt * BLOCK_K])
+            b = b_desc.load([col0, kt * BLOCK_K])
+            acc = tl.dot(a, b.T, acc)
+        if TMA_STORE:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[ldc, 1],
+                                               block_shape=[BLOCK_M, BLOCK_N])
+            c_desc.store([row0, col0], acc.to(c_ptr.dtype.element_ty))
+        else:
+            rows = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
+            cols = col0 + tl.arange(0, BLOCK_N)
+            inside = (rows[:, None] < M) & (cols[None, :] < N)
+            tl.store(c_ptr + rows[:, None] * ldc + cols[None, :],
+                     acc.to(c_ptr.dtype.element_ty), mask=inside)
+
 
 def _triton_method(torch, inputs: Inputs, config):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    block_m, block_n, block_k, stages, warps, specialize, tma_store = config
+    block_m, block_n, block_k, stages, warps, specialize, c_store = config
     shape = inputs.shape
     grid = (math.ceil(shape.m / block_m) * math.ceil(shape.n / block_n),)
+    tma_store = c_store in ("tma", "device-tma")
     if tma_store and shape.n * 2 % 16:
         raise ValueError(f"a TMA store needs C's rows 16-byte aligned; N = {shape.n}")
     tiles = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=TRITON_GROUP_M,
                  STAGES=stages, SPECIALIZE=specialize, num_warps=warps)
 
+    def device_launcher(a, b, c):
+        return lambda: bench_triton_matmul_device[grid](a, b, c, shape.m, shape.n, shape.k,
+                                                         c.stride(0), TMA_STORE=tma_store,
+                                                         **tiles)
+
     def launcher(a, b, c):
+        if c_store.startswith("device"):
+            return device_launcher(a, b, c)
         a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k])
         b_desc = TensorDescriptor.from_tensor(b, [block_n, block_k])
         if tma_store:
@@ -522,6 +572,11 @@ def _triton_method(torch, inputs: Inputs, config):
             bench_triton_matmul[grid](a_desc, b_desc, c, shape.m, shape.n, shape.k, c.stride(0),
                                       **tiles)
         return launch
+
+    if c_store.startswith("device"):
+        # Descriptors made in the kernel live in a global scratch buffer.
+        triton.set_allocator(lambda size, alignment, stream:
+                             torch.empty(size, device="cuda", dtype=torch.int8))
 
     def run_once(a, b, c):
         launcher(a, b, c)()
