@@ -75,7 +75,8 @@ irdl.dialect @wsc {
   // Every executing thread arrives once on barriers[stage]. With the unit
   // attribute `per_warp`, each executing warp arrives once instead, from its
   // first lane after the warp's threads synchronize (their earlier accesses
-  // are ordered before the arrival); not under wsc.elect.
+  // are ordered before the arrival); not under a condition that can split a
+  // warp (one computed from wsc.elect or the thread id).
   irdl.operation @mbarrier_arrive {
     %bars = irdl.base @wsc::@mbarriers
     %stage = irdl.is index

@@ -78,9 +78,29 @@ def _verify_clustered(op: ir.Operation) -> int:
     return ctas
 
 
+#: Ops whose value can differ between the threads of one warp (wsc.role cannot:
+#: roles are whole warps).
+_PER_THREAD_OPS = ("gpu.thread_id", "gpu.lane_id", "wsc.elect")
+
+
+def _per_thread_source(value: ir.Value) -> str | None:
+    """The name of an op of _PER_THREAD_OPS that `value` is computed from, if any."""
+    pending, seen = [value], set()
+    while pending:
+        op = defining_op(pending.pop())
+        if op is None or op in seen:
+            continue
+        seen.add(op)
+        if op.name in _PER_THREAD_OPS:
+            return op.name
+        pending.extend(op.operands)
+    return None
+
+
 def _verify_per_warp(op: ir.Operation) -> None:
     """`per_warp` is a unit attribute, and whole warps must execute the op: a
-    lone elected thread cannot synchronize its warp."""
+    warp's threads synchronize before one of them arrives for all, so no
+    enclosing condition may split a warp."""
     if PER_WARP_ATTR not in op.attributes:
         return
     if not isinstance(op.attributes[PER_WARP_ATTR], ir.UnitAttr):
@@ -88,11 +108,10 @@ def _verify_per_warp(op: ir.Operation) -> None:
                   f"{op.attributes[PER_WARP_ATTR]}")
     parent = op.parent
     while parent is not None and parent.name != "func.func":
-        if parent.name == "scf.if":
-            condition = defining_op(parent.operands[0])
-            if condition is not None and condition.name == "wsc.elect":
-                _fail(op, f"'{PER_WARP_ATTR}' under wsc.elect: one thread cannot arrive for "
-                          f"its warp (the warp's threads must all execute the arrive)")
+        source = _per_thread_source(parent.operands[0]) if parent.name == "scf.if" else None
+        if source is not None:
+            _fail(op, f"'{PER_WARP_ATTR}' under a condition computed from {source}, which "
+                      f"can split a warp: every thread of each warp must execute the arrive")
         parent = parent.parent
 
 

@@ -335,8 +335,21 @@ func.func @per_warp_under_elect() attributes {wsc.num_threads = 128 : i32} {
   %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
   %elected = "wsc.elect"() : () -> i1
   scf.if %elected {
-    // expected-error @below {{'wsc.mbarrier_arrive' op 'per_warp' under wsc.elect: one thread cannot arrive for its warp (the warp's threads must all execute the arrive)}}
+    // expected-error @below {{'wsc.mbarrier_arrive' op 'per_warp' under a condition computed from wsc.elect, which can split a warp: every thread of each warp must execute the arrive}}
     "wsc.mbarrier_arrive"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+  }
+  return
+}
+// -----
+func.func @per_warp_under_a_thread_condition() attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  %tid = gpu.thread_id x
+  %half = arith.cmpi ult, %tid, %c16 : index
+  scf.if %half {
+    // expected-error @below {{'wsc.mbarrier_arrive_cluster' op 'per_warp' under a condition computed from gpu.thread_id, which can split a warp: every thread of each warp must execute the arrive}}
+    "wsc.mbarrier_arrive_cluster"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
   }
   return
 }
