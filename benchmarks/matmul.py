@@ -574,9 +574,17 @@ def _triton_method(torch, inputs: Inputs, config):
         return launch
 
     if c_store.startswith("device"):
-        # Descriptors made in the kernel live in a global scratch buffer.
-        triton.set_allocator(lambda size, alignment, stream:
-                             torch.empty(size, device="cuda", dtype=torch.int8))
+        # Descriptors made in the kernel live in a global scratch buffer; one
+        # per size, allocated once, so no launch pays for an allocation (the
+        # launches of one stream run in order, so they can share it).
+        scratch = {}
+
+        def allocate(size, alignment, stream):
+            if size not in scratch:
+                scratch[size] = torch.empty(size, device="cuda", dtype=torch.int8)
+            return scratch[size]
+
+        triton.set_allocator(allocate)
 
     def run_once(a, b, c):
         launcher(a, b, c)()

@@ -32,8 +32,10 @@ a `wsc.sync` before it is written again).
 
 After: the same computation, specialized (the seed's V3, generalised):
   - an *empty* barrier array beside the full one, with one arrival per consumer
-    thread (128 x num-consumer-groups), initialised before the block-wide sync
-    that makes barrier init visible, i.e. before the roles split;
+    thread that reads a stage (128 x num-consumer-groups; 128 in ping-pong,
+    where one group reads each stage; per warp with release = warp; times the
+    CTAs of a cluster), initialised before the block-wide sync that makes
+    barrier init visible, i.e. before the roles split;
   - num-consumer-groups consumer roles, warpgroup g on threads [128g, 128g+128),
     each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
@@ -54,7 +56,8 @@ After: the same computation, specialized (the seed's V3, generalised):
     the warp's wait_group has retired its lanes' WGMMAs), and the empty
     barriers count warps instead of threads;
   - one producer role after them (a warp, or a warpgroup when producer =
-    warpgroup, which also records register budgets for setmaxnreg): it waits on
+    warpgroup, which also records register budgets for setmaxnreg unless
+    rebalance-registers = false): it waits on
     empty[stage] (initial phase 1: fresh barriers pass at once), then one elected
     thread declares the bytes and issues the copies; after the loop it drains
     the last release of each filled stage, min(num_stages, k_tiles) waits, so
@@ -366,15 +369,19 @@ class _Specializer:
         The block starts with entry_register_cap(threads) registers per thread;
         consumers can only grow by what the producer warpgroup gives back, or
         their setmaxnreg.inc would wait forever."""
-        if self.options.producer == "warp":
-            # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
-            return None, None
         if not self.options.rebalance_registers:
+            if self.options.producer == "warp":
+                self._fail(self.kernel, "rebalance-registers = false only applies to "
+                                        "producer = warpgroup: a producer warp never gives "
+                                        "registers away")
             if self.options.consumer_registers:
                 self._fail(self.kernel, f"consumer-registers = "
                                         f"{self.options.consumer_registers} needs "
                                         f"rebalance-registers = true: without setmaxnreg "
                                         f"every role keeps the registers the block starts with")
+            return None, None
+        if self.options.producer == "warp":
+            # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
             return None, None
         entry = entry_register_cap(threads)
         producer = self.options.producer_registers

@@ -1165,10 +1165,11 @@ class Pipeline:
         """Consumer: wait until this trip's stage is full."""
         self._kb.mbarrier.wait(self.full[it.stage], phase=it.phase)
 
-    def release(self, stage) -> None:
+    def release(self, stage, per_warp: bool = False) -> None:
         """Consumer: hand `stage` back to the producer (after the WGMMAs reading it
-        have completed)."""
-        self._kb.mbarrier.arrive(self.empty[stage])
+        have completed); with `per_warp`, one arrival per warp (count warps in
+        `consumer_arrivals`)."""
+        self._kb.mbarrier.arrive(self.empty[stage], per_warp=per_warp)
 
     def drain(self, after: RingLoop) -> None:
         """Producer, after its loop: wait for the last release of every filled stage."""
@@ -1340,6 +1341,8 @@ class CompiledKernel:
         config = {f"block_{size}": tile for size, tile in grid}
         if self.kernel.persistent:
             config["persistent"] = True
+        if info.cluster > 1:
+            config["cluster_m"] = info.cluster
         if {"a", "b", "c"} <= set(tensors) and {"m", "n", "k"} <= set(sizes):
             b_layout = "nk" if tensors["b"]["shape"] == [sizes["n"], sizes["k"]] else "kn"
             problem.update(dtype=tensors["a"]["dtype"], out_dtype=tensors["c"]["dtype"],

@@ -382,8 +382,7 @@ def _resized(artifact, p: MatmulPlan):
     tensors = {name: dataclasses.replace(spec, shape=shapes[name])
                for name, spec in artifact.tensors.items()}
     return dataclasses.replace(artifact, tensors=tensors,
-                               grid=matmul_grid(p.m, p.n, {**artifact.config,
-                                                            "cluster_m": artifact.cluster}),
+                               grid=matmul_grid(p.m, p.n, artifact.config),
                                problem={**artifact.problem, "m": p.m, "n": p.n, "k": p.k})
 
 

@@ -84,13 +84,28 @@ _PER_THREAD_OPS = ("gpu.thread_id", "gpu.lane_id", "wsc.elect")
 
 
 def _per_thread_source(value: ir.Value) -> str | None:
-    """The name of an op of _PER_THREAD_OPS that `value` is computed from, if any."""
-    pending, seen = [value], set()
+    """The name of an op of _PER_THREAD_OPS that `value` is computed from, if
+    any; through scf.for's loop-carried values too (their initial and yielded
+    values), and any other loop's block argument counts as per thread."""
+    pending, seen = [value], []
     while pending:
-        op = defining_op(pending.pop())
-        if op is None or op in seen:
+        value = pending.pop()
+        if any(value == other for other in seen):
             continue
-        seen.add(op)
+        seen.append(value)
+        if isinstance(value, ir.BlockArgument):
+            loop = value.owner.owner.operation
+            if not loop.name.startswith("scf.") or (loop.name == "scf.for"
+                                                    and value.arg_number == 0):
+                continue  # kernel arguments and induction variables are uniform
+            if loop.name != "scf.for":
+                return f"a block argument of {loop.name}"
+            carried = value.arg_number - 1
+            body = value.owner
+            terminator = body.operations[len(body.operations) - 1]
+            pending += [loop.operands[3 + carried], terminator.operands[carried]]
+            continue
+        op = defining_op(value)
         if op.name in _PER_THREAD_OPS:
             return op.name
         pending.extend(op.operands)
@@ -196,6 +211,8 @@ def _barrier_count(op: ir.Operation, barriers: ir.Value) -> int | None:
 
 def _verify_op(op: ir.Operation) -> None:
     name = op.name
+    if PER_WARP_ATTR in op.attributes and name not in ARRIVE_OPS:
+        _fail(op, f"'{PER_WARP_ATTR}' applies to {' and '.join(ARRIVE_OPS)} only")
     if name == "wsc.role":
         _verify_role(op)
     elif name == "wsc.alloc_shared":

@@ -353,3 +353,28 @@ func.func @per_warp_under_a_thread_condition() attributes {wsc.cluster_size = 2 
   }
   return
 }
+// -----
+func.func @per_warp_under_a_loop_carried_election(%n: index) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %false = arith.constant false
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  %elected = "wsc.elect"() : () -> i1
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%carried = %false) -> (i1) {
+    scf.if %carried {
+      // expected-error @below {{'wsc.mbarrier_arrive' op 'per_warp' under a condition computed from wsc.elect, which can split a warp: every thread of each warp must execute the arrive}}
+      "wsc.mbarrier_arrive"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+    }
+    scf.yield %elected : i1
+  }
+  return
+}
+// -----
+func.func @per_warp_on_a_wait() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.mbarrier_wait' op 'per_warp' applies to wsc.mbarrier_arrive and wsc.mbarrier_arrive_cluster only}}
+  "wsc.mbarrier_wait"(%full, %c0, %false) {per_warp} : (!wsc.mbarriers, index, i1) -> ()
+  return
+}

@@ -3,17 +3,19 @@
 // RUN: not wsc-opt --split-input-file --warp-specialize=num-consumer-groups=4 %s 2>&1 | FileCheck %s --check-prefix=GROUPS
 // RUN: not wsc-opt --split-input-file --warp-specialize='num-consumer-groups=2 producer=warpgroup consumer-registers=256' %s 2>&1 | FileCheck %s --check-prefix=REGISTERS
 // RUN: not wsc-opt --split-input-file --warp-specialize='num-consumer-groups=2 producer=warpgroup rebalance-registers=false consumer-registers=200' %s 2>&1 | FileCheck %s --check-prefix=KEEP
+// RUN: not wsc-opt --split-input-file --warp-specialize='rebalance-registers=false' %s 2>&1 | FileCheck %s --check-prefix=KEEP-WARP
 // RUN: not wsc-opt --warp-specialize=num-consumer-groups=3 %s 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: not wsc-opt --split-input-file --warp-specialize='wgmma-in-flight=1 num-stages=1' %s 2>&1 | FileCheck %s --check-prefix=INFLIGHT
 
 // GROUPS: error: --warp-specialize: a 128-row tile cannot be split over 4 consumer warpgroups in multiples of 64 rows
 // REGISTERS: error: --warp-specialize: consumer-registers = 256 cannot be met: a block of 384 threads starts with 168 registers per thread and a 40-register producer frees enough for at most 232 per consumer
 // KEEP: error: --warp-specialize: consumer-registers = 200 needs rebalance-registers = true: without setmaxnreg every role keeps the registers the block starts with
+// KEEP-WARP: error: --warp-specialize: rebalance-registers = false only applies to producer = warpgroup: a producer warp never gives registers away
 // OPTION: wsc-opt: error: option 'num-consumer-groups' must be one of 1, 2, 4, got '3'
 // INFLIGHT: error: --warp-specialize: wgmma-in-flight = 1 needs at least 2 stages: with 1 the stage a WGMMA group still reads is the one released
 
 // A supported kernel: no diagnostics with the default options (the error
-// under other options is checked by the GROUPS, REGISTERS and KEEP runs).
+// under other options is checked by the GROUPS, REGISTERS, KEEP and KEEP-WARP runs).
 func.func @supported(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
