@@ -122,7 +122,8 @@ def _verify_per_warp(op: ir.Operation) -> None:
         _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got "
                   f"{op.attributes[PER_WARP_ATTR]}")
     parent = op.parent
-    while parent is not None and parent.name != "func.func":
+    while parent is not None and parent.operation.name != "func.func":
+        parent = parent.operation
         source = _per_thread_source(parent.operands[0]) if parent.name == "scf.if" else None
         if source is not None:
             _fail(op, f"'{PER_WARP_ATTR}' under a condition computed from {source}, which "
