@@ -16,7 +16,7 @@ from wsc.codegen.layout import BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MBARRIER_BYTES, r
 from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE,
-                          cluster_size, constant_int, defining_op, enclosing_kernel,
+                          cluster_size, constant_int, defining_op, enclosing, enclosing_kernel,
                           enclosing_role, int_attr,
                           kernels, memref_shape, memref_space, walk)
 
@@ -121,14 +121,11 @@ def _verify_per_warp(op: ir.Operation) -> None:
     if not isinstance(op.attributes[PER_WARP_ATTR], ir.UnitAttr):
         _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got "
                   f"{op.attributes[PER_WARP_ATTR]}")
-    parent = op.parent
-    while parent is not None and parent.operation.name != "func.func":
-        parent = parent.operation
-        source = _per_thread_source(parent.operands[0]) if parent.name == "scf.if" else None
-        if source is not None:
-            _fail(op, f"'{PER_WARP_ATTR}' under a condition computed from {source}, which "
-                      f"can split a warp: every thread of each warp must execute the arrive")
-        parent = parent.parent
+    split = enclosing(op, lambda p: p.name == "scf.if" and _per_thread_source(p.operands[0]))
+    if split is not None:
+        _fail(op, f"'{PER_WARP_ATTR}' under a condition computed from "
+                  f"{_per_thread_source(split.operands[0])}, which can split a warp: every "
+                  f"thread of each warp must execute the arrive")
 
 
 def _verify_role(op: ir.Operation) -> None:

@@ -868,7 +868,7 @@ class KernelLowering:
             yield
             return
         E.warp_sync()
-        lane = E.andi(self.tid, E.const(WARP_SIZE - 1, E.i32()))
+        _, lane = self._warp_and_lane(op)
         guard = E.if_then(E.cmpi("eq", lane, E.const(0, E.i32())))
         with E.then_body(guard):
             yield
