@@ -14,12 +14,17 @@
 `tune` compiles every candidate the cache does not hold yet, each in a process
 of its own and several at a time; a candidate that fails to build or compile
 (too much shared memory, a register budget that cannot be met, ...) drops out
-with the compiler's reason. On a Hopper GPU it then runs each compiled
-candidate in a process of its own (a failed launch poisons its CUDA context),
-checks it against a float64 reference, times it, and records the fastest
-correct one in the persistent cache (`wsc.cache`), keyed by the function,
-its source file, the fixed arguments, the problem (or a class of problems)
-and the GPU. Without a GPU it compiles only and records nothing.
+with the compiler's reason. A candidate is compiled once per config and
+fixed arguments: the kernels read their sizes at run time, so its artifact
+is resized to each problem (`Artifact.resized`). On a Hopper GPU `tune` then
+runs the compiled candidates in one process of their own, on shared inputs
+(a candidate that faults or hangs ends that process and the rest go on in a
+fresh one), checks each against a float64 reference, times it, and records
+the fastest correct one in the persistent cache (`wsc.cache`), keyed by the
+function, its source file, the fixed arguments, the problem (or a class of
+problems) and the GPU; if none is correct, it records that, with the
+reasons, so the search is not repeated. Without a GPU it compiles only and
+records nothing.
 
 This module imports neither MLIR nor the builder; workers do.
 """
@@ -94,6 +99,9 @@ class TuneResult:
     best_artifact: Path | None = None
     #: True when the choice came from the cache, not from timing now.
     cached: bool = False
+    #: Why there is no `best` after a search on the GPU (every candidate
+    #: dropped out), else None.
+    failure: str | None = None
 
     def table(self) -> str:
         """One line per candidate: config, compile time, and time or reason."""
@@ -175,18 +183,19 @@ class Autotuned:
 
     # Compiling -----------------------------------------------------------------------
 
-    def _candidate_key(self, config: dict, fixed: dict, sizes: dict) -> dict:
+    def _candidate_key(self, config: dict, fixed: dict) -> dict:
         return {"kind": "autotune-candidate", **self._identity(), "fixed": fixed,
-                "config": config, "sizes": sizes}
+                "config": config}
 
     def artifact(self, config: dict, sizes: dict, fixed: dict | None = None,
                  cache=None) -> Path:
-        """The artifact directory of one config compiled for the problem `sizes`:
-        the cached one, or compiled now in this process and cached."""
+        """The artifact directory of one config: the cached one, or compiled now
+        in this process (written for the problem `sizes`) and cached. It serves
+        any problem: resize it (`Artifact.resized`) to the sizes at hand."""
         cache = cache or _default_cache()
         fixed = fixed or {}
         return cache.build_artifact(
-            self._candidate_key(config, fixed, sizes),
+            self._candidate_key(config, fixed),
             lambda staging: _compile_into(self.fn, {**fixed, **config}, sizes, staging))
 
     def _compile_all(self, candidates: list[Candidate], sizes: dict, fixed: dict, cache,
@@ -196,7 +205,7 @@ class Autotuned:
         in_workers = jobs > 1 and self._importable()
 
         def compile_one(candidate: Candidate) -> None:
-            key = self._candidate_key(candidate.config, fixed, sizes)
+            key = self._candidate_key(candidate.config, fixed)
             failure_key = {**key, "kind": "autotune-candidate-failure"}
             arguments = {**fixed, **candidate.config}
 
@@ -244,7 +253,7 @@ class Autotuned:
         dtype); `problem_class` is what the cached choice is keyed by instead
         of the exact sizes (e.g. shape buckets); `retune` ignores a cached
         choice."""
-        from wsc.device import hopper_gpu_visible, run_artifact
+        from wsc.device import hopper_gpu_visible, run_artifacts
 
         cache = cache or _default_cache()
         fixed = dict(fixed or {})
@@ -256,6 +265,8 @@ class Autotuned:
         candidates = [Candidate(config) for config in self.configs()]
         if gpu is not None and not retune:
             entry = cache.get(choice_key)
+            if entry is not None and entry.get("best") is None and entry.get("failure"):
+                return TuneResult(cached=True, failure=entry["failure"])
             if entry is not None and entry.get("best") in self.configs():
                 best = entry["best"]
                 path = self.artifact(best, sizes, fixed, cache)
@@ -263,32 +274,36 @@ class Autotuned:
 
         to_compile = []
         for candidate in candidates:
-            key = self._candidate_key(candidate.config, fixed, sizes)
+            key = self._candidate_key(candidate.config, fixed)
             failure = cache.get({**key, "kind": "autotune-candidate-failure"})
             candidate.artifact_dir = cache.get_artifact(key)
             if failure is not None:
                 candidate.error = failure["error"]
             elif candidate.artifact_dir is None:
                 to_compile.append(candidate)
-        steps = len(to_compile) + (len(candidates) if gpu is not None else 0)
+        steps = len(to_compile) + (1 if gpu is not None else 0)
         with _progress_bar(steps, f"autotune {self.__name__}", progress) as advance:
             self._compile_all(to_compile, sizes, fixed, cache, jobs, advance)
             result = TuneResult(candidates)
             if gpu is None:
                 return result
-            for candidate in candidates:
-                if candidate.error is None:
-                    report = run_artifact(candidate.artifact_dir)
-                    candidate.report = report
-                    if not report.get("ok"):
-                        candidate.error = "failed its check on the GPU: " + json.dumps(report)
-                advance(1)
+            runnable = [c for c in candidates if c.error is None]
+            reports = run_artifacts([c.artifact_dir for c in runnable], sizes=sizes)
+            for candidate, report in zip(runnable, reports):
+                candidate.report = report
+                if not report.get("ok"):
+                    candidate.error = "failed its check on the GPU: " + json.dumps(report)
+            advance(1)
         timed = [c for c in candidates if c.ms is not None]
         if timed:
             fastest = min(timed, key=lambda c: c.ms)
             result.best, result.best_artifact = fastest.config, fastest.artifact_dir
             cache.put(choice_key, {"best": fastest.config, "ms": fastest.ms,
                                    "timings": [{"config": c.config, "ms": c.ms} for c in timed]})
+        else:
+            result.failure = "; ".join(f"{c.config}: {(c.error or 'not timed').splitlines()[0][:300]}"
+                                       for c in candidates) or "the space is empty"
+            cache.put(choice_key, {"best": None, "failure": result.failure})
         return result
 
 

@@ -34,7 +34,6 @@ verifier's and the passes' diagnostics point into the user's Python file.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import tempfile
@@ -1308,49 +1307,23 @@ class CompiledKernel:
         from wsc.compiler import write_artifact
 
         info = self.result.info
-        if set(sizes) != set(info.dims):
-            raise ValueError(f"kernel '{info.name}' reads sizes {', '.join(info.dims) or 'none'};"
-                             f" got {', '.join(sizes) or 'none'}")
-        for name, value in sizes.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"size {name} must be a positive int, got {value!r}")
-        shapes = {name: [None, None] for name in info.tensors}
-        for size, dims in info.dims.items():
-            for tensor, dim in dims:
-                shapes[tensor][dim] = sizes[size]
-        tensors = {}
-        for name, spec in info.tensors.items():
-            if spec["role"] == "unused":
-                continue
-            if None in shapes[name]:
-                raise ValueError(f"kernel '{info.name}': tensor '{name}' has a dim that none "
-                                 f"of the sizes it reads gives")
-            tensors[name] = {"shape": shapes[name], "dtype": spec["dtype"], "role": spec["role"]}
         grid = self.kernel.grid
-        if any(size not in sizes for size, _ in grid):
-            raise ValueError(f"the grid counts tiles of {', '.join(s for s, _ in grid)}; got "
-                             f"sizes {', '.join(sizes)}")
-        launch_grid = [math.ceil(sizes[size] / tile) for size, tile in grid]
-        launch_grid += [1] * (3 - len(launch_grid))
-        # A cluster's blocks are consecutive along x and launch together: the
-        # last cluster's extra blocks find their tiles past the end.
-        launch_grid[0] = -(-launch_grid[0] // info.cluster) * info.cluster
-        if self.kernel.persistent:
-            launch_grid = [math.prod(launch_grid), 1, 1]
         problem = dict(sizes)
         config = {f"block_{size}": tile for size, tile in grid}
         if self.kernel.persistent:
             config["persistent"] = True
         if info.cluster > 1:
             config["cluster_m"] = info.cluster
-        if {"a", "b", "c"} <= set(tensors) and {"m", "n", "k"} <= set(sizes):
-            b_layout = "nk" if tensors["b"]["shape"] == [sizes["n"], sizes["k"]] else "kn"
-            problem.update(dtype=tensors["a"]["dtype"], out_dtype=tensors["c"]["dtype"],
+        if {"a", "b", "c"} <= set(info.tensors) and {"m", "n", "k"} <= set(sizes):
+            # B is [N, K] when its first dim is N: read from the kernel, not
+            # from the sizes, which cannot tell the layouts apart where N = K.
+            b_layout = "nk" if ["b", 0] in info.dims.get("n", []) else "kn"
+            problem.update(dtype=info.tensors["a"]["dtype"], out_dtype=info.tensors["c"]["dtype"],
                            b_layout=b_layout)
             if info.accumulator == "f16":
                 problem["accumulator"] = "f16"
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
-        return write_artifact(out, self.result, tuple(launch_grid), problem, config, tensors,
+        return write_artifact(out, self.result, dict(sizes), grid, problem, config,
                               persistent=self.kernel.persistent)
 
 

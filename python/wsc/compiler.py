@@ -25,7 +25,7 @@ from wsc.dialect import TMA_LOAD_OPS
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import walk
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
-from wsc.runtime.artifact import matmul_grid
+from wsc.runtime.artifact import tile_grid
 from wsc.verifier import verify_wsc
 
 
@@ -168,15 +168,44 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp.name, path)
 
 
-def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tuple[int, int, int],
-                   problem: dict, config: dict, tensors: dict, persistent: bool = False) -> Path:
-    """Write kernel.ptx and kernel.json (the launch description) into out_dir,
+def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dict[str, int],
+                   grid_tiles: tuple[tuple[str, int], ...], problem: dict, config: dict,
+                   persistent: bool = False) -> Path:
+    """Write kernel.ptx and kernel.json (the launch description) into out_dir
+    for the problem `sizes` (the sizes the kernel reads, KernelInfo.dims),
     and kernel.cubin when ptxas assembled the PTX (the runtime prefers it: no
-    JIT at load, and it is the very code the ptxas report describes). A
-    `persistent` kernel's grid counts its work items (Artifact.launch_grid)."""
+    JIT at load, and it is the very code the ptxas report describes). The
+    grid counts tiles of `grid_tiles`' (size, tile) pairs; a `persistent`
+    kernel's grid counts its work items (Artifact.launch_grid). kernel.json
+    also records which dims each size sets and the grid's tiles, so the
+    runtime can resize the artifact to any other problem
+    (Artifact.resized)."""
+    info = result.info
+    if set(sizes) != set(info.dims):
+        raise ValueError(f"kernel '{info.name}' reads sizes {', '.join(info.dims) or 'none'};"
+                         f" got {', '.join(sizes) or 'none'}")
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"size {name} must be a positive int, got {value!r}")
+    if any(size not in sizes for size, _ in grid_tiles):
+        raise ValueError(f"the grid counts tiles of {', '.join(s for s, _ in grid_tiles)}; got "
+                         f"sizes {', '.join(sizes)}")
+    used = {name for name, spec in info.tensors.items() if spec["role"] != "unused"}
+    shapes = {name: [None, None] for name in used}
+    dims = {size: [[tensor, dim] for tensor, dim in pairs if tensor in used]
+            for size, pairs in info.dims.items()}
+    for size, pairs in dims.items():
+        for tensor, dim in pairs:
+            shapes[tensor][dim] = sizes[size]
+    tensors = {}
+    for name in sorted(used, key=list(info.tensors).index):
+        if None in shapes[name]:
+            raise ValueError(f"kernel '{info.name}': tensor '{name}' has a dim that none of the "
+                             f"sizes it reads gives")
+        spec = info.tensors[name]
+        tensors[name] = {"shape": shapes[name], "dtype": spec["dtype"], "role": spec["role"]}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    info = result.info
     _write_atomically(out / "kernel.ptx", result.ptx)
     images = {"ptx": "kernel.ptx"}
     if result.ptxas is not None and result.ptxas.cubin:
@@ -191,13 +220,15 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, grid: tupl
         "kernel_name": info.name,
         **images,
         "block": list(info.block),
-        "grid": list(grid),
+        "grid": list(tile_grid(sizes, grid_tiles, info.cluster, persistent)),
         **({"persistent": True} if persistent else {}),
         **({"cluster": info.cluster} if info.cluster > 1 else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
         "problem": problem,
         "config": config,
         "tensors": tensors,
+        "sizes": {size: pairs for size, pairs in dims.items() if pairs},
+        "grid_tiles": [[size, tile] for size, tile in grid_tiles],
         "tensor_maps": info.tensor_maps,
         "params": info.params,
         "compile": {
@@ -260,11 +291,8 @@ def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: 
     reads its sizes at run time, so one CompileResult serves every shape
     whose TMA row strides are legal."""
     _check_tma_strides(k, n, problem, config)
-    b_shape = [n, k] if problem.b_layout == "nk" else [k, n]
-    tensors = {"a": {"shape": [m, k], "dtype": problem.dtype, "role": "input"},
-               "b": {"shape": b_shape, "dtype": problem.dtype, "role": "input"},
-               "c": {"shape": [m, n], "dtype": problem.out_dtype, "role": "output"}}
     problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
                     "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
-    return write_artifact(out_dir, result, matmul_grid(m, n, config.as_dict()), problem_json,
-                          config.as_dict(), tensors, persistent=config.persistent)
+    return write_artifact(out_dir, result, {"m": m, "n": n, "k": k},
+                          (("m", config.block_m), ("n", config.block_n)), problem_json,
+                          config.as_dict(), persistent=config.persistent)

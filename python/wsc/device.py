@@ -23,20 +23,44 @@ def hopper_gpu_visible() -> bool:
         return False
 
 
+#: The errors after which `wsc run` reports and exits: the context is unusable.
+FATAL_ERRORS = ("LaunchTimeout", "KernelFault")
+
+
 def run_artifact(artifact_dir: str | os.PathLike, bench: bool = True,
-                 timeout_s: float = 300.0) -> dict:
+                 timeout_s: float = 300.0, sizes: dict | None = None) -> dict:
     """Run a matmul artifact on the GPU in a process of its own (a failed or hung
     launch must not take this one down): random inputs, a NaN-poisoned output,
     a float64 reference and, with `bench`, CUDA-event timings. Returns the
     report of `wsc run` (keys ok, rel_err, nan_count, ms, tflops, ...)."""
-    command = [sys.executable, "-m", "wsc.runtime.run_cli", str(artifact_dir), "--check"]
-    if bench:
-        command.append("--bench")
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"no report within {timeout_s} s"}
-    reports = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not reports:
-        return {"ok": False, "error": (proc.stderr.strip() or "no report")[-2000:]}
-    return json.loads(reports[-1])
+    return run_artifacts([artifact_dir], bench, timeout_s, sizes)[0]
+
+
+def run_artifacts(artifact_dirs: list, bench: bool = True, timeout_s: float = 300.0,
+                  sizes: dict | None = None) -> list[dict]:
+    """`run_artifact` for several artifacts of one problem (resized to `sizes`
+    where given), all in one process of their own, which shares the inputs
+    and reference among them. A kernel that faults or hangs ends that
+    process: it is reported as failed and the artifacts after it run in a
+    fresh one. `timeout_s` bounds each process."""
+    reports: list[dict] = []
+    while len(reports) < len(artifact_dirs):
+        rest = [str(path) for path in artifact_dirs[len(reports):]]
+        command = [sys.executable, "-m", "wsc.runtime.run_cli", *rest, "--check"]
+        command += [f"--size={name}={value}" for name, value in (sizes or {}).items()]
+        if bench:
+            command.append("--bench")
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+            stdout, stderr = proc.stdout, proc.stderr
+            error = (stderr.strip() or "no report")[-2000:]
+        except subprocess.TimeoutExpired as expired:
+            stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
+            error = f"no report within {timeout_s} s"
+        new = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+        reports += new
+        ended_by_last = new and new[-1].get("error", "").startswith(FATAL_ERRORS)
+        if len(reports) < len(artifact_dirs) and not ended_by_last:
+            # The process died without a word on the next artifact: that one broke it.
+            reports.append({"ok": False, "error": error})
+    return reports[:len(artifact_dirs)]

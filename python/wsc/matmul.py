@@ -27,15 +27,14 @@ machine without them runs what its cache already holds.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import threading
-from collections import OrderedDict
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from wsc.autotune import autotune, compiler_digest
+from wsc.autotune import autotune
 
 #: Input dtypes, by wsc name; outputs may also be f32.
 INPUT_DTYPES = ("f16", "bf16")
@@ -45,8 +44,6 @@ _NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
 _ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
 #: TMA: global row strides and base addresses are multiples of 16 bytes.
 TMA_ALIGN = 16
-#: Loaded kernels kept per process, one per (compiled kernel, problem shape).
-_LOADED_KERNELS = 64
 
 
 # Reading the operands ------------------------------------------------------------
@@ -323,33 +320,58 @@ def config_key(p: MatmulPlan, device: str) -> dict:
 
 def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
     """The config for `p` on `device`: the cached choice for its class, else
-    the result of `tune(p)` (which is then cached), else the default."""
+    the result of `tune(p)` (which is then cached), else the default. A tune
+    that found nothing is cached as such, with its reason: the default is
+    used from then on, with a warning once per process."""
     key = config_key(p, device)
     entry = cache.get(key)
     if entry is not None and entry.get("config") in SPACES[p.space].configs():
         return entry["config"]
+    if entry is not None and entry.get("config") is None and entry.get("failure"):
+        return _fallback(p, entry["failure"])
     if tune is None or not _autotune_enabled():
         return dict(DEFAULT_CONFIGS[p.space])
-    config = tune(p)
+    config, failure = tune(p)
     if config is None:
-        return dict(DEFAULT_CONFIGS[p.space])
+        cache.put(key, {"config": None, "failure": failure})
+        return _fallback(p, failure)
     cache.put(key, {"config": config})
     return config
 
 
-def _tune(p: MatmulPlan) -> dict | None:
-    """Autotune `p`'s problem (progress bar on stderr); None if nothing ran."""
-    result = SPACES[p.space].tune({"m": p.m, "n": p.n, "k": p.k},
-                                     fixed={"dtype": p.dtype, "out_dtype": p.out_dtype,
-                                            "b_layout": p.b_layout},
-                                     problem_class={"class": shape_class(p.m, p.n, p.k)},
-                                     cache=_cache())
-    return result.best
+_warned: set = set()
+
+
+def _fallback(p: MatmulPlan, failure: str) -> dict:
+    """The default config of `p`'s space, after a tune that found nothing."""
+    said = (p.space, tuple(shape_class(p.m, p.n, p.k)), p.dtype, p.out_dtype)
+    if said not in _warned:
+        _warned.add(said)
+        warnings.warn(f"wsc.matmul: autotuning {p.m}x{p.n}x{p.k} ({p.dtype} -> {p.out_dtype}, "
+                      f"B {p.b_layout}) found no correct config, so the default one runs; "
+                      f"this is cached (clear {_cache().root} to tune again). Why: "
+                      f"{failure[:1000]}", RuntimeWarning, stacklevel=4)
+    return dict(DEFAULT_CONFIGS[p.space])
+
+
+def _tune(p: MatmulPlan) -> tuple[dict | None, str | None]:
+    """Autotune `p`'s problem (progress bar on stderr): the best config, or None
+    and why."""
+    result = SPACES[p.space].tune({"m": p.m, "n": p.n, "k": p.k}, fixed=_fixed(p),
+                                  problem_class={"class": shape_class(p.m, p.n, p.k)},
+                                  cache=_cache())
+    return result.best, result.failure
+
+
+def _fixed(p: MatmulPlan) -> dict:
+    """The kernel arguments a problem fixes (those of matmul_kernel but the config)."""
+    return {"dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout}
 
 
 _state_lock = threading.Lock()
 _cache_instance = None
-_kernels: OrderedDict = OrderedDict()
+#: Loaded kernels, one per (artifact directory, device ordinal).
+_kernels: dict = {}
 
 
 def _cache():
@@ -373,74 +395,112 @@ def _device_name(ordinal: int) -> str:
     return f"{device.name} (sm_{major}{minor})"
 
 
-def _resized(artifact, p: MatmulPlan):
-    """The compiled kernel's launch description for the problem of `p`."""
-    from wsc.runtime.artifact import matmul_grid
-
-    b_shape = (p.n, p.k) if p.b_layout == "nk" else (p.k, p.n)
-    shapes = {"a": (p.m, p.k), "b": b_shape, "c": (p.m, p.n)}
-    tensors = {name: dataclasses.replace(spec, shape=shapes[name])
-               for name, spec in artifact.tensors.items()}
-    return dataclasses.replace(artifact, tensors=tensors,
-                               grid=matmul_grid(p.m, p.n, artifact.config),
-                               problem={**artifact.problem, "m": p.m, "n": p.n, "k": p.k})
-
-
 def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
     """The artifact directory of the kernel for `config` and `p`'s dtypes and B
-    layout, compiled now if the cache does not hold it. It was written for
-    some problem; `_resized` adapts it to any other."""
-    fixed = {"dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout}
-
-    def build(staging: Path) -> None:
-        kernel = matmul_kernel(**fixed, **config)
-        kernel.compile().write_artifact(staging, m=p.m, n=p.n, k=p.k)
-
-    return cache.build_artifact({"kind": "wsc.matmul-kernel", **fixed, "config": config,
-                                 "compiler": compiler_digest()}, build)
+    layout, compiled now if the cache does not hold it: the autotuner's own
+    entry, so a tuned candidate is never compiled twice. It was written for
+    some problem; Artifact.resized adapts it to any other."""
+    return SPACES[p.space].artifact(config, {"m": p.m, "n": p.n, "k": p.k}, _fixed(p), cache)
 
 
 def _kernel_for(p: MatmulPlan, ordinal: int):
-    """A loaded wsc.runtime.Kernel for `p` on cuda:`ordinal`, compiling and
-    tuning as needed."""
-    from wsc.runtime import Kernel, load_artifact
+    """A loaded wsc.runtime.Kernel for `p` on cuda:`ordinal`, described for
+    `p`'s sizes, compiling and tuning as needed."""
+    from wsc.runtime import Kernel
 
     cache = _cache()
     config = choose_config(p, _device_name(ordinal), cache, _tune)
     directory = compiled_kernel_dir(p, config, cache)
-    key = (str(directory), p.m, p.n, p.k, ordinal)
+    key = (str(directory), ordinal)
     with _state_lock:
-        if key in _kernels:
-            _kernels.move_to_end(key)
-            return _kernels[key]
-    kernel = Kernel(_resized(load_artifact(directory), p), device=ordinal)
-    with _state_lock:
-        _kernels[key] = kernel
-        while len(_kernels) > _LOADED_KERNELS:
-            _kernels.popitem(last=False)
-    return kernel
+        kernel = _kernels.get(key)
+    if kernel is None:
+        kernel = Kernel(directory, device=ordinal)
+        with _state_lock:
+            kernel = _kernels.setdefault(key, kernel)
+    return kernel.resized(m=p.m, n=p.n, k=p.k)
 
 
 # Running -------------------------------------------------------------------------------
 
-def _run_torch(a, b, out) -> None:
-    """out = a @ b for CUDA tensors (checked here too: the custom ops can be
-    called directly, without wsc.matmul's checks)."""
-    import torch
+#: Calls already resolved, by signature (see `_signature`): how to launch them.
+_bound: dict = {}
+#: Signatures kept per process; past it the oldest are forgotten (and resolved again).
+_BOUND_SIGNATURES = 4096
 
-    p = plan(a, b, out)
+
+class _BoundMatmul:
+    """One signature of call, resolved: the kernel bound to its tensors' shapes,
+    strides and dtypes; a call passes only data pointers and the stream."""
+
+    __slots__ = ("launch", "out_shape", "out_dtype", "ordinal")
+
+    def __init__(self, launch, out_shape: tuple[int, int], out_dtype, ordinal: int):
+        self.launch, self.out_shape = launch, out_shape
+        self.out_dtype, self.ordinal = out_dtype, ordinal
+
+    def __call__(self, a, b, out):
+        if out is None:
+            out = _torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+        pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        if (pointers[0] | pointers[1] | pointers[2]) % TMA_ALIGN:
+            _check_alignment(a, b, out)
+        self.launch(_current_stream(self.ordinal), *pointers)
+        return out
+
+
+def _signature(a, b, out, out_dtype) -> tuple:
+    """What decides how a call runs, but the data pointers: a call of a known
+    signature launches at once."""
+    result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else out_dtype
+    return (a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device,
+            result)
+
+
+def _check_alignment(a, b, out) -> None:
     for name, tensor in (("a", a), ("b", b), ("out", out)):
         if tensor.data_ptr() % TMA_ALIGN:
             raise ValueError(f"wsc.matmul: {name}'s data starts at {tensor.data_ptr():#x}, "
                              f"which is not {TMA_ALIGN}-byte aligned")
-    if p.m == 0 or p.n == 0:
-        return
-    if p.k == 0:
-        out.zero_()
-        return
-    kernel = _kernel_for(p, a.device.index if a.device.index is not None else 0)
+
+
+def _bind(a, b, out) -> _BoundMatmul | None:
+    """Resolve a call of a new signature (checks, config, kernel) and remember
+    it; None for an empty product, which launches nothing."""
+    from wsc.runtime import BoundLaunch
+
+    p = plan(a, b, out)
+    _check_alignment(a, b, out)
+    if 0 in (p.m, p.n, p.k):
+        return None
+    ordinal = a.device.index if a.device.index is not None else 0
+    kernel = _kernel_for(p, ordinal)
     kernel_b = b if p.b_layout == "kn" else b.t()
-    kernel.launch(stream=torch.cuda.current_stream(a.device), a=a, b=kernel_b, c=out)
+    launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out))
+    if launch.names != ("a", "b", "c"):
+        raise RuntimeError(f"wsc.matmul: the kernel takes tensors {launch.names}, not a, b, c")
+    return _BoundMatmul(launch, (p.m, p.n), out.dtype, ordinal)
+
+
+def _remember(signature: tuple, bound: _BoundMatmul) -> None:
+    if len(_bound) >= _BOUND_SIGNATURES:
+        _bound.pop(next(iter(_bound)), None)
+    _bound[signature] = bound
+
+
+def _run_torch(a, b, out) -> None:
+    """out = a @ b for CUDA tensors (checked here too: the custom ops can be
+    called directly, without wsc.matmul's checks)."""
+    signature = _signature(a, b, out, None)
+    bound = _bound.get(signature)
+    if bound is None:
+        bound = _bind(a, b, out)
+        if bound is None:
+            if out.numel():
+                out.zero_()  # K = 0: a sum of nothing
+            return
+        _remember(signature, bound)
+    bound(a, b, out)
 
 
 def _matmul_numpy(a, b, out, out_dtype):
@@ -485,6 +545,31 @@ def _matmul_numpy(a, b, out, out_dtype):
 def matmul(a, b, *, out=None, out_dtype=None):
     """a @ b with fp32 accumulation (see the module docstring). Returns `out`
     when given, else a new tensor (or numpy array, for numpy inputs)."""
+    torch = _torch
+    if (torch is not None and type(a) is torch.Tensor and type(b) is torch.Tensor
+            and (out is None or type(out) is torch.Tensor)
+            and not torch.compiler.is_compiling()
+            and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))):
+        # A call of a signature seen before launches at once; the first one of
+        # a signature (and any tracing, fake or autograd call) takes the
+        # custom op below, which resolves it.
+        bound = _bound.get(_signature(a, b, out, out_dtype))
+        if bound is not None:
+            return bound(a, b, out)
+    try:
+        return _matmul(a, b, out, out_dtype)
+    except Exception as error:
+        from wsc.runtime.driver import CudaUnavailableError
+
+        if not isinstance(error, CudaUnavailableError):
+            raise
+        raise CudaUnavailableError(
+            f"wsc.matmul needs an NVIDIA Hopper GPU and its CUDA driver, and this machine has "
+            f"none usable ({error}). Kernels can still be compiled here, without a GPU, with "
+            f"`wsc compile-matmul`.") from None
+
+
+def _matmul(a, b, out, out_dtype):
     if _describe(a, "a").kind == "numpy":
         return _matmul_numpy(a, b, out, out_dtype)
     p = plan(a, b, out, out_dtype)
@@ -493,18 +578,28 @@ def matmul(a, b, *, out=None, out_dtype=None):
         raise ValueError(f"wsc.matmul: a and b must be CUDA tensors, got tensors on "
                          f"{a.device}; move them with .cuda() (numpy arrays are copied to "
                          f"the GPU for you)")
-    import torch
-
+    torch = _torch
     if out is not None:
         torch.ops.wsc.matmul_out(a, b, out)
         return out
-    return torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
+    result = torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
+    if type(a) is torch.Tensor and a.device.type == "cuda":
+        # The functional call of this signature: allocate and launch from now on.
+        bound = _bound.get(_signature(a, b, result, None))
+        if bound is not None:
+            _remember(_signature(a, b, None, out_dtype), bound)
+    return result
 
 
 def _torch_dtype(name: str):
     import torch
 
     return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def _current_stream(ordinal: int) -> int:
+    """The raw handle of torch's current stream on cuda:`ordinal`."""
+    return _torch._C._cuda_getCurrentRawStream(ordinal)
 
 
 # torch custom ops -----------------------------------------------------------------------
@@ -515,34 +610,40 @@ def _register_torch_ops() -> None:
     same checks, for meta tensors and torch.compile's tracing."""
     import torch
 
-    # Explicit schemas: this module's annotations are strings (postponed
-    # evaluation), which torch cannot resolve for a function defined here.
-    # Exact strides: B's layout is read from its strides, and TMA wants A's
-    # and B's rows where they are; a compiler must not restride them.
+    global _torch, _library
+    _torch = torch
+    # A Library with a CUDA kernel, not torch.library.custom_op: the latter's
+    # Python wrappers cost tens of microseconds per call. Exact strides: B's
+    # layout is read from its strides, and TMA wants A's and B's rows where
+    # they are; a compiler must not restride them.
+    _library = torch.library.Library("wsc", "DEF")
     strides = (torch.Tag.needs_exact_strides,)
+    _library.define("matmul(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor",
+                    tags=strides)
+    _library.define("matmul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
 
-    @torch.library.custom_op("wsc::matmul", mutates_args=(), device_types="cuda", tags=strides,
-                             schema="(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor")
     def matmul_op(a, b, out_dtype=None):
         p = plan(a, b, out_dtype=out_dtype)
         out = torch.empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype), device=a.device)
         _run_torch(a, b, out)
         return out
 
-    @matmul_op.register_fake
-    def _(a, b, out_dtype=None):
+    def matmul_fake(a, b, out_dtype=None):
         p = plan(a, b, out_dtype=out_dtype)
         return a.new_empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype))
 
-    @torch.library.custom_op("wsc::matmul_out", mutates_args=("out",), device_types="cuda",
-                             tags=strides, schema="(Tensor a, Tensor b, Tensor(a!) out) -> ()")
-    def matmul_out_op(a, b, out):
-        _run_torch(a, b, out)
-
-    @matmul_out_op.register_fake
-    def _(a, b, out):
+    def matmul_out_fake(a, b, out):
         plan(a, b, out)
 
+    _library.impl("matmul", matmul_op, "CUDA")
+    _library.impl("matmul_out", _run_torch, "CUDA")
+    torch.library.register_fake("wsc::matmul", matmul_fake, lib=_library)
+    torch.library.register_fake("wsc::matmul_out", matmul_out_fake, lib=_library)
+
+
+#: torch, once the ops are registered (None without torch), and their Library.
+_torch = None
+_library = None
 
 if importlib.util.find_spec("torch") is not None:
     # Registered on import, before any call: torch.compile traces calls, and

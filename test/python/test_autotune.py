@@ -89,14 +89,16 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
     reports = {2: {"ok": True, "ms": 0.9, "tflops": 10.0},
                3: {"ok": False, "rel_err": 0.5, "error": "wrong"}}
 
-    def run(directory, bench=True):
-        runs.append(directory)
-        stages = next(s for s in reports if Path(directory) == cache.artifact_dir(
-            kernel._candidate_key({"num_stages": s}, {}, SIZES)))
-        return reports[stages]
+    problem = {"sizes": SIZES}
+
+    def run(directories, bench=True, timeout_s=300.0, sizes=None):
+        assert sizes == problem["sizes"]  # the candidates are resized to the problem
+        runs.extend(directories)
+        return [reports[next(s for s in reports if Path(directory) == cache.artifact_dir(
+            kernel._candidate_key({"num_stages": s}, {})))] for directory in directories]
 
     monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
-    monkeypatch.setattr(wsc.device, "run_artifact", run)
+    monkeypatch.setattr(wsc.device, "run_artifacts", run)
     monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert result.best == {"num_stages": 2} and not result.cached
@@ -106,3 +108,32 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
     again = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert again.cached and again.best == {"num_stages": 2} and len(runs) == 2
     assert again.best_artifact == result.best_artifact
+    # Another problem needs no compile: the same artifacts, resized.
+    other = {"m": 512, "n": 128, "k": 1024}
+    monkeypatch.setattr(autotune_module, "_compile_into", pytest.fail)
+    reports[3] = {"ok": True, "ms": 0.5, "tflops": 20.0}
+    problem["sizes"] = other
+    assert kernel.tune(other, cache=cache, jobs=1, progress=False).best == {"num_stages": 3}
+
+
+def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeypatch):
+    import wsc.device
+
+    runs = []
+
+    @autotune("num_stages", [2, 3])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    def run(directories, bench=True, timeout_s=300.0, sizes=None):
+        runs.extend(directories)
+        return [{"ok": False, "error": "KernelFault: illegal address"} for _ in directories]
+
+    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
+    monkeypatch.setattr(wsc.device, "run_artifacts", run)
+    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert result.best is None and "illegal address" in result.failure
+    again = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert again.cached and again.best is None and again.failure == result.failure
+    assert len(runs) == 2  # not run again

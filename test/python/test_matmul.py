@@ -206,14 +206,14 @@ P = MatmulPlan(1000, 1333, 520, "f16", "f16", "nk")
 
 def test_a_cached_config_is_used_without_tuning(cache):
     best = SPACES["nk"].configs()[5]
-    assert choose_config(P, "GPU", cache, tune=lambda p: best) == best
+    assert choose_config(P, "GPU", cache, tune=lambda p: (best, None)) == best
     # Same class, other shape: the choice is reused, nothing is tuned.
     same_class = MatmulPlan(900, 1100, 600, "f16", "f16", "nk")
     assert choose_config(same_class, "GPU", cache, tune=pytest.fail) == best
 
 
 def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
-    choose_config(P, "GPU", cache, tune=lambda p: SPACES["nk"].configs()[5])
+    choose_config(P, "GPU", cache, tune=lambda p: (SPACES["nk"].configs()[5], None))
     tuned = []
     for other, device in ((MatmulPlan(1000, 1333, 520, "bf16", "bf16", "nk"), "GPU"),
                           (MatmulPlan(1000, 1336, 520, "f16", "f16", "kn"), "GPU"),
@@ -221,15 +221,28 @@ def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
                           (MatmulPlan(4000, 1333, 520, "f16", "f16", "nk"), "GPU"),
                           (P, "Other GPU")):
         choose_config(other, device, cache,
-                      tune=lambda p: tuned.append(p) or DEFAULT_CONFIGS[p.b_layout])
+                      tune=lambda p: (tuned.append(p) or DEFAULT_CONFIGS[p.b_layout], None))
     assert len(tuned) == 5
 
 
 def test_a_choice_outside_the_current_space_is_tuned_again(cache):
     cache.put(config_key(P, "GPU"), {"config": {"num_stages": 99}})
     best = SPACES["nk"].configs()[1]
-    assert choose_config(P, "GPU", cache, tune=lambda p: best) == best
+    assert choose_config(P, "GPU", cache, tune=lambda p: (best, None)) == best
     assert cache.get(config_key(P, "GPU")) == {"config": best}
+
+
+def test_a_tune_that_finds_nothing_is_cached_and_said_once(cache, monkeypatch):
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "_warned", set())
+    with pytest.warns(RuntimeWarning, match="found no correct config.*Why: every candidate faulted"):
+        assert choose_config(P, "GPU", cache,
+                             tune=lambda p: (None, "every candidate faulted")) == DEFAULT_CONFIGS["nk"]
+    assert cache.get(config_key(P, "GPU")) == {"config": None, "failure": "every candidate faulted"}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not said again, and not tuned again
+        assert choose_config(P, "GPU", cache, tune=pytest.fail) == DEFAULT_CONFIGS["nk"]
 
 
 @pytest.mark.parametrize("name, b_layout, n", [("nk", "nk", 1333), ("kn", "kn", 1336),
@@ -258,16 +271,14 @@ def test_one_compile_serves_every_shape(cache):
     assert compiled_kernel_dir(other, config, cache) == directory
     assert (directory / "kernel.json").stat().st_mtime_ns == stamp
 
-    from wsc.matmul import _resized
     from wsc.runtime import load_artifact
 
-    resized = _resized(load_artifact(directory), other)
+    resized = load_artifact(directory).resized(m=4096, n=4096, k=4096)
     assert resized.grid == (32, 16, 1)
     assert resized.tensors["b"].shape == (4096, 4096) and resized.problem["k"] == 4096
 
 
 def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
-    from wsc.matmul import _resized
     from wsc.runtime import load_artifact
 
     config = next(c for c in SPACES["nk-tma"].configs()
@@ -276,8 +287,7 @@ def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
     artifact = load_artifact(compiled_kernel_dir(tma, config, cache))
     assert artifact.cluster == 2 and artifact.grid == (8, 6, 1)
     # 1100 rows are 9 tile rows of 128: the last cluster's second block has none.
-    odd = MatmulPlan(1100, 1336, 520, "f16", "f16", "nk", tma_store=True)
-    assert _resized(artifact, odd).grid == (10, 6, 1)
+    assert artifact.resized(m=1100, n=1336, k=520).grid == (10, 6, 1)
 
 
 # On a Hopper GPU --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from wsc.runtime import ArgumentError, ArgumentTypeError, ArtifactError, TensorMapError, load_artifact
-from wsc.runtime.artifact import TensorMapSpec, TensorSpec, matmul_grid
+from wsc.runtime.artifact import TensorMapSpec, TensorSpec, tile_grid
 from wsc.runtime.driver import PackedParams
 from wsc.runtime.run_cli import (
     MatmulProblem,
@@ -145,13 +145,13 @@ def test_a_persistent_kernel_runs_at_most_one_block_per_sm(tmp_path):
     assert persistent.launch_grid(1000) == (500, 1, 1)
 
 
-def test_matmul_grid_counts_tiles():
-    config = {"block_m": 128, "block_n": 256}
-    assert matmul_grid(1000, 1333, config) == (8, 6, 1)
-    assert matmul_grid(1000, 1333, dict(config, persistent=True)) == (48, 1, 1)
+def test_tile_grid_counts_tiles():
+    tiles = (("m", 128), ("n", 256))
+    assert tile_grid({"m": 1000, "n": 1333}, tiles) == (8, 6, 1)
+    assert tile_grid({"m": 1000, "n": 1333}, tiles, persistent=True) == (48, 1, 1)
     # Clusters of two blocks take tile rows in pairs: 9 rows make 5 pairs.
-    assert matmul_grid(1100, 1333, dict(config, cluster_m=2)) == (10, 6, 1)
-    assert matmul_grid(1100, 1333, dict(config, cluster_m=2, persistent=True)) == (60, 1, 1)
+    assert tile_grid({"m": 1100, "n": 1333}, tiles, cluster=2) == (10, 6, 1)
+    assert tile_grid({"m": 1100, "n": 1333}, tiles, cluster=2, persistent=True) == (60, 1, 1)
 
 
 def test_cubin_is_preferred_over_ptx(tmp_path):

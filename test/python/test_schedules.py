@@ -448,7 +448,7 @@ def test_cluster_options():
 
 @needs_ptxas
 def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path):
-    from wsc.runtime.artifact import load_artifact, matmul_grid
+    from wsc.runtime.artifact import load_artifact, tile_grid
 
     config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
                           producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
@@ -460,6 +460,7 @@ def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path
     assert "multicast::cluster" in result.ptx and "mapa.shared::cluster" in result.ptx
     artifact = load_artifact(tmp_path)
     assert artifact.cluster == 2 and artifact.tensor_maps["b"].box == (128, 64)
-    assert artifact.grid == (10 * 6, 1, 1) == matmul_grid(1100, 1336, config.as_dict())
+    assert artifact.grid == (10 * 6, 1, 1) == tile_grid({"m": 1100, "n": 1336},
+                                                        (("m", 128), ("n", 256)), 2, True)
     assert artifact.launch_grid(132) == (60, 1, 1)
     assert artifact.launch_grid(7) == (6, 1, 1)  # whole clusters of the SMs there are

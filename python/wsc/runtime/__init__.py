@@ -12,6 +12,9 @@ by the `wsc run` CLI when it happens to be installed, never required).
 
 from __future__ import annotations
 
+import copy
+import ctypes
+import threading
 from pathlib import Path
 
 from . import driver
@@ -28,12 +31,13 @@ from .driver import (
     PackedParams,
     synchronize,
 )
-from .tensor_map import TensorMap, TensorMapError, encode_tensor_map, plan_tensor_map
+from .tensor_map import TensorMap, TensorMapEncoder, TensorMapError, encode_tensor_map, plan_tensor_map
 from .tensors import ArgumentError, ArgumentTypeError, TensorInfo, check, describe, strided_rows_allowed
 
 __all__ = [
     "Artifact",
     "ArtifactError",
+    "BoundLaunch",
     "ArgumentError",
     "ArgumentTypeError",
     "CudaError",
@@ -98,6 +102,14 @@ class Kernel:
                 f"'{self.artifact.kernel_name}' takes parameters of sizes {actual}"
             )
 
+    def resized(self, **sizes: int) -> Kernel:
+        """This loaded kernel described for other sizes (Artifact.resized); it
+        shares the loaded module."""
+        clone = copy.copy(self)
+        clone.artifact = self.artifact.resized(**sizes)
+        clone._tensor_maps = {}
+        return clone
+
     def prepare(self, stream=None, **tensors) -> PreparedLaunch:
         """Check the tensor arguments and pack the kernel parameters."""
         artifact = self.artifact
@@ -116,16 +128,21 @@ class Kernel:
         stream_handle = driver.stream_handle(stream)
         self.device.make_current()
         infos = {name: self._checked_info(name, tensors[name], stream_handle) for name in expected}
-        values = []
+        values, sources = [], []
         for param in artifact.params:
             if param.kind == "tensor_map":
                 spec = artifact.tensor_maps[param.name]
-                values.append((param.kind, param.name, self._tensor_map(spec, infos[spec.tensor]).raw))
+                tensor_map = self._tensor_map(spec, infos[spec.tensor])
+                values.append((param.kind, param.name, tensor_map.raw))
+                sources.append((spec.tensor, tensor_map.plan))
             elif param.kind == "pointer":
                 values.append((param.kind, param.name, infos[param.name].ptr))
+                sources.append((param.name, None))
             else:
                 values.append((param.kind, param.name, self._i32_value(param.name, infos)))
-        return PreparedLaunch(self, PackedParams(values), stream, tensors)
+                sources.append((None, None))
+        pointers = {name: info.ptr for name, info in infos.items()}
+        return PreparedLaunch(self, PackedParams(values), stream, tensors, sources, pointers)
 
     def launch(self, stream=None, **tensors) -> None:
         """Check the arguments and enqueue the kernel; does not wait for it."""
@@ -186,14 +203,75 @@ class PreparedLaunch:
     It holds the tensors it was prepared with, so their memory stays alive.
     """
 
-    def __init__(self, kernel: Kernel, params: PackedParams, stream, tensors: dict):
+    def __init__(self, kernel: Kernel, params: PackedParams, stream, tensors: dict,
+                 sources: list | None = None, pointers: dict | None = None):
         self.kernel = kernel
         self.params = params
         self.stream = stream
         self.tensors = tensors
+        #: Per parameter: (the tensor it is made of, its tensor map plan or None).
+        self.sources = sources or []
+        #: The data pointer of each tensor it was prepared with.
+        self.pointers = pointers or {}
 
     def launch(self) -> None:
         artifact = self.kernel.artifact
         driver.launch(
             self.kernel.function, artifact.launch_grid(self.kernel.sm_count), artifact.block, artifact.dynamic_smem_bytes, self.params, self.stream
         )
+
+
+class BoundLaunch:
+    """A kernel bound to one signature of its tensor arguments (shape, strides,
+    dtype and device of each, as `Kernel.prepare` checked them): a launch then
+    takes only each tensor's data pointer and a raw stream handle. A tensor
+    map is encoded again only when its tensor's pointer changed, straight
+    into the parameter buffer; nothing else is checked or converted again.
+
+        bound = BoundLaunch(kernel.prepare(a=a, b=b, c=c))
+        bound(stream_handle, a.data_ptr(), b.data_ptr(), c.data_ptr())
+
+    The caller promises the signature: tensors of other shapes or strides
+    need a launch prepared for them. Calls may come from several threads.
+    """
+
+    def __init__(self, prepared: PreparedLaunch):
+        kernel = prepared.kernel
+        artifact = kernel.artifact
+        self.names = tuple(artifact.tensors)
+        self._params = prepared.params
+        self._pointers = [prepared.pointers[name] for name in self.names]
+        # Per tensor (in self.names order): its pointer slots and map encoders.
+        self._updates: list[list] = [[] for _ in self.names]
+        for slot, (tensor, plan) in zip(prepared.params.slots, prepared.sources):
+            if tensor is None:
+                continue
+            index = self.names.index(tensor)
+            if plan is None:
+                self._updates[index].append(ctypes.c_uint64.from_address(slot.address))
+            else:
+                self._updates[index].append(TensorMapEncoder(plan, slot.address))
+        self._lock = threading.Lock()
+        calls = driver.HotCalls.get()
+        self._launch, self._set_context = calls.launch, calls.set_context
+        self._function = int(kernel.function.handle)
+        grid = artifact.launch_grid(kernel.sm_count)
+        self._shape = (*grid, *artifact.block, artifact.dynamic_smem_bytes)
+        self._context = int(kernel.device.context)
+
+    def __call__(self, stream: int, *pointers: int) -> None:
+        """Launch on the raw stream handle `stream` (0: the legacy default
+        stream) with the tensors at `pointers`, in the artifact's order."""
+        with self._lock:
+            # The current context is per thread; the caller's may be another.
+            driver.check_result("cuCtxSetCurrent", self._set_context(self._context))
+            for index, pointer in enumerate(pointers):
+                if pointer != self._pointers[index]:
+                    for update in self._updates[index]:
+                        if isinstance(update, TensorMapEncoder):
+                            update.encode(pointer)
+                        else:
+                            update.value = pointer
+                    self._pointers[index] = pointer
+            driver.check_result("cuLaunchKernel", self._launch(
+                self._function, *self._shape, stream, self._params.address, None))

@@ -13,10 +13,11 @@ runtime's base exception, because every other runtime module imports it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 ARTIFACT_FILE = "kernel.json"
 
@@ -73,18 +74,19 @@ class ParamSpec:
     name: str
 
 
-def matmul_grid(m: int, n: int, config: Mapping[str, Any]) -> tuple[int, int, int]:
-    """The grid of a matmul artifact of `config` (a MatmulConfig dict) for an
-    M x N output: one block per tile, or for a persistent kernel the tile
-    count on x (Artifact.launch_grid caps it at the SM count)."""
-    tiles_m = -(-m // config["block_m"])
-    tiles_n = -(-n // config["block_n"])
-    # A cluster of c blocks takes c tile rows at once: round up to whole clusters.
-    cluster = config.get("cluster_m", 1)
-    tiles_m = -(-tiles_m // cluster) * cluster
-    if config.get("persistent"):
-        return (tiles_m * tiles_n, 1, 1)
-    return (tiles_m, tiles_n, 1)
+def tile_grid(sizes: Mapping[str, int], grid_tiles: Sequence[tuple[str, int]], cluster: int = 1,
+              persistent: bool = False) -> tuple[int, int, int]:
+    """The grid of a kernel whose axes count tiles of the named sizes: one
+    block per tile, x rounded up to whole clusters, or for a persistent
+    kernel the tile count on x (Artifact.launch_grid caps it at the SM count)."""
+    counts = [-(-sizes[size] // tile) for size, tile in grid_tiles]
+    counts += [1] * (3 - len(counts))
+    # A cluster's blocks are consecutive along x and launch together: the
+    # last cluster's extra blocks find their tiles past the end.
+    counts[0] = -(-counts[0] // cluster) * cluster
+    if persistent:
+        return (math.prod(counts), 1, 1)
+    return (counts[0], counts[1], counts[2])
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,11 @@ class Artifact:
     persistent: bool = False
     #: Blocks per cluster along x (the kernel's .reqnctapercluster).
     cluster: int = 1
+    #: The sizes the kernel reads at run time, each with the (tensor, dim)
+    #: pairs it equals, and the (size, tile) pair each grid axis counts:
+    #: what `resized` needs to launch the same kernel on other sizes.
+    sizes: Mapping[str, tuple[tuple[str, int], ...]] | None = None
+    grid_tiles: tuple[tuple[str, int], ...] | None = None
 
     @property
     def json_path(self) -> Path:
@@ -134,6 +141,33 @@ class Artifact:
         # Whole clusters: the work items come in clusters' multiples too.
         blocks = max(sm_count // self.cluster, 1) * self.cluster
         return (min(x * y * z, blocks), 1, 1)
+
+    def size_values(self) -> dict[str, int]:
+        """The value of each size this artifact was written for."""
+        return {size: self.tensors[pairs[0][0]].shape[pairs[0][1]]
+                for size, pairs in (self.sizes or {}).items()}
+
+    def resized(self, **sizes: int) -> Artifact:
+        """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
+        shapes, grid and problem follow; the kernel reads sizes at run time."""
+        if self.sizes is None or self.grid_tiles is None:
+            raise ArtifactError(f"{self.json_path}: no 'sizes' and 'grid_tiles': written by an "
+                                f"older wsc, it describes one problem only; recompile it")
+        if set(sizes) != set(self.sizes):
+            raise ArtifactError(f"{self.json_path}: kernel '{self.kernel_name}' reads sizes "
+                                f"{', '.join(sorted(self.sizes))}; got {', '.join(sorted(sizes)) or 'none'}")
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ArtifactError(f"size {name} must be a positive int, got {value!r}")
+        shapes = {name: list(spec.shape) for name, spec in self.tensors.items()}
+        for size, pairs in self.sizes.items():
+            for tensor, dim in pairs:
+                shapes[tensor][dim] = sizes[size]
+        tensors = {name: replace(spec, shape=tuple(shapes[name]))
+                   for name, spec in self.tensors.items()}
+        problem = {**self.problem, **{k: v for k, v in sizes.items() if k in self.problem}}
+        return replace(self, tensors=tensors, problem=problem,
+                       grid=tile_grid(sizes, self.grid_tiles, self.cluster, self.persistent))
 
     def leading_dim_tensor(self, param_name: str) -> str | None:
         """The tensor whose row stride an i32 param carries, or None.
@@ -252,13 +286,51 @@ class _Parser:
             params=(),
             persistent=bool(self.get(doc, "persistent", "", bool, required=False)),
             cluster=1 if cluster is None else cluster,
+            grid_tiles=self.grid_tiles(doc),
         )
         if artifact.cluster < 1 or artifact.grid[0] % artifact.cluster:
             raise self.fail("cluster", f"expected an integer >= 1 that divides grid x "
                                        f"({artifact.grid[0]}), got {artifact.cluster}")
         # Params refer to tensors, maps and problem values, so they are
         # checked against the otherwise complete artifact.
-        return replace(artifact, params=self.params(doc, artifact))
+        return replace(artifact, params=self.params(doc, artifact),
+                       sizes=self.sizes(doc, tensors, artifact.grid_tiles))
+
+    def grid_tiles(self, doc) -> tuple[tuple[str, int], ...] | None:
+        entries = self.get(doc, "grid_tiles", "", list, required=False)
+        if entries is None:
+            return None
+        if not 1 <= len(entries) <= 3 or any(
+                not isinstance(e, list) or len(e) != 2 or not isinstance(e[0], str)
+                or isinstance(e[1], bool) or not isinstance(e[1], int) or e[1] < 1 for e in entries):
+            raise self.fail("grid_tiles", f"expected 1 to 3 [size, tile] pairs with a positive "
+                                          f"tile, got {entries!r}")
+        return tuple((size, tile) for size, tile in entries)
+
+    def sizes(self, doc, tensors, grid_tiles) -> dict[str, tuple[tuple[str, int], ...]] | None:
+        entries = self.get(doc, "sizes", "", dict, required=False)
+        if entries is None:
+            return None
+        sizes = {}
+        for size, pairs in entries.items():
+            path = f"sizes.{size}"
+            if not isinstance(pairs, list) or not pairs:
+                raise self.fail(path, f"expected a non-empty list of [tensor, dim] pairs, got {pairs!r}")
+            values = set()
+            for pair in pairs:
+                if (not isinstance(pair, list) or len(pair) != 2 or pair[0] not in tensors
+                        or isinstance(pair[1], bool) or not isinstance(pair[1], int)
+                        or not 0 <= pair[1] < len(tensors[pair[0]].shape)):
+                    raise self.fail(path, f"expected [tensor, dim] pairs naming dims of 'tensors', "
+                                          f"got {pair!r}")
+                values.add(tensors[pair[0]].shape[pair[1]])
+            if len(values) != 1:
+                raise self.fail(path, f"the dims it names differ in extent: {sorted(values)}")
+            sizes[size] = tuple((tensor, dim) for tensor, dim in pairs)
+        for size, _ in grid_tiles or ():
+            if size not in sizes:
+                raise self.fail("grid_tiles", f"counts tiles of {size!r}, which 'sizes' does not name")
+        return sizes
 
     def tensors(self, doc) -> dict[str, TensorSpec]:
         tensors = {}

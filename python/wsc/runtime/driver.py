@@ -444,3 +444,38 @@ def launch(function: Function, grid: Sequence[int], block: Sequence[int], smem_b
         params.address,
         0,
     )
+
+
+class HotCalls:
+    """The driver calls of a launch on the hot path, cuTensorMapEncodeTiled,
+    cuCtxSetCurrent and cuLaunchKernel, called through ctypes with their argument arrays built
+    once: each costs about a microsecond less than half through cuda-bindings,
+    whose wrappers convert every array element on every call."""
+
+    _instance: HotCalls | None = None
+
+    def __init__(self):
+        init()
+        library = ctypes.CDLL("libcuda.so.1")
+        p, u32, i = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int
+        self.encode = library.cuTensorMapEncodeTiled
+        self.encode.restype = i
+        self.encode.argtypes = [p, i, u32, p, p, p, p, p, i, i, i, i]
+        self.launch = library.cuLaunchKernel
+        self.launch.restype = i
+        self.launch.argtypes = [p, u32, u32, u32, u32, u32, u32, u32, p, p, p]
+        self.set_context = library.cuCtxSetCurrent
+        self.set_context.restype = i
+        self.set_context.argtypes = [p]
+
+    @classmethod
+    def get(cls) -> HotCalls:
+        if cls._instance is None:
+            cls._instance = HotCalls()
+        return cls._instance
+
+
+def check_result(name: str, code: int) -> None:
+    """Raise CudaError for a non-zero CUresult returned through ctypes."""
+    if code:
+        raise CudaError(name, cu.CUresult(code))

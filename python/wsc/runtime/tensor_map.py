@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from cuda.bindings import driver as cu
 
 from .artifact import DTYPE_SIZES, TensorMapSpec
-from .driver import TENSOR_MAP_BYTES, call
+from .driver import TENSOR_MAP_BYTES, HotCalls, call, check_result
 from .tensors import ArgumentError, TensorInfo
 
 # Hardware limits of cuTensorMapEncodeTiled (CUDA driver API reference).
@@ -145,6 +145,38 @@ def _l2_promotion(requested: str, strides: Sequence[int], element_size: int) -> 
         return requested
     aligned = all(s * element_size % AUTO_L2_256B_ALIGNMENT == 0 for s in strides)
     return "256B" if aligned else "128B"
+
+
+class TensorMapEncoder:
+    """Encodes one plan's descriptor again for another base address, straight
+    into `destination` (a 64-byte aligned, 128-byte buffer, e.g. a kernel
+    parameter slot): every other argument is converted once, here."""
+
+    def __init__(self, plan: TensorMapPlan, destination: int):
+        self.plan = plan
+        self.destination = destination
+        rank = len(plan.global_dims)
+        self._calls = HotCalls.get()
+        self._arrays = (
+            (ctypes.c_uint64 * rank)(*plan.global_dims),
+            (ctypes.c_uint64 * max(rank - 1, 1))(*plan.global_strides),
+            (ctypes.c_uint32 * rank)(*plan.box_dims),
+            (ctypes.c_uint32 * rank)(*plan.element_strides),
+        )
+        self._head = (int(_DATA_TYPES[plan.dtype]), rank)
+        self._tail = (int(cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE),
+                      int(_SWIZZLES[plan.swizzle]), int(_L2_PROMOTIONS[plan.l2_promotion]),
+                      int(cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+
+    def encode(self, address: int) -> None:
+        """The descriptor of the plan's tensor at `address` (16-byte aligned)."""
+        if address % GLOBAL_ALIGNMENT:
+            raise TensorMapError(f"tensor map '{self.plan.name}' (tensor '{self.plan.tensor}'): "
+                                 f"base address {address:#x} is not {GLOBAL_ALIGNMENT}-byte aligned")
+        dims, strides, box, element_strides = self._arrays
+        check_result("cuTensorMapEncodeTiled", self._calls.encode(
+            self.destination, *self._head, address, dims, strides, box, element_strides,
+            *self._tail))
 
 
 def encode_tensor_map(plan: TensorMapPlan) -> TensorMap:
