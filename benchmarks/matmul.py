@@ -502,17 +502,22 @@ if triton is not None:
                                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                                    STAGES: tl.constexpr, SPECIALIZE: tl.constexpr,
-                                   TMA_STORE: tl.constexpr):
+                                   TMA_STORE: tl.constexpr, B_KN: tl.constexpr = False):
         """C = A B^T in one function, the tile order of _triton_tile, with the
         TMA descriptors made in the kernel: the form Triton 3.6's Hopper
         warp specialization compiles with 4 warps and 128x256 tiles. The
         tile loop is written out rather than taken from _triton_tile because
         this is the form that was checked on the GPU; whether the helper or
-        the host-made descriptors break the pass was not isolated."""
+        the host-made descriptors break the pass was not isolated. With B_KN,
+        B is a row-major [K, N] (C = A B)."""
         a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
                                            block_shape=[BLOCK_M, BLOCK_K])
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
-                                           block_shape=[BLOCK_N, BLOCK_K])
+        if B_KN:
+            b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                               block_shape=[BLOCK_K, BLOCK_N])
+        else:
+            b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
+                                               block_shape=[BLOCK_N, BLOCK_K])
         block = tl.program_id(0)
         tiles_m = tl.cdiv(M, BLOCK_M)
         tiles_n = tl.cdiv(N, BLOCK_N)
@@ -526,8 +531,10 @@ if triton is not None:
         for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES,
                            warp_specialize=SPECIALIZE):
             a = a_desc.load([row0, kt * BLOCK_K])
-            b = b_desc.load([col0, kt * BLOCK_K])
-            acc = tl.dot(a, b.T, acc)
+            if B_KN:
+                acc = tl.dot(a, b_desc.load([kt * BLOCK_K, col0]), acc)
+            else:
+                acc = tl.dot(a, b_desc.load([col0, kt * BLOCK_K]).T, acc)
         if TMA_STORE:
             c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[ldc, 1],
                                                block_shape=[BLOCK_M, BLOCK_N])

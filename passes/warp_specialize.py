@@ -113,13 +113,18 @@ _CONSUMER_OPS = ("wsc.mbarrier_wait", "wsc.wgmma_fence", "wsc.wgmma",
 _PURE_DIALECTS = ("arith.",)
 
 
+#: The consumer warpgroups and producer roles the pass can build.
+CONSUMER_GROUPS = (1, 2, 4)
+PRODUCERS = ("warp", "warpgroup")
+
+
 class WarpSpecialize(WscPass):
     ARGUMENT = "warp-specialize"
     SUMMARY = "Split a kernel into a TMA producer role and WGMMA consumer warpgroups"
     OPTIONS = (
         Option("num-stages", int, 0, "ring depth (0: as written)"),
-        Option("num-consumer-groups", int, 1, "consumer warpgroups", choices=(1, 2, 4)),
-        Option("producer", str, "warp", "producer role size", choices=("warp", "warpgroup")),
+        Option("num-consumer-groups", int, 1, "consumer warpgroups", choices=CONSUMER_GROUPS),
+        Option("producer", str, "warp", "producer role size", choices=PRODUCERS),
         Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
         Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
         Option("rebalance-registers", bool, True, "move registers from a warpgroup producer "

@@ -307,20 +307,26 @@ class Autotuned:
         return result
 
 
+#: Modules of the wsc package that do not take part in compiling a kernel
+#: (running, caching, tuning and calling kernels): edits of them keep
+#: compiled kernels valid.
+NOT_COMPILER = ("runtime", "tools", "matmul.py", "autotune.py", "device.py", "cache.py")
+
+
 @functools.lru_cache(maxsize=1)
 def compiler_digest() -> str:
-    """A hash of the compiler's source (the wsc package but its runtime and
-    tools, the passes, the dialect): cached kernels are keyed by it, because
-    the cache's version stamp, wsc.__version__, does not change with every
-    edit of the compiler, and a kernel compiled by an older one must not be
+    """A hash of the compiler's source (the wsc package but NOT_COMPILER, the
+    passes, the dialect): cached kernels are keyed by it, because the
+    cache's version stamp, wsc.__version__, does not change with every edit
+    of the compiler, and a kernel compiled by an older one must not be
     reused."""
     roots = [Path(location) for name in ("wsc", "wsc.passes", "wsc.dialects")
              for location in importlib.util.find_spec(name).submodule_search_locations]
-    skipped = {roots[0] / "runtime", roots[0] / "tools"}
+    skipped = {roots[0] / name for name in NOT_COMPILER}
     digest = hashlib.sha256()
     for root in roots:
         for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".mlir") and not skipped & set(path.parents):
+            if path.suffix in (".py", ".mlir") and not skipped & {path, *path.parents}:
                 digest.update(str(path.relative_to(root)).encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

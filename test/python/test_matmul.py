@@ -381,6 +381,7 @@ def test_under_torch_compile(gpu, monkeypatch):
     monkeypatch.setenv("WSC_AUTOTUNE", "0")
     a = torch.randn(1000, 520, device=gpu).half()
     w = torch.randn(1333, 520, device=gpu).half()
+    wsc.matmul(a, w.T)  # an eager call first: its signature's fast path must not be traced
     project = torch.compile(lambda x, y: wsc.matmul(x, y.T).float().relu(), fullgraph=True)
     assert relative_error(project(a, w), (a.float() @ w.T.float()).relu()) < 1e-3
 
@@ -436,3 +437,74 @@ def test_every_config_of_the_space_is_correct(gpu, name, config):
     directory = compiled_kernel_dir(space_plan(name, "f16"), config, Cache())
     report = run_artifact(directory, bench=False)
     assert report["ok"] and report["nan_count"] == 0, report
+
+
+@pytest.mark.cuda
+def test_a_known_signature_launches_on_new_tensors(gpu, monkeypatch):
+    """The second call of a signature takes the bound launch: new pointers
+    re-encode the tensor maps, and the result is the new product."""
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    from wsc.matmul import _bound, _signature
+
+    def operands(seed):
+        generator = torch.Generator(device=gpu).manual_seed(seed)
+        return (torch.randn(700, 264, device=gpu, generator=generator).half(),
+                torch.randn(520, 264, device=gpu, generator=generator).half())
+
+    a, w = operands(1)
+    out = torch.full((700, 520), float("nan"), device=gpu, dtype=torch.float16)
+    wsc.matmul(a, w.T, out=out)
+    assert _signature(a, w.T, out, None) in _bound
+    for seed in (2, 3):
+        a, w = operands(seed)
+        out = torch.full((700, 520), float("nan"), device=gpu, dtype=torch.float16)
+        assert wsc.matmul(a, w.T, out=out) is out
+        assert_exact_within_tolerance(out, a, w.T)
+        functional = wsc.matmul(a, w.T)
+        assert_exact_within_tolerance(functional, a, w.T)
+
+
+@pytest.mark.cuda
+def test_captured_in_a_cuda_graph_and_replayed(gpu, monkeypatch):
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    a = torch.randn(1000, 520, device=gpu).half()
+    w = torch.randn(1336, 520, device=gpu).half()
+    out = torch.empty((1000, 1336), device=gpu, dtype=torch.float16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        wsc.matmul(a, w.T, out=out)  # warm-up, as before any capture: tunes and loads
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        wsc.matmul(a, w.T, out=out)
+    for seed in range(3):
+        generator = torch.Generator(device=gpu).manual_seed(seed)
+        a.copy_(torch.randn(a.shape, device=gpu, generator=generator))
+        w.copy_(torch.randn(w.shape, device=gpu, generator=generator))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_exact_within_tolerance(out, a, w.T)
+
+
+@pytest.mark.cuda
+def test_the_hot_path_encodes_tensor_maps_as_the_driver_binding_does(gpu):
+    from wsc.matmul import _kernel_for
+    from wsc.runtime import BoundLaunch
+    from wsc.runtime.tensor_map import TensorMapEncoder, encode_tensor_map
+
+    a = torch.randn(300, 520, device=gpu).half()
+    w = torch.randn(1336, 520, device=gpu).half()
+    out = torch.empty((300, 1336), device=gpu, dtype=torch.float16)
+    kernel = _kernel_for(plan(a, w.T, out=out), 0)
+    prepared = kernel.prepare(a=a, b=w, c=out)
+    plans = [p for _, p in prepared.sources if p is not None]
+    assert plans and BoundLaunch(prepared).names == ("a", "b", "c")
+    import ctypes
+
+    for tensor_plan in plans:
+        slot = (ctypes.c_ubyte * 192)()
+        address = ctypes.addressof(slot) + (-ctypes.addressof(slot)) % 64
+        TensorMapEncoder(tensor_plan, address).encode(tensor_plan.global_address)
+        assert ctypes.string_at(address, 128) == encode_tensor_map(tensor_plan).raw

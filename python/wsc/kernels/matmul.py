@@ -52,10 +52,17 @@ from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
 
 from wsc import dialect
+from wsc.passes.warp_specialize import CONSUMER_GROUPS, PRODUCERS
+from wsc.verifier import MAX_STAGES, MAX_TMA_BOX, SWIZZLE_BYTES
 from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARPGROUP_SIZE, bool_constant,
                           index_constant)
 
+#: The WGMMA shape of 16-bit operands: M per warpgroup, N in steps up to a
+#: maximum, K per instruction.
+WGMMA_M, WGMMA_N_STEP, WGMMA_N_MAX, WGMMA_K = 64, 8, 256, 16
 INPUT_DTYPES = ("f16", "bf16")
+#: A "kn" B tile row is one swizzled TMA box row of 16-bit elements.
+KN_MAX_BLOCK_N = SWIZZLE_BYTES // 2
 OUTPUT_DTYPES = ("f32", "f16", "bf16")
 B_LAYOUTS = ("nk", "kn")
 
@@ -115,6 +122,7 @@ class MatmulConfig:
             if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
                 raise ValueError(f"{name} must be a{'n' if expected is int else ''} "
                                  f"{expected.__name__}, got {value!r}")
+        self._check_ranges()
         if self.ping_pong and not (self.persistent and self.num_consumer_groups == 2):
             raise ValueError("ping_pong = True needs persistent = True and "
                              "num_consumer_groups = 2: the two groups take turns over the "
@@ -136,6 +144,51 @@ class MatmulConfig:
                              "coalesced_store = True: with the register-store epilogue ptxas "
                              "serializes every WGMMA of that kernel (C7514); with a staged one "
                              "it does not (ptxas 13.0)")
+
+    def _check_ranges(self) -> None:
+        """Each field within what the kernel and the hardware take, named with
+        its allowed values (before any IR is built)."""
+        k_max = SWIZZLE_BYTES // 2  # A's K tile is one swizzled 16-bit box row
+        rules = (
+            ("block_m", self.block_m % WGMMA_M == 0 and WGMMA_M <= self.block_m <= MAX_TMA_BOX,
+             f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)"),
+            ("block_n", self.block_n % WGMMA_N_STEP == 0 and 0 < self.block_n <= WGMMA_N_MAX,
+             f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)"),
+            ("block_k", self.block_k % WGMMA_K == 0 and 0 < self.block_k <= k_max,
+             f"a multiple of {WGMMA_K} (the WGMMA K) up to {k_max} (a {SWIZZLE_BYTES}-byte "
+             f"swizzled row of 16-bit elements)"),
+            ("num_stages", 1 <= self.num_stages <= MAX_STAGES, f"1 to {MAX_STAGES}"),
+            ("num_consumer_groups", self.num_consumer_groups in CONSUMER_GROUPS,
+             " or ".join(map(str, CONSUMER_GROUPS))),
+            ("producer", self.producer in PRODUCERS, " or ".join(map(repr, PRODUCERS))),
+            ("wgmma_in_flight", self.wgmma_in_flight in (0, 1), "0 or 1"),
+            ("group_m", self.group_m >= 0, "0 (no grouping) or more tile rows"),
+        )
+        for name, ok, allowed in rules:
+            if not ok:
+                raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+
+    @classmethod
+    def default_for(cls, problem: MatmulProblem, **fields) -> MatmulConfig:
+        """The default config with `fields` set, its B tile narrowed to what
+        the problem's layout takes unless `fields` set block_n."""
+        if problem.b_layout == "kn" and "block_n" not in fields:
+            fields["block_n"] = KN_MAX_BLOCK_N
+        return cls(**fields)
+
+    def check_problem(self, problem: MatmulProblem) -> None:
+        """The rules that depend on the problem: a "kn" B stage is [block_k,
+        block_n], whose rows TMA reads as one swizzled box row."""
+        n_max = KN_MAX_BLOCK_N
+        if problem.b_layout == "kn" and self.block_n > n_max:
+            raise ValueError(f"block_n must be at most {n_max} for B as [K, N] (b_layout 'kn'): "
+                             f"a B tile row is one {SWIZZLE_BYTES}-byte swizzled TMA box row, "
+                             f"got {self.block_n}")
+        if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
+            option = "tma_store" if self.tma_store else "coalesced_store"
+            raise ValueError(f"{option} = True needs an f16 or bf16 output, got "
+                             f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
+                             f"the output's dtype")
 
     @property
     def staged_store(self) -> bool:
@@ -227,11 +280,7 @@ def _elected():
 def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                  name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
-    if config.staged_store and problem.out_dtype not in INPUT_DTYPES:
-        option = "tma_store" if config.tma_store else "coalesced_store"
-        raise ValueError(f"{option} = True needs an f16 or bf16 output, got "
-                         f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
-                         f"the output's dtype")
+    config.check_problem(problem)
     bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
     element = problem.dtype
     b_tile = (bn, bk) if problem.b_layout == "nk" else (bk, bn)

@@ -23,7 +23,7 @@ def _print_stages(result) -> None:
         print(f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  {stage.summary}")
 
 
-def _config_from_args(args):
+def _config_from_args(args, problem):
     from wsc.kernels.matmul import MatmulConfig
 
     values = {}
@@ -39,7 +39,7 @@ def _config_from_args(args):
     if unknown:
         raise ValueError(f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
                          f"(fields: {', '.join(fields)})")
-    return MatmulConfig(**values)
+    return MatmulConfig.default_for(problem, **values)
 
 
 def _compile_matmul(args) -> int:
@@ -47,7 +47,7 @@ def _compile_matmul(args) -> int:
     from wsc.kernels.matmul import MatmulProblem
 
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
-    config = _config_from_args(args)
+    config = _config_from_args(args, problem)
     result = compile_matmul(args.m, args.n, args.k, problem, config, args.output,
                             dump_dir=args.dump_ir)
     print(f"wsc compile-matmul: {args.m}x{args.n}x{args.k} {args.dtype}->{args.out_dtype} "
