@@ -19,7 +19,6 @@ stores).
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import os
@@ -182,21 +181,6 @@ def _example_kernel(source: str):
 
 
 # -- run side (no MLIR) ----------------------------------------------------------------
-
-
-def reshaped(artifact, m: int, n: int, k: int):
-    """The same compiled matmul as `artifact`, described for an M x N x K
-    problem: the kernel reads its sizes at run time, so only the tensor
-    shapes, the grid and the problem sizes of the description change."""
-    problem = artifact.problem
-    b_shape = (n, k) if problem["b_layout"] == "nk" else (k, n)
-    shapes = {"a": (m, k), "b": b_shape, "c": (m, n)}
-    tensors = {name: dataclasses.replace(spec, shape=shapes[name])
-               for name, spec in artifact.tensors.items()}
-    from wsc.runtime.artifact import matmul_grid
-
-    return dataclasses.replace(artifact, tensors=tensors, grid=matmul_grid(m, n, artifact.config),
-                               problem={**problem, "m": m, "n": n, "k": k})
 
 
 def run_json_child(command: list[str], timeout: float, env: dict) -> tuple[dict, str, float]:

@@ -25,7 +25,7 @@ shifts how the roles interleave; the results must not change.
 
 One compiled kernel serves every shape (it reads M, N, K at run time), so
 `compile` writes one artifact per kernel and `run` re-describes it per shape
-(gpulib.reshaped). Each kernel runs in its own process (a fault poisons the
+(Artifact.resized). Each kernel runs in its own process (a fault poisons the
 CUDA context), `--jobs` of them at a time. Prints a table; exits 1 if any
 launch was wrong.
 """
@@ -143,7 +143,7 @@ def run_one(directory: Path, kernel_name: str, launches: int, seed: int,
     for index, (m, n, k) in enumerate(
             shapes(base, gpulib.KERNELS[kernel_name][4], launches, seed)):
         # A Kernel launches with whatever its artifact describes.
-        kernel.artifact = gpulib.reshaped(base, m, n, k)
+        kernel.artifact = base.resized(m=m, n=n, k=k)
         if base.persistent:
             kernel.sm_count = rng.randint(1, 8)
         rel_err, nan_count = launch_and_check(kernel, torch, device, seed * 100_003 + index,

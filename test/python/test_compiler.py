@@ -81,3 +81,19 @@ def test_cli_reports_bad_config_without_traceback(tmp_path):
     assert proc.returncode == 1
     assert "error: --config: no MatmulConfig field 'num_stage' (fields: block_m," in proc.stderr
     assert "num_stages" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_compiles_b_as_k_by_n_with_the_default_config(tmp_path):
+    proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "--b-layout", "kn",
+                "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    artifact = json.loads((tmp_path / "kernel.json").read_text())
+    assert artifact["problem"]["b_layout"] == "kn" and artifact["config"]["block_n"] == 64
+
+
+def test_cli_names_a_config_value_out_of_range(tmp_path):
+    proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "-o", str(tmp_path),
+                "--config", '{"num_stages": 0}')
+    assert proc.returncode == 1
+    assert "error: num_stages must be 1 to 227, got 0" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -2,6 +2,7 @@
 how they describe launches, so a run on the GPU machine does not fail on a
 mistake that could have been caught here."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -50,9 +51,9 @@ def test_hang_verdicts():
     assert hang.check("unbounded", 0, {"outcome": "LaunchTimeout"}, "", 30.0, 30) == []
 
 
-def test_reshaped_describes_one_kernel_for_another_problem(hang_cases):
+def test_resized_describes_one_kernel_for_another_problem(hang_cases):
     artifact = load_artifact(hang_cases / "unbounded")
-    other = gpulib.reshaped(artifact, 300, 136, 72)
+    other = artifact.resized(m=300, n=136, k=72)
     assert other.grid == (3, 2, 1)
     assert {n: s.shape for n, s in other.tensors.items()} == \
         {"a": (300, 72), "b": (136, 72), "c": (300, 136)}
@@ -63,7 +64,7 @@ def test_reshaped_describes_one_kernel_for_another_problem(hang_cases):
 @pytest.mark.parametrize("b_layout", ["nk", "kn"])
 def test_stress_shapes_are_legal_for_tma(hang_cases, b_layout):
     artifact = load_artifact(hang_cases / "unbounded")
-    artifact = gpulib.dataclasses.replace(artifact, problem={**artifact.problem,
+    artifact = dataclasses.replace(artifact, problem={**artifact.problem,
                                                              "b_layout": b_layout})
     shapes = stress.shapes(artifact, gpulib.SEED, 200, seed=1)
     assert len(shapes) == 200 and shapes[0] == (1, 8 if b_layout == "kn" else 1, 8)
@@ -108,9 +109,9 @@ class _FakeKernel:
 def test_stress_judges_a_launch(hang_cases, b_layout):
     torch = pytest.importorskip("torch")
     artifact = load_artifact(hang_cases / "unbounded")
-    artifact = gpulib.dataclasses.replace(artifact, problem={**artifact.problem,
+    artifact = dataclasses.replace(artifact, problem={**artifact.problem,
                                                              "b_layout": b_layout})
-    artifact = gpulib.reshaped(artifact, 70, 24, 48)
+    artifact = artifact.resized(m=70, n=24, k=48)
     cpu = torch.device("cpu")
     rel_err, nan_count = stress.launch_and_check(_FakeKernel(artifact, torch), torch, cpu, 1, 5)
     assert nan_count == 0 and rel_err < 1e-6

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wsc
-from wsc.device import hopper_gpu_visible, run_artifact
+from wsc.device import hopper_gpu_visible, run_artifacts
 from wsc.cache import Cache
 from wsc.matmul import (DEFAULT_CONFIGS, SPACES, MatmulPlan, choose_config,
                         compiled_kernel_dir, config_key, plan, shape_class)
@@ -278,6 +278,18 @@ def test_one_compile_serves_every_shape(cache):
     assert resized.tensors["b"].shape == (4096, 4096) and resized.problem["k"] == 4096
 
 
+@pytest.mark.parametrize("space", ["nk", "kn"])
+def test_every_layout_s_artifact_records_its_own_layout(cache, space):
+    """At M = N = K the shapes of B cannot tell [N, K] from [K, N]: the kernel can."""
+    from wsc.runtime import load_artifact
+
+    square = MatmulPlan(256, 256, 256, "f16", "f32", space)
+    artifact = load_artifact(compiled_kernel_dir(square, DEFAULT_CONFIGS[space], cache))
+    assert artifact.problem["b_layout"] == space
+    assert artifact.resized(m=64, n=512, k=128).tensors["b"].shape == (
+        (512, 128) if space == "nk" else (128, 512))
+
+
 def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
     from wsc.runtime import load_artifact
 
@@ -293,11 +305,15 @@ def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
 # On a Hopper GPU --------------------------------------------------------------------------------
 
 @pytest.fixture
-def gpu():
+def gpu(monkeypatch):
     """A Hopper GPU. The tests use the cache of $WSC_CACHE_DIR (or ~/.cache/wsc):
-    on a machine without MLIR, fill it first with test/gpu/matmul_cache.py."""
+    on a machine without MLIR, fill it first with test/gpu/matmul_cache.py.
+    Each test starts with no call resolved, as a fresh process would: a
+    signature resolved by another test (under its own WSC_AUTOTUNE or config)
+    would otherwise launch without asking the cache."""
     if not hopper_gpu_visible() or not torch.cuda.is_available():
         pytest.skip("needs a Hopper GPU and CUDA torch")
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "_bound", {})
     return torch.device("cuda")
 
 
@@ -430,13 +446,19 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name, config", [
-    (name, config) for name, space in SPACES.items() for config in space.configs()],
-    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value)
-def test_every_config_of_the_space_is_correct(gpu, name, config):
-    directory = compiled_kernel_dir(space_plan(name, "f16"), config, Cache())
-    report = run_artifact(directory, bench=False)
-    assert report["ok"] and report["nan_count"] == 0, report
+@pytest.mark.parametrize("name", list(SPACES))
+def test_every_config_of_the_space_is_correct(gpu, name):
+    """`wsc run --check` on every autotuning candidate of the space, in one
+    process as the autotuner runs them, resized to another problem than the
+    one they were written for; each reports its own B layout."""
+    problem = space_plan(name, "f16")
+    directories = [compiled_kernel_dir(problem, config, Cache())
+                   for config in SPACES[name].configs()]
+    reports = run_artifacts(directories, bench=False,
+                            sizes={"m": 777, "n": problem.n + 64, "k": 1032})
+    for config, report in zip(SPACES[name].configs(), reports):
+        assert report["ok"] and report["nan_count"] == 0, (config, report)
+        assert report["b_layout"] == problem.b_layout and report["shape"][0] == 777
 
 
 @pytest.mark.cuda

@@ -154,6 +154,44 @@ def test_tile_grid_counts_tiles():
     assert tile_grid({"m": 1100, "n": 1333}, tiles, cluster=2, persistent=True) == (60, 1, 1)
 
 
+def sized_doc():
+    doc = matmul_doc(m=256, n=128, k=64)
+    doc["sizes"] = {"m": [["a", 0], ["c", 0]], "n": [["b", 0], ["c", 1]], "k": [["a", 1], ["b", 1]]}
+    doc["grid_tiles"] = [["m", 128], ["n", 128]]
+    return doc
+
+
+def test_an_artifact_resizes_to_other_sizes(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path, sized_doc()))
+    assert artifact.size_values() == {"m": 256, "n": 128, "k": 64}
+    other = artifact.resized(m=1000, n=1333, k=520)
+    assert other.tensors["a"].shape == (1000, 520) and other.tensors["b"].shape == (1333, 520)
+    assert other.tensors["c"].shape == (1000, 1333) and other.grid == (8, 11, 1)
+    assert other.problem == {**artifact.problem, "m": 1000, "n": 1333, "k": 520}
+    with pytest.raises(ArtifactError, match="reads sizes k, m, n; got m"):
+        artifact.resized(m=5)
+    with pytest.raises(ArtifactError, match="size k must be a positive int, got 0"):
+        artifact.resized(m=5, n=5, k=0)
+
+
+def test_an_artifact_without_sizes_describes_one_problem(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path, matmul_doc()))
+    with pytest.raises(ArtifactError, match="describes one problem only; recompile it"):
+        artifact.resized(m=1, n=1, k=1)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("sizes", {"m": [["a", 0], ["b", 0]]}, r"'sizes.m': the dims it names differ in extent: \[128, 256\]"),
+    ("sizes", {"m": [["x", 0]]}, r"'sizes.m': expected \[tensor, dim\] pairs"),
+    ("grid_tiles", [["m", 0]], r"'grid_tiles': expected 1 to 3 \[size, tile\] pairs"),
+    ("grid_tiles", [["q", 64]], r"'grid_tiles': counts tiles of 'q'")])
+def test_bad_sizes_and_grid_tiles_are_named(tmp_path, key, value, message):
+    doc = sized_doc()
+    doc[key] = value
+    with pytest.raises(ArtifactError, match=message):
+        load_artifact(write_artifact(tmp_path, doc))
+
+
 def test_cubin_is_preferred_over_ptx(tmp_path):
     artifact = load_artifact(write_artifact(tmp_path, matmul_doc(), cubin=b"\x7fELF"))
     assert [kind for kind, _ in artifact.images()] == ["cubin", "ptx"]

@@ -419,6 +419,30 @@ def test_config_fields_have_their_types(field, value, message):
         MatmulConfig(**{field: value})
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("num_stages", 0, "num_stages must be 1 to 227, got 0"),
+    ("num_stages", -2, "num_stages must be 1 to 227, got -2"),
+    ("block_m", 96, "block_m must be a multiple of 64 (the WGMMA M) up to 256"),
+    ("block_n", 260, "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 260"),
+    ("block_k", 128, "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
+    ("num_consumer_groups", 3, "num_consumer_groups must be 1 or 2 or 4, got 3"),
+    ("producer", "thread", "producer must be 'warp' or 'warpgroup', got 'thread'"),
+    ("wgmma_in_flight", 2, "wgmma_in_flight must be 0 or 1, got 2"),
+    ("group_m", -1, "group_m must be 0 (no grouping) or more tile rows, got -1")])
+def test_config_values_out_of_range_are_named_with_what_is_allowed(field, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MatmulConfig(**{field: value})
+
+
+def test_a_tile_the_layout_cannot_take_is_refused_before_building():
+    kn = MatmulProblem(b_layout="kn")
+    with pytest.raises(ValueError, match=re.escape("block_n must be at most 64 for B as [K, N]")):
+        MatmulConfig(block_n=128).check_problem(kn)
+    assert MatmulConfig.default_for(kn).block_n == 64
+    assert MatmulConfig.default_for(kn, block_n=32).block_n == 32
+    assert MatmulConfig.default_for(MatmulProblem()) == MatmulConfig()
+
+
 def test_release_options():
     with pytest.raises(ValueError, match="release must be 'thread' or 'warp', got 'lane'"):
         MatmulConfig(release="lane")

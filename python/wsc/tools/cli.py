@@ -62,16 +62,18 @@ def _compile(args) -> int:
     from wsc.compiler import compile_module
     from wsc.diagnostics import DiagnosticEngine
     from wsc.dialect import make_context, parse_module
-    from wsc.kernels.matmul import MatmulConfig
-    from wsc.compiler import specialization_passes
+    from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
+    from wsc.passes.warp_specialize import WarpSpecialize
 
-    config = MatmulConfig(num_stages=args.num_stages, num_consumer_groups=args.num_consumer_groups,
-                          producer=args.producer)
+    # The pass's own options: num-stages 0 keeps the ring as written.
+    specialize = WarpSpecialize(num_stages=args.num_stages,
+                                num_consumer_groups=args.num_consumer_groups,
+                                producer=args.producer)
     context = make_context()
     with context, ir.Location.unknown():
         with open(args.input) as source:
             module = parse_module(source.read(), DiagnosticEngine(args.input))
-        result = compile_module(module, specialization_passes(config), args.dump_ir)
+        result = compile_module(module, [specialize, UnrollRingBuffer()], args.dump_ir)
     with open(args.output, "w") as out:
         out.write(result.ptx)
     print(f"wsc compile: {args.input} -> {args.output}")
