@@ -457,8 +457,8 @@ def matmul(a, b, *, out=None, out_dtype=None):
     """a @ b with fp32 accumulation (see the module docstring). Returns `out`
     when given, else a new tensor (or numpy array, for numpy inputs)."""
     torch = _torch
-    if (torch is not None and type(a) is torch.Tensor and type(b) is torch.Tensor
-            and (out is None or type(out) is torch.Tensor)
+    if (torch is not None and type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS
+            and (out is None or type(out) in _PLAIN_TENSORS)
             and not torch.compiler.is_compiling()
             and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))):
         # A call of a signature seen before launches at once; the first one of
@@ -494,7 +494,7 @@ def _matmul(a, b, out, out_dtype):
         torch.ops.wsc.matmul_out(a, b, out)
         return out
     result = torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
-    if type(a) is torch.Tensor and a.device.type == "cuda":
+    if not torch.compiler.is_compiling() and a.device.type == "cuda":
         # The functional call of this signature: allocate and launch from now on.
         bound = _bound.get(_signature(a, b, result, None))
         if bound is not None:
@@ -521,8 +521,9 @@ def _register_torch_ops() -> None:
     same checks, for meta tensors and torch.compile's tracing."""
     import torch
 
-    global _torch, _library
+    global _torch, _library, _PLAIN_TENSORS
     _torch = torch
+    _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
     # A Library with a CUDA kernel, not torch.library.custom_op: the latter's
     # Python wrappers cost tens of microseconds per call. Exact strides: B's
     # layout is read from its strides, and TMA wants A's and B's rows where
@@ -555,6 +556,9 @@ def _register_torch_ops() -> None:
 #: torch, once the ops are registered (None without torch), and their Library.
 _torch = None
 _library = None
+#: Tensor types a call may launch with directly; subclasses (fake, functional,
+#: distributed tensors) take the custom op, as their dispatch requires.
+_PLAIN_TENSORS: tuple = ()
 
 if importlib.util.find_spec("torch") is not None:
     # Registered on import, before any call: torch.compile traces calls, and

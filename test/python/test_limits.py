@@ -19,27 +19,33 @@ from wsc.kernels.matmul import MatmulConfig, MatmulProblem
 
 
 @pytest.mark.parametrize("config, message", [
-    (dict(block_m=100),
-     "register tile rows must be a multiple of 64 (the WGMMA M), got 100"),
-    (dict(block_n=12),
-     "register tile columns must be a multiple of 8 in [8, 256] (the WGMMA N), got 12"),
-    (dict(block_n=512),
-     "needs 4 x 65536 = 262144 bytes of shared memory (4 stages of 512x64xf16, each "
-     "1024-byte aligned), more than the 232448 bytes (227 KB)"),
-    (dict(block_k=40), "K tile 40 is not a multiple of 16 (the WGMMA K)"),
-    (dict(block_k=128),
-     "TMA box inner extent is 256 bytes, more than the 128-byte swizzle span"),
     (dict(num_stages=8),
      "needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 "
      "alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90"),
-    (dict(num_stages=300),
-     "needs 300 x 16384 = 4915200 bytes of shared memory"),
     (dict(block_m=64, num_consumer_groups=2),
      "a 64-row tile cannot be split over 2 consumer warpgroups in multiples of 64 rows"),
 ])
 def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
     with pytest.raises(CompileError) as error:
         compile_matmul(256, 256, 256, MatmulProblem(), MatmulConfig(**config), tmp_path / "x")
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("config, message", [
+    (dict(block_m=100), "block_m must be a multiple of 64 (the WGMMA M) up to 256 (a TMA box), "
+                        "got 100"),
+    (dict(block_n=12), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 12"),
+    (dict(block_n=512), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 512"),
+    (dict(block_k=40), "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
+    (dict(block_k=128), "block_k must be a multiple of 16 (the WGMMA K) up to 64 (a 128-byte "
+                        "swizzled row of 16-bit elements), got 128"),
+    (dict(num_stages=300), "num_stages must be 1 to 227, got 300"),
+])
+def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message):
+    """The rules the verifier checks in the IR (test/Dialect/hardware-limits.mlir),
+    stated in terms of the config's own fields before any IR is built."""
+    with pytest.raises(ValueError) as error:
+        MatmulConfig(**config)
     assert message in str(error.value)
 
 
