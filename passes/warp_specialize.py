@@ -113,9 +113,11 @@ _CONSUMER_OPS = ("wsc.mbarrier_wait", "wsc.wgmma_fence", "wsc.wgmma",
 _PURE_DIALECTS = ("arith.",)
 
 
-#: The consumer warpgroups and producer roles the pass can build.
+#: The consumer warpgroups, producer roles and WGMMA groups in flight the pass
+#: can build.
 CONSUMER_GROUPS = (1, 2, 4)
 PRODUCERS = ("warp", "warpgroup")
+WGMMA_IN_FLIGHT = (0, 1)
 
 
 class WarpSpecialize(WscPass):
@@ -133,7 +135,7 @@ class WarpSpecialize(WscPass):
                                          "(persistent kernels, 2 groups)"),
         Option("wgmma-in-flight", int, 0, "WGMMA groups left in flight across K tiles "
                                           "(1: release each stage one K tile late)",
-               choices=(0, 1)),
+               choices=WGMMA_IN_FLIGHT),
         Option("release", str, "thread", "who arrives on an empty barrier",
                choices=("thread", "warp")),
         Option("verify", bool, True, "check the mbarrier protocol of the result"),

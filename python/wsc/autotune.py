@@ -102,6 +102,10 @@ class TuneResult:
     #: Why there is no `best` after a search on the GPU (every candidate
     #: dropped out), else None.
     failure: str | None = None
+    #: The failure says something about the kernels (each failed to compile,
+    #: computed a wrong result, faulted or hung), not about the machine the
+    #: search ran on (a worker that died or ran out of memory): it is cached.
+    failure_is_final: bool = False
 
     def table(self) -> str:
         """One line per candidate: config, compile time, and time or reason."""
@@ -167,7 +171,7 @@ class Autotuned:
         except TypeError:
             return None
 
-    def _identity(self) -> dict:
+    def identity(self) -> dict:
         """What the cache keys of this function's results hold: the function, a
         hash of its source file and one of the compiler's, so editing either
         invalidates them."""
@@ -184,7 +188,7 @@ class Autotuned:
     # Compiling -----------------------------------------------------------------------
 
     def _candidate_key(self, config: dict, fixed: dict) -> dict:
-        return {"kind": "autotune-candidate", **self._identity(), "fixed": fixed,
+        return {"kind": "autotune-candidate", **self.identity(), "fixed": fixed,
                 "config": config}
 
     def artifact(self, config: dict, sizes: dict, fixed: dict | None = None,
@@ -220,7 +224,9 @@ class Autotuned:
                 candidate.artifact_dir = cache.build_artifact(key, build)
             except Exception as error:  # a candidate's failure drops it, not the search
                 candidate.error = _reason(error)
-                cache.put(failure_key, {"error": candidate.error})
+                # Sizes the kernel does not read are the caller's mistake, not the config's.
+                if not candidate.error.startswith(f"{SIZES_ERROR}:"):
+                    cache.put(failure_key, {"error": candidate.error})
             candidate.compile_seconds = time.perf_counter() - start
             progress(1)
 
@@ -259,14 +265,14 @@ class Autotuned:
         fixed = dict(fixed or {})
         jobs = jobs or min(8, os.cpu_count() or 1)
         gpu = _gpu_identity() if hopper_gpu_visible() else None
-        choice_key = {"kind": "autotune-choice", **self._identity(), "fixed": fixed,
+        choice_key = {"kind": "autotune-choice", **self.identity(), "fixed": fixed,
                       "problem": problem_class or sizes, "space": self.configs(),
                       "device": gpu}
         candidates = [Candidate(config) for config in self.configs()]
         if gpu is not None and not retune:
             entry = cache.get(choice_key)
             if entry is not None and entry.get("best") is None and entry.get("failure"):
-                return TuneResult(cached=True, failure=entry["failure"])
+                return TuneResult(cached=True, failure=entry["failure"], failure_is_final=True)
             if entry is not None and entry.get("best") in self.configs():
                 best = entry["best"]
                 path = self.artifact(best, sizes, fixed, cache)
@@ -284,6 +290,11 @@ class Autotuned:
         steps = len(to_compile) + (1 if gpu is not None else 0)
         with _progress_bar(steps, f"autotune {self.__name__}", progress) as advance:
             self._compile_all(to_compile, sizes, fixed, cache, jobs, advance)
+            for candidate in to_compile:
+                if (candidate.error or "").startswith(f"{SIZES_ERROR}:"):
+                    from wsc.runtime.artifact import SizesError
+
+                    raise SizesError(candidate.error.split(": ", 1)[1])
             result = TuneResult(candidates)
             if gpu is None:
                 return result
@@ -303,33 +314,56 @@ class Autotuned:
         else:
             result.failure = "; ".join(f"{c.config}: {(c.error or 'not timed').splitlines()[0][:300]}"
                                        for c in candidates) or "the space is empty"
-            cache.put(choice_key, {"best": None, "failure": result.failure})
+            result.failure_is_final = all(map(_failed_for_good, candidates))
+            if result.failure_is_final:
+                cache.put(choice_key, {"best": None, "failure": result.failure})
         return result
 
 
-#: Modules of the wsc package that do not take part in compiling a kernel
-#: (running, caching, tuning and calling kernels): edits of them keep
-#: compiled kernels valid.
+#: Modules of the wsc package that do not take part in compiling a kernel or
+#: in the artifact format (running, caching, tuning and calling kernels):
+#: edits of them keep compiled kernels valid.
 NOT_COMPILER = ("runtime", "tools", "matmul.py", "autotune.py", "device.py", "cache.py")
+#: ... but for the artifact format, which the runtime reads back.
+ARTIFACT_FORMAT = "runtime/artifact.py"
 
 
 @functools.lru_cache(maxsize=1)
 def compiler_digest() -> str:
     """A hash of the compiler's source (the wsc package but NOT_COMPILER, the
-    passes, the dialect): cached kernels are keyed by it, because the
+    passes, the dialect, and the artifact format): cached kernels are keyed by it, because the
     cache's version stamp, wsc.__version__, does not change with every edit
     of the compiler, and a kernel compiled by an older one must not be
     reused."""
     roots = [Path(location) for name in ("wsc", "wsc.passes", "wsc.dialects")
              for location in importlib.util.find_spec(name).submodule_search_locations]
     skipped = {roots[0] / name for name in NOT_COMPILER}
+    kept = roots[0] / ARTIFACT_FORMAT
     digest = hashlib.sha256()
     for root in roots:
         for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".mlir") and not skipped & {path, *path.parents}:
+            if path.suffix in (".py", ".mlir") and (path == kept
+                                                    or not skipped & {path, *path.parents}):
                 digest.update(str(path.relative_to(root)).encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+#: The name of wsc.runtime.artifact.SizesError, as a worker reports it
+#: (this module imports no runtime).
+SIZES_ERROR = "SizesError"
+
+
+def _failed_for_good(candidate: Candidate) -> bool:
+    """Whether a candidate's failure is its kernel's: a build or compile error
+    (no report), a wrong result (a report without an error) or a fault or
+    hang; not an error of the run around it."""
+    from wsc.device import FATAL_ERRORS
+
+    if candidate.report is None:
+        return candidate.error is not None
+    error = candidate.report.get("error")
+    return error is None or error.startswith(FATAL_ERRORS)
 
 
 class CandidateError(RuntimeError):

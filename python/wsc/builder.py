@@ -1314,7 +1314,8 @@ class CompiledKernel:
             config["persistent"] = True
         if info.cluster > 1:
             config["cluster_m"] = info.cluster
-        if {"a", "b", "c"} <= set(info.tensors) and {"m", "n", "k"} <= set(sizes):
+        used = {name for name, spec in info.tensors.items() if spec["role"] != "unused"}
+        if {"a", "b", "c"} <= used and {"m", "n", "k"} <= set(sizes):
             # B is [N, K] when its first dim is N: read from the kernel, not
             # from the sizes, which cannot tell the layouts apart where N = K.
             b_layout = "nk" if ["b", 0] in info.dims.get("n", []) else "kn"

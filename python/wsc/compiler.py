@@ -25,7 +25,7 @@ from wsc.dialect import TMA_LOAD_OPS
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import walk
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
-from wsc.runtime.artifact import tile_grid
+from wsc.runtime.artifact import check_sizes, tile_grid
 from wsc.verifier import verify_wsc
 
 
@@ -181,12 +181,7 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dic
     runtime can resize the artifact to any other problem
     (Artifact.resized)."""
     info = result.info
-    if set(sizes) != set(info.dims):
-        raise ValueError(f"kernel '{info.name}' reads sizes {', '.join(info.dims) or 'none'};"
-                         f" got {', '.join(sizes) or 'none'}")
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"size {name} must be a positive int, got {value!r}")
+    check_sizes(info.dims, sizes, info.name)
     if any(size not in sizes for size, _ in grid_tiles):
         raise ValueError(f"the grid counts tiles of {', '.join(s for s, _ in grid_tiles)}; got "
                          f"sizes {', '.join(sizes)}")

@@ -42,7 +42,10 @@ def run_artifacts(artifact_dirs: list, bench: bool = True, timeout_s: float = 30
     where given), all in one process of their own, which shares the inputs
     and reference among them. A kernel that faults or hangs ends that
     process: it is reported as failed and the artifacts after it run in a
-    fresh one. `timeout_s` bounds each process."""
+    fresh one; one that writes into the inputs fails, and the inputs are
+    drawn again. `timeout_s` bounds each artifact."""
+    from wsc.runtime.run_cli import STARTING
+
     reports: list[dict] = []
     while len(reports) < len(artifact_dirs):
         rest = [str(path) for path in artifact_dirs[len(reports):]]
@@ -51,16 +54,22 @@ def run_artifacts(artifact_dirs: list, bench: bool = True, timeout_s: float = 30
         if bench:
             command.append("--bench")
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+            proc = subprocess.run(command, capture_output=True, text=True,
+                                  timeout=timeout_s * len(rest))
             stdout, stderr = proc.stdout, proc.stderr
             error = (stderr.strip() or "no report")[-2000:]
         except subprocess.TimeoutExpired as expired:
-            stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
+            stdout, stderr = (_text(expired.stdout), _text(expired.stderr))
             error = f"no report within {timeout_s} s"
         new = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
         reports += new
-        ended_by_last = new and new[-1].get("error", "").startswith(FATAL_ERRORS)
-        if len(reports) < len(artifact_dirs) and not ended_by_last:
-            # The process died without a word on the next artifact: that one broke it.
+        started = sum(line.startswith(STARTING) for line in stderr.splitlines())
+        if len(reports) < len(artifact_dirs) and (started > len(new) or not new):
+            # The process died on an artifact it had started (or before any):
+            # that one broke it.
             reports.append({"ok": False, "error": error})
     return reports[:len(artifact_dirs)]
+
+
+def _text(output) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from wsc.kernels.matmul_spaces import DEFAULT_CONFIGS, SPACES, matmul_kernel  # noqa: F401
+from wsc.kernels.matmul_spaces import DEFAULT_CONFIGS, SPACES
 
 #: Input dtypes, by wsc name; outputs may also be f32.
 INPUT_DTYPES = ("f16", "bf16")
@@ -223,55 +224,87 @@ def _autotune_enabled() -> bool:
 
 def config_key(p: MatmulPlan, device: str) -> dict:
     """The cache key of the config chosen for `p`'s class on `device`; the
-    space is part of it, so changing the space retunes."""
+    space and the kernels' identity (their source and the compiler's) are
+    part of it, so changing either tunes again."""
     return {"kind": "wsc.matmul-config", "class": shape_class(p.m, p.n, p.k),
             "dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout,
-            "device": device, "space": SPACES[p.space].configs()}
+            "device": device, "space": SPACES[p.space].configs(),
+            "kernels": SPACES[p.space].identity()}
+
+
+class NoCorrectKernel(RuntimeError):
+    """No config of the space computes a problem correctly on this GPU."""
 
 
 def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
     """The config for `p` on `device`: the cached choice for its class, else
-    the result of `tune(p)` (which is then cached), else the default. A tune
-    that found nothing is cached as such, with its reason: the default is
-    used from then on, with a warning once per process."""
+    the result of `tune(p)`, a (config, failure, final) triple, which is then
+    cached. A search that found no correct config raises NoCorrectKernel, now
+    and (cached) on every later call: the default config is a candidate too,
+    so it failed with the rest. A search that could not run (no GPU for the
+    tuner, a worker that died) falls back to the default config, with a
+    warning, until the next process searches again."""
     key = config_key(p, device)
     entry = cache.get(key)
     if entry is not None and entry.get("config") in SPACES[p.space].configs():
         return entry["config"]
     if entry is not None and entry.get("config") is None and entry.get("failure"):
-        return _fallback(p, entry["failure"])
-    if tune is None or not _autotune_enabled():
+        raise _no_correct_kernel(p, entry["failure"], cache)
+    if tune is None or not _autotune_enabled() or _class(p) in _untuned:
         return dict(DEFAULT_CONFIGS[p.space])
-    config, failure = tune(p)
-    if config is None:
+    config, failure, final = tune(p)
+    if config is not None:
+        cache.put(key, {"config": config})
+        return config
+    if final:
         cache.put(key, {"config": None, "failure": failure})
-        return _fallback(p, failure)
-    cache.put(key, {"config": config})
-    return config
-
-
-_warned: set = set()
-
-
-def _fallback(p: MatmulPlan, failure: str) -> dict:
-    """The default config of `p`'s space, after a tune that found nothing."""
-    said = (p.space, tuple(shape_class(p.m, p.n, p.k)), p.dtype, p.out_dtype)
-    if said not in _warned:
-        _warned.add(said)
-        warnings.warn(f"wsc.matmul: autotuning {p.m}x{p.n}x{p.k} ({p.dtype} -> {p.out_dtype}, "
-                      f"B {p.b_layout}) found no correct config, so the default one runs; "
-                      f"this is cached (clear {_cache().root} to tune again). Why: "
-                      f"{failure[:1000]}", RuntimeWarning, stacklevel=4)
+        raise _no_correct_kernel(p, failure, cache)
+    _untuned.add(_class(p))
+    warnings.warn(f"wsc.matmul: autotuning {_describe_plan(p)} could not run "
+                  f"({failure or 'no Hopper GPU is device 0, which the tuner times on'}), so "
+                  f"the default config runs; the next process will search again",
+                  RuntimeWarning, stacklevel=_caller_stacklevel())
     return dict(DEFAULT_CONFIGS[p.space])
 
 
-def _tune(p: MatmulPlan) -> tuple[dict | None, str | None]:
-    """Autotune `p`'s problem (progress bar on stderr): the best config, or None
-    and why."""
+#: Shape classes whose search could not run in this process: not searched again.
+_untuned: set = set()
+
+
+def _class(p: MatmulPlan) -> tuple:
+    return (p.space, tuple(shape_class(p.m, p.n, p.k)), p.dtype, p.out_dtype)
+
+
+def _describe_plan(p: MatmulPlan) -> str:
+    return f"{p.m}x{p.n}x{p.k} ({p.dtype} -> {p.out_dtype}, B {p.b_layout})"
+
+
+def _no_correct_kernel(p: MatmulPlan, failure: str, cache) -> NoCorrectKernel:
+    return NoCorrectKernel(
+        f"wsc.matmul: no config computes {_describe_plan(p)} correctly on this GPU: every "
+        f"candidate failed to compile, computed a wrong result, faulted or hung. Use "
+        f"torch.matmul for it. This is cached: clear {cache.root} to search again (after a "
+        f"fix of wsc). Why: {failure[:2000]}")
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of warnings.warn that names the first frame outside wsc
+    and torch (the user's call), from the function that calls warn."""
+    package = os.path.dirname(__file__)
+    frame, level = sys._getframe(2), 2
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or f"{os.sep}torch{os.sep}" in frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _tune(p: MatmulPlan) -> tuple[dict | None, str | None, bool]:
+    """Autotune `p`'s problem (progress bar on stderr): (the best config, or
+    None and why, and whether that failure is the kernels')."""
     result = SPACES[p.space].tune({"m": p.m, "n": p.n, "k": p.k}, fixed=_fixed(p),
                                   problem_class={"class": shape_class(p.m, p.n, p.k)},
                                   cache=_cache())
-    return result.best, result.failure
+    return result.best, result.failure, result.failure_is_final
 
 
 def _fixed(p: MatmulPlan) -> dict:
@@ -363,9 +396,9 @@ class _BoundMatmul:
 def _signature(a, b, out, out_dtype) -> tuple:
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
-    result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else out_dtype
+    result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else None
     return (a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device,
-            result)
+            result, out_dtype)
 
 
 def _check_alignment(a, b, out) -> None:
@@ -394,9 +427,10 @@ def _bind(a, b, out) -> _BoundMatmul | None:
 
 
 def _remember(signature: tuple, bound: _BoundMatmul) -> None:
-    if len(_bound) >= _BOUND_SIGNATURES:
-        _bound.pop(next(iter(_bound)), None)
-    _bound[signature] = bound
+    with _state_lock:
+        if len(_bound) >= _BOUND_SIGNATURES:
+            _bound.pop(next(iter(_bound)), None)
+        _bound[signature] = bound
 
 
 def _run_torch(a, b, out) -> None:
@@ -460,12 +494,19 @@ def matmul(a, b, *, out=None, out_dtype=None):
     if (torch is not None and type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS
             and (out is None or type(out) in _PLAIN_TENSORS)
             and not torch.compiler.is_compiling()
-            and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))):
-        # A call of a signature seen before launches at once; the first one of
-        # a signature (and any tracing, fake or autograd call) takes the
-        # custom op below, which resolves it.
+            and not (torch.is_grad_enabled()
+                     and (a.requires_grad or b.requires_grad
+                          or (out is not None and out.requires_grad)))
+            and _dispatch_mode() is None and torch._C._get_tracing_state() is None
+            and not (a.is_neg() or b.is_neg())):
+        # A call of a signature seen before launches at once. The first one of
+        # a signature, and any call torch must see (tracing, a dispatch mode,
+        # fake tensors, autograd, a lazily negated view), takes the custom op
+        # below, which resolves it.
         bound = _bound.get(_signature(a, b, out, out_dtype))
         if bound is not None:
+            if out is not None:
+                torch.autograd.graph.increment_version(out)  # as any in-place write does
             return bound(a, b, out)
     try:
         return _matmul(a, b, out, out_dtype)
@@ -490,9 +531,15 @@ def _matmul(a, b, out, out_dtype):
                          f"{a.device}; move them with .cuda() (numpy arrays are copied to "
                          f"the GPU for you)")
     torch = _torch
+    needs_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
     if out is not None:
+        if needs_grad:
+            raise RuntimeError("wsc.matmul(): a call with out=... does not support automatic "
+                               "differentiation, but one of the arguments requires grad")
         torch.ops.wsc.matmul_out(a, b, out)
         return out
+    if needs_grad:
+        return _MatmulWithGrad.apply(a, b, _torch_dtype(p.out_dtype))
     result = torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
     if not torch.compiler.is_compiling() and a.device.type == "cuda":
         # The functional call of this signature: allocate and launch from now on.
@@ -520,8 +567,9 @@ def _register_torch_ops() -> None:
     `out`), each with a fake implementation: the result's metadata from the
     same checks, for meta tensors and torch.compile's tracing."""
     import torch
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-    global _torch, _library, _PLAIN_TENSORS
+    global _torch, _library, _PLAIN_TENSORS, _MatmulWithGrad, _dispatch_mode
     _torch = torch
     _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
     # A Library with a CUDA kernel, not torch.library.custom_op: the latter's
@@ -547,6 +595,27 @@ def _register_torch_ops() -> None:
     def matmul_out_fake(a, b, out):
         plan(a, b, out)
 
+    class MatmulWithGrad(torch.autograd.Function):
+        """wsc.matmul where autograd records it: the product by the wsc kernel,
+        the gradients by torch.matmul (wsc has no kernel for A^T, which the
+        gradient of B reads). The ops themselves carry no autograd formula:
+        torch's Python autograd wrapper would cost every call about 16 us."""
+
+        @staticmethod
+        def forward(ctx, a, b, out_dtype):
+            ctx.save_for_backward(a, b)
+            return torch.ops.wsc.matmul(a, b, out_dtype)
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            grad = grad.to(a.dtype)
+            return (grad @ b.mT if ctx.needs_input_grad[0] else None,
+                    a.mT @ grad if ctx.needs_input_grad[1] else None, None)
+
+    _MatmulWithGrad = MatmulWithGrad
+    _dispatch_mode = _get_current_dispatch_mode
+
     _library.impl("matmul", matmul_op, "CUDA")
     _library.impl("matmul_out", _run_torch, "CUDA")
     torch.library.register_fake("wsc::matmul", matmul_fake, lib=_library)
@@ -559,6 +628,10 @@ _library = None
 #: Tensor types a call may launch with directly; subclasses (fake, functional,
 #: distributed tensors) take the custom op, as their dispatch requires.
 _PLAIN_TENSORS: tuple = ()
+#: The autograd.Function of a call that records gradients, and torch's
+#: getter of the active dispatch mode (both set with the ops).
+_MatmulWithGrad = None
+_dispatch_mode = None
 
 if importlib.util.find_spec("torch") is not None:
     # Registered on import, before any call: torch.compile traces calls, and

@@ -24,6 +24,8 @@ from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE, WAR
 MIN_REGISTERS, MAX_REGISTERS = 24, 256
 #: A block has at most 1024 threads.
 MAX_BLOCK_THREADS = 1024
+#: The N extent of one WGMMA: a multiple of this step, up to this maximum.
+WGMMA_N_STEP, WGMMA_N_MAX = 8, 256
 #: TMA box dimensions are at most 256 elements.
 MAX_TMA_BOX = 256
 #: The 128-byte swizzle that the TMA copies and WGMMA descriptors use bounds the
@@ -345,9 +347,9 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]
         _fail(op, f"register tile must be rank 2, got shape {list(shape)}")
     if shape[0] % 64 or shape[0] < 64:
         _fail(op, f"register tile rows must be a multiple of 64 (the WGMMA M), got {shape[0]}")
-    if shape[1] % 8 or not 8 <= shape[1] <= 256:
-        _fail(op, f"register tile columns must be a multiple of 8 in [8, 256] "
-                  f"(the WGMMA N), got {shape[1]}")
+    if shape[1] % WGMMA_N_STEP or not WGMMA_N_STEP <= shape[1] <= WGMMA_N_MAX:
+        _fail(op, f"register tile columns must be a multiple of {WGMMA_N_STEP} in "
+                  f"[{WGMMA_N_STEP}, {WGMMA_N_MAX}] (the WGMMA N), got {shape[1]}")
     if shape[0] * shape[1] > REGISTER_FILE:
         _fail(op, f"register tile {shape[0]}x{shape[1]} has {shape[0] * shape[1]} elements, "
                   f"more than the {REGISTER_FILE} 32-bit registers of an SM")

@@ -10,6 +10,7 @@ import pytest
 import wsc.autotune as autotune_module
 from wsc.autotune import Autotuned, autotune
 from wsc.cache import Cache
+from wsc.runtime.artifact import SizesError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -134,6 +135,43 @@ def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeyp
     monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert result.best is None and "illegal address" in result.failure
+    assert result.failure_is_final
     again = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert again.cached and again.best is None and again.failure == result.failure
-    assert len(runs) == 2  # not run again
+    assert again.failure_is_final and len(runs) == 2  # not run again
+
+
+def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
+    import wsc.device
+
+    runs = []
+
+    @autotune("num_stages", [2, 3])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    def run(directories, bench=True, timeout_s=300.0, sizes=None):
+        runs.extend(directories)
+        return [{"ok": False, "error": "CudaError: cuMemAlloc failed: out of memory"},
+                {"ok": False, "rel_err": 0.5}]
+
+    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
+    monkeypatch.setattr(wsc.device, "run_artifacts", run)
+    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert result.best is None and "out of memory" in result.failure
+    assert not result.failure_is_final
+    kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert len(runs) == 4  # searched again
+
+
+def test_sizes_the_kernel_does_not_read_are_the_caller_s_mistake(cache):
+    @autotune("num_stages", [2])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    with pytest.raises(SizesError, match="reads sizes k, m, n; got m"):
+        kernel.tune({"m": 256}, cache=cache, jobs=1, progress=False)
+    # Nothing of the config was cached as a failure: the right sizes compile it.
+    result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert [c.error for c in result.candidates] == [None]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import wsc.device as device
+from wsc.runtime.run_cli import STARTING
 
 
 def fake_runs(monkeypatch, outcomes):
@@ -17,16 +18,23 @@ def fake_runs(monkeypatch, outcomes):
 
     def run(command, capture_output, text, timeout):
         commands.append(command)
-        lines = []
+        lines, started = [], []
         for directory in [arg for arg in command[3:] if not arg.startswith("--")]:
             outcome = outcomes[directory]
+            if outcome == "dies after the last":
+                break
+            started.append(f"{STARTING}{directory}")
             if outcome == "dies":
                 break
+            if outcome == "hangs":
+                raise subprocess.TimeoutExpired(command, timeout, "\n".join(lines).encode(),
+                                                "\n".join(started).encode())
             if outcome == "faults":
                 lines.append(json.dumps({"ok": False, "error": "KernelFault: illegal address"}))
                 break
             lines.append(json.dumps({"ok": outcome == "ok", "dir": directory}))
-        return subprocess.CompletedProcess(command, 1, "\n".join(lines), "Segmentation fault")
+        return subprocess.CompletedProcess(command, 1, "\n".join(lines),
+                                           "\n".join(started + ["Segmentation fault"]))
 
     monkeypatch.setattr(device.subprocess, "run", run)
     return commands
@@ -45,6 +53,37 @@ def test_an_artifact_that_ends_the_process_fails_alone(monkeypatch):
     commands = fake_runs(monkeypatch, {"a": "ok", "b": "dies", "c": "faults", "d": "ok"})
     reports = device.run_artifacts(["a", "b", "c", "d"])
     assert [r["ok"] for r in reports] == [True, False, False, True]
-    assert reports[1]["error"] == "Segmentation fault"
+    assert reports[1]["error"].endswith("Segmentation fault")
     assert "illegal address" in reports[2]["error"]
     assert [c[3] for c in commands] == ["a", "c", "d"]
+
+
+def test_a_hang_fails_alone_and_the_timeout_covers_every_artifact(monkeypatch):
+    commands = fake_runs(monkeypatch, {"a": "ok", "b": "hangs", "c": "ok"})
+    reports = device.run_artifacts(["a", "b", "c"], timeout_s=10)
+    assert [r["ok"] for r in reports] == [True, False, True]
+    assert reports[1]["error"] == "no report within 10 s"
+    assert [c[3] for c in commands] == ["a", "c"]
+
+
+def test_a_process_that_dies_between_artifacts_blames_none(monkeypatch):
+    outcomes = {"a": "ok", "b": "dies after the last", "c": "ok"}
+    commands = fake_runs(monkeypatch, outcomes)
+    run = device.subprocess.run
+
+    def then_recovers(command, **kwargs):
+        result = run(command, **kwargs)
+        outcomes["b"] = "ok"  # what ended the first process was not b
+        return result
+
+    monkeypatch.setattr(device.subprocess, "run", then_recovers)
+    reports = device.run_artifacts(["a", "b", "c"])
+    assert [r["ok"] for r in reports] == [True, True, True]
+    assert [c[3] for c in commands] == ["a", "b"]
+
+
+def test_a_process_that_starts_nothing_fails_the_next_artifact(monkeypatch):
+    # E.g. an interpreter that cannot import wsc: no artifact started, no report.
+    commands = fake_runs(monkeypatch, {"a": "dies after the last", "b": "dies after the last"})
+    reports = device.run_artifacts(["a", "b"])
+    assert [r["ok"] for r in reports] == [False, False] and len(commands) == 2

@@ -13,7 +13,7 @@ import pytest
 import wsc
 from wsc.device import hopper_gpu_visible, run_artifacts
 from wsc.cache import Cache
-from wsc.matmul import (DEFAULT_CONFIGS, SPACES, MatmulPlan, choose_config,
+from wsc.matmul import (DEFAULT_CONFIGS, SPACES, MatmulPlan, NoCorrectKernel, choose_config,
                         compiled_kernel_dir, config_key, plan, shape_class)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
@@ -206,14 +206,14 @@ P = MatmulPlan(1000, 1333, 520, "f16", "f16", "nk")
 
 def test_a_cached_config_is_used_without_tuning(cache):
     best = SPACES["nk"].configs()[5]
-    assert choose_config(P, "GPU", cache, tune=lambda p: (best, None)) == best
+    assert choose_config(P, "GPU", cache, tune=lambda p: (best, None, False)) == best
     # Same class, other shape: the choice is reused, nothing is tuned.
     same_class = MatmulPlan(900, 1100, 600, "f16", "f16", "nk")
     assert choose_config(same_class, "GPU", cache, tune=pytest.fail) == best
 
 
 def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
-    choose_config(P, "GPU", cache, tune=lambda p: (SPACES["nk"].configs()[5], None))
+    choose_config(P, "GPU", cache, tune=lambda p: (SPACES["nk"].configs()[5], None, False))
     tuned = []
     for other, device in ((MatmulPlan(1000, 1333, 520, "bf16", "bf16", "nk"), "GPU"),
                           (MatmulPlan(1000, 1336, 520, "f16", "f16", "kn"), "GPU"),
@@ -221,28 +221,60 @@ def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
                           (MatmulPlan(4000, 1333, 520, "f16", "f16", "nk"), "GPU"),
                           (P, "Other GPU")):
         choose_config(other, device, cache,
-                      tune=lambda p: (tuned.append(p) or DEFAULT_CONFIGS[p.b_layout], None))
+                      tune=lambda p: (tuned.append(p) or DEFAULT_CONFIGS[p.b_layout], None, False))
     assert len(tuned) == 5
 
 
 def test_a_choice_outside_the_current_space_is_tuned_again(cache):
     cache.put(config_key(P, "GPU"), {"config": {"num_stages": 99}})
     best = SPACES["nk"].configs()[1]
-    assert choose_config(P, "GPU", cache, tune=lambda p: (best, None)) == best
+    assert choose_config(P, "GPU", cache, tune=lambda p: (best, None, False)) == best
     assert cache.get(config_key(P, "GPU")) == {"config": best}
 
 
-def test_a_tune_that_finds_nothing_is_cached_and_said_once(cache, monkeypatch):
-    monkeypatch.setattr(sys.modules["wsc.matmul"], "_warned", set())
-    with pytest.warns(RuntimeWarning, match="found no correct config.*Why: every candidate faulted"):
-        assert choose_config(P, "GPU", cache,
-                             tune=lambda p: (None, "every candidate faulted")) == DEFAULT_CONFIGS["nk"]
+def test_a_search_that_finds_no_correct_config_is_an_error_cached_with_its_reason(cache):
+    with pytest.raises(NoCorrectKernel, match="no config computes 1000x1333x520 .* "
+                                              "Why: every candidate faulted"):
+        choose_config(P, "GPU", cache, tune=lambda p: (None, "every candidate faulted", True))
     assert cache.get(config_key(P, "GPU")) == {"config": None, "failure": "every candidate faulted"}
+    with pytest.raises(NoCorrectKernel, match="every candidate faulted"):
+        choose_config(P, "GPU", cache, tune=pytest.fail)  # not searched again
+
+
+def test_a_search_that_could_not_run_falls_back_once_per_process(cache, monkeypatch):
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "_untuned", set())
+    with pytest.warns(RuntimeWarning, match=r"could not run \(the worker died\), so the default"):
+        assert choose_config(P, "GPU", cache,
+                             tune=lambda p: (None, "the worker died", False)) == DEFAULT_CONFIGS["nk"]
+    assert cache.get(config_key(P, "GPU")) is None  # the next process searches again
     import warnings
 
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # not said again, and not tuned again
+        warnings.simplefilter("error")  # not said again, and not searched again here
         assert choose_config(P, "GPU", cache, tune=pytest.fail) == DEFAULT_CONFIGS["nk"]
+
+
+def test_the_warning_names_the_caller_s_line(cache, monkeypatch):
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "_untuned", set())
+    with pytest.warns(RuntimeWarning) as record:
+        choose_config(P, "GPU", cache, tune=lambda p: (None, None, False))
+    assert record[0].filename == __file__
+    assert "no Hopper GPU is device 0" in str(record[0].message)
+
+
+def test_autograd_records_the_product_and_its_gradients():
+    a = meta(64, 32).requires_grad_()
+    w = meta(48, 32).requires_grad_()
+    result = wsc.matmul(a, w.T)
+    assert result.shape == (64, 48) and result.requires_grad
+    result.sum().backward()
+    assert a.grad.shape == (64, 32) and w.grad.shape == (48, 32)
+
+
+def test_out_does_not_support_autograd_as_in_torch():
+    a = meta(64, 32).requires_grad_()
+    with pytest.raises(RuntimeError, match="out=... does not support automatic differentiation"):
+        wsc.matmul(a, meta(48, 32).T, out=meta(64, 48))
 
 
 @pytest.mark.parametrize("name, b_layout, n", [("nk", "nk", 1333), ("kn", "kn", 1336),
@@ -530,3 +562,47 @@ def test_the_hot_path_encodes_tensor_maps_as_the_driver_binding_does(gpu):
         address = ctypes.addressof(slot) + (-ctypes.addressof(slot)) % 64
         TensorMapEncoder(tensor_plan, address).encode(tensor_plan.global_address)
         assert ctypes.string_at(address, 128) == encode_tensor_map(tensor_plan).raw
+
+
+@pytest.mark.cuda
+def test_a_known_signature_still_checks_what_differs(gpu, monkeypatch):
+    """out_dtype against out, a weight that is an nn.Parameter, a second thread."""
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    a = torch.randn(300, 264, device=gpu).half()
+    weight = torch.nn.Parameter(torch.randn(520, 264, device=gpu).half(), requires_grad=False)
+    out = torch.empty((300, 520), device=gpu, dtype=torch.float16)
+    wsc.matmul(a, weight.T, out=out)
+    with pytest.raises(TypeError, match="out is f16 but out_dtype says f32"):
+        wsc.matmul(a, weight.T, out=out, out_dtype=torch.float32)
+    import threading
+
+    results = {}
+
+    def call(index):
+        torch.cuda.set_device(gpu)
+        generator = torch.Generator(device=gpu).manual_seed(index)
+        x = torch.randn(300, 264, device=gpu, generator=generator).half()
+        results[index] = (x, wsc.matmul(x, weight.T))
+        torch.cuda.synchronize()
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for x, result in results.values():
+        assert_exact_within_tolerance(result, x, weight.T)
+
+
+@pytest.mark.cuda
+def test_gradients_flow_through_a_call(gpu, monkeypatch):
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    x = torch.randn(300, 264, device=gpu).half().requires_grad_()
+    weight = torch.nn.Parameter(torch.randn(520, 264, device=gpu).half())
+    wsc.matmul(x.detach(), weight.detach().T)  # the same signature, resolved without grad
+    y = wsc.matmul(x, weight.T)
+    assert_exact_within_tolerance(y.detach(), x.detach(), weight.detach().T)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    assert_exact_within_tolerance(x.grad, grad, weight.detach())
+    assert_exact_within_tolerance(weight.grad, grad.T, x.detach())

@@ -8,7 +8,7 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
 Tiles are numbered t = row + col * ceil(M/BM). Without `persistent` the grid
 has one block per output tile, (ceil(M/BM), ceil(N/BN)), and block (x, y) is
 tile x + y * ceil(M/BM). With `persistent` the grid is one block per SM (at
-most one per tile; `wsc.runtime.matmul_grid`) and a tile loop around the K loop
+most one per tile; `wsc.runtime.artifact.tile_grid`) and a tile loop around the K loop
 walks tiles blockIdx.x, blockIdx.x + gridDim.x, ...; the loop carries the
 ring's (stage, phase) from tile to tile, so after --warp-specialize the
 producer fills the next tile's stages while the consumers store the last one,
@@ -52,17 +52,16 @@ from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
 
 from wsc import dialect
-from wsc.passes.warp_specialize import CONSUMER_GROUPS, PRODUCERS
-from wsc.verifier import MAX_STAGES, MAX_TMA_BOX, SWIZZLE_BYTES
+from wsc.codegen.descriptors import WGMMA_K, WGMMA_M
+from wsc.passes.warp_specialize import CONSUMER_GROUPS, PRODUCERS, WGMMA_IN_FLIGHT
+from wsc.verifier import MAX_STAGES, MAX_TMA_BOX, SWIZZLE_BYTES, WGMMA_N_MAX, WGMMA_N_STEP
 from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARPGROUP_SIZE, bool_constant,
                           index_constant)
 
-#: The WGMMA shape of 16-bit operands: M per warpgroup, N in steps up to a
-#: maximum, K per instruction.
-WGMMA_M, WGMMA_N_STEP, WGMMA_N_MAX, WGMMA_K = 64, 8, 256, 16
 INPUT_DTYPES = ("f16", "bf16")
-#: A "kn" B tile row is one swizzled TMA box row of 16-bit elements.
-KN_MAX_BLOCK_N = SWIZZLE_BYTES // 2
+#: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row,
+#: and so is a "kn" B tile's N extent.
+SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // 2
 OUTPUT_DTYPES = ("f32", "f16", "bf16")
 B_LAYOUTS = ("nk", "kn")
 
@@ -148,20 +147,20 @@ class MatmulConfig:
     def _check_ranges(self) -> None:
         """Each field within what the kernel and the hardware take, named with
         its allowed values (before any IR is built)."""
-        k_max = SWIZZLE_BYTES // 2  # A's K tile is one swizzled 16-bit box row
         rules = (
             ("block_m", self.block_m % WGMMA_M == 0 and WGMMA_M <= self.block_m <= MAX_TMA_BOX,
              f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)"),
             ("block_n", self.block_n % WGMMA_N_STEP == 0 and 0 < self.block_n <= WGMMA_N_MAX,
              f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)"),
-            ("block_k", self.block_k % WGMMA_K == 0 and 0 < self.block_k <= k_max,
-             f"a multiple of {WGMMA_K} (the WGMMA K) up to {k_max} (a {SWIZZLE_BYTES}-byte "
-             f"swizzled row of 16-bit elements)"),
+            ("block_k", self.block_k % WGMMA_K == 0 and 0 < self.block_k <= SWIZZLED_ROW_ELEMENTS,
+             f"a multiple of {WGMMA_K} (the WGMMA K) up to {SWIZZLED_ROW_ELEMENTS} (a "
+             f"{SWIZZLE_BYTES}-byte swizzled row of 16-bit elements)"),
             ("num_stages", 1 <= self.num_stages <= MAX_STAGES, f"1 to {MAX_STAGES}"),
             ("num_consumer_groups", self.num_consumer_groups in CONSUMER_GROUPS,
              " or ".join(map(str, CONSUMER_GROUPS))),
             ("producer", self.producer in PRODUCERS, " or ".join(map(repr, PRODUCERS))),
-            ("wgmma_in_flight", self.wgmma_in_flight in (0, 1), "0 or 1"),
+            ("wgmma_in_flight", self.wgmma_in_flight in WGMMA_IN_FLIGHT,
+             " or ".join(map(str, WGMMA_IN_FLIGHT))),
             ("group_m", self.group_m >= 0, "0 (no grouping) or more tile rows"),
         )
         for name, ok, allowed in rules:
@@ -173,17 +172,16 @@ class MatmulConfig:
         """The default config with `fields` set, its B tile narrowed to what
         the problem's layout takes unless `fields` set block_n."""
         if problem.b_layout == "kn" and "block_n" not in fields:
-            fields["block_n"] = KN_MAX_BLOCK_N
+            fields["block_n"] = SWIZZLED_ROW_ELEMENTS
         return cls(**fields)
 
     def check_problem(self, problem: MatmulProblem) -> None:
         """The rules that depend on the problem: a "kn" B stage is [block_k,
         block_n], whose rows TMA reads as one swizzled box row."""
-        n_max = KN_MAX_BLOCK_N
-        if problem.b_layout == "kn" and self.block_n > n_max:
-            raise ValueError(f"block_n must be at most {n_max} for B as [K, N] (b_layout 'kn'): "
-                             f"a B tile row is one {SWIZZLE_BYTES}-byte swizzled TMA box row, "
-                             f"got {self.block_n}")
+        if problem.b_layout == "kn" and self.block_n > SWIZZLED_ROW_ELEMENTS:
+            raise ValueError(f"block_n must be at most {SWIZZLED_ROW_ELEMENTS} for B as [K, N] "
+                             f"(b_layout 'kn'): a B tile row is one {SWIZZLE_BYTES}-byte "
+                             f"swizzled TMA box row, got {self.block_n}")
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(f"{option} = True needs an f16 or bf16 output, got "

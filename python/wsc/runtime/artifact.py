@@ -46,6 +46,20 @@ class ArtifactError(WscRuntimeError, ValueError):
     """The artifact directory or its kernel.json is missing or malformed."""
 
 
+class SizesError(ArtifactError):
+    """The sizes given for a kernel are not the ones it reads, or not positive."""
+
+
+def check_sizes(names, sizes: Mapping[str, Any], kernel: str) -> None:
+    """Raise SizesError unless `sizes` gives a positive int for each of `names`, and no other."""
+    if set(sizes) != set(names):
+        raise SizesError(f"kernel '{kernel}' reads sizes {', '.join(sorted(names)) or 'none'}; "
+                         f"got {', '.join(sorted(sizes)) or 'none'}")
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SizesError(f"size {name} must be a positive int, got {value!r}")
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     name: str
@@ -112,7 +126,7 @@ class Artifact:
     #: The sizes the kernel reads at run time, each with the (tensor, dim)
     #: pairs it equals, and the (size, tile) pair each grid axis counts:
     #: what `resized` needs to launch the same kernel on other sizes.
-    sizes: Mapping[str, tuple[tuple[str, int], ...]] | None = None
+    size_dims: Mapping[str, tuple[tuple[str, int], ...]] | None = None
     grid_tiles: tuple[tuple[str, int], ...] | None = None
 
     @property
@@ -145,22 +159,17 @@ class Artifact:
     def size_values(self) -> dict[str, int]:
         """The value of each size this artifact was written for."""
         return {size: self.tensors[pairs[0][0]].shape[pairs[0][1]]
-                for size, pairs in (self.sizes or {}).items()}
+                for size, pairs in (self.size_dims or {}).items()}
 
     def resized(self, **sizes: int) -> Artifact:
         """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
         shapes, grid and problem follow; the kernel reads sizes at run time."""
-        if self.sizes is None or self.grid_tiles is None:
+        if self.size_dims is None or self.grid_tiles is None:
             raise ArtifactError(f"{self.json_path}: no 'sizes' and 'grid_tiles': written by an "
                                 f"older wsc, it describes one problem only; recompile it")
-        if set(sizes) != set(self.sizes):
-            raise ArtifactError(f"{self.json_path}: kernel '{self.kernel_name}' reads sizes "
-                                f"{', '.join(sorted(self.sizes))}; got {', '.join(sorted(sizes)) or 'none'}")
-        for name, value in sizes.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ArtifactError(f"size {name} must be a positive int, got {value!r}")
+        check_sizes(self.size_dims, sizes, self.kernel_name)
         shapes = {name: list(spec.shape) for name, spec in self.tensors.items()}
-        for size, pairs in self.sizes.items():
+        for size, pairs in self.size_dims.items():
             for tensor, dim in pairs:
                 shapes[tensor][dim] = sizes[size]
         tensors = {name: replace(spec, shape=tuple(shapes[name]))
@@ -294,7 +303,7 @@ class _Parser:
         # Params refer to tensors, maps and problem values, so they are
         # checked against the otherwise complete artifact.
         return replace(artifact, params=self.params(doc, artifact),
-                       sizes=self.sizes(doc, tensors, artifact.grid_tiles))
+                       size_dims=self.size_dims(doc, tensors, artifact.grid_tiles))
 
     def grid_tiles(self, doc) -> tuple[tuple[str, int], ...] | None:
         entries = self.get(doc, "grid_tiles", "", list, required=False)
@@ -307,7 +316,7 @@ class _Parser:
                                           f"tile, got {entries!r}")
         return tuple((size, tile) for size, tile in entries)
 
-    def sizes(self, doc, tensors, grid_tiles) -> dict[str, tuple[tuple[str, int], ...]] | None:
+    def size_dims(self, doc, tensors, grid_tiles) -> dict[str, tuple[tuple[str, int], ...]] | None:
         entries = self.get(doc, "sizes", "", dict, required=False)
         if entries is None:
             return None

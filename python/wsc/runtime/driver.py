@@ -448,9 +448,9 @@ def launch(function: Function, grid: Sequence[int], block: Sequence[int], smem_b
 
 class HotCalls:
     """The driver calls of a launch on the hot path, cuTensorMapEncodeTiled,
-    cuCtxSetCurrent and cuLaunchKernel, called through ctypes with their argument arrays built
-    once: each costs about a microsecond less than half through cuda-bindings,
-    whose wrappers convert every array element on every call."""
+    cuCtxSetCurrent and cuLaunchKernel, called through ctypes with their
+    argument arrays built once, where cuda-bindings' wrappers convert every
+    array element on every call."""
 
     _instance: HotCalls | None = None
 

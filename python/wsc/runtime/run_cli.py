@@ -63,6 +63,8 @@ def tolerance_for(out_dtype: str, accumulator: str, k: int) -> float:
         bound = max(bound, 2.0 ** -11 * math.sqrt(k / 16))
     return bound
 NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+#: The line on stderr before each artifact runs.
+STARTING = "wsc run: starting "
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     all_ok = True
     for directory in args.dirs:
         report: dict = {}
+        # Which artifact a process was on when it died, for whoever runs it.
+        print(f"{STARTING}{directory}", file=sys.stderr, flush=True)
         try:
             artifact = load_artifact(directory)
             if sizes:
@@ -133,6 +137,11 @@ def evaluate(kernel: Kernel, *, seed: int = 0, timeout_s: float = 60.0, check: b
     launch.launch()
     kernel.synchronize(timeout_s=timeout_s)
     nan_count, rel_err = memory.compare(problem, data, c, check, seed)
+    if inputs is not None and not memory.intact(data):
+        # It wrote outside C: the next kernels must not see what it wrote.
+        inputs.clear()
+        return {**_base_report(kernel.artifact), "ok": False,
+                "error": "the kernel wrote into its inputs (outside C)"}
     ms = tflops = None
     if bench:
         ms = _bench(launch, kernel, iters, timeout_s)
@@ -298,6 +307,10 @@ class _DriverMemory:
     def empty(self, shape, dtype: str):
         return DeviceArray(shape, dtype, self.device)
 
+    def intact(self, data: dict) -> bool:
+        return all(np.array_equal(data[f"{name}_host"], data[name].to_host())
+                   for name in ("a", "b"))
+
     def poison(self, array, dtype: str) -> None:
         array.fill_bits(NAN_BITS[dtype])
 
@@ -330,7 +343,14 @@ class _TorchMemory:
             values = torch.randn(shape, generator=generator, device=self.device)
             return (values * _scale(problem)).to(self.dtypes[problem.dtype])
 
-        return {"a": operand(problem.a_shape), "b": operand(problem.b_shape)}
+        a, b = operand(problem.a_shape), operand(problem.b_shape)
+        return {"a": a, "b": b, "digest": self._digest(a, b)}
+
+    def _digest(self, a, b) -> list[int]:
+        return [int(t.view(self.torch.int16).sum(dtype=self.torch.int64)) for t in (a, b)]
+
+    def intact(self, data: dict) -> bool:
+        return self._digest(data["a"], data["b"]) == data["digest"]
 
     def empty(self, shape, dtype: str):
         return self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.device)
