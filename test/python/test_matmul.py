@@ -576,20 +576,23 @@ def test_a_known_signature_still_checks_what_differs(gpu, monkeypatch):
         wsc.matmul(a, weight.T, out=out, out_dtype=torch.float32)
     import threading
 
-    results = {}
+    results, errors = {}, []
 
     def call(index):
-        torch.cuda.set_device(gpu)
-        generator = torch.Generator(device=gpu).manual_seed(index)
-        x = torch.randn(300, 264, device=gpu, generator=generator).half()
-        results[index] = (x, wsc.matmul(x, weight.T))
-        torch.cuda.synchronize()
+        try:
+            generator = torch.Generator(device=gpu).manual_seed(index)
+            x = torch.randn(300, 264, device=gpu, generator=generator).half()
+            results[index] = (x, wsc.matmul(x, weight.T))
+            torch.cuda.synchronize()
+        except Exception as error:  # reported below: a thread's exception is not the test's
+            errors.append(error)
 
     threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    assert errors == [] and len(results) == 4
     for x, result in results.values():
         assert_exact_within_tolerance(result, x, weight.T)
 
