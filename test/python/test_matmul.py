@@ -149,6 +149,21 @@ def test_cpu_tensors_are_refused_with_the_way_out():
                                                                           dtype=torch.float16))
 
 
+def test_a_machine_without_a_gpu_gets_one_short_error_with_the_way_out():
+    if hopper_gpu_visible():
+        pytest.skip("this machine has a GPU")
+    code = ("import numpy as np, wsc\n"
+            "a = np.ones((64, 64), np.float16)\n"
+            "wsc.matmul(a, a)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) <= 6, proc.stderr
+    assert "During handling" not in proc.stderr
+    assert "wsc.matmul needs an NVIDIA Hopper GPU and its CUDA driver" in lines[-1]
+    assert "`wsc compile-matmul`" in lines[-1]
+
+
 # The torch custom op, its fake implementation and torch.compile -----------------------------
 
 def test_meta_tensors_get_the_results_metadata():
