@@ -1,0 +1,76 @@
+"""The PTX wsc generates for a fixed set of kernels, as SHA-256 digests: proof
+that a refactoring changed no generated code.
+
+    python test/ptx/digests.py record    # write test/ptx/digests.json
+    python test/ptx/digests.py check     # compile again; exit 1 and name each kernel that differs
+
+The set: examples V1-V6 with their default configs, and every config of
+wsc.matmul's config spaces (the benchmark's winners among them), f16 inputs
+and the output dtype each space is tuned for. A change that is meant to alter
+code generation records the digests again in the same commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DIGESTS = HERE / "digests.json"
+EXAMPLES = {"v1": ("v1_tma_wgmma", "matmul_v1"), "v2": ("v2_ring_buffer", "matmul_v2"),
+            "v3": ("v3_warp_specialized", "matmul_v3"), "v3-auto": ("v3_auto", "matmul_v3_auto"),
+            "v4": ("v4_two_consumers", "matmul_v4"), "v5": ("v5_one_group_in_flight", "matmul_v5"),
+            "v6": ("v6_256x256", "matmul_v6")}
+#: The output dtype each space is tuned for with f16 inputs.
+SPACE_OUTPUTS = {"nk": "f32", "kn": "f32", "nk-tma": "f16", "nk-coalesced": "f16"}
+
+
+def kernels():
+    """(name, a function that builds the kernel) for every kernel of the set."""
+    sys.path.insert(0, str(REPO / "examples"))
+    for name, (module, function) in EXAMPLES.items():
+        build = getattr(importlib.import_module(module), function)
+        yield f"example-{name}", build
+    from wsc.matmul import SPACES
+
+    for space, out_dtype in SPACE_OUTPUTS.items():
+        for index, config in enumerate(SPACES[space].configs()):
+            def build(config=config, space=space, out_dtype=out_dtype):
+                return SPACES[space](dtype="f16", out_dtype=out_dtype,
+                                     b_layout=space.split("-")[0], **config)
+            yield f"matmul-{space}-{index}", build
+
+
+def digests() -> dict[str, str]:
+    result = {}
+    for name, build in kernels():
+        ptx = build().compile().ptx
+        result[name] = hashlib.sha256(ptx.encode()).hexdigest()
+        print(f"{name}: {result[name][:16]}", flush=True)
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("command", choices=("record", "check"))
+    args = parser.parse_args(argv)
+    current = digests()
+    if args.command == "record":
+        DIGESTS.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+        return 0
+    recorded = json.loads(DIGESTS.read_text())
+    differ = sorted(name for name in recorded.keys() | current.keys()
+                    if recorded.get(name) != current.get(name))
+    for name in differ:
+        print(f"PTX differs: {name}", file=sys.stderr)
+    print(f"{len(current) - len(differ)} of {len(current)} kernels byte-identical")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
