@@ -205,10 +205,10 @@ LAUNCH_TIMEOUT_S = 30
 def _compile_candidate(job: tuple[str, dict, str, str]) -> dict:
     """Compile one candidate for one dtype; write its artifact for each shape."""
     name, config_values, dtype, out = job
-    from wsc.compiler import CompileError, compile_module, specialization_passes, \
-        write_matmul_artifact
+    from wsc.compiler import CompileError, compile_module
     from wsc.dialect import make_context
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+    from wsc.kernels.matmul import (MatmulConfig, MatmulProblem, build_matmul,
+                                    specialization_passes, write_matmul_artifact)
     from mlir import ir
 
     config = MatmulConfig(**config_values)

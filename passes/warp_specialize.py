@@ -100,10 +100,11 @@ from mlir.dialects import arith, scf
 from wsc import dialect
 from wsc.codegen.lowering import entry_register_cap
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, bool_constant,
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, bool_constant,
                           clone_remapped, cluster_size, constant_int, defining_op, index_constant,
                           int_attr, kernels, operands_deep, set_int_attr, walk)
 from wsc.pass_registry import Option, WscPass
+from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
 
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232

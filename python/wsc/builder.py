@@ -47,8 +47,10 @@ from mlir.dialects import arith, func, gpu, memref, scf
 from wsc import dialect
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.diagnostics import DiagnosticEngine, PassError
-from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE
-from wsc.verifier import MAX_PORTABLE_CLUSTER
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR
+from wsc.target.hopper import (ELEMENT_BYTES, MAX_BLOCK_THREADS, MAX_PORTABLE_CLUSTER,
+                               MAX_TMA_BOX, OPERAND_DTYPES, SWIZZLE_BYTES,
+                               WARP_SIZE)
 
 __all__ = [
     "BuildError", "BuildTypeError", "CONSUMER_INITIAL_PHASE", "CompiledKernel", "Kernel",
@@ -58,15 +60,9 @@ __all__ = [
 
 #: Element types, by their MLIR names.
 f16, bf16, f32 = "f16", "bf16", "f32"
-GLOBAL_DTYPES = (f16, bf16, f32)
+GLOBAL_DTYPES = tuple(ELEMENT_BYTES)
 #: What TMA and WGMMA read from shared memory.
-TILE_DTYPES = (f16, bf16)
-ELEMENT_BYTES = {f16: 2, bf16: 2, f32: 4}
-#: The 128-byte swizzle of TMA copies and WGMMA operands bounds a tile row.
-SWIZZLE_BYTES = 128
-#: The largest TMA box extent.
-MAX_TMA_BOX = 256
-MAX_BLOCK_THREADS = 1024
+TILE_DTYPES = OPERAND_DTYPES
 
 
 # Errors ---------------------------------------------------------------------

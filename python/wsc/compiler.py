@@ -1,7 +1,9 @@
-"""The compile driver: from a V2-form kernel to an artifact directory.
+"""The compile driver, for any kernel: from a module to PTX and an artifact directory.
 
-    compile_matmul(m, n, k, problem, config, out_dir)   # builder -> artifact
-    compile_file(path, out_dir, ...)                    # .mlir kernel -> artifact
+    result = compile_module(module, passes, dump_dir)   # wsc passes, then PTX
+    write_artifact(out_dir, result, sizes, grid_tiles, problem, config)
+
+Kernels build on it (`wsc.kernels.matmul.compile_matmul`, `wsc.builder`).
 
 Each pass runs in its own PassManager so the driver can time it, summarise the
 IR after it and dump that IR (`dump_dir`); the stages are the ones
@@ -24,7 +26,6 @@ import wsc
 from wsc.dialect import TMA_LOAD_OPS
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import walk
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
 from wsc.runtime.artifact import check_sizes, tile_grid
 from wsc.verifier import verify_wsc
 
@@ -86,32 +87,6 @@ def _run_pass(module: ir.Module, wsc_pass, dump_dir: Path | None, index: int) ->
     if dump_dir is not None:
         (dump_dir / f"{index:02d}-{wsc_pass.ARGUMENT}.mlir").write_text(str(module))
     return StageReport(wsc_pass.ARGUMENT, seconds, summarize(module.operation))
-
-
-def specialization_passes(config: MatmulConfig) -> list:
-    """--warp-specialize then, unless the kernel is persistent,
-    --unroll-ring-buffer with `config`'s schedule."""
-    from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
-    from wsc.passes.warp_specialize import WarpSpecialize
-
-    specialize = WarpSpecialize(num_stages=config.num_stages,
-                                num_consumer_groups=config.num_consumer_groups,
-                                producer=config.producer,
-                                wgmma_in_flight=config.wgmma_in_flight,
-                                ping_pong=config.ping_pong,
-                                rebalance_registers=config.rebalance_registers,
-                                release=config.release)
-    # A persistent kernel's K loops start where the previous tile's stopped:
-    # their stages stay run-time values (--unroll-ring-buffer rejects them).
-    return [specialize] if config.persistent else [specialize, UnrollRingBuffer()]
-
-
-def lowering_pass(config: MatmulConfig):
-    """--convert-wsc-to-nvvm with `config`'s debug options."""
-    from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
-
-    return ConvertWscToNvvm(wait_spin_limit=config.debug_spin_limit,
-                            delay_role=config.debug_delay_role)
 
 
 def compile_module(module: ir.Module, passes: list, dump_dir: str | os.PathLike | None = None,
@@ -234,60 +209,3 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dic
     }
     _write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
-
-
-#: TMA reads global rows whose stride is a multiple of this many bytes.
-TMA_STRIDE_ALIGN = 16
-_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
-
-
-def _check_tma_strides(k: int, n: int, problem: MatmulProblem,
-                       config: MatmulConfig | None = None) -> None:
-    """A and B are read with TMA, whose global row strides must be multiples
-    of 16 bytes; so is C when `config` stores it with TMA (otherwise ordinary
-    stores write it and it has no such rule)."""
-    rows = [("A", "K", k, problem.dtype),
-            ("B", "K" if problem.b_layout == "nk" else "N",
-             k if problem.b_layout == "nk" else n, problem.dtype)]
-    if config is not None and config.tma_store:
-        rows.append(("C", "N", n, problem.out_dtype))
-    for tensor, dim, extent, dtype in rows:
-        size = _ELEMENT_BYTES[dtype]
-        if extent * size % TMA_STRIDE_ALIGN:
-            raise ValueError(
-                f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
-                f"needs a row stride that is a multiple of {TMA_STRIDE_ALIGN} bytes, so {dim} "
-                f"must be a multiple of {TMA_STRIDE_ALIGN // size}")
-
-
-def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: MatmulConfig,
-                   out_dir: str | os.PathLike, dump_dir: str | os.PathLike | None = None,
-                   context: ir.Context | None = None) -> CompileResult:
-    """Build, specialize, unroll and lower the matmul for an M x N x K problem and
-    write its artifact directory."""
-    from wsc.dialect import make_context
-
-    for name, value in (("m", m), ("n", n), ("k", k)):
-        if value < 1:
-            raise ValueError(f"{name} must be positive, got {value}")
-    _check_tma_strides(k, n, problem, config)
-    context = context or make_context()
-    with context, ir.Location.unknown():
-        module = build_matmul(problem, config)
-        result = compile_module(module, specialization_passes(config), dump_dir,
-                                lowering=lowering_pass(config))
-    write_matmul_artifact(out_dir, result, m, n, k, problem, config)
-    return result
-
-
-def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: int, n: int,
-                          k: int, problem: MatmulProblem, config: MatmulConfig) -> Path:
-    """The artifact of a compiled matmul for one M x N x K problem. The kernel
-    reads its sizes at run time, so one CompileResult serves every shape
-    whose TMA row strides are legal."""
-    _check_tma_strides(k, n, problem, config)
-    problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
-                    "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
-    return write_artifact(out_dir, result, {"m": m, "n": n, "k": k},
-                          (("m", config.block_m), ("n", config.block_n)), problem_json,
-                          config.as_dict(), persistent=config.persistent)

@@ -9,8 +9,6 @@ from mlir import ir
 KERNEL_THREADS_ATTR = "wsc.num_threads"
 #: A kernel attribute: the CTAs of a cluster (along x), 1 when absent.
 CLUSTER_SIZE_ATTR = "wsc.cluster_size"
-WARP_SIZE = 32
-WARPGROUP_SIZE = 128
 
 
 def walk(op: ir.Operation) -> Iterator[ir.Operation]:

@@ -36,15 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wsc.kernels.matmul_spaces import DEFAULT_CONFIGS, SPACES
+from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN
+from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
+from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
 
-#: Input dtypes, by wsc name; outputs may also be f32.
-INPUT_DTYPES = ("f16", "bf16")
-OUTPUT_DTYPES = ("f32", "f16", "bf16")
 _TORCH_NAMES = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
 _NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
-_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
-#: TMA: global row strides and base addresses are multiples of 16 bytes.
-TMA_ALIGN = 16
 
 
 # Reading the operands ------------------------------------------------------------
@@ -114,7 +111,7 @@ def _row_major_stride(op: _Operand) -> int | None:
 def _b_layout(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int) -> str:
     """How the kernel reads B, "kn" or "nk", once A and B are known to be
     readable by TMA (row-major, rows 16 bytes apart)."""
-    size = _ELEMENT_BYTES[a_op.dtype]
+    size = ELEMENT_BYTES[a_op.dtype]
     lda = _row_major_stride(a_op)
     if lda is None:
         raise ValueError(f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
@@ -196,7 +193,7 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
     staged = b_layout == "nk" and result_dtype in INPUT_DTYPES
-    tma_store = staged and ldc * _ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
+    tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
     return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout, tma_store,
                       coalesced_store=staged and not tma_store)
 

@@ -103,8 +103,9 @@ from mlir import ir
 
 from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, cluster_size, defining_op, int_attr,
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, defining_op, int_attr,
                           kernels, str_attr, walk)
+from wsc.target.hopper import WARP_SIZE
 
 # Kinds of violation, in the order the report prefers them when both schedules
 # fail on the same K extent (see the module docstring).

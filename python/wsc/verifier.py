@@ -12,37 +12,17 @@ from __future__ import annotations
 
 from mlir import ir
 
-from wsc.codegen.layout import BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MBARRIER_BYTES, round_up
 from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE,
-                          cluster_size, constant_int, defining_op, enclosing, enclosing_kernel,
-                          enclosing_role, int_attr,
+from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, cluster_size, constant_int,
+                          defining_op, enclosing, enclosing_kernel, enclosing_role, int_attr,
                           kernels, memref_shape, memref_space, walk)
-
-#: setmaxnreg accepts budgets in [24, 256], multiples of 8.
-MIN_REGISTERS, MAX_REGISTERS = 24, 256
-#: A block has at most 1024 threads.
-MAX_BLOCK_THREADS = 1024
-#: The N extent of one WGMMA: a multiple of this step, up to this maximum.
-WGMMA_N_STEP, WGMMA_N_MAX = 8, 256
-#: TMA box dimensions are at most 256 elements.
-MAX_TMA_BOX = 256
-#: The 128-byte swizzle that the TMA copies and WGMMA descriptors use bounds the
-#: inner extent of a box.
-SWIZZLE_BYTES = 128
-TILE_ELEMENT_TYPES = ("f16", "bf16")
-#: Each ring stage is a 1024-byte-aligned buffer (the 128-byte swizzle repeats
-#: every 1024 bytes) in at most 227 KB of shared memory, so a ring, and the
-#: barrier array with one barrier per stage, has at most 227 stages.
-MAX_STAGES = MAX_DYNAMIC_SMEM // BUFFER_ALIGN
-#: The largest arrival count and transaction byte count of an mbarrier phase
-#: (PTX ISA, mbarrier.init and mbarrier.expect_tx: 2^20 - 1).
-MAX_MBARRIER_COUNT = (1 << 20) - 1
-#: The 32-bit registers of an SM: a register tile cannot hold more elements.
-REGISTER_FILE = 65536
-#: CTAs per cluster a launch may ask for without opting in to more.
-MAX_PORTABLE_CLUSTER = 8
+from wsc.target.hopper import (BUFFER_ALIGN, MAX_BLOCK_THREADS, MAX_DYNAMIC_SMEM,
+                               MAX_MBARRIER_COUNT, MAX_PORTABLE_CLUSTER, MAX_SETMAXNREG,
+                               MAX_STAGES, MAX_TMA_BOX, MIN_SETMAXNREG,
+                               OPERAND_DTYPES, REGISTER_FILE, SETMAXNREG_STEP, SWIZZLE_BYTES,
+                               WARP_SIZE, WARPGROUP_SIZE, WGMMA_K, WGMMA_M, WGMMA_N_MAX,
+                               WGMMA_N_STEP, round_up)
 
 
 def _fail(op: ir.Operation, message: str) -> None:
@@ -143,10 +123,10 @@ def _verify_role(op: ir.Operation) -> None:
         _fail(op, f"thread range [{begin}, {begin + count}) is outside the block of "
                   f"{block_threads} threads")
     registers = int_attr(op, "max_registers")
-    if registers is not None and (registers < MIN_REGISTERS or registers > MAX_REGISTERS
-                                  or registers % 8):
-        _fail(op, f"max_registers must be a multiple of 8 in [{MIN_REGISTERS}, "
-                  f"{MAX_REGISTERS}], got {registers}")
+    if registers is not None and (registers < MIN_SETMAXNREG or registers > MAX_SETMAXNREG
+                                  or registers % SETMAXNREG_STEP):
+        _fail(op, f"max_registers must be a multiple of {SETMAXNREG_STEP} in [{MIN_SETMAXNREG}, "
+                  f"{MAX_SETMAXNREG}], got {registers}")
     for user in op.result.uses:
         if user.owner.name != "scf.if":
             _fail(op, "result may only be used as the condition of an scf.if")
@@ -179,7 +159,7 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
     if shape[0] < 1:
         _fail(op, f"{what} needs at least 1 stage, got {shape[0]}")
     element = str(ir.MemRefType(type_).element_type)
-    if element not in TILE_ELEMENT_TYPES:
+    if element not in OPERAND_DTYPES:
         _fail(op, f"{what} element type must be f16 or bf16, got {element}")
     stages, rows, cols = shape
     stage_bytes = round_up(rows * cols * ir.MemRefType(type_).element_type.width // 8,
@@ -345,8 +325,9 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]
     shape, element = parsed
     if len(shape) != 2:
         _fail(op, f"register tile must be rank 2, got shape {list(shape)}")
-    if shape[0] % 64 or shape[0] < 64:
-        _fail(op, f"register tile rows must be a multiple of 64 (the WGMMA M), got {shape[0]}")
+    if shape[0] % WGMMA_M or shape[0] < WGMMA_M:
+        _fail(op, f"register tile rows must be a multiple of {WGMMA_M} (the WGMMA M), got "
+                  f"{shape[0]}")
     if shape[1] % WGMMA_N_STEP or not WGMMA_N_STEP <= shape[1] <= WGMMA_N_MAX:
         _fail(op, f"register tile columns must be a multiple of {WGMMA_N_STEP} in "
                   f"[{WGMMA_N_STEP}, {WGMMA_N_MAX}] (the WGMMA N), got {shape[1]}")
@@ -374,11 +355,11 @@ def _verify_wgmma(op: ir.Operation) -> None:
         _fail(op, "A and B element types differ")
     a_row = int_attr(op, "a_row")
     block_k = a_shape[2]
-    if block_k % 16:
-        _fail(op, f"K tile {block_k} is not a multiple of 16 (the WGMMA K)")
-    if a_row < 0 or a_row % 64 or a_row + m > a_shape[1]:
+    if block_k % WGMMA_K:
+        _fail(op, f"K tile {block_k} is not a multiple of {WGMMA_K} (the WGMMA K)")
+    if a_row < 0 or a_row % WGMMA_M or a_row + m > a_shape[1]:
         _fail(op, f"rows [{a_row}, {a_row + m}) of A are outside its {a_shape[1]}-row tile "
-                  f"or not 64-aligned")
+                  f"or not {WGMMA_M}-aligned")
     layout = ir.StringAttr(op.attributes["b_layout"]).value
     b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
     if b_n != n or b_k != block_k:

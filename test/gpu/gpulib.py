@@ -149,10 +149,10 @@ def compile_kernel(name: str, out: Path, m: int, n: int, k: int, **debug) -> Pat
     `debug` holds MatmulConfig's debug fields (debug_spin_limit, ...)."""
     from mlir import ir
 
-    from wsc.compiler import (compile_matmul, compile_module, lowering_pass,
-                              write_matmul_artifact)
+    from wsc.compiler import compile_module
     from wsc.dialect import make_context, parse_module
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+    from wsc.kernels.matmul import (MatmulConfig, MatmulProblem, compile_matmul, lowering_pass,
+                                    write_matmul_artifact)
 
     source, dtype, out_dtype, b_layout, fields = KERNELS[name]
     if source.endswith(".py") or ".py:" in source:

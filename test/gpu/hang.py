@@ -49,8 +49,8 @@ _REPORT = re.compile(r"wsc: wait-spin-limit: kernel (\w+): thread (\d+) of block
 def compile_cases(out: Path) -> int:
     from wsc.codegen import assemble, lower_to_ptx
     from wsc.codegen.debug import DebugOptions, reports_in_ptx
-    from wsc.compiler import CompileResult, write_matmul_artifact
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+    from wsc.compiler import CompileResult
+    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, write_matmul_artifact
 
     text = KERNEL.read_text()
     for name, limit in CASES.items():

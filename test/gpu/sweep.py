@@ -55,8 +55,7 @@ CASES = [
 
 
 def compile_cases(out: Path) -> int:
-    from wsc.compiler import compile_matmul
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
 
     out.mkdir(parents=True, exist_ok=True)
     index = []

@@ -15,8 +15,8 @@ import pytest
 from wsc.codegen import KernelInfo, PtxasError, assemble, find_ptxas, tensor_name
 from wsc.codegen.descriptors import OperandDescriptors, decode, encode
 from wsc.codegen.fragments import AccumulatorFragment
-from wsc.codegen.layout import (ALIGN_PADDING, MAX_DYNAMIC_SMEM, LayoutError, SharedLayout,
-                                TileLayout)
+from wsc.codegen.layout import ALIGN_PADDING, LayoutError, SharedLayout, TileLayout
+from wsc.target.hopper import MAX_DYNAMIC_SMEM
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")

@@ -14,8 +14,8 @@ import textwrap
 import pytest
 
 from wsc.codegen.ptxas import PtxasError, assemble
-from wsc.compiler import CompileError, compile_matmul
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+from wsc.compiler import CompileError
+from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
 
 
 @pytest.mark.parametrize("config, message", [

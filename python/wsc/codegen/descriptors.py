@@ -33,11 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wsc.codegen.layout import TileLayout
-
-#: The K extent of one wgmma.mma_async for 16-bit inputs.
-WGMMA_K = 16
-#: The M extent of one wgmma.mma_async.
-WGMMA_M = 64
+from wsc.target.hopper import WGMMA_K
 #: Rows of a core-matrix group (the swizzle pattern repeats every 8 rows).
 CORE_ROWS = 8
 

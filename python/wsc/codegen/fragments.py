@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-WARPGROUP_THREADS = 128
-WARP_THREADS = 32
-SUBTILE_ROWS = 64
+from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE, WGMMA_M
+
+#: A fragment's rows come in subtiles of one WGMMA's M.
+SUBTILE_ROWS = WGMMA_M
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class AccumulatorFragment:
     @staticmethod
     def thread_base(thread: int) -> tuple[int, int]:
         """(row, col) of a warpgroup thread's first element (thread in [0, 128))."""
-        warp, lane = divmod(thread % WARPGROUP_THREADS, WARP_THREADS)
+        warp, lane = divmod(thread % WARPGROUP_SIZE, WARP_SIZE)
         return 16 * warp + lane // 4, 2 * (lane % 4)
 
     def coordinates(self, thread: int, subtile: int, index: int) -> tuple[int, int]:
@@ -94,4 +95,4 @@ class AccumulatorFragment:
         j, cc = divmod(col, 8)
         quad, c = divmod(cc, 2)
         lane = 4 * group + quad
-        return WARP_THREADS * warp + lane, subtile, 4 * j + 2 * h + c
+        return WARP_SIZE * warp + lane, subtile, 4 * j + 2 * h + c

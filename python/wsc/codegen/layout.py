@@ -24,24 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-#: Alignment of stage buffers and of the region base (the 128-B swizzle repeat).
-BUFFER_ALIGN = 1024
+from wsc.target.hopper import BUFFER_ALIGN, MBARRIER_BYTES, SWIZZLE_SPANS, round_up
+
 #: Bytes requested on top of the layout so the base can be rounded up at run time.
 ALIGN_PADDING = BUFFER_ALIGN
-#: Bytes of one mbarrier.
-MBARRIER_BYTES = 8
-#: The opt-in dynamic shared memory limit of one block on sm_90 (227 KB).
-MAX_DYNAMIC_SMEM = 232448
-#: Swizzle spans a tile row may use, widest first.
-SWIZZLE_SPANS = (128, 64, 32)
 
 
 class LayoutError(ValueError):
     """A tile or a kernel's buffers cannot be laid out; the message says why."""
-
-
-def round_up(value: int, multiple: int) -> int:
-    return (value + multiple - 1) // multiple * multiple
 
 
 @dataclass(frozen=True)

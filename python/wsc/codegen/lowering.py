@@ -79,27 +79,21 @@ from mlir.passmanager import PassManager
 
 from wsc.codegen import emit as E
 from wsc.codegen.debug import DebugEmitter, DebugOptions, barrier_names
-from wsc.codegen.descriptors import WGMMA_K, OperandDescriptors
+from wsc.codegen.descriptors import OperandDescriptors
 from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
 from wsc.codegen.info import KernelInfo, tensor_name
-from wsc.codegen.layout import (ALIGN_PADDING, BUFFER_ALIGN, MAX_DYNAMIC_SMEM, BarrierSlot,
-                                BufferSlot, LayoutError, SharedLayout, TileLayout)
+from wsc.codegen.layout import (ALIGN_PADDING, BarrierSlot, BufferSlot, LayoutError,
+                                SharedLayout, TileLayout)
 from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, WARP_SIZE, WARPGROUP_SIZE, cluster_size,
-                          constant_int, defining_op, int_attr, memref_shape, memref_space,
-                          str_attr, walk)
+from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, constant_int, defining_op,
+                          int_attr, memref_shape, memref_space, str_attr, walk)
+from wsc.target.hopper import (BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MAX_THREAD_REGISTERS,
+                               NAMED_BARRIERS, REGISTER_FILE, TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES,
+                               WARP_SIZE, WARPGROUP_SIZE, WGMMA_K)
 
 #: The extern dynamic shared-memory symbol every kernel addresses.
 SMEM_SYMBOL = "wsc_smem"
-#: A CUtensorMap: 128 bytes, 64-byte aligned.
-TENSOR_MAP_BYTES = 128
-TENSOR_MAP_ALIGN = 64
-#: Registers of one SM, and the most one thread may hold.
-REGISTER_FILE = 65536
-MAX_THREAD_REGISTERS = 255
-#: Named barriers per block (0 is the block-wide one).
-NAMED_BARRIERS = 16
 
 #: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
 PASSTHROUGH_DIALECTS = ("arith", "scf", "index")

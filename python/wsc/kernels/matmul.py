@@ -46,23 +46,26 @@ tiles)/G column panels of B, which stay in L2, instead of every panel of A.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
 
 from wsc import dialect
-from wsc.codegen.descriptors import WGMMA_K, WGMMA_M
+from wsc.compiler import CompileResult, compile_module, write_artifact
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant, index_constant
 from wsc.passes.warp_specialize import CONSUMER_GROUPS, PRODUCERS, WGMMA_IN_FLIGHT
-from wsc.verifier import MAX_STAGES, MAX_TMA_BOX, SWIZZLE_BYTES, WGMMA_N_MAX, WGMMA_N_STEP
-from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, WARPGROUP_SIZE, bool_constant,
-                          index_constant)
+from wsc.target.hopper import (ELEMENT_BYTES, MAX_STAGES, MAX_TMA_BOX, OPERAND_DTYPES,
+                               RESULT_DTYPES, SWIZZLE_BYTES, TMA_ALIGN, WARPGROUP_SIZE, WGMMA_K,
+                               WGMMA_M, WGMMA_N_MAX, WGMMA_N_STEP)
 
-INPUT_DTYPES = ("f16", "bf16")
+INPUT_DTYPES = OPERAND_DTYPES
+OUTPUT_DTYPES = RESULT_DTYPES
 #: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row,
 #: and so is a "kn" B tile's N extent.
 SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // 2
-OUTPUT_DTYPES = ("f32", "f16", "bf16")
 B_LAYOUTS = ("nk", "kn")
 
 
@@ -374,3 +377,83 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                      *ring_start)
         func.ReturnOp([])
     return module
+
+
+# Compiling -------------------------------------------------------------------------------
+
+def specialization_passes(config: MatmulConfig) -> list:
+    """--warp-specialize then, unless the kernel is persistent,
+    --unroll-ring-buffer with `config`'s schedule."""
+    from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
+    from wsc.passes.warp_specialize import WarpSpecialize
+
+    specialize = WarpSpecialize(num_stages=config.num_stages,
+                                num_consumer_groups=config.num_consumer_groups,
+                                producer=config.producer,
+                                wgmma_in_flight=config.wgmma_in_flight,
+                                ping_pong=config.ping_pong,
+                                rebalance_registers=config.rebalance_registers,
+                                release=config.release)
+    # A persistent kernel's K loops start where the previous tile's stopped:
+    # their stages stay run-time values (--unroll-ring-buffer rejects them).
+    return [specialize] if config.persistent else [specialize, UnrollRingBuffer()]
+
+
+def lowering_pass(config: MatmulConfig):
+    """--convert-wsc-to-nvvm with `config`'s debug options."""
+    from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
+
+    return ConvertWscToNvvm(wait_spin_limit=config.debug_spin_limit,
+                            delay_role=config.debug_delay_role)
+
+
+def _check_tma_strides(k: int, n: int, problem: MatmulProblem,
+                       config: MatmulConfig | None = None) -> None:
+    """A and B are read with TMA, whose global row strides must be multiples
+    of 16 bytes; so is C when `config` stores it with TMA (otherwise ordinary
+    stores write it and it has no such rule)."""
+    rows = [("A", "K", k, problem.dtype),
+            ("B", "K" if problem.b_layout == "nk" else "N",
+             k if problem.b_layout == "nk" else n, problem.dtype)]
+    if config is not None and config.tma_store:
+        rows.append(("C", "N", n, problem.out_dtype))
+    for tensor, dim, extent, dtype in rows:
+        size = ELEMENT_BYTES[dtype]
+        if extent * size % TMA_ALIGN:
+            raise ValueError(
+                f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
+                f"needs a row stride that is a multiple of {TMA_ALIGN} bytes, so {dim} "
+                f"must be a multiple of {TMA_ALIGN // size}")
+
+
+def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: MatmulConfig,
+                   out_dir: str | os.PathLike, dump_dir: str | os.PathLike | None = None,
+                   context: ir.Context | None = None) -> CompileResult:
+    """Build, specialize, unroll and lower the matmul for an M x N x K problem and
+    write its artifact directory."""
+    from wsc.dialect import make_context
+
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if value < 1:
+            raise ValueError(f"{name} must be positive, got {value}")
+    _check_tma_strides(k, n, problem, config)
+    context = context or make_context()
+    with context, ir.Location.unknown():
+        module = build_matmul(problem, config)
+        result = compile_module(module, specialization_passes(config), dump_dir,
+                                lowering=lowering_pass(config))
+    write_matmul_artifact(out_dir, result, m, n, k, problem, config)
+    return result
+
+
+def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: int, n: int,
+                          k: int, problem: MatmulProblem, config: MatmulConfig) -> Path:
+    """The artifact of a compiled matmul for one M x N x K problem. The kernel
+    reads its sizes at run time, so one CompileResult serves every shape
+    whose TMA row strides are legal."""
+    _check_tma_strides(k, n, problem, config)
+    problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
+                    "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
+    return write_artifact(out_dir, result, {"m": m, "n": n, "k": k},
+                          (("m", config.block_m), ("n", config.block_n)), problem_json,
+                          config.as_dict(), persistent=config.persistent)

@@ -19,10 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from wsc.target.hopper import ELEMENT_BYTES
+
 ARTIFACT_FILE = "kernel.json"
 
 # Bytes per element of each dtype the kernels may use.
-DTYPE_SIZES: Mapping[str, int] = {"f16": 2, "bf16": 2, "f32": 4}
+DTYPE_SIZES: Mapping[str, int] = ELEMENT_BYTES
 
 TENSOR_ROLES = ("input", "output", "inout")
 PARAM_KINDS = ("tensor_map", "pointer", "i32")

@@ -25,12 +25,12 @@ from typing import Sequence
 import numpy as np
 from cuda.bindings import driver as cu
 
+from wsc.target.hopper import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
+
 from .artifact import DTYPE_SIZES, WscRuntimeError
 
 # Kernel parameters of kind "tensor_map": a CUtensorMap passed by value,
 # declared in PTX as `.param .align 64 .b8 name[128]`.
-TENSOR_MAP_BYTES = 128
-TENSOR_MAP_ALIGNMENT = 64
 PARAM_SIZES = {"tensor_map": TENSOR_MAP_BYTES, "pointer": 8, "i32": 4}
 
 # numpy dtypes holding each dtype's host copy; bf16 has none in numpy, so
@@ -400,9 +400,9 @@ class PackedParams:
                 if len(raw) != TENSOR_MAP_BYTES:
                     raise ValueError(f"param '{name}': tensor map must be {TENSOR_MAP_BYTES} bytes, got {len(raw)}")
                 # ctypes guarantees no 64-byte alignment, so over-allocate and align.
-                buffer = (ctypes.c_ubyte * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGNMENT))()
+                buffer = (ctypes.c_ubyte * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
                 base = ctypes.addressof(buffer)
-                address = base + (-base) % TENSOR_MAP_ALIGNMENT
+                address = base + (-base) % TENSOR_MAP_ALIGN
                 ctypes.memmove(address, raw, TENSOR_MAP_BYTES)
             elif kind == "pointer":
                 _check_int_range(name, value, 0, 2**64 - 1, "u64 pointer")

@@ -21,16 +21,13 @@ from dataclasses import dataclass
 
 from cuda.bindings import driver as cu
 
+from wsc.target.hopper import (MAX_TMA_BOX, MAX_TMA_GLOBAL_DIM, MAX_TMA_GLOBAL_STRIDE,
+                               MAX_TMA_RANK, TENSOR_MAP_BYTES, TMA_ALIGN)
+
 from .artifact import DTYPE_SIZES, TensorMapSpec
-from .driver import TENSOR_MAP_BYTES, HotCalls, call, check_result
+from .driver import HotCalls, call, check_result
 from .tensors import ArgumentError, TensorInfo
 
-# Hardware limits of cuTensorMapEncodeTiled (CUDA driver API reference).
-MAX_RANK = 5
-MAX_BOX_DIM = 256
-MAX_GLOBAL_DIM = 2**32
-MAX_GLOBAL_STRIDE = 2**40
-GLOBAL_ALIGNMENT = 16
 SWIZZLE_SPAN_BYTES = {"none": None, "32B": 32, "64B": 64, "128B": 128}
 
 _DATA_TYPES = {
@@ -90,30 +87,30 @@ def plan_tensor_map(spec: TensorMapSpec, info: TensorInfo) -> TensorMapPlan:
     element_size = DTYPE_SIZES.get(info.dtype)
     if element_size is None:
         raise fail(f"dtype {info.dtype} has no TMA data type; expected one of {', '.join(_DATA_TYPES)}")
-    if not 1 <= rank <= MAX_RANK:
-        raise fail(f"rank {rank} is outside 1..{MAX_RANK}")
+    if not 1 <= rank <= MAX_TMA_RANK:
+        raise fail(f"rank {rank} is outside 1..{MAX_TMA_RANK}")
     if len(spec.box) != rank:
         raise fail(f"box {list(spec.box)} has {len(spec.box)} dims, the tensor has {rank}")
-    if info.ptr % GLOBAL_ALIGNMENT:
-        raise fail(f"base address {info.ptr:#x} is not {GLOBAL_ALIGNMENT}-byte aligned")
+    if info.ptr % TMA_ALIGN:
+        raise fail(f"base address {info.ptr:#x} is not {TMA_ALIGN}-byte aligned")
     if info.strides[-1] != 1:
         raise fail(f"innermost stride is {info.strides[-1]} elements; TMA needs it contiguous (1)")
     for dim, extent in enumerate(info.shape):
-        if not 1 <= extent <= MAX_GLOBAL_DIM:
+        if not 1 <= extent <= MAX_TMA_GLOBAL_DIM:
             raise fail(f"dim {dim} has extent {extent}, outside 1..2^32")
     for dim, stride in enumerate(info.strides[:-1]):
         stride_bytes = stride * element_size
-        if stride_bytes % GLOBAL_ALIGNMENT or not 0 < stride_bytes < MAX_GLOBAL_STRIDE:
+        if stride_bytes % TMA_ALIGN or not 0 < stride_bytes < MAX_TMA_GLOBAL_STRIDE:
             raise fail(
                 f"stride of dim {dim} is {stride_bytes} bytes; TMA needs a positive multiple of "
-                f"{GLOBAL_ALIGNMENT} below 2^40 (pad the rows)"
+                f"{TMA_ALIGN} below 2^40 (pad the rows)"
             )
     for dim, extent in enumerate(spec.box):
-        if not 1 <= extent <= MAX_BOX_DIM:
-            raise fail(f"box dim {dim} is {extent}, outside 1..{MAX_BOX_DIM}")
+        if not 1 <= extent <= MAX_TMA_BOX:
+            raise fail(f"box dim {dim} is {extent}, outside 1..{MAX_TMA_BOX}")
     inner_bytes = spec.box[-1] * element_size
-    if inner_bytes % GLOBAL_ALIGNMENT:
-        raise fail(f"box inner extent is {inner_bytes} bytes; it must be a multiple of {GLOBAL_ALIGNMENT}")
+    if inner_bytes % TMA_ALIGN:
+        raise fail(f"box inner extent is {inner_bytes} bytes; it must be a multiple of {TMA_ALIGN}")
     span = SWIZZLE_SPAN_BYTES[spec.swizzle]
     if span is not None and inner_bytes > span:
         raise fail(f"box inner extent is {inner_bytes} bytes, more than the {span}-byte span of {spec.swizzle} swizzle")
@@ -170,9 +167,9 @@ class TensorMapEncoder:
 
     def encode(self, address: int) -> None:
         """The descriptor of the plan's tensor at `address` (16-byte aligned)."""
-        if address % GLOBAL_ALIGNMENT:
+        if address % TMA_ALIGN:
             raise TensorMapError(f"tensor map '{self.plan.name}' (tensor '{self.plan.tensor}'): "
-                                 f"base address {address:#x} is not {GLOBAL_ALIGNMENT}-byte aligned")
+                                 f"base address {address:#x} is not {TMA_ALIGN}-byte aligned")
         dims, strides, box, element_strides = self._arrays
         check_result("cuTensorMapEncodeTiled", self._calls.encode(
             self.destination, *self._head, address, dims, strides, box, element_strides,

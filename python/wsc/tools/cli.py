@@ -43,8 +43,7 @@ def _config_from_args(args, problem):
 
 
 def _compile_matmul(args) -> int:
-    from wsc.compiler import compile_matmul
-    from wsc.kernels.matmul import MatmulProblem
+    from wsc.kernels.matmul import MatmulProblem, compile_matmul
 
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
     config = _config_from_args(args, problem)
@@ -103,8 +102,7 @@ def _demo(args) -> int:
     import subprocess
     import tempfile
 
-    from wsc.compiler import compile_matmul
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem
+    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
 
     out_dir = args.output or tempfile.mkdtemp(prefix="wsc-demo-")
     config = MatmulConfig()

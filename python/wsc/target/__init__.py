@@ -1,0 +1,1 @@
+"""The hardware wsc compiles for, as plain facts (no MLIR, no driver)."""

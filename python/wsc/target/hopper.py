@@ -1,0 +1,68 @@
+"""Facts of NVIDIA Hopper (sm_90a) that wsc's rules and code generation rest on.
+
+Every other module imports these rather than restating them: the verifier,
+the builder, the passes, code generation, the runtime and wsc.matmul. No
+MLIR and no driver here, so the runtime can import it where neither is.
+Sources: the PTX ISA (wgmma, cp.async.bulk.tensor, mbarrier, setmaxnreg) and
+the CUDA driver API (cuTensorMapEncodeTiled, launch limits) for sm_90.
+"""
+
+#: Threads of a warp, and of a warpgroup (the unit WGMMA and setmaxnreg work on).
+WARP_SIZE = 32
+WARPGROUP_SIZE = 128
+#: Threads of a block.
+MAX_BLOCK_THREADS = 1024
+#: Blocks per cluster a launch may ask for without opting in to more.
+MAX_PORTABLE_CLUSTER = 8
+
+#: 32-bit registers of an SM, and the most one thread may use.
+REGISTER_FILE = 65536
+MAX_THREAD_REGISTERS = 255
+#: setmaxnreg takes budgets in [24, 256], in multiples of 8.
+MIN_SETMAXNREG, MAX_SETMAXNREG, SETMAXNREG_STEP = 24, 256, 8
+#: Named barriers (bar.sync ids) of a block.
+NAMED_BARRIERS = 16
+
+#: Dynamic shared memory one block may opt in to (227 KB).
+MAX_DYNAMIC_SMEM = 232448
+#: The 128-byte swizzle repeats every 1024 bytes: a swizzled buffer starts on
+#: such a boundary.
+BUFFER_ALIGN = 1024
+def round_up(value: int, multiple: int) -> int:
+    """`value` rounded up to a multiple of `multiple` (an alignment above)."""
+    return (value + multiple - 1) // multiple * multiple
+
+
+#: Stages of a ring of BUFFER_ALIGN-byte buffers that fit in shared memory.
+MAX_STAGES = MAX_DYNAMIC_SMEM // BUFFER_ALIGN
+#: An mbarrier object's bytes.
+MBARRIER_BYTES = 8
+#: The largest arrival count and transaction byte count of an mbarrier phase.
+MAX_MBARRIER_COUNT = (1 << 20) - 1
+
+#: The swizzle spans TMA and WGMMA descriptors share, widest first; the widest
+#: bounds the inner extent of a box.
+SWIZZLE_SPANS = (128, 64, 32)
+SWIZZLE_BYTES = SWIZZLE_SPANS[0]
+#: TMA: global base addresses and row strides are multiples of 16 bytes.
+TMA_ALIGN = 16
+#: TMA box dimensions, tensor rank, global extents and strides.
+MAX_TMA_BOX = 256
+MAX_TMA_RANK = 5
+MAX_TMA_GLOBAL_DIM = 2**32
+MAX_TMA_GLOBAL_STRIDE = 2**40
+#: A CUtensorMap passed by value as a kernel parameter.
+TENSOR_MAP_BYTES = 128
+TENSOR_MAP_ALIGN = 64
+
+#: One wgmma.mma_async on 16-bit operands: M per warpgroup, N in steps up to a
+#: maximum, K per instruction.
+WGMMA_M = 64
+WGMMA_N_STEP, WGMMA_N_MAX = 8, 256
+WGMMA_K = 16
+
+#: Bytes of each element type wsc kernels read or write.
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+#: WGMMA operands (what TMA loads into ring stages), and what a result may be.
+OPERAND_DTYPES = ("f16", "bf16")
+RESULT_DTYPES = ("f32", "f16", "bf16")
