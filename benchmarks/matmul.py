@@ -49,7 +49,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,11 +205,17 @@ LAUNCH_TIMEOUT_S = 30
 def _compile_candidate(job: tuple[str, dict, str, str]) -> dict:
     """Compile one candidate for one dtype; write its artifact for each shape."""
     name, config_values, dtype, out = job
+    from mlir import ir
+
     from wsc.compiler import CompileError, compile_module
     from wsc.dialect import make_context
-    from wsc.kernels.matmul import (MatmulConfig, MatmulProblem, build_matmul,
-                                    specialization_passes, write_matmul_artifact)
-    from mlir import ir
+    from wsc.kernels.matmul import (
+        MatmulConfig,
+        MatmulProblem,
+        build_matmul,
+        specialization_passes,
+        write_matmul_artifact,
+    )
 
     config = MatmulConfig(**config_values)
     problem = MatmulProblem(dtype=dtype, out_dtype=dtype, b_layout="nk")
@@ -641,7 +647,7 @@ def _probe_triton() -> tuple[list, list[dict]]:
 
 
 def _environment(torch) -> dict:
-    env = {"date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    env = {"date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
            "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
            "cuda_torch": torch.version.cuda,
            "triton": getattr(triton, "__version__", None) if triton is not None else None,

@@ -191,7 +191,6 @@ def _graph(torch, call, sets, calls):
 
 def _triton_call(torch, layout):
     import triton
-
     from matmul import TRITON_GROUP_M, bench_triton_matmul_device
 
     scratch = {}

@@ -27,8 +27,7 @@ import sys
 from common import run_example
 
 from wsc.autotune import autotune
-from wsc.builder import (CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE, KernelBuilder, f16,
-                         f32)
+from wsc.builder import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE, KernelBuilder, f16, f32
 
 
 @autotune("num_stages", [2, 3, 4, 5, 6])

@@ -45,8 +45,16 @@ from mlir.dialects import arith, scf
 
 from wsc import dialect
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (bool_constant, clone_remapped, constant_int, defining_op,
-                          index_constant, int_attr, kernels, walk)
+from wsc.ir_utils import (
+    bool_constant,
+    clone_remapped,
+    constant_int,
+    defining_op,
+    index_constant,
+    int_attr,
+    kernels,
+    walk,
+)
 from wsc.pass_registry import Option, WscPass
 
 

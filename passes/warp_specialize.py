@@ -100,9 +100,20 @@ from mlir.dialects import arith, scf
 from wsc import dialect
 from wsc.codegen.lowering import entry_register_cap
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, bool_constant,
-                          clone_remapped, cluster_size, constant_int, defining_op, index_constant,
-                          int_attr, kernels, operands_deep, set_int_attr, walk)
+from wsc.ir_utils import (
+    KERNEL_THREADS_ATTR,
+    bool_constant,
+    clone_remapped,
+    cluster_size,
+    constant_int,
+    defining_op,
+    index_constant,
+    int_attr,
+    kernels,
+    operands_deep,
+    set_int_attr,
+    walk,
+)
 from wsc.pass_registry import Option, WscPass
 from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
 

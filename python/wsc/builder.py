@@ -45,12 +45,18 @@ from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
 
 from wsc import dialect
-from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.diagnostics import DiagnosticEngine, PassError
+from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR
-from wsc.target.hopper import (ELEMENT_BYTES, MAX_BLOCK_THREADS, MAX_PORTABLE_CLUSTER,
-                               MAX_TMA_BOX, OPERAND_DTYPES, SWIZZLE_BYTES,
-                               WARP_SIZE)
+from wsc.target.hopper import (
+    ELEMENT_BYTES,
+    MAX_BLOCK_THREADS,
+    MAX_PORTABLE_CLUSTER,
+    MAX_TMA_BOX,
+    OPERAND_DTYPES,
+    SWIZZLE_BYTES,
+    WARP_SIZE,
+)
 
 __all__ = [
     "BuildError", "BuildTypeError", "CONSUMER_INITIAL_PHASE", "CompiledKernel", "Kernel",

@@ -23,8 +23,8 @@ from pathlib import Path
 from mlir import ir
 
 import wsc
-from wsc.dialect import TMA_LOAD_OPS
 from wsc.diagnostics import DiagnosticEngine, PassError
+from wsc.dialect import TMA_LOAD_OPS
 from wsc.ir_utils import walk
 from wsc.runtime.artifact import check_sizes, tile_grid
 from wsc.verifier import verify_wsc

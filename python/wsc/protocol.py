@@ -101,10 +101,17 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, defining_op, int_attr,
-                          kernels, str_attr, walk)
+from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
+from wsc.ir_utils import (
+    KERNEL_THREADS_ATTR,
+    cluster_size,
+    defining_op,
+    int_attr,
+    kernels,
+    str_attr,
+    walk,
+)
 from wsc.target.hopper import WARP_SIZE
 
 # Kinds of violation, in the order the report prefers them when both schedules

@@ -12,17 +12,45 @@ from __future__ import annotations
 
 from mlir import ir
 
-from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, cluster_size, constant_int,
-                          defining_op, enclosing, enclosing_kernel, enclosing_role, int_attr,
-                          kernels, memref_shape, memref_space, walk)
-from wsc.target.hopper import (BUFFER_ALIGN, MAX_BLOCK_THREADS, MAX_DYNAMIC_SMEM,
-                               MAX_MBARRIER_COUNT, MAX_PORTABLE_CLUSTER, MAX_SETMAXNREG,
-                               MAX_STAGES, MAX_TMA_BOX, MIN_SETMAXNREG,
-                               OPERAND_DTYPES, REGISTER_FILE, SETMAXNREG_STEP, SWIZZLE_BYTES,
-                               WARP_SIZE, WARPGROUP_SIZE, WGMMA_K, WGMMA_M, WGMMA_N_MAX,
-                               WGMMA_N_STEP, round_up)
+from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
+from wsc.ir_utils import (
+    CLUSTER_SIZE_ATTR,
+    KERNEL_THREADS_ATTR,
+    cluster_size,
+    constant_int,
+    defining_op,
+    enclosing,
+    enclosing_kernel,
+    enclosing_role,
+    int_attr,
+    kernels,
+    memref_shape,
+    memref_space,
+    walk,
+)
+from wsc.target.hopper import (
+    BUFFER_ALIGN,
+    MAX_BLOCK_THREADS,
+    MAX_DYNAMIC_SMEM,
+    MAX_MBARRIER_COUNT,
+    MAX_PORTABLE_CLUSTER,
+    MAX_SETMAXNREG,
+    MAX_STAGES,
+    MAX_TMA_BOX,
+    MIN_SETMAXNREG,
+    OPERAND_DTYPES,
+    REGISTER_FILE,
+    SETMAXNREG_STEP,
+    SWIZZLE_BYTES,
+    WARP_SIZE,
+    WARPGROUP_SIZE,
+    WGMMA_K,
+    WGMMA_M,
+    WGMMA_N_MAX,
+    WGMMA_N_STEP,
+    round_up,
+)
 
 
 def _fail(op: ir.Operation, message: str) -> None:

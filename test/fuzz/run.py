@@ -21,8 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fuzzlib import (PIPELINES, Runner, load_corpus, make_mutant, problems,  # noqa: E402
-                     random_mutations, signature, token_pools)
+from fuzzlib import (  # noqa: E402
+    PIPELINES,
+    Runner,
+    load_corpus,
+    make_mutant,
+    problems,
+    random_mutations,
+    signature,
+    token_pools,
+)
 
 
 def main() -> int:

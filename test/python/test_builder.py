@@ -9,8 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from wsc.builder import (CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE, BuildError,
-                         BuildTypeError, KernelBuilder, bf16, f16, f32, structure)
+from wsc.builder import (
+    CONSUMER_INITIAL_PHASE,
+    PRODUCER_INITIAL_PHASE,
+    BuildError,
+    BuildTypeError,
+    KernelBuilder,
+    bf16,
+    f16,
+    f32,
+    structure,
+)
 from wsc.compiler import CompileError
 from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.runtime import load_artifact

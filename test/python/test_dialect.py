@@ -7,8 +7,7 @@ from mlir.dialects import func, scf
 
 from wsc import dialect
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant,
-                          index_constant, walk)
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant, index_constant, walk
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
 from wsc.verifier import verify_wsc
 

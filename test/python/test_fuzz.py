@@ -23,8 +23,17 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 
-from fuzzlib import (WEIGHTED_KINDS, PIPELINES, Mutation, Result, Runner,  # noqa: E402
-                     load_corpus, make_mutant, problems, token_pools)
+from fuzzlib import (  # noqa: E402
+    PIPELINES,
+    WEIGHTED_KINDS,
+    Mutation,
+    Result,
+    Runner,
+    load_corpus,
+    make_mutant,
+    problems,
+    token_pools,
+)
 
 CORPUS = load_corpus()
 POOLS = token_pools(CORPUS)

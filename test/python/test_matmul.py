@@ -11,10 +11,19 @@ import numpy as np
 import pytest
 
 import wsc
-from wsc.device import hopper_gpu_visible, run_artifacts
 from wsc.cache import Cache
-from wsc.matmul import (DEFAULT_CONFIGS, SPACES, MatmulPlan, NoCorrectKernel, choose_config,
-                        compiled_kernel_dir, config_key, plan, shape_class)
+from wsc.device import hopper_gpu_visible, run_artifacts
+from wsc.matmul import (
+    DEFAULT_CONFIGS,
+    SPACES,
+    MatmulPlan,
+    NoCorrectKernel,
+    choose_config,
+    compiled_kernel_dir,
+    config_key,
+    plan,
+    shape_class,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
 from matmul_cache import space_plan  # noqa: E402

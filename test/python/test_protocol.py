@@ -10,8 +10,8 @@ import pytest
 from mlir import ir
 
 from wsc import protocol
-from wsc.dialect import make_context
 from wsc.diagnostics import PassError, file_line_col
+from wsc.dialect import make_context
 from wsc.protocol import ProtocolViolation, check_protocol
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -19,7 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wsc.runtime import ArgumentError, ArgumentTypeError, ArtifactError, TensorMapError, load_artifact
+from wsc.runtime import (
+    ArgumentError,
+    ArgumentTypeError,
+    ArtifactError,
+    TensorMapError,
+    load_artifact,
+)
 from wsc.runtime.artifact import TensorMapSpec, TensorSpec, tile_grid
 from wsc.runtime.driver import PackedParams
 from wsc.runtime.run_cli import (

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from wsc.codegen.layout import TileLayout
 from wsc.target.hopper import WGMMA_K
+
 #: Rows of a core-matrix group (the swizzle pattern repeats every 8 rows).
 CORE_ROWS = 8
 

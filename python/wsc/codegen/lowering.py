@@ -82,15 +82,39 @@ from wsc.codegen.debug import DebugEmitter, DebugOptions, barrier_names
 from wsc.codegen.descriptors import OperandDescriptors
 from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
 from wsc.codegen.info import KernelInfo, tensor_name
-from wsc.codegen.layout import (ALIGN_PADDING, BarrierSlot, BufferSlot, LayoutError,
-                                SharedLayout, TileLayout)
-from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
+from wsc.codegen.layout import (
+    ALIGN_PADDING,
+    BarrierSlot,
+    BufferSlot,
+    LayoutError,
+    SharedLayout,
+    TileLayout,
+)
 from wsc.diagnostics import PassError
-from wsc.ir_utils import (KERNEL_THREADS_ATTR, cluster_size, constant_int, defining_op,
-                          int_attr, memref_shape, memref_space, str_attr, walk)
-from wsc.target.hopper import (BUFFER_ALIGN, MAX_DYNAMIC_SMEM, MAX_THREAD_REGISTERS,
-                               NAMED_BARRIERS, REGISTER_FILE, TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES,
-                               WARP_SIZE, WARPGROUP_SIZE, WGMMA_K)
+from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
+from wsc.ir_utils import (
+    KERNEL_THREADS_ATTR,
+    cluster_size,
+    constant_int,
+    defining_op,
+    int_attr,
+    memref_shape,
+    memref_space,
+    str_attr,
+    walk,
+)
+from wsc.target.hopper import (
+    BUFFER_ALIGN,
+    MAX_DYNAMIC_SMEM,
+    MAX_THREAD_REGISTERS,
+    NAMED_BARRIERS,
+    REGISTER_FILE,
+    TENSOR_MAP_ALIGN,
+    TENSOR_MAP_BYTES,
+    WARP_SIZE,
+    WARPGROUP_SIZE,
+    WGMMA_K,
+)
 
 #: The extern dynamic shared-memory symbol every kernel addresses.
 SMEM_SYMBOL = "wsc_smem"
@@ -1312,6 +1336,7 @@ def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 
     `gpu.module @wsc_kernels [#nvvm.target<...>]`; returns their KernelInfo.
     `debug` adds instrumentation (wsc.codegen.debug)."""
     from mlir.dialects import gpu
+
     from wsc.ir_utils import kernels
 
     module = module.operation

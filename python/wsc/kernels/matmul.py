@@ -57,9 +57,20 @@ from wsc import dialect
 from wsc.compiler import CompileResult, compile_module, write_artifact
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant, index_constant
 from wsc.passes.warp_specialize import CONSUMER_GROUPS, PRODUCERS, WGMMA_IN_FLIGHT
-from wsc.target.hopper import (ELEMENT_BYTES, MAX_STAGES, MAX_TMA_BOX, OPERAND_DTYPES,
-                               RESULT_DTYPES, SWIZZLE_BYTES, TMA_ALIGN, WARPGROUP_SIZE, WGMMA_K,
-                               WGMMA_M, WGMMA_N_MAX, WGMMA_N_STEP)
+from wsc.target.hopper import (
+    ELEMENT_BYTES,
+    MAX_STAGES,
+    MAX_TMA_BOX,
+    OPERAND_DTYPES,
+    RESULT_DTYPES,
+    SWIZZLE_BYTES,
+    TMA_ALIGN,
+    WARPGROUP_SIZE,
+    WGMMA_K,
+    WGMMA_M,
+    WGMMA_N_MAX,
+    WGMMA_N_STEP,
+)
 
 INPUT_DTYPES = OPERAND_DTYPES
 OUTPUT_DTYPES = RESULT_DTYPES

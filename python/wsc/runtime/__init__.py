@@ -31,8 +31,21 @@ from .driver import (
     PackedParams,
     synchronize,
 )
-from .tensor_map import TensorMap, TensorMapEncoder, TensorMapError, encode_tensor_map, plan_tensor_map
-from .tensors import ArgumentError, ArgumentTypeError, TensorInfo, check, describe, strided_rows_allowed
+from .tensor_map import (
+    TensorMap,
+    TensorMapEncoder,
+    TensorMapError,
+    encode_tensor_map,
+    plan_tensor_map,
+)
+from .tensors import (
+    ArgumentError,
+    ArgumentTypeError,
+    TensorInfo,
+    check,
+    describe,
+    strided_rows_allowed,
+)
 
 __all__ = [
     "Artifact",

@@ -19,8 +19,8 @@ import ctypes
 import math
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from cuda.bindings import driver as cu

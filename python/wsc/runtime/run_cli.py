@@ -34,7 +34,14 @@ import numpy as np
 
 from . import Kernel
 from .artifact import Artifact, ArtifactError, WscRuntimeError, load_artifact
-from .driver import HOST_DTYPES, CudaUnavailableError, DeviceArray, Event, KernelFault, LaunchTimeout
+from .driver import (
+    HOST_DTYPES,
+    CudaUnavailableError,
+    DeviceArray,
+    Event,
+    KernelFault,
+    LaunchTimeout,
+)
 
 # Problems up to this many multiply-adds get a full reference; beyond it
 # the float64 product would take too long on a CPU, so rows/cols are sampled.

@@ -21,8 +21,14 @@ from dataclasses import dataclass
 
 from cuda.bindings import driver as cu
 
-from wsc.target.hopper import (MAX_TMA_BOX, MAX_TMA_GLOBAL_DIM, MAX_TMA_GLOBAL_STRIDE,
-                               MAX_TMA_RANK, TENSOR_MAP_BYTES, TMA_ALIGN)
+from wsc.target.hopper import (
+    MAX_TMA_BOX,
+    MAX_TMA_GLOBAL_DIM,
+    MAX_TMA_GLOBAL_STRIDE,
+    MAX_TMA_RANK,
+    TENSOR_MAP_BYTES,
+    TMA_ALIGN,
+)
 
 from .artifact import DTYPE_SIZES, TensorMapSpec
 from .driver import HotCalls, call, check_result

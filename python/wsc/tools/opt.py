@@ -184,7 +184,7 @@ def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
     """(chunk, line offset) pairs of the input."""
     if not split:
         return [(text, 0)]
-    chunks, current, offset, start = [], [], 0, 0
+    chunks, current, start = [], [], 0
     for number, line in enumerate(text.splitlines(keepends=True)):
         if line.strip() == SPLIT_MARKER:
             chunks.append(("".join(current), start))
