@@ -553,6 +553,20 @@ if triton is not None:
                      acc.to(c_ptr.dtype.element_ty), mask=inside)
 
 
+def use_scratch_once_per_size(torch) -> None:
+    """Triton's allocator for descriptors made in the kernel: a global scratch
+    buffer per size, allocated once, so no launch pays for an allocation (the
+    launches of one stream run in order, so they can share it)."""
+    scratch = {}
+
+    def allocate(size, alignment, stream):
+        if size not in scratch:
+            scratch[size] = torch.empty(size, device="cuda", dtype=torch.int8)
+        return scratch[size]
+
+    triton.set_allocator(allocate)
+
+
 def _triton_method(torch, inputs: Inputs, config):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -590,17 +604,7 @@ def _triton_method(torch, inputs: Inputs, config):
         return launch
 
     if c_store.startswith("device"):
-        # Descriptors made in the kernel live in a global scratch buffer; one
-        # per size, allocated once, so no launch pays for an allocation (the
-        # launches of one stream run in order, so they can share it).
-        scratch = {}
-
-        def allocate(size, alignment, stream):
-            if size not in scratch:
-                scratch[size] = torch.empty(size, device="cuda", dtype=torch.int8)
-            return scratch[size]
-
-        triton.set_allocator(allocate)
+        use_scratch_once_per_size(torch)
 
     def run_once(a, b, c):
         launcher(a, b, c)()

@@ -190,17 +190,9 @@ def _graph(torch, call, sets, calls):
 
 
 def _triton_call(torch, layout):
-    import triton
-    from matmul import TRITON_GROUP_M, bench_triton_matmul_device
+    from matmul import TRITON_GROUP_M, bench_triton_matmul_device, use_scratch_once_per_size
 
-    scratch = {}
-
-    def allocate(size, alignment, stream):
-        if size not in scratch:
-            scratch[size] = torch.empty(size, device="cuda", dtype=torch.int8)
-        return scratch[size]
-
-    triton.set_allocator(allocate)
+    use_scratch_once_per_size(torch)
 
     def call(a, b, c):
         m, k = a.shape

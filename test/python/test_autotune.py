@@ -78,9 +78,16 @@ def test_tune_without_a_gpu_compiles_every_candidate_and_drops_the_bad_ones(cach
     assert again.candidates[1].error == bad.error
 
 
-def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
+def on_a_fake_gpu(monkeypatch, run_artifacts):
+    """Tune as on a Hopper GPU whose `wsc run` processes are `run_artifacts`."""
     import wsc.device
 
+    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
+    monkeypatch.setattr(wsc.device, "run_artifacts", run_artifacts)
+    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+
+
+def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
     runs = []
 
     @autotune("num_stages", [2, 3])
@@ -98,9 +105,7 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
         return [reports[next(s for s in reports if Path(directory) == cache.artifact_dir(
             kernel._candidate_key({"num_stages": s}, {})))] for directory in directories]
 
-    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
-    monkeypatch.setattr(wsc.device, "run_artifacts", run)
-    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    on_a_fake_gpu(monkeypatch, run)
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert result.best == {"num_stages": 2} and not result.cached
     assert "failed its check" in result.candidates[1].error
@@ -118,8 +123,6 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
 
 
 def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeypatch):
-    import wsc.device
-
     runs = []
 
     @autotune("num_stages", [2, 3])
@@ -130,9 +133,7 @@ def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeyp
         runs.extend(directories)
         return [{"ok": False, "error": "KernelFault: illegal address"} for _ in directories]
 
-    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
-    monkeypatch.setattr(wsc.device, "run_artifacts", run)
-    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    on_a_fake_gpu(monkeypatch, run)
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert result.best is None and "illegal address" in result.failure
     assert result.failure_is_final
@@ -142,8 +143,6 @@ def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeyp
 
 
 def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
-    import wsc.device
-
     runs = []
 
     @autotune("num_stages", [2, 3])
@@ -155,9 +154,7 @@ def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
         return [{"ok": False, "error": "CudaError: cuMemAlloc failed: out of memory"},
                 {"ok": False, "rel_err": 0.5}]
 
-    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
-    monkeypatch.setattr(wsc.device, "run_artifacts", run)
-    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    on_a_fake_gpu(monkeypatch, run)
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert result.best is None and "out of memory" in result.failure
     assert not result.failure_is_final
