@@ -81,92 +81,222 @@ _TWO_GROUPS = dict(num_consumer_groups=2, producer="warpgroup")
 CANDIDATES = {
     "seed": dict(_SEED),
     "seed_inflight_group8": dict(_SEED, wgmma_in_flight=1, group_m=8),
-    "128x256_2g_s3_inflight_group8": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
-                                          wgmma_in_flight=1, group_m=8),
-    "256x128_2g_inflight_group8": dict(_SEED, block_m=256, **_TWO_GROUPS, wgmma_in_flight=1,
-                                       group_m=8),
+    "128x256_2g_s3_inflight_group8": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8
+    ),
+    "256x128_2g_inflight_group8": dict(
+        _SEED, block_m=256, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8
+    ),
     "128x256_2g_group8": dict(_SEED, block_n=256, **_TWO_GROUPS, group_m=8),
     # Persistent kernels: with register stores, without a WGMMA group in
     # flight (MatmulConfig: ptxas would serialize them).
-    "128x256_2g_s3_group4_persistent": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
-                                            group_m=4, persistent=True),
-    "128x256_2g_s3_group8_persistent": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
-                                            group_m=8, persistent=True),
-    "128x256_2g_s3_group16_persistent": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
-                                             group_m=16, persistent=True),
+    "128x256_2g_s3_group4_persistent": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=4, persistent=True
+    ),
+    "128x256_2g_s3_group8_persistent": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True
+    ),
+    "128x256_2g_s3_group16_persistent": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=16, persistent=True
+    ),
     # Ping-pong: the two consumer groups take whole 128x128 tiles in turn, so
     # one's epilogue overlaps the other's WGMMAs.
-    "128x128_pingpong_group8": dict(_SEED, **_TWO_GROUPS, group_m=8, persistent=True,
-                                    ping_pong=True),
+    "128x128_pingpong_group8": dict(
+        _SEED, **_TWO_GROUPS, group_m=8, persistent=True, ping_pong=True
+    ),
     # TMA-store epilogue (C staged in shared memory; N must be a multiple of
     # 8, so not the ragged shape), also persistent with a group in flight.
-    "128x256_2g_s3_inflight_group8_tma": dict(_SEED, block_n=256, num_stages=3, **_TWO_GROUPS,
-                                              wgmma_in_flight=1, group_m=8, tma_store=True),
-    "128x256_2g_s3_group8_persistent_tma": dict(_SEED, block_n=256, num_stages=3,
-                                                **_TWO_GROUPS, group_m=8, persistent=True,
-                                                tma_store=True),
+    "128x256_2g_s3_inflight_group8_tma": dict(
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        tma_store=True,
+    ),
+    "128x256_2g_s3_group8_persistent_tma": dict(
+        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True, tma_store=True
+    ),
     "128x256_2g_s3_inflight_group8_persistent_tma": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        persistent=True, tma_store=True),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+    ),
     "128x256_2g_s3_inflight_group16_persistent_tma": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=16,
-        persistent=True, tma_store=True),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=16,
+        persistent=True,
+        tma_store=True,
+    ),
     "256x128_2g_s3_inflight_group8_persistent_tma": dict(
-        _SEED, block_m=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        persistent=True, tma_store=True),
-    "128x128_pingpong_group8_tma": dict(_SEED, **_TWO_GROUPS, group_m=8, persistent=True,
-                                        ping_pong=True, tma_store=True),
+        _SEED,
+        block_m=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+    ),
+    "128x128_pingpong_group8_tma": dict(
+        _SEED, **_TWO_GROUPS, group_m=8, persistent=True, ping_pong=True, tma_store=True
+    ),
     # Coalesced-store epilogue: C staged in shared memory as for TMA, then
     # copied out by all threads, 32 consecutive elements per warp store; for
     # C of any row length (the ragged shape), also timed where TMA could
     # store C, against the two other epilogues.
     "128x256_2g_s3_group8_persistent_coalesced": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
-        coalesced_store=True),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        group_m=8,
+        persistent=True,
+        coalesced_store=True,
+    ),
     "128x256_2g_s3_inflight_group8_persistent_coalesced": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        persistent=True, coalesced_store=True),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        coalesced_store=True,
+    ),
     "128x256_2g_s3_inflight_group8_coalesced": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        coalesced_store=True),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        coalesced_store=True,
+    ),
     # setmaxnreg's share: two candidates above built without it, every
     # warpgroup keeping the 168 registers a 384-thread block starts with: the
     # persistent 8192^3 winner, which fits them (159), and the unrolled kernel,
     # which spills at 168 (ptxas: 304 bytes a thread).
     "128x256_2g_s3_inflight_group16_persistent_tma_keep_registers": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=16,
-        persistent=True, tma_store=True, rebalance_registers=False),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=16,
+        persistent=True,
+        tma_store=True,
+        rebalance_registers=False,
+    ),
     "128x256_2g_s3_inflight_group8_tma_keep_registers": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        tma_store=True, rebalance_registers=False),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        tma_store=True,
+        rebalance_registers=False,
+    ),
     # Clusters of two blocks along M sharing B's tile by multicast (half of
     # B's L2 reads per block).
     "128x256_2g_s3_group8_persistent_tma_cluster2": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
-        tma_store=True, cluster_m=2),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+        cluster_m=2,
+    ),
     "128x256_2g_s3_inflight_group8_persistent_tma_cluster2": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        persistent=True, tma_store=True, cluster_m=2),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+        cluster_m=2,
+    ),
     "128x256_2g_s3_group8_persistent_coalesced_cluster2": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
-        coalesced_store=True, cluster_m=2),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        group_m=8,
+        persistent=True,
+        coalesced_store=True,
+        cluster_m=2,
+    ),
     "128x256_2g_s3_inflight_group8_persistent_coalesced_cluster2": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        persistent=True, coalesced_store=True, cluster_m=2),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        coalesced_store=True,
+        cluster_m=2,
+    ),
     "128x256_2g_s3_inflight_group8_tma_cluster2": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8,
-        tma_store=True, cluster_m=2),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=8,
+        tma_store=True,
+        cluster_m=2,
+    ),
     # One release per consumer warp instead of per thread (8 arrivals a stage
     # instead of 256, 16 instead of 512 in a cluster), on the winners.
     "128x256_2g_s3_inflight_group16_persistent_tma_warp_release": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=16,
-        persistent=True, tma_store=True, release="warp"),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        wgmma_in_flight=1,
+        group_m=16,
+        persistent=True,
+        tma_store=True,
+        release="warp",
+    ),
     "128x256_2g_s3_group8_persistent_tma_cluster2_warp_release": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
-        tma_store=True, cluster_m=2, release="warp"),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+        cluster_m=2,
+        release="warp",
+    ),
     "128x256_2g_s3_group8_persistent_coalesced_cluster2_warp_release": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True,
-        coalesced_store=True, cluster_m=2, release="warp"),
+        _SEED,
+        block_n=256,
+        num_stages=3,
+        **_TWO_GROUPS,
+        group_m=8,
+        persistent=True,
+        coalesced_store=True,
+        cluster_m=2,
+        release="warp",
+    ),
 }
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, how C is
@@ -192,7 +322,7 @@ TRITON_GROUP_M = 8
 
 TUNE = dict(warmup=3, iters=10, sets=2)
 FINAL = dict(warmup=5, iters=30, sets=3)
-SAMPLED = 64          # rows and columns compared with the float64 reference
+SAMPLED = 64  # rows and columns compared with the float64 reference
 SEED = 0
 TUNE_TIMEOUT_S = 150  # one candidate over every shape
 TRITON_PROBE_TIMEOUT_S = 60  # one Triton config: compile and check, both dtypes (~5 s)
@@ -201,6 +331,7 @@ LAUNCH_TIMEOUT_S = 30
 
 # ----------------------------------------------------------------------------
 # compile (CPU machine; needs the MLIR bindings)
+
 
 def _compile_candidate(job: tuple[str, dict, str, str]) -> dict:
     """Compile one candidate for one dtype; write its artifact for each shape."""
@@ -235,17 +366,23 @@ def _compile_candidate(job: tuple[str, dict, str, str]) -> dict:
                 skipped[shape] = str(error)
                 continue
             shapes.append(shape)
-    return {"candidate": name, "dtype": dtype, "seconds": round(seconds, 3),
-            "stages": {s.name: round(s.seconds, 4) for s in result.stages},
-            "ptxas": result.ptxas.as_dict() if result.ptxas else None, "shapes": shapes,
-            "skipped": skipped}
+    return {
+        "candidate": name,
+        "dtype": dtype,
+        "seconds": round(seconds, 3),
+        "stages": {s.name: round(s.seconds, 4) for s in result.stages},
+        "ptxas": result.ptxas.as_dict() if result.ptxas else None,
+        "shapes": shapes,
+        "skipped": skipped,
+    }
 
 
 def compile_all(out: Path, jobs: int) -> int:
     out.mkdir(parents=True, exist_ok=True)
     dtypes = sorted({dtype for *_, dtype in SHAPES})
-    work = [(name, values, dtype, str(out)) for name, values in CANDIDATES.items()
-            for dtype in dtypes]
+    work = [
+        (name, values, dtype, str(out)) for name, values in CANDIDATES.items() for dtype in dtypes
+    ]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         reports = list(pool.map(_compile_candidate, work))
@@ -255,19 +392,26 @@ def compile_all(out: Path, jobs: int) -> int:
             print(f"{report['candidate']:<32} {report['dtype']:<5} FAILED\n{report['error']}")
             continue
         ptxas = report["ptxas"] or {}
-        print(f"{report['candidate']:<32} {report['dtype']:<5} {report['seconds']:5.2f} s  "
-              f"{ptxas.get('registers', '?')} regs  "
-              f"{ptxas.get('spill_stores', 0) + ptxas.get('spill_loads', 0)} spill B  "
-              f"warnings {len(ptxas.get('warnings', []))}")
+        print(
+            f"{report['candidate']:<32} {report['dtype']:<5} {report['seconds']:5.2f} s  "
+            f"{ptxas.get('registers', '?')} regs  "
+            f"{ptxas.get('spill_stores', 0) + ptxas.get('spill_loads', 0)} spill B  "
+            f"warnings {len(ptxas.get('warnings', []))}"
+        )
     print(f"{len(work)} kernels in {wall:.1f} s wall with {jobs} processes")
-    index = {"candidates": CANDIDATES, "compile": reports, "compile_wall_s": round(wall, 2),
-             "jobs": jobs}
+    index = {
+        "candidates": CANDIDATES,
+        "compile": reports,
+        "compile_wall_s": round(wall, 2),
+        "jobs": jobs,
+    }
     (out / "index.json").write_text(json.dumps(index, indent=1))
     return 0 if all("error" not in r for r in reports) else 1
 
 
 # ----------------------------------------------------------------------------
 # run (GPU machine; needs torch and wsc.runtime only)
+
 
 @dataclass
 class Shape:
@@ -294,11 +438,11 @@ class Inputs:
         self.shape = shape
         dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[shape.dtype]
         generator = torch.Generator(device="cuda").manual_seed(seed)
-        scale = shape.k ** -0.25  # keeps C's entries near unit variance
+        scale = shape.k**-0.25  # keeps C's entries near unit variance
         self.sets = []
         for _ in range(sets):
-            a = (torch.randn(shape.m, shape.k, device="cuda", generator=generator) * scale)
-            b = (torch.randn(shape.n, shape.k, device="cuda", generator=generator) * scale)
+            a = torch.randn(shape.m, shape.k, device="cuda", generator=generator) * scale
+            b = torch.randn(shape.n, shape.k, device="cuda", generator=generator) * scale
             c = torch.empty(shape.m, shape.n, device="cuda", dtype=dtype)
             self.sets.append((a.to(dtype), b.to(dtype), c))
         rows = torch.randperm(shape.m, generator=torch.Generator().manual_seed(seed))[:SAMPLED]
@@ -321,13 +465,19 @@ class Inputs:
         nan_count = int(torch.isnan(c).sum())
         got_rows = c[self.rows.cuda()].double()
         got_cols = c[:, self.cols.cuda()].double()
-        error = float(((got_rows - self.ref_rows) ** 2).sum() + ((got_cols - self.ref_cols) ** 2).sum())
-        norm = float((self.ref_rows ** 2).sum() + (self.ref_cols ** 2).sum())
+        error = float(
+            ((got_rows - self.ref_rows) ** 2).sum() + ((got_cols - self.ref_cols) ** 2).sum()
+        )
+        norm = float((self.ref_rows**2).sum() + (self.ref_cols**2).sum())
         rel_err = math.sqrt(error / norm) if norm else math.sqrt(error)
         tolerance = TOLERANCE[self.shape.dtype]
         ok = nan_count == 0 and math.isfinite(rel_err) and rel_err <= tolerance
-        return {"ok": ok, "rel_err": rel_err if math.isfinite(rel_err) else None,
-                "nan_count": nan_count, "tol": tolerance}
+        return {
+            "ok": ok,
+            "rel_err": rel_err if math.isfinite(rel_err) else None,
+            "nan_count": nan_count,
+            "tol": tolerance,
+        }
 
     def time(self, methods: list, warmup: int, iters: int) -> list[float]:
         """Median ms of each method's `iters` launches; methods[j][i]()
@@ -343,10 +493,15 @@ class Inputs:
             for j, launchers in enumerate(methods):
                 launchers[(i * len(methods) + j) % sets]()
         torch.cuda.synchronize()
-        events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                   for _ in range(iters)] for _ in methods]
+        events = [
+            [
+                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                for _ in range(iters)
+            ]
+            for _ in methods
+        ]
         for i in range(iters):
-            for j, (launchers, pairs) in enumerate(zip(methods, events)):
+            for j, (launchers, pairs) in enumerate(zip(methods, events, strict=True)):
                 start, end = pairs[i]
                 start.record()
                 launchers[(i * len(methods) + j) % sets]()
@@ -405,10 +560,15 @@ def tune_one(artifacts: Path, candidate: str, out_json: Path) -> int:
                 run_once, launchers, _ = _wsc_method(torch, directory, inputs)
                 record.update(inputs.check(run_once))
                 if record["ok"]:
-                    ms, cublas_ms = inputs.time([launchers, _cublas_method(torch, inputs)[1]],
-                                                TUNE["warmup"], TUNE["iters"])
-                    record.update(ms=ms, tflops=shape.flops / ms / 1e9, cublas_ms=cublas_ms,
-                                  over_cublas=cublas_ms / ms)
+                    ms, cublas_ms = inputs.time(
+                        [launchers, _cublas_method(torch, inputs)[1]], TUNE["warmup"], TUNE["iters"]
+                    )
+                    record.update(
+                        ms=ms,
+                        tflops=shape.flops / ms / 1e9,
+                        cublas_ms=cublas_ms,
+                        over_cublas=cublas_ms / ms,
+                    )
             except LaunchTimeout as error:
                 record.update(ok=False, error=f"LaunchTimeout: {error}")
                 sink.write(json.dumps(record) + "\n")
@@ -420,8 +580,11 @@ def tune_one(artifacts: Path, candidate: str, out_json: Path) -> int:
                 return 1
             sink.write(json.dumps(record) + "\n")
             sink.flush()
-            print(f"  {candidate:<32} {shape.name:<24} ok={record['ok']} "
-                  f"err={record.get('rel_err')} ms={record.get('ms')}", flush=True)
+            print(
+                f"  {candidate:<32} {shape.name:<24} ok={record['ok']} "
+                f"err={record.get('rel_err')} ms={record.get('ms')}",
+                flush=True,
+            )
             del inputs, launchers
             torch.cuda.empty_cache()
     return 0
@@ -432,8 +595,15 @@ def _tune_all(artifacts: Path, work: Path) -> list[dict]:
     records = []
     for candidate in index["candidates"]:
         path = work / f"{candidate}.jsonl"
-        command = [sys.executable, __file__, "tune-one", str(artifacts), candidate,
-                   "--json", str(path)]
+        command = [
+            sys.executable,
+            __file__,
+            "tune-one",
+            str(artifacts),
+            candidate,
+            "--json",
+            str(path),
+        ]
         start = time.perf_counter()
         try:
             subprocess.run(command, timeout=TUNE_TIMEOUT_S, check=False)
@@ -452,10 +622,21 @@ except ImportError:
     triton = None
 
 if triton is not None:
+
     @triton.jit
-    def _triton_tile(a_desc, b_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, STAGES: tl.constexpr,
-                     SPECIALIZE: tl.constexpr):
+    def _triton_tile(
+        a_desc,
+        b_desc,
+        M,
+        N,
+        K,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        STAGES: tl.constexpr,
+        SPECIALIZE: tl.constexpr,
+    ):
         """(row0, col0, acc) of this program's tile: grouped tile order, the K
         loop over TMA-descriptor loads."""
         block = tl.program_id(0)
@@ -468,47 +649,82 @@ if triton is not None:
         row0 = (first_row + in_group % rows_in_group) * BLOCK_M
         col0 = (in_group // rows_in_group) * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES,
-                           warp_specialize=SPECIALIZE):
+        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES, warp_specialize=SPECIALIZE):
             a = a_desc.load([row0, kt * BLOCK_K])
             b = b_desc.load([col0, kt * BLOCK_K])
             acc = tl.dot(a, b.T, acc)
         return row0, col0, acc
 
     @triton.jit
-    def bench_triton_matmul(a_desc, b_desc, c_ptr, M, N, K, ldc,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                            STAGES: tl.constexpr, SPECIALIZE: tl.constexpr):
+    def bench_triton_matmul(
+        a_desc,
+        b_desc,
+        c_ptr,
+        M,
+        N,
+        K,
+        ldc,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        STAGES: tl.constexpr,
+        SPECIALIZE: tl.constexpr,
+    ):
         """C = A B^T, TMA-descriptor loads, masked stores of C."""
-        row0, col0, acc = _triton_tile(a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
-                                       GROUP_M, STAGES, SPECIALIZE)
+        row0, col0, acc = _triton_tile(
+            a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, SPECIALIZE
+        )
         rows = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
         cols = col0 + tl.arange(0, BLOCK_N)
         inside = (rows[:, None] < M) & (cols[None, :] < N)
-        tl.store(c_ptr + rows[:, None] * ldc + cols[None, :],
-                 acc.to(c_ptr.dtype.element_ty), mask=inside)
+        tl.store(
+            c_ptr + rows[:, None] * ldc + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=inside
+        )
 
     @triton.jit
-    def bench_triton_matmul_tma_store(a_desc, b_desc, c_desc, M, N, K,
-                                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                                      STAGES: tl.constexpr, SPECIALIZE: tl.constexpr,
-                                      OUT_BF16: tl.constexpr):
+    def bench_triton_matmul_tma_store(
+        a_desc,
+        b_desc,
+        c_desc,
+        M,
+        N,
+        K,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        STAGES: tl.constexpr,
+        SPECIALIZE: tl.constexpr,
+        OUT_BF16: tl.constexpr,
+    ):
         """C = A B^T, TMA-descriptor loads and store of C."""
-        row0, col0, acc = _triton_tile(a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
-                                       GROUP_M, STAGES, SPECIALIZE)
+        row0, col0, acc = _triton_tile(
+            a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, SPECIALIZE
+        )
         if OUT_BF16:
             c_desc.store([row0, col0], acc.to(tl.bfloat16))
         else:
             c_desc.store([row0, col0], acc.to(tl.float16))
 
     @triton.jit
-    def bench_triton_matmul_device(a_ptr, b_ptr, c_ptr, M, N, K, ldc,
-                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                                   STAGES: tl.constexpr, SPECIALIZE: tl.constexpr,
-                                   TMA_STORE: tl.constexpr, B_KN: tl.constexpr = False):
+    def bench_triton_matmul_device(
+        a_ptr,
+        b_ptr,
+        c_ptr,
+        M,
+        N,
+        K,
+        ldc,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        STAGES: tl.constexpr,
+        SPECIALIZE: tl.constexpr,
+        TMA_STORE: tl.constexpr,
+        B_KN: tl.constexpr = False,
+    ):
         """C = A B^T in one function, the tile order of _triton_tile, with the
         TMA descriptors made in the kernel: the form Triton 3.6's Hopper
         warp specialization compiles with 4 warps and 128x256 tiles. The
@@ -516,14 +732,17 @@ if triton is not None:
         this is the form that was checked on the GPU; whether the helper or
         the host-made descriptors break the pass was not isolated. With B_KN,
         B is a row-major [K, N] (C = A B)."""
-        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
-                                           block_shape=[BLOCK_M, BLOCK_K])
+        a_desc = tl.make_tensor_descriptor(
+            a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K]
+        )
         if B_KN:
-            b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
-                                               block_shape=[BLOCK_K, BLOCK_N])
+            b_desc = tl.make_tensor_descriptor(
+                b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N]
+            )
         else:
-            b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
-                                               block_shape=[BLOCK_N, BLOCK_K])
+            b_desc = tl.make_tensor_descriptor(
+                b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K]
+            )
         block = tl.program_id(0)
         tiles_m = tl.cdiv(M, BLOCK_M)
         tiles_n = tl.cdiv(N, BLOCK_N)
@@ -534,23 +753,26 @@ if triton is not None:
         row0 = (first_row + in_group % rows_in_group) * BLOCK_M
         col0 = (in_group // rows_in_group) * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES,
-                           warp_specialize=SPECIALIZE):
+        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES, warp_specialize=SPECIALIZE):
             a = a_desc.load([row0, kt * BLOCK_K])
             if B_KN:
                 acc = tl.dot(a, b_desc.load([kt * BLOCK_K, col0]), acc)
             else:
                 acc = tl.dot(a, b_desc.load([col0, kt * BLOCK_K]).T, acc)
         if TMA_STORE:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[ldc, 1],
-                                               block_shape=[BLOCK_M, BLOCK_N])
+            c_desc = tl.make_tensor_descriptor(
+                c_ptr, shape=[M, N], strides=[ldc, 1], block_shape=[BLOCK_M, BLOCK_N]
+            )
             c_desc.store([row0, col0], acc.to(c_ptr.dtype.element_ty))
         else:
             rows = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
             cols = col0 + tl.arange(0, BLOCK_N)
             inside = (rows[:, None] < M) & (cols[None, :] < N)
-            tl.store(c_ptr + rows[:, None] * ldc + cols[None, :],
-                     acc.to(c_ptr.dtype.element_ty), mask=inside)
+            tl.store(
+                c_ptr + rows[:, None] * ldc + cols[None, :],
+                acc.to(c_ptr.dtype.element_ty),
+                mask=inside,
+            )
 
 
 def use_scratch_once_per_size(torch) -> None:
@@ -576,13 +798,20 @@ def _triton_method(torch, inputs: Inputs, config):
     tma_store = c_store in ("tma", "device-tma")
     if tma_store and shape.n * 2 % 16:
         raise ValueError(f"a TMA store needs C's rows 16-byte aligned; N = {shape.n}")
-    tiles = dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=TRITON_GROUP_M,
-                 STAGES=stages, SPECIALIZE=specialize, num_warps=warps)
+    tiles = dict(
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        GROUP_M=TRITON_GROUP_M,
+        STAGES=stages,
+        SPECIALIZE=specialize,
+        num_warps=warps,
+    )
 
     def device_launcher(a, b, c):
-        return lambda: bench_triton_matmul_device[grid](a, b, c, shape.m, shape.n, shape.k,
-                                                         c.stride(0), TMA_STORE=tma_store,
-                                                         **tiles)
+        return lambda: bench_triton_matmul_device[grid](
+            a, b, c, shape.m, shape.n, shape.k, c.stride(0), TMA_STORE=tma_store, **tiles
+        )
 
     def launcher(a, b, c):
         if c_store.startswith("device"):
@@ -594,13 +823,17 @@ def _triton_method(torch, inputs: Inputs, config):
             out_bf16 = c.dtype == torch.bfloat16
 
             def launch():
-                bench_triton_matmul_tma_store[grid](a_desc, b_desc, c_desc, shape.m, shape.n,
-                                                    shape.k, OUT_BF16=out_bf16, **tiles)
+                bench_triton_matmul_tma_store[grid](
+                    a_desc, b_desc, c_desc, shape.m, shape.n, shape.k, OUT_BF16=out_bf16, **tiles
+                )
+
             return launch
 
         def launch():
-            bench_triton_matmul[grid](a_desc, b_desc, c, shape.m, shape.n, shape.k, c.stride(0),
-                                      **tiles)
+            bench_triton_matmul[grid](
+                a_desc, b_desc, c, shape.m, shape.n, shape.k, c.stride(0), **tiles
+            )
+
         return launch
 
     if c_store.startswith("device"):
@@ -620,7 +853,9 @@ def triton_probe(config_index: int) -> int:
     records = {}
     for dtype in sorted({dtype for *_, dtype in SHAPES}):
         inputs = Inputs(torch, Shape("probe", 2048, 2048, 2048, dtype), 1, SEED)
-        records[dtype] = inputs.check(_triton_method(torch, inputs, TRITON_CONFIGS[config_index])[0])
+        records[dtype] = inputs.check(
+            _triton_method(torch, inputs, TRITON_CONFIGS[config_index])[0]
+        )
     ok = all(r["ok"] for r in records.values())
     print(json.dumps({"config": list(TRITON_CONFIGS[config_index]), "ok": ok, **records}))
     return 0 if ok else 1
@@ -633,36 +868,52 @@ def _probe_triton() -> tuple[list, list[dict]]:
         command = [sys.executable, __file__, "triton-probe", str(index)]
         start = time.perf_counter()
         try:
-            done = subprocess.run(command, timeout=TRITON_PROBE_TIMEOUT_S, capture_output=True,
-                                  text=True, check=False)
+            done = subprocess.run(
+                command, timeout=TRITON_PROBE_TIMEOUT_S, capture_output=True, text=True, check=False
+            )
             ok = done.returncode == 0
-            detail = (done.stdout.strip().splitlines() or [""])[-1] if ok else \
-                (done.stdout + done.stderr).strip()[-600:]
+            detail = (
+                (done.stdout.strip().splitlines() or [""])[-1]
+                if ok
+                else (done.stdout + done.stderr).strip()[-600:]
+            )
         except subprocess.TimeoutExpired:
             ok, detail = False, f"no answer within {TRITON_PROBE_TIMEOUT_S} s"
         seconds = time.perf_counter() - start
-        records.append({"config": list(config), "ok": ok, "seconds": round(seconds, 1),
-                        "detail": detail})
-        print(f"triton probe {config}: ok={ok} in {seconds:.1f} s"
-              + ("" if ok else f": {detail}"), flush=True)
+        records.append(
+            {"config": list(config), "ok": ok, "seconds": round(seconds, 1), "detail": detail}
+        )
+        print(
+            f"triton probe {config}: ok={ok} in {seconds:.1f} s" + ("" if ok else f": {detail}"),
+            flush=True,
+        )
         if ok:
             passed.append(config)
     return passed, records
 
 
 def _environment(torch) -> dict:
-    env = {"date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-           "cuda_torch": torch.version.cuda,
-           "triton": getattr(triton, "__version__", None) if triton is not None else None,
-           "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
-           "fp16_reduced_precision_reduction":
-               torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-           "python": sys.version.split()[0]}
+    env = {
+        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "cuda_torch": torch.version.cuda,
+        "triton": getattr(triton, "__version__", None) if triton is not None else None,
+        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
+        "fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "python": sys.version.split()[0],
+    }
     try:
-        query = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,"
-                                "power.limit", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=20)
+        query = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=driver_version,clocks.max.sm,power.limit",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         env["nvidia_smi"] = query.stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as error:
         env["nvidia_smi"] = f"unavailable: {error}"
@@ -689,8 +940,11 @@ def _checked(inputs: Inputs, label: str, method) -> dict:
 def _time_together(inputs: Inputs, records: list[dict]) -> None:
     """Time every correct method of one shape, interleaved (Inputs.time)."""
     timed = [r for r in records if r.get("ok")]
-    for record, ms in zip(timed, inputs.time([r["launchers"] for r in timed],
-                                             FINAL["warmup"], FINAL["iters"])):
+    for record, ms in zip(
+        timed,
+        inputs.time([r["launchers"] for r in timed], FINAL["warmup"], FINAL["iters"]),
+        strict=True,
+    ):
         record.update(ms=ms, tflops=inputs.shape.flops / ms / 1e9)
     for record in records:
         record.pop("launchers", None)
@@ -717,8 +971,14 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
     rows = []
     for shape in _shapes():
         inputs = Inputs(torch, shape, FINAL["sets"], SEED + 1)
-        row = {"shape": shape.name, "m": shape.m, "n": shape.n, "k": shape.k,
-               "dtype": shape.dtype, "results": []}
+        row = {
+            "shape": shape.name,
+            "m": shape.m,
+            "n": shape.n,
+            "k": shape.k,
+            "dtype": shape.dtype,
+            "results": [],
+        }
         print(f"{shape.name}: cuBLAS, Triton x{len(triton_configs)}, wsc", flush=True)
         measured = [_checked(inputs, "cublas", _cublas_method(torch, inputs))]
         options = []
@@ -726,8 +986,11 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
             try:
                 record = _checked(inputs, "triton", _triton_method(torch, inputs, config))
             except Exception as error:  # a config Triton cannot compile here
-                record = {"method": "triton", "ok": False,
-                          "error": f"{type(error).__name__}: {str(error)[:300]}"}
+                record = {
+                    "method": "triton",
+                    "ok": False,
+                    "error": f"{type(error).__name__}: {str(error)[:300]}",
+                }
             record["config"] = list(config)
             options.append(record)
         chosen = best.get(shape.name)
@@ -737,8 +1000,11 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
                 method = _wsc_method(torch, artifacts / chosen["candidate"] / shape.name, inputs)
                 wsc_record = _checked(inputs, "wsc", method)
             except Exception as error:  # it passed tuning; record what went wrong
-                wsc_record = {"method": "wsc", "ok": False,
-                              "error": f"{type(error).__name__}: {error}"}
+                wsc_record = {
+                    "method": "wsc",
+                    "ok": False,
+                    "error": f"{type(error).__name__}: {error}",
+                }
             wsc_record["candidate"] = chosen["candidate"]
             wsc_record["config"] = candidates[chosen["candidate"]]
         _time_together(inputs, measured + options + ([wsc_record] if wsc_record else []))
@@ -754,10 +1020,19 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
         del inputs
         torch.cuda.empty_cache()
         # Rewritten after every shape, so a run stopped early still reports.
-        report = {"environment": env, "method": {"final": FINAL, "tune": TUNE,
-                                                 "sampled": SAMPLED, "seed": SEED,
-                                                 "tolerance": TOLERANCE},
-                  "rows": rows, "tune": tune, "triton_probes": triton_probes}
+        report = {
+            "environment": env,
+            "method": {
+                "final": FINAL,
+                "tune": TUNE,
+                "sampled": SAMPLED,
+                "seed": SEED,
+                "tolerance": TOLERANCE,
+            },
+            "rows": rows,
+            "tune": tune,
+            "triton_probes": triton_probes,
+        }
         (out / "results.json").write_text(json.dumps(report, indent=1))
     _write_csv(out / "results.csv", rows)
     print()
@@ -793,16 +1068,30 @@ def compare(artifacts: Path, names: list[str], json_path: Path) -> int:
         parts = [f"{shape.name}: cuBLAS {cublas or float('nan'):.3f} ms"]
         for record in records[1:]:
             ms = record.get("ms")
-            parts.append(f"{record['candidate']} {ms or float('nan'):.3f} ms ok={record['ok']}"
-                         + (f" cuBLAS/it {cublas / ms:.3f} first/it {first / ms:.3f}"
-                            if ms and cublas and first else ""))
+            parts.append(
+                f"{record['candidate']} {ms or float('nan'):.3f} ms ok={record['ok']}"
+                + (
+                    f" cuBLAS/it {cublas / ms:.3f} first/it {first / ms:.3f}"
+                    if ms and cublas and first
+                    else ""
+                )
+            )
         print(" | ".join(parts), flush=True)
         rows.append({"shape": shape.name, "results": records})
         del inputs
         torch.cuda.empty_cache()
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps({"environment": _environment(torch), "method": FINAL,
-                                     "candidates": names, "rows": rows}, indent=1))
+    json_path.write_text(
+        json.dumps(
+            {
+                "environment": _environment(torch),
+                "method": FINAL,
+                "candidates": names,
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     return 0 if rows and all(r["ok"] for row in rows for r in row["results"]) else 1
 
 
@@ -813,29 +1102,36 @@ def _result(row: dict, method: str) -> dict | None:
 def _row_line(row: dict) -> str:
     parts = [row["shape"]]
     for r in row["results"]:
-        parts.append(f"{r['method']} {r.get('ms') or float('nan'):.3f} ms "
-                     f"{r.get('tflops') or float('nan'):.0f} TF ok={r['ok']} "
-                     f"err={r.get('rel_err') or float('nan'):.1e}")
+        parts.append(
+            f"{r['method']} {r.get('ms') or float('nan'):.3f} ms "
+            f"{r.get('tflops') or float('nan'):.0f} TF ok={r['ok']} "
+            f"err={r.get('rel_err') or float('nan'):.1e}"
+        )
     return " | ".join(parts)
 
 
 def _ratios(row: dict) -> tuple[float | None, float | None]:
     wsc, cublas, tri = (_result(row, m) for m in ("wsc", "cublas", "triton"))
+
     def ratio(base):
         if wsc and wsc.get("ms") and base and base.get("ms"):
             return base["ms"] / wsc["ms"]
         return None
+
     return ratio(cublas), ratio(tri)
 
 
 def format_table(rows: list[dict]) -> str:
     """Markdown: ms and TFLOPS of each method, wsc's ratio to cuBLAS and to Triton."""
+
     def cell(r, key, fmt):
         return format(r[key], fmt) if r and r.get(key) is not None else "n/a"
 
-    lines = ["| shape | dtype | cuBLAS ms | TFLOPS | Triton ms | TFLOPS | wsc ms | TFLOPS "
-             "| wsc/cuBLAS | wsc/Triton | wsc config |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| shape | dtype | cuBLAS ms | TFLOPS | Triton ms | TFLOPS | wsc ms | TFLOPS "
+        "| wsc/cuBLAS | wsc/Triton | wsc config |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     cublas_ratios = []
     for row in rows:
         cub, tri, wsc = (_result(row, m) for m in ("cublas", "triton", "wsc"))
@@ -847,7 +1143,8 @@ def format_table(rows: list[dict]) -> str:
             f"| {cell(tri, 'ms', '.3f')} | {cell(tri, 'tflops', '.0f')} | {cell(wsc, 'ms', '.3f')} "
             f"| {cell(wsc, 'tflops', '.0f')} | {f'{vs_cublas:.2f}' if vs_cublas else 'n/a'} "
             f"| {f'{vs_triton:.2f}' if vs_triton else 'n/a'} "
-            f"| {wsc.get('candidate', 'n/a') if wsc else 'n/a'} |")
+            f"| {wsc.get('candidate', 'n/a') if wsc else 'n/a'} |"
+        )
     if cublas_ratios:
         geomean = math.exp(sum(map(math.log, cublas_ratios)) / len(cublas_ratios))
         lines.append(f"\nwsc/cuBLAS geometric mean over {len(cublas_ratios)} shapes: {geomean:.3f}")
@@ -857,27 +1154,54 @@ def format_table(rows: list[dict]) -> str:
 def _write_csv(path: Path, rows: list[dict]) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["shape", "m", "n", "k", "dtype", "method", "config", "ms", "tflops",
-                         "rel_err", "ok", "wsc_over_cublas", "wsc_over_triton"])
+        writer.writerow(
+            [
+                "shape",
+                "m",
+                "n",
+                "k",
+                "dtype",
+                "method",
+                "config",
+                "ms",
+                "tflops",
+                "rel_err",
+                "ok",
+                "wsc_over_cublas",
+                "wsc_over_triton",
+            ]
+        )
         for row in rows:
             vs_cublas, vs_triton = _ratios(row)
             for r in row["results"]:
-                writer.writerow([row["shape"], row["m"], row["n"], row["k"], row["dtype"],
-                                 r["method"], r.get("candidate") or r.get("config") or "",
-                                 r.get("ms"), r.get("tflops"), r.get("rel_err"), r["ok"],
-                                 vs_cublas if r["method"] == "wsc" else "",
-                                 vs_triton if r["method"] == "wsc" else ""])
+                writer.writerow(
+                    [
+                        row["shape"],
+                        row["m"],
+                        row["n"],
+                        row["k"],
+                        row["dtype"],
+                        r["method"],
+                        r.get("candidate") or r.get("config") or "",
+                        r.get("ms"),
+                        r.get("tflops"),
+                        r.get("rel_err"),
+                        r["ok"],
+                        vs_cublas if r["method"] == "wsc" else "",
+                        vs_triton if r["method"] == "wsc" else "",
+                    ]
+                )
 
 
 def plot(rows: list[dict], path: Path, env: dict) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     labels = {"cublas": "cuBLAS (torch.matmul)", "triton": "Triton", "wsc": "wsc (autotuned)"}
     # Only methods with a timing on some shape get bars (Triton may be absent).
-    methods = [m for m in labels
-               if any((_result(row, m) or {}).get("tflops") for row in rows)]
+    methods = [m for m in labels if any((_result(row, m) or {}).get("tflops") for row in rows)]
     width = 0.8 / len(methods)
     figure, axes = plt.subplots(figsize=(14, 5.5))
     for i, method in enumerate(methods):
@@ -889,8 +1213,10 @@ def plot(rows: list[dict], path: Path, env: dict) -> None:
     axes.set_ylabel("TFLOP/s (median of CUDA events)")
     axes.set_ylim(0, axes.get_ylim()[1] * 1.15)  # room for the legend
     missing = [labels[m] for m in labels if m not in methods]
-    axes.set_title(f"C = A B^T, fp32 accumulation, {env['gpu']}, {env['date_utc']}"
-                   + (f" ({', '.join(missing)}: not measured)" if missing else ""))
+    axes.set_title(
+        f"C = A B^T, fp32 accumulation, {env['gpu']}, {env['date_utc']}"
+        + (f" ({', '.join(missing)}: not measured)" if missing else "")
+    )
     axes.legend(loc="upper left", ncol=len(methods))
     axes.grid(axis="y", alpha=0.3)
     figure.tight_layout()
@@ -906,8 +1232,9 @@ def main(argv: list[str] | None = None) -> int:
     run_parser = sub.add_parser("run", help="tune and benchmark (GPU machine)")
     run_parser.add_argument("dir", type=Path)
     run_parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    run_parser.add_argument("--skip-tune", action="store_true",
-                            help="reuse OUT/tune.json from an earlier run")
+    run_parser.add_argument(
+        "--skip-tune", action="store_true", help="reuse OUT/tune.json from an earlier run"
+    )
     pair = sub.add_parser("compare", help="candidates timed together with cuBLAS (GPU machine)")
     pair.add_argument("dir", type=Path)
     pair.add_argument("candidates", nargs="+")

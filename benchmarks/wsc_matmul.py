@@ -52,18 +52,21 @@ LAYOUTS = ("nk", "kn")
 #: The Triton config of benchmarks/matmul.py closest to wsc's schedule and the
 #: best of its column at 8192^3 (BENCHMARKS.md): warp-specialized 128x256x64,
 #: 3 stages, 4 warps, TMA descriptors made in the kernel, TMA store of C.
-TRITON_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, STAGES=3, SPECIALIZE=True,
-                     num_warps=4)
+TRITON_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, STAGES=3, SPECIALIZE=True, num_warps=4)
 ROUNDS = 7
-BLOCK_MS = 20.0            # aim of one timed block
+BLOCK_MS = 20.0  # aim of one timed block
 PROBE = dict(m=256, n=256, k=256, calls=200, rounds=15)
 L2_BYTES = 60 * 2**20
 TOLERANCE = {"float16": 1e-3, "bfloat16": 2.0**-8}
 
 
 def shapes(layouts, quick: bool) -> list[dict]:
-    rows = [dict(m=m, n=n, k=k, layout=layout, dtype="float16")
-            for layout in layouts for m in ROWS for n, k in WEIGHTS]
+    rows = [
+        dict(m=m, n=n, k=k, layout=layout, dtype="float16")
+        for layout in layouts
+        for m in ROWS
+        for n, k in WEIGHTS
+    ]
     rows += [dict(m=8192, n=8192, k=8192, layout=layout, dtype="bfloat16") for layout in layouts]
     if quick:
         keep = {(8192, 8192, 8192), (2048, 8192, 8192), (8192, 8192, 512), (16, 4096, 4096)}
@@ -74,6 +77,7 @@ def shapes(layouts, quick: bool) -> list[dict]:
 
 # prepare (CPU machine) ------------------------------------------------------------------
 
+
 def prepare() -> int:
     from wsc.cache import Cache
     from wsc.matmul import SPACES
@@ -83,31 +87,43 @@ def prepare() -> int:
     failed = 0
     for dtype in ("f16", "bf16"):
         for space, b_layout in (("nk-tma", "nk"), ("kn", "kn")):
-            result = SPACES[space].tune({"m": 256, "n": 256, "k": 256},
-                                        fixed={"dtype": dtype, "out_dtype": dtype,
-                                               "b_layout": b_layout}, cache=cache)
+            result = SPACES[space].tune(
+                {"m": 256, "n": 256, "k": 256},
+                fixed={"dtype": dtype, "out_dtype": dtype, "b_layout": b_layout},
+                cache=cache,
+            )
             for candidate in result.candidates:
                 if candidate.error:
                     failed += 1
-                    print(f"{space} {dtype} {candidate.config}: {candidate.error}",
-                          file=sys.stderr)
-    print(f"compiled into {cache.root} in {time.perf_counter() - start:.0f} s; "
-          f"{failed} candidates failed")
+                    print(f"{space} {dtype} {candidate.config}: {candidate.error}", file=sys.stderr)
+    print(
+        f"compiled into {cache.root} in {time.perf_counter() - start:.0f} s; "
+        f"{failed} candidates failed"
+    )
     return 1 if failed else 0
 
 
 # run (GPU machine) ----------------------------------------------------------------------
 
+
 def _environment(torch) -> dict:
     import triton
 
     props = torch.cuda.get_device_properties(0)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True)
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": props.name,
-            "sms": props.multi_processor_count, "driver": smi.stdout.strip(),
-            "torch": torch.__version__, "triton": triton.__version__,
-            "python": sys.version.split()[0]}
+    smi = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+    )
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "gpu": props.name,
+        "sms": props.multi_processor_count,
+        "driver": smi.stdout.strip(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": sys.version.split()[0],
+    }
 
 
 class Problem:
@@ -120,7 +136,7 @@ class Problem:
         per_set = 2 * (m * k + n * k + m * n)
         self.count = max(1, min(4, math.ceil(3 * L2_BYTES / per_set)))
         generator = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
-        scale = k ** -0.25
+        scale = k**-0.25
         self.sets = []
         for _ in range(self.count):
             a = (torch.randn(m, k, device="cuda", generator=generator) * scale).to(self.dtype)
@@ -141,9 +157,13 @@ class Problem:
         reference = a.double() @ b.double()
         nan_count = int(torch.isnan(c).sum())
         error = float(torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference))
-        return {"rel_err": error if math.isfinite(error) else None, "nan_count": nan_count,
-                "ok": nan_count == 0 and math.isfinite(error)
-                and error < TOLERANCE[str(self.dtype).split(".")[1]]}
+        return {
+            "rel_err": error if math.isfinite(error) else None,
+            "nan_count": nan_count,
+            "ok": nan_count == 0
+            and math.isfinite(error)
+            and error < TOLERANCE[str(self.dtype).split(".")[1]],
+        }
 
 
 def _calls_per_block(m, n, k) -> int:
@@ -200,8 +220,19 @@ def _triton_call(torch, layout):
         grid = (math.ceil(m / TRITON_CONFIG["BLOCK_M"]) * math.ceil(n / TRITON_CONFIG["BLOCK_N"]),)
         # "nk": b is the transpose view of a row-major [N, K]: pass that.
         b_data = b.T if layout == "nk" else b
-        bench_triton_matmul_device[grid](a, b_data, c, m, n, k, c.stride(0), GROUP_M=TRITON_GROUP_M,
-                                         TMA_STORE=True, B_KN=layout == "kn", **TRITON_CONFIG)
+        bench_triton_matmul_device[grid](
+            a,
+            b_data,
+            c,
+            m,
+            n,
+            k,
+            c.stride(0),
+            GROUP_M=TRITON_GROUP_M,
+            TMA_STORE=True,
+            B_KN=layout == "kn",
+            **TRITON_CONFIG,
+        )
         return c
 
     return call
@@ -218,8 +249,12 @@ def triton_probe(dtype: str, layout: str) -> int:
 
 
 def _triton_works(dtype: str, layout: str) -> bool:
-    proc = subprocess.run([sys.executable, __file__, "triton-probe", dtype, layout],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, __file__, "triton-probe", dtype, layout],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     return bool(lines) and json.loads(lines[-1])["ok"]
 
@@ -255,10 +290,13 @@ def host_probe(torch, wsc) -> dict:
             done = time.perf_counter()
             host[name].append((issued - began) * 1e6 / PROBE["calls"])
             wall[name].append((done - began) * 1e6 / PROBE["calls"])
-    return {"shape": [PROBE["m"], PROBE["n"], PROBE["k"]], "calls": PROBE["calls"],
-            "rounds": PROBE["rounds"],
-            "wall_us": {name: _summary(values) for name, values in wall.items()},
-            "host_us": {name: _summary(values) for name, values in host.items()}}
+    return {
+        "shape": [PROBE["m"], PROBE["n"], PROBE["k"]],
+        "calls": PROBE["calls"],
+        "rounds": PROBE["rounds"],
+        "wall_us": {name: _summary(values) for name, values in wall.items()},
+        "host_us": {name: _summary(values) for name, values in host.items()},
+    }
 
 
 def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
@@ -269,12 +307,18 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     wsc.matmul(a, b, out=c)
     torch.cuda.synchronize()
     first_call_s = time.perf_counter() - began
-    methods = {"cublas": lambda a, b, c: torch.mm(a, b, out=c),
-               "wsc": lambda a, b, c: wsc.matmul(a, b, out=c)}
+    methods = {
+        "cublas": lambda a, b, c: torch.mm(a, b, out=c),
+        "wsc": lambda a, b, c: wsc.matmul(a, b, out=c),
+    }
     if triton_ok:
         methods["triton"] = _triton_call(torch, shape["layout"])
-    record = {**shape, "first_call_s": first_call_s, "input_sets": problem.count,
-              "check": {name: problem.check(call) for name, call in methods.items()}}
+    record = {
+        **shape,
+        "first_call_s": first_call_s,
+        "input_sets": problem.count,
+        "check": {name: problem.check(call) for name, call in methods.items()},
+    }
     calls = _calls_per_block(shape["m"], shape["n"], shape["k"])
     replays = {name: _graph(torch, call, problem.sets, calls) for name, call in methods.items()}
     device = {name: [] for name in methods}
@@ -282,17 +326,25 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     kernel = {name: [] for name in methods}
     order = list(methods)
     for round_index in range(ROUNDS):
-        for name in order[round_index % len(order):] + order[:round_index % len(order)]:
+        for name in order[round_index % len(order) :] + order[: round_index % len(order)]:
             device_us, wall_us = _eager(torch, methods[name], problem.sets, calls)
             device[name].append(device_us)
             wall[name].append(wall_us)
             kernel[name].append(replays[name]())
     flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
-    record.update(calls_per_block=calls, rounds=ROUNDS, results={
-        name: {"device_us": _summary(device[name]), "wall_us": _summary(wall[name]),
-               "kernel_us": _summary(kernel[name]),
-               "kernel_tflops": flops / statistics.median(kernel[name]) / 1e6}
-        for name in methods})
+    record.update(
+        calls_per_block=calls,
+        rounds=ROUNDS,
+        results={
+            name: {
+                "device_us": _summary(device[name]),
+                "wall_us": _summary(wall[name]),
+                "kernel_us": _summary(kernel[name]),
+                "kernel_tflops": flops / statistics.median(kernel[name]) / 1e6,
+            }
+            for name in methods
+        },
+    )
     from wsc.matmul import _cache, _device_name, choose_config, plan
 
     record["space"] = plan(a, b, c).space
@@ -327,6 +379,7 @@ def run(out: Path, layouts, quick: bool) -> int:
 
 # report ---------------------------------------------------------------------------------
 
+
 def _ratio(record, base: str, key: str) -> float | None:
     results = record["results"]
     if base not in results:
@@ -336,40 +389,52 @@ def _ratio(record, base: str, key: str) -> float | None:
 
 def _line(record) -> str:
     r = record["results"]
-    ratios = " ".join(f"{key.split('_')[0]}={_ratio(record, 'cublas', key):.3f}"
-                      for key in ("kernel_us", "device_us", "wall_us"))
+    ratios = " ".join(
+        f"{key.split('_')[0]}={_ratio(record, 'cublas', key):.3f}"
+        for key in ("kernel_us", "device_us", "wall_us")
+    )
     ok = all(check["ok"] for check in record["check"].values())
-    return (f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}: "
-            f"wsc/cublas {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} TFLOP/s; first call "
-            f"{record['first_call_s']:.1f} s; checks {'ok' if ok else record['check']}")
+    return (
+        f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}: "
+        f"wsc/cublas {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} TFLOP/s; first call "
+        f"{record['first_call_s']:.1f} s; checks {'ok' if ok else record['check']}"
+    )
 
 
 def report(path: Path) -> int:
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    print("| M | N | K | B | dtype | wall us/call: wsc / torch.mm / Triton | user path wsc/cuBLAS "
-          "(wall) | kernel alone wsc/cuBLAS | wsc/Triton (kernel) | wsc TFLOP/s | first call s |")
+    print(
+        "| M | N | K | B | dtype | wall us/call: wsc / torch.mm / Triton | user path wsc/cuBLAS "
+        "(wall) | kernel alone wsc/cuBLAS | wsc/Triton (kernel) | wsc TFLOP/s | first call s |"
+    )
     print("|" + "---|" * 11)
     user, alone = [], []
     for rec in records:
         r = rec["results"]
 
-        def cell(name, key="wall_us"):
-            if name not in r:
+        def cell(name, results=r):
+            if name not in results:
                 return "n/a"
-            s = r[name][key]
-            return f"{s['median']:.1f}"
+            return f"{results[name]['wall_us']['median']:.1f}"
 
-        wall_ratio, kernel_ratio = _ratio(rec, "cublas", "wall_us"), _ratio(rec, "cublas", "kernel_us")
+        wall_ratio, kernel_ratio = (
+            _ratio(rec, "cublas", "wall_us"),
+            _ratio(rec, "cublas", "kernel_us"),
+        )
         triton_ratio = _ratio(rec, "triton", "kernel_us")
         user.append(wall_ratio)
         alone.append(kernel_ratio)
-        print(f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "
-              f"{cell('wsc')} / {cell('cublas')} / {cell('triton')} | {wall_ratio:.3f} | "
-              f"{kernel_ratio:.3f} | {'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
-              f"{r['wsc']['kernel_tflops']:.0f} | {rec['first_call_s']:.1f} |")
+        print(
+            f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "
+            f"{cell('wsc')} / {cell('cublas')} / {cell('triton')} | {wall_ratio:.3f} | "
+            f"{kernel_ratio:.3f} | {'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
+            f"{r['wsc']['kernel_tflops']:.0f} | {rec['first_call_s']:.1f} |"
+        )
     geo = lambda values: math.exp(sum(math.log(v) for v in values) / len(values))
-    print(f"\ngeometric mean over {len(records)} shapes: user path (wall) {geo(user):.3f}, "
-          f"kernel alone {geo(alone):.3f}")
+    print(
+        f"\ngeometric mean over {len(records)} shapes: user path (wall) {geo(user):.3f}, "
+        f"kernel alone {geo(alone):.3f}"
+    )
     return 0
 
 

@@ -57,26 +57,34 @@ def _report_line(label: str, sizes: dict, report: dict) -> str:
     if "error" in report and report.get("rel_err") is None:
         return f"{label} {shape}: FAILED: {report['error']}"
     status = "ok" if report.get("ok") else "FAILED"
-    text = (f"{label} {shape}: {status}, rel_err {report.get('rel_err')}, "
-            f"NaNs {report.get('nan_count')}")
+    text = (
+        f"{label} {shape}: {status}, rel_err {report.get('rel_err')}, "
+        f"NaNs {report.get('nan_count')}"
+    )
     if report.get("ms") is not None:
         text += f", {report['ms']:.3f} ms, {report['tflops']:.0f} TFLOPS"
     return text
 
 
-def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None = None,
-                ragged: dict | None = None) -> int:
+def run_example(
+    doc: str,
+    build: Callable[..., Kernel],
+    argv: list[str] | None = None,
+    ragged: dict | None = None,
+) -> int:
     """Parse the example's command line, build with `build` (an @autotune'd
     function or a plain one) and do what the module docstring says; `ragged`
     replaces RAGGED as the checked problem."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
-    parser.add_argument("--print-ir", action="store_true",
-                        help="print the IR as built and after each wsc pass")
+    parser.add_argument(
+        "--print-ir", action="store_true", help="print the IR as built and after each wsc pass"
+    )
     parser.add_argument("--compile-only", action="store_true", help="do not run, even on a GPU")
     parser.add_argument("--size", type=int, default=8192, help="M = N = K of the timed run")
     parser.add_argument("--out", help="directory for the artifacts (default: a temporary one)")
-    parser.add_argument("--tune", action="store_true",
-                        help="autotune over the kernel's @autotune space first")
+    parser.add_argument(
+        "--tune", action="store_true", help="autotune over the kernel's @autotune space first"
+    )
     args = parser.parse_args(argv)
 
     print(doc.strip().splitlines()[0], flush=True)
@@ -99,13 +107,14 @@ def run_example(doc: str, build: Callable[..., Kernel], argv: list[str] | None =
     print(f"compiled ({', '.join(f'{k}={v}' for k, v in config.items()) or 'defaults'}):")
     print(compiled.summary())
     runs = [("check", ragged or RAGGED, False), ("bench", bench, True)]
-    directories = {label: compiled.write_artifact(out / label, **sizes)
-                   for label, sizes, _ in runs}
+    directories = {label: compiled.write_artifact(out / label, **sizes) for label, sizes, _ in runs}
     print(f"artifacts: {directories['check']} (ragged), {directories['bench']} (timed)")
     if not gpu:
         # The artifacts need no MLIR: a GPU machine without it runs them as they are.
-        print("no Hopper GPU used: compiled only. On one, `wsc run DIR --check [--bench]` "
-              "runs an artifact directory")
+        print(
+            "no Hopper GPU used: compiled only. On one, `wsc run DIR --check [--bench]` "
+            "runs an artifact directory"
+        )
         return 0
     ok = True
     for label, sizes, timed in runs:

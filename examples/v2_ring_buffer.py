@@ -53,8 +53,9 @@ def matmul_v2(num_stages=4, block_m=128, block_n=128, block_k=64, prefetch=True)
         for stage in range(num_stages - 1):
             with kb.if_(k_tiles > stage):
                 load(stage * block_k, stage)
-    for it in kb.range(0, k_size, block_k, stages=num_stages, phase=CONSUMER_INITIAL_PHASE,
-                       unroll=num_stages):
+    for it in kb.range(
+        0, k_size, block_k, stages=num_stages, phase=CONSUMER_INITIAL_PHASE, unroll=num_stages
+    ):
         if prefetch:
             # The stage the previous trip read: its sync has freed it.
             with kb.if_(it.index + (num_stages - 1) < it.trips):

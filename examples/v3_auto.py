@@ -28,8 +28,9 @@ from v2_ring_buffer import matmul_v2
 
 def matmul_v3_auto(num_stages=4, num_consumer_groups=1, producer="warp"):
     simple = matmul_v2(num_stages=num_stages, prefetch=False)
-    return simple.warp_specialize(num_stages=num_stages,
-                                  num_consumer_groups=num_consumer_groups, producer=producer)
+    return simple.warp_specialize(
+        num_stages=num_stages, num_consumer_groups=num_consumer_groups, producer=producer
+    )
 
 
 if __name__ == "__main__":

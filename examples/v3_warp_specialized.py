@@ -46,8 +46,9 @@ def matmul_v3(num_stages=4, block_m=128, block_n=128, block_k=64):
 
     with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
         acc = kb.register_tensor(f32, [block_m, block_n])
-        for it in kb.range(0, k_size, block_k, stages=num_stages,
-                           phase=CONSUMER_INITIAL_PHASE, unroll=num_stages):
+        for it in kb.range(
+            0, k_size, block_k, stages=num_stages, phase=CONSUMER_INITIAL_PHASE, unroll=num_stages
+        ):
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             kb.wgmma.fence()
             kb.wgmma.mma(sa[it.stage], sb[it.stage].transpose(), acc)
@@ -57,16 +58,20 @@ def matmul_v3(num_stages=4, block_m=128, block_n=128, block_k=64):
         kb.store_global(c, acc, [offset_m, offset_n])
 
     with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
-        for it in kb.range(0, k_size, block_k, stages=num_stages,
-                           phase=PRODUCER_INITIAL_PHASE, unroll=num_stages):
+        for it in kb.range(
+            0, k_size, block_k, stages=num_stages, phase=PRODUCER_INITIAL_PHASE, unroll=num_stages
+        ):
             kb.mbarrier.wait(empty[it.stage], phase=it.phase)
             with kb.single_thread():
-                kb.mbarrier.arrive_and_expect_tx(full[it.stage],
-                                                 sa[it.stage].nbytes + sb[it.stage].nbytes)
-                kb.tma.global_to_shared(a, sa[it.stage], [offset_m, it.offset],
-                                        mbarrier=full[it.stage])
-                kb.tma.global_to_shared(b, sb[it.stage], [offset_n, it.offset],
-                                        mbarrier=full[it.stage])
+                kb.mbarrier.arrive_and_expect_tx(
+                    full[it.stage], sa[it.stage].nbytes + sb[it.stage].nbytes
+                )
+                kb.tma.global_to_shared(
+                    a, sa[it.stage], [offset_m, it.offset], mbarrier=full[it.stage]
+                )
+                kb.tma.global_to_shared(
+                    b, sb[it.stage], [offset_n, it.offset], mbarrier=full[it.stage]
+                )
         kb.drain(empty, after=it)
     return kb.finish()
 

@@ -45,14 +45,19 @@ def matmul_v5(num_stages=4, block_m=128, block_n=256, block_k=64, consumer_group
     kb.sync()  # barrier initialisation is visible before the roles split
 
     for group in range(consumer_groups):
-        with kb.thread_group(thread_begin=128 * group, num_threads=128, role="consumer",
-                             max_registers=CONSUMER_REGISTERS):
+        with kb.thread_group(
+            thread_begin=128 * group,
+            num_threads=128,
+            role="consumer",
+            max_registers=CONSUMER_REGISTERS,
+        ):
             acc = kb.register_tensor(f32, [rows, block_n])
             for it in pipe.consumer_range(0, k_size, block_k, unroll=num_stages):
                 pipe.wait(it)
                 kb.wgmma.fence()
-                kb.wgmma.mma(sa[it.stage][group * rows:(group + 1) * rows],
-                             sb[it.stage].transpose(), acc)
+                kb.wgmma.mma(
+                    sa[it.stage][group * rows : (group + 1) * rows], sb[it.stage].transpose(), acc
+                )
                 kb.wgmma.commit_group()
                 kb.wgmma.wait_group(1)
                 with kb.if_(it.index > 0):
@@ -62,16 +67,22 @@ def matmul_v5(num_stages=4, block_m=128, block_n=256, block_k=64, consumer_group
                 pipe.release(it.previous_stage)  # after the loop: the last tile's stage
             kb.store_global(c, acc, [offset_m + group * rows, offset_n])
 
-    with kb.thread_group(thread_begin=128 * consumer_groups, num_threads=128, role="producer",
-                         max_registers=PRODUCER_REGISTERS):
+    with kb.thread_group(
+        thread_begin=128 * consumer_groups,
+        num_threads=128,
+        role="producer",
+        max_registers=PRODUCER_REGISTERS,
+    ):
         for it in pipe.producer_range(0, k_size, block_k, unroll=num_stages):
             pipe.acquire(it)
             with kb.single_thread():
                 pipe.commit(it, sa[it.stage].nbytes + sb[it.stage].nbytes)
-                kb.tma.global_to_shared(a, sa[it.stage], [offset_m, it.offset],
-                                        mbarrier=pipe.full[it.stage])
-                kb.tma.global_to_shared(b, sb[it.stage], [offset_n, it.offset],
-                                        mbarrier=pipe.full[it.stage])
+                kb.tma.global_to_shared(
+                    a, sa[it.stage], [offset_m, it.offset], mbarrier=pipe.full[it.stage]
+                )
+                kb.tma.global_to_shared(
+                    b, sb[it.stage], [offset_n, it.offset], mbarrier=pipe.full[it.stage]
+                )
         pipe.drain(after=it)
     return kb.finish()
 

@@ -57,14 +57,19 @@ def matmul_v6(num_stages=3, block_m=256, block_n=256, block_k=32, consumer_group
     kb.sync()  # barrier initialisation is visible before the roles split
 
     for group in range(consumer_groups):
-        with kb.thread_group(thread_begin=128 * group, num_threads=128, role="consumer",
-                             max_registers=CONSUMER_REGISTERS):
+        with kb.thread_group(
+            thread_begin=128 * group,
+            num_threads=128,
+            role="consumer",
+            max_registers=CONSUMER_REGISTERS,
+        ):
             acc = kb.register_tensor(f16, [rows, block_n])
             for it in pipe.consumer_range(0, k_size, block_k, unroll=num_stages):
                 pipe.wait(it)
                 kb.wgmma.fence()
-                kb.wgmma.mma(sa[it.stage][group * rows:(group + 1) * rows],
-                             sb[it.stage].transpose(), acc)
+                kb.wgmma.mma(
+                    sa[it.stage][group * rows : (group + 1) * rows], sb[it.stage].transpose(), acc
+                )
                 kb.wgmma.commit_group()
                 kb.wgmma.wait_group(1)
                 with kb.if_(it.index > 0):
@@ -78,16 +83,22 @@ def matmul_v6(num_stages=3, block_m=256, block_n=256, block_k=32, consumer_group
             with kb.single_thread():
                 kb.tma.shared_to_global(sc[group], c, [offset_m + group * rows, offset_n])
 
-    with kb.thread_group(thread_begin=128 * consumer_groups, num_threads=128, role="producer",
-                         max_registers=PRODUCER_REGISTERS):
+    with kb.thread_group(
+        thread_begin=128 * consumer_groups,
+        num_threads=128,
+        role="producer",
+        max_registers=PRODUCER_REGISTERS,
+    ):
         for it in pipe.producer_range(0, k_size, block_k, unroll=num_stages):
             pipe.acquire(it)
             with kb.single_thread():
                 pipe.commit(it, sa[it.stage].nbytes + sb[it.stage].nbytes)
-                kb.tma.global_to_shared(a, sa[it.stage], [offset_m, it.offset],
-                                        mbarrier=pipe.full[it.stage])
-                kb.tma.global_to_shared(b, sb[it.stage], [offset_n, it.offset],
-                                        mbarrier=pipe.full[it.stage])
+                kb.tma.global_to_shared(
+                    a, sa[it.stage], [offset_m, it.offset], mbarrier=pipe.full[it.stage]
+                )
+                kb.tma.global_to_shared(
+                    b, sb[it.stage], [offset_n, it.offset], mbarrier=pipe.full[it.stage]
+                )
         pipe.drain(after=it)
     return kb.finish()
 

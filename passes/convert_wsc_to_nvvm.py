@@ -60,10 +60,14 @@ class ConvertWscToNvvm(WscPass):
         Option("chip", str, "sm_90a", "target chip"),
         Option("ptx-version", int, 90, "PTX ISA version as major*10+minor, e.g. 90 for 9.0"),
         Option("index-bitwidth", int, 32, "bit width of index in the kernel", choices=(32, 64)),
-        Option("wait-spin-limit", int, 0, "debug: trap after this many failed mbarrier "
-                                          "try_wait probes, naming the wait (0: no bound)"),
-        Option("delay-role", str, "", "debug: random delays before the mbarrier ops of "
-                                      "this role"),
+        Option(
+            "wait-spin-limit",
+            int,
+            0,
+            "debug: trap after this many failed mbarrier "
+            "try_wait probes, naming the wait (0: no bound)",
+        ),
+        Option("delay-role", str, "", "debug: random delays before the mbarrier ops of this role"),
         Option("delay-max-ns", int, 2000, "debug: the longest random delay, in ns"),
     )
 
@@ -72,14 +76,19 @@ class ConvertWscToNvvm(WscPass):
         from wsc.codegen.debug import DebugOptions
 
         try:
-            self.debug = DebugOptions(self.options.wait_spin_limit, self.options.delay_role,
-                                      self.options.delay_max_ns)
+            self.debug = DebugOptions(
+                self.options.wait_spin_limit, self.options.delay_role, self.options.delay_max_ns
+            )
         except ValueError as error:
             raise ValueError(f"pass '{self.ARGUMENT}': {error}") from None
 
     def run(self, module: ir.Module) -> None:
         from wsc.codegen.lowering import lower_module
 
-        lower_module(module.operation, chip=self.options.chip,
-                     ptx_version=self.options.ptx_version,
-                     index_bitwidth=self.options.index_bitwidth, debug=self.debug)
+        lower_module(
+            module.operation,
+            chip=self.options.chip,
+            ptx_version=self.options.ptx_version,
+            index_bitwidth=self.options.index_bitwidth,
+            debug=self.debug,
+        )

@@ -70,11 +70,17 @@ class UnrollRingBuffer(WscPass):
             with kernel.location:
                 # Drains first: they read the main loops' results, which the
                 # main loops' rewrite replaces.
-                for drain in [op for op in walk(kernel)
-                              if op.name == "scf.for" and _drain_source(op) is not None]:
+                for drain in [
+                    op
+                    for op in walk(kernel)
+                    if op.name == "scf.for" and _drain_source(op) is not None
+                ]:
                     _unroll_drain(drain)
-                for loop in [op for op in walk(kernel)
-                             if op.name == "scf.for" and _ring_advance(op) is not None]:
+                for loop in [
+                    op
+                    for op in walk(kernel)
+                    if op.name == "scf.for" and _ring_advance(op) is not None
+                ]:
                     _unroll_ring_loop(loop)
         if self.options.verify and found:
             from wsc.protocol import check_protocol
@@ -99,17 +105,26 @@ def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
         return None
     args = list(body.arguments)
     advance = advances[0]
-    if (len(advances) != 1 or len(args) != 3 or list(advance.operands) != args[1:]
-            or list(ops[-1].operands) != list(advance.results)):
-        _fail(loop, "a ring loop must carry exactly (stage, phase) and yield one "
-                    "wsc.ring_advance of them")
+    if (
+        len(advances) != 1
+        or len(args) != 3
+        or list(advance.operands) != args[1:]
+        or list(ops[-1].operands) != list(advance.results)
+    ):
+        _fail(
+            loop,
+            "a ring loop must carry exactly (stage, phase) and yield one wsc.ring_advance of them",
+        )
     if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
         _fail(loop, "a ring loop must count from 0 in steps of 1")
     if constant_int(loop.operands[3]) != 0:
-        _fail(loop, "a ring loop must start at stage 0: one that starts where an earlier "
-                    "loop stopped (a persistent kernel's K loop continues its previous "
-                    "tile's ring) has no constant stage to unroll to; leave its stages "
-                    "run-time")
+        _fail(
+            loop,
+            "a ring loop must start at stage 0: one that starts where an earlier "
+            "loop stopped (a persistent kernel's K loop continues its previous "
+            "tile's ring) has no constant stage to unroll to; leave its stages "
+            "run-time",
+        )
     return advance
 
 
@@ -124,15 +139,23 @@ def _drain_source(loop: ir.Operation) -> ir.Operation | None:
         return None
     body = [op.operation for op in _body(loop).operations]
     names = [op.name for op in body]
-    guard_ops = ([op.name for op in walk(body[2])]
-                 if names[:3] == ["arith.addi", "arith.cmpi", "scf.if"] else [])
-    if (names != ["arith.addi", "arith.cmpi", "scf.if", "wsc.ring_advance", "scf.yield"]
-            or guard_ops != ["wsc.mbarrier_wait", "scf.yield"]
-            or list(loop.operands[3:5]) != list(source.results)
-            or body[0].operands[1] != source.operands[1]):
-        _fail(loop, "a loop that starts at another ring loop's final stage must be its "
-                    "drain: N trips, waiting on barriers[stage] where k_tiles + trip >= N, "
-                    "then advancing")
+    guard_ops = (
+        [op.name for op in walk(body[2])]
+        if names[:3] == ["arith.addi", "arith.cmpi", "scf.if"]
+        else []
+    )
+    if (
+        names != ["arith.addi", "arith.cmpi", "scf.if", "wsc.ring_advance", "scf.yield"]
+        or guard_ops != ["wsc.mbarrier_wait", "scf.yield"]
+        or list(loop.operands[3:5]) != list(source.results)
+        or body[0].operands[1] != source.operands[1]
+    ):
+        _fail(
+            loop,
+            "a loop that starts at another ring loop's final stage must be its "
+            "drain: N trips, waiting on barriers[stage] where k_tiles + trip >= N, "
+            "then advancing",
+        )
     return source
 
 
@@ -161,8 +184,11 @@ def _unroll_ring_loop(loop: ir.Operation) -> None:
     num_stages = _num_stages(advance)
     body = _body(loop)
     iv, stage_arg, phase_arg = body.arguments
-    copied = [op.operation for op in body.operations
-              if op.operation.name not in ("wsc.ring_advance", "scf.yield")]
+    copied = [
+        op.operation
+        for op in body.operations
+        if op.operation.name not in ("wsc.ring_advance", "scf.yield")
+    ]
     trips = loop.operands[1]
     with ir.InsertionPoint(loop):
         stages = index_constant(num_stages)
@@ -191,8 +217,7 @@ def _unroll_ring_loop(loop: ir.Operation) -> None:
     loop.erase()
 
 
-def _clone_copy(ops: list[ir.Operation], mapping: dict, stage_arg: ir.Value,
-                stage: int) -> None:
+def _clone_copy(ops: list[ir.Operation], mapping: dict, stage_arg: ir.Value, stage: int) -> None:
     """One unrolled copy of a ring loop's body, at stage `stage`."""
     mapping[stage_arg] = index_constant(stage)
     for op in ops:

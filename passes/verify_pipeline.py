@@ -42,9 +42,14 @@ class VerifyPipeline(WscPass):
         super().__init__(**options)
         for name in ("max_k_tiles", "k_tiles"):
             if getattr(self.options, name) < 0:
-                raise ValueError(f"pass '{self.ARGUMENT}': option '{name.replace('_', '-')}' "
-                                 f"must be non-negative")
+                raise ValueError(
+                    f"pass '{self.ARGUMENT}': option '{name.replace('_', '-')}' "
+                    f"must be non-negative"
+                )
 
     def run(self, module: ir.Operation) -> None:
-        check_protocol(module, max_k_tiles=self.options.max_k_tiles or None,
-                       k_tiles=self.options.k_tiles or None)
+        check_protocol(
+            module,
+            max_k_tiles=self.options.max_k_tiles or None,
+            k_tiles=self.options.k_tiles or None,
+        )

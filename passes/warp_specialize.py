@@ -120,8 +120,13 @@ from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232
 
-_CONSUMER_OPS = ("wsc.mbarrier_wait", "wsc.wgmma_fence", "wsc.wgmma",
-                 "wsc.wgmma_commit_group", "wsc.wgmma_wait_group")
+_CONSUMER_OPS = (
+    "wsc.mbarrier_wait",
+    "wsc.wgmma_fence",
+    "wsc.wgmma",
+    "wsc.wgmma_commit_group",
+    "wsc.wgmma_wait_group",
+)
 _PURE_DIALECTS = ("arith.",)
 
 
@@ -141,15 +146,28 @@ class WarpSpecialize(WscPass):
         Option("producer", str, "warp", "producer role size", choices=PRODUCERS),
         Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
         Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
-        Option("rebalance-registers", bool, True, "move registers from a warpgroup producer "
-                                                  "to the consumers with setmaxnreg"),
-        Option("ping-pong", bool, False, "consumer groups take whole tiles in turn "
-                                         "(persistent kernels, 2 groups)"),
-        Option("wgmma-in-flight", int, 0, "WGMMA groups left in flight across K tiles "
-                                          "(1: release each stage one K tile late)",
-               choices=WGMMA_IN_FLIGHT),
-        Option("release", str, "thread", "who arrives on an empty barrier",
-               choices=("thread", "warp")),
+        Option(
+            "rebalance-registers",
+            bool,
+            True,
+            "move registers from a warpgroup producer to the consumers with setmaxnreg",
+        ),
+        Option(
+            "ping-pong",
+            bool,
+            False,
+            "consumer groups take whole tiles in turn (persistent kernels, 2 groups)",
+        ),
+        Option(
+            "wgmma-in-flight",
+            int,
+            0,
+            "WGMMA groups left in flight across K tiles (1: release each stage one K tile late)",
+            choices=WGMMA_IN_FLIGHT,
+        ),
+        Option(
+            "release", str, "thread", "who arrives on an empty barrier", choices=("thread", "warp")
+        ),
         Option("verify", bool, True, "check the mbarrier protocol of the result"),
     )
 
@@ -184,12 +202,18 @@ class _Specializer:
         if any(op.name == "wsc.role" for op in walk(kernel)):
             self._fail(kernel, "kernel is already specialized (it has wsc.role ops)")
         if int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
-            self._fail(kernel, f"expects a non-specialized kernel of one warpgroup "
-                               f"({KERNEL_THREADS_ATTR} = {WARPGROUP_SIZE})")
+            self._fail(
+                kernel,
+                f"expects a non-specialized kernel of one warpgroup "
+                f"({KERNEL_THREADS_ATTR} = {WARPGROUP_SIZE})",
+            )
         loops = _loops_with_copies(self.body)
         if len(loops) != 1:
-            self._fail(kernel, f"expects exactly one K-tile scf.for with TMA loads at the "
-                               f"top level of the kernel, found {len(loops)}")
+            self._fail(
+                kernel,
+                f"expects exactly one K-tile scf.for with TMA loads at the "
+                f"top level of the kernel, found {len(loops)}",
+            )
         self.tile_loop = None
         tile_block = self.body
         inner = _loops_with_copies(loops[0].regions[0].blocks[0])
@@ -197,14 +221,17 @@ class _Specializer:
             self.tile_loop = loops[0]
             tile_block = self.tile_loop.regions[0].blocks[0]
             if len(inner) != 1:
-                self._fail(self.tile_loop, f"expects exactly one K-tile scf.for with TMA "
-                                           f"loads in the tile loop, found {len(inner)}")
+                self._fail(
+                    self.tile_loop,
+                    f"expects exactly one K-tile scf.for with TMA "
+                    f"loads in the tile loop, found {len(inner)}",
+                )
             loops = inner
         self.loop = loops[0]
         self.loop_body = self.loop.regions[0].blocks[0]
         ops = [op.operation for op in tile_block.operations]
-        self.prologue = ops[:ops.index(self.loop)]
-        self.epilogue = ops[ops.index(self.loop) + 1:-1]
+        self.prologue = ops[: ops.index(self.loop)]
+        self.epilogue = ops[ops.index(self.loop) + 1 : -1]
 
         accs = [op for op in self.prologue if op.name == "wsc.acc_alloc"]
         if len(accs) != 1:
@@ -220,33 +247,49 @@ class _Specializer:
         body = tile_loop.regions[0].blocks[0]
         args = list(body.arguments)
         yield_op = body.operations[len(body.operations) - 1].operation
-        if (len(args) != 3 or list(loop.operands[3:5]) != args[1:]
-                or list(yield_op.operands) != list(loop.results)):
-            self._fail(tile_loop, "the tile loop must carry exactly the ring's (stage, "
-                                  "phase): the K loop starts from them and the tile loop "
-                                  "yields the K loop's results")
+        if (
+            len(args) != 3
+            or list(loop.operands[3:5]) != args[1:]
+            or list(yield_op.operands) != list(loop.results)
+        ):
+            self._fail(
+                tile_loop,
+                "the tile loop must carry exactly the ring's (stage, "
+                "phase): the K loop starts from them and the tile loop "
+                "yields the K loop's results",
+            )
         for op in self.prologue:
             if op.name != "wsc.acc_alloc" and not op.name.startswith(_PURE_DIALECTS):
-                self._fail(op, f"every role runs the tile loop: '{op.name}' before the K "
-                               f"loop cannot be given to all of them")
+                self._fail(
+                    op,
+                    f"every role runs the tile loop: '{op.name}' before the K "
+                    f"loop cannot be given to all of them",
+                )
 
     def _match_loop(self) -> None:
         loop = self.loop
-        advances = [op.operation for op in self.loop_body.operations
-                    if op.operation.name == "wsc.ring_advance"]
+        advances = [
+            op.operation
+            for op in self.loop_body.operations
+            if op.operation.name == "wsc.ring_advance"
+        ]
         args = list(self.loop_body.arguments)
         if len(advances) != 1 or len(args) != 3:
-            self._fail(loop, "the K loop must carry exactly (stage, phase), advanced by one "
-                             "wsc.ring_advance")
+            self._fail(
+                loop,
+                "the K loop must carry exactly (stage, phase), advanced by one wsc.ring_advance",
+            )
         self.advance = advances[0]
         self.iv, self.stage, self.phase = args
         if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
             self._fail(loop, "the K loop must count K tiles from 0 in steps of 1")
         yield_op = self.loop_body.operations[len(self.loop_body.operations) - 1].operation
-        if (list(self.advance.operands) != [self.stage, self.phase]
-                or list(yield_op.operands) != list(self.advance.results)):
-            self._fail(self.advance, "the loop must yield wsc.ring_advance of its own "
-                                     "(stage, phase)")
+        if list(self.advance.operands) != [self.stage, self.phase] or list(
+            yield_op.operands
+        ) != list(self.advance.results):
+            self._fail(
+                self.advance, "the loop must yield wsc.ring_advance of its own (stage, phase)"
+            )
 
         self.producer_anchors, self.consumer_anchors = [], []
         self.full = None
@@ -259,20 +302,30 @@ class _Specializer:
             elif name in _CONSUMER_OPS:
                 self.consumer_anchors.append(op)
                 if name == "wsc.wgmma_wait_group" and int_attr(op, "pending") != 0:
-                    self._fail(op, "only wgmma_wait_group {pending = 0} is supported in the "
-                                   "input: the stage is released after it")
-            elif name in ("wsc.sync", "wsc.cluster_sync", "wsc.ring_advance", "wsc.elect",
-                          "scf.yield"):
+                    self._fail(
+                        op,
+                        "only wgmma_wait_group {pending = 0} is supported in the "
+                        "input: the stage is released after it",
+                    )
+            elif name in (
+                "wsc.sync",
+                "wsc.cluster_sync",
+                "wsc.ring_advance",
+                "wsc.elect",
+                "scf.yield",
+            ):
                 continue
             elif not name.startswith(_PURE_DIALECTS):
-                self._fail(op, f"cannot assign '{name}' in the K loop to the producer or "
-                               f"the consumers")
+                self._fail(
+                    op, f"cannot assign '{name}' in the K loop to the producer or the consumers"
+                )
         if self.full is None:
             self._fail(loop, "found no elected TMA copies in the K loop")
         waits = [op for op in self.consumer_anchors if op.name == "wsc.mbarrier_wait"]
         if len(waits) != 1 or waits[0].operands[0] != self.full:
-            self._fail(loop, "the K loop must wait once on the full barriers its copies "
-                             "complete on")
+            self._fail(
+                loop, "the K loop must wait once on the full barriers its copies complete on"
+            )
         self.wgmmas = [op for op in self.consumer_anchors if op.name == "wsc.wgmma"]
         if not self.wgmmas:
             self._fail(loop, "found no wsc.wgmma in the K loop")
@@ -295,8 +348,11 @@ class _Specializer:
         if full_alloc is None or full_alloc.name != "wsc.mbarrier_alloc":
             self._fail(if_op, "the full barriers must come from a wsc.mbarrier_alloc")
         if int_attr(full_alloc, "arrival_count") != 1:
-            self._fail(full_alloc, f"the full barriers must expect 1 arrival (the elected "
-                                   f"producer thread), not {int_attr(full_alloc, 'arrival_count')}")
+            self._fail(
+                full_alloc,
+                f"the full barriers must expect 1 arrival (the elected "
+                f"producer thread), not {int_attr(full_alloc, 'arrival_count')}",
+            )
         self.full_alloc = full_alloc
 
     def _match_epilogue(self) -> None:
@@ -309,22 +365,34 @@ class _Specializer:
                 if op.name == "wsc.store_shared":
                     self._match_staging(op)
             elif uses_acc and op.name != "wsc.cast":
-                self._fail(op, f"the epilogue may use the accumulator only through wsc.cast, "
-                               f"wsc.store and wsc.store_shared, not '{op.name}'")
+                self._fail(
+                    op,
+                    f"the epilogue may use the accumulator only through wsc.cast, "
+                    f"wsc.store and wsc.store_shared, not '{op.name}'",
+                )
             elif op.name == "scf.if":
                 guard = defining_op(op.operands[0])
                 inner = [n.name for n in walk(op) if n.name != "scf.yield"]
-                if (guard is None or guard.name != "wsc.elect"
-                        or not set(inner) <= {"wsc.tma_store", "wsc.tma_store_wait"}):
-                    self._fail(op, "an scf.if in the epilogue must be a wsc.elect guarding "
-                                   "wsc.tma_store / wsc.tma_store_wait")
-            elif op.name not in ("wsc.cast", "wsc.elect", "wsc.sync", "wsc.fence_proxy_async",
-                                 "wsc.coalesced_store") \
-                    and not op.name.startswith(_PURE_DIALECTS):
+                if (
+                    guard is None
+                    or guard.name != "wsc.elect"
+                    or not set(inner) <= {"wsc.tma_store", "wsc.tma_store_wait"}
+                ):
+                    self._fail(
+                        op,
+                        "an scf.if in the epilogue must be a wsc.elect guarding "
+                        "wsc.tma_store / wsc.tma_store_wait",
+                    )
+            elif op.name not in (
+                "wsc.cast",
+                "wsc.elect",
+                "wsc.sync",
+                "wsc.fence_proxy_async",
+                "wsc.coalesced_store",
+            ) and not op.name.startswith(_PURE_DIALECTS):
                 self._fail(op, f"unsupported epilogue op '{op.name}'")
         if not stores:
-            self._fail(self.kernel, "the epilogue stores no result (wsc.store or "
-                                    "wsc.store_shared)")
+            self._fail(self.kernel, "the epilogue stores no result (wsc.store or wsc.store_shared)")
 
     def _match_staging(self, op: ir.Operation) -> None:
         """The staged epilogue's buffer: one stage of the whole tile."""
@@ -334,14 +402,22 @@ class _Specializer:
             self._fail(op, "the epilogue stages the tile in more than one buffer")
         shape = ir.MemRefType(buffer.type).shape
         acc_shape, _ = dialect.parse_acc_type(self.acc_alloc.result.type)
-        if alloc is None or alloc.name != "wsc.alloc_shared" or alloc.parent is None \
-                or alloc.parent.operation != self.kernel:
-            self._fail(op, "the staging buffer must be a wsc.alloc_shared at the kernel's "
-                           "top level")
+        if (
+            alloc is None
+            or alloc.name != "wsc.alloc_shared"
+            or alloc.parent is None
+            or alloc.parent.operation != self.kernel
+        ):
+            self._fail(
+                op, "the staging buffer must be a wsc.alloc_shared at the kernel's top level"
+            )
         if shape[0] != 1 or list(shape[1:]) != list(acc_shape):
-            self._fail(alloc, f"the staging buffer must be one stage of the "
-                              f"{acc_shape[0]}x{acc_shape[1]} tile, got "
-                              f"{shape[0]}x{shape[1]}x{shape[2]}")
+            self._fail(
+                alloc,
+                f"the staging buffer must be one stage of the "
+                f"{acc_shape[0]}x{acc_shape[1]} tile, got "
+                f"{shape[0]}x{shape[1]}x{shape[2]}",
+            )
         self.staging = buffer
 
     # Building the output ------------------------------------------------------
@@ -368,13 +444,15 @@ class _Specializer:
         if num_stages in (0, written):
             return written
         for op in [op.operation for op in self.body.operations]:
-            if op.name == "wsc.alloc_shared" and not (self.staging is not None
-                                                      and op.result == self.staging):
+            if op.name == "wsc.alloc_shared" and not (
+                self.staging is not None and op.result == self.staging
+            ):
                 memref = ir.MemRefType(op.result.type)
                 _, rows, cols = memref.shape
                 with ir.InsertionPoint(op):
-                    resized = dialect.alloc_shared(dialect.shared_buffer_type(
-                        num_stages, rows, cols, str(memref.element_type)))
+                    resized = dialect.alloc_shared(
+                        dialect.shared_buffer_type(num_stages, rows, cols, str(memref.element_type))
+                    )
                 op.result.replace_all_uses_with(resized)
                 op.erase()
             elif op.name == "wsc.mbarrier_alloc":
@@ -390,14 +468,20 @@ class _Specializer:
         their setmaxnreg.inc would wait forever."""
         if not self.options.rebalance_registers:
             if self.options.producer == "warp":
-                self._fail(self.kernel, "rebalance-registers = false only applies to "
-                                        "producer = warpgroup: a producer warp never gives "
-                                        "registers away")
+                self._fail(
+                    self.kernel,
+                    "rebalance-registers = false only applies to "
+                    "producer = warpgroup: a producer warp never gives "
+                    "registers away",
+                )
             if self.options.consumer_registers:
-                self._fail(self.kernel, f"consumer-registers = "
-                                        f"{self.options.consumer_registers} needs "
-                                        f"rebalance-registers = true: without setmaxnreg "
-                                        f"every role keeps the registers the block starts with")
+                self._fail(
+                    self.kernel,
+                    f"consumer-registers = "
+                    f"{self.options.consumer_registers} needs "
+                    f"rebalance-registers = true: without setmaxnreg "
+                    f"every role keeps the registers the block starts with",
+                )
             return None, None
         if self.options.producer == "warp":
             # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
@@ -405,18 +489,24 @@ class _Specializer:
         entry = entry_register_cap(threads)
         producer = self.options.producer_registers
         if producer > entry:
-            self._fail(self.kernel, f"producer-registers = {producer} is more than the "
-                                    f"{entry} registers per thread a block of {threads} "
-                                    f"threads starts with")
+            self._fail(
+                self.kernel,
+                f"producer-registers = {producer} is more than the "
+                f"{entry} registers per thread a block of {threads} "
+                f"threads starts with",
+            )
         spare_per_consumer = (entry - producer) // groups
         consumer = self.options.consumer_registers
         if consumer == 0:
             consumer = min(DEFAULT_CONSUMER_REGISTERS, (entry + spare_per_consumer) // 8 * 8)
         elif consumer > entry + spare_per_consumer:
-            self._fail(self.kernel, f"consumer-registers = {consumer} cannot be met: a block "
-                                    f"of {threads} threads starts with {entry} registers per "
-                                    f"thread and a {producer}-register producer frees enough "
-                                    f"for at most {entry + spare_per_consumer} per consumer")
+            self._fail(
+                self.kernel,
+                f"consumer-registers = {consumer} cannot be met: a block "
+                f"of {threads} threads starts with {entry} registers per "
+                f"thread and a {producer}-register producer frees enough "
+                f"for at most {entry + spare_per_consumer} per consumer",
+            )
         return producer, consumer
 
     def run(self) -> None:
@@ -425,9 +515,12 @@ class _Specializer:
         groups = self.options.num_consumer_groups
         num_stages = self._resize_ring(self.options.num_stages)
         if self.options.wgmma_in_flight and num_stages < 2:
-            self._fail(self.full_alloc, f"wgmma-in-flight = {self.options.wgmma_in_flight} "
-                                        f"needs at least 2 stages: with {num_stages} the stage "
-                                        f"a WGMMA group still reads is the one released")
+            self._fail(
+                self.full_alloc,
+                f"wgmma-in-flight = {self.options.wgmma_in_flight} "
+                f"needs at least 2 stages: with {num_stages} the stage "
+                f"a WGMMA group still reads is the one released",
+            )
         acc_shape, acc_element = dialect.parse_acc_type(self.acc_alloc.result.type)
         block_m, block_n = acc_shape
         self.ping_pong = self.options.ping_pong
@@ -435,12 +528,16 @@ class _Specializer:
             self._check_ping_pong(groups)
         group_rows = block_m if self.ping_pong else block_m // groups
         if group_rows % 64:
-            self._fail(self.acc_alloc, f"a {block_m}-row tile cannot be split over {groups} "
-                                       f"consumer warpgroups in multiples of 64 rows")
+            self._fail(
+                self.acc_alloc,
+                f"a {block_m}-row tile cannot be split over {groups} "
+                f"consumer warpgroups in multiples of 64 rows",
+            )
         producer_threads = WARP_SIZE if self.options.producer == "warp" else WARPGROUP_SIZE
         consumer_threads = WARPGROUP_SIZE * groups
         producer_registers, consumer_registers = self._register_budgets(
-            groups, consumer_threads + producer_threads)
+            groups, consumer_threads + producer_threads
+        )
 
         # The empty barriers are initialised next to the full ones, so the
         # block-wide sync after them makes both visible before the roles split.
@@ -460,15 +557,18 @@ class _Specializer:
         with ir.InsertionPoint(self.tile_loop or self.loop):
             stage0 = index_constant(0)
             for group in range(groups):
-                is_consumer = dialect.role("consumer", WARPGROUP_SIZE * group, WARPGROUP_SIZE,
-                                           consumer_registers)
+                is_consumer = dialect.role(
+                    "consumer", WARPGROUP_SIZE * group, WARPGROUP_SIZE, consumer_registers
+                )
                 if_op = scf.IfOp(is_consumer)
                 with ir.InsertionPoint(if_op.then_block):
-                    self._build_consumer(group, group_rows, block_n, acc_element, empty,
-                                         stage0, num_stages)
+                    self._build_consumer(
+                        group, group_rows, block_n, acc_element, empty, stage0, num_stages
+                    )
                     scf.YieldOp([])
-            is_producer = dialect.role("producer", consumer_threads, producer_threads,
-                                       producer_registers)
+            is_producer = dialect.role(
+                "producer", consumer_threads, producer_threads, producer_registers
+            )
             if_op = scf.IfOp(is_producer)
             with ir.InsertionPoint(if_op.then_block):
                 self._build_producer(empty, stage0, num_stages)
@@ -500,20 +600,30 @@ class _Specializer:
         if self.ctas > 1:
             self._fail(where, "ping-pong in a cluster is not supported")
         if self.tile_loop is None:
-            self._fail(where, "ping-pong needs a persistent kernel: the consumer groups take "
-                              "turns over the tiles of a tile loop, and this kernel has none")
+            self._fail(
+                where,
+                "ping-pong needs a persistent kernel: the consumer groups take "
+                "turns over the tiles of a tile loop, and this kernel has none",
+            )
         if groups != 2:
             self._fail(where, f"ping-pong needs num-consumer-groups = 2, not {groups}")
         if self.options.wgmma_in_flight:
-            self._fail(where, "ping-pong is built and checked without a WGMMA group in flight: "
-                              "use wgmma-in-flight = 0")
+            self._fail(
+                where,
+                "ping-pong is built and checked without a WGMMA group in flight: "
+                "use wgmma-in-flight = 0",
+            )
         if _inside(defining_op(self.loop.operands[1]), self.tile_loop):
-            self._fail(self.loop, "ping-pong needs the K loop's trip count defined before the "
-                                  "tile loop: a group skips the other group's tiles by that "
-                                  "many ring positions")
+            self._fail(
+                self.loop,
+                "ping-pong needs the K loop's trip count defined before the "
+                "tile loop: a group skips the other group's tiles by that "
+                "many ring positions",
+            )
 
-    def _per_tile(self, stage0: ir.Value, initial_phase: bool, build_tile,
-                  extra: list[ir.Value]) -> list:
+    def _per_tile(
+        self, stage0: ir.Value, initial_phase: bool, build_tile, extra: list[ir.Value]
+    ) -> list:
         """A role's walk over its tiles: `build_tile(mapping, stage, phase,
         *extra)` emits one tile's work from ring position (stage, phase) and
         returns (stage, phase, *extra) after it. Without a tile loop it runs
@@ -523,11 +633,13 @@ class _Specializer:
         if self.tile_loop is None:
             return build_tile({}, stage0, initial_phase, *extra)
         lower, _, step = self.tile_loop.operands[0:3]
-        return self._tile_loop_copy(lower, step, [stage0, bool_constant(initial_phase), *extra],
-                                    build_tile)
+        return self._tile_loop_copy(
+            lower, step, [stage0, bool_constant(initial_phase), *extra], build_tile
+        )
 
-    def _tile_loop_copy(self, lower: ir.Value, step: ir.Value, inits: list[ir.Value],
-                        build_tile) -> list:
+    def _tile_loop_copy(
+        self, lower: ir.Value, step: ir.Value, inits: list[ir.Value], build_tile
+    ) -> list:
         """A copy of the tile loop from `lower` in steps of `step`, up to the
         tile count, carrying `inits` through `build_tile` (see _per_tile)."""
         tiles = scf.ForOp(lower, self.tile_loop.operands[1], step, inits)
@@ -553,21 +665,34 @@ class _Specializer:
         return scf.ForOp(lower, upper, step, [stage, phase])
 
     def _clone_body(self, loop: scf.ForOp, ops: list[ir.Operation], mapping: dict) -> None:
-        mapping.update({self.iv: loop.induction_variable,
-                        self.stage: loop.inner_iter_args[0],
-                        self.phase: loop.inner_iter_args[1]})
+        mapping.update(
+            {
+                self.iv: loop.induction_variable,
+                self.stage: loop.inner_iter_args[0],
+                self.phase: loop.inner_iter_args[1],
+            }
+        )
         for op in ops:
             clone_remapped(op, mapping)
 
-    def _build_consumer(self, group: int, rows: int, block_n: int, element: str,
-                        empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
+    def _build_consumer(
+        self,
+        group: int,
+        rows: int,
+        block_n: int,
+        element: str,
+        empty: ir.Value,
+        stage0: ir.Value,
+        num_stages: int,
+    ) -> None:
         # The group's first row of the tile: in ping-pong it has every row.
         first_row = 0 if self.ping_pong else group * rows
 
         def tile(mapping, stage, phase, *turn_phase):
             self._clone_tile_prologue(mapping)
             mapping[self.acc_alloc.result] = dialect.acc_alloc(
-                dialect.acc_type((rows, block_n), element))
+                dialect.acc_type((rows, block_n), element)
+            )
             if not self.ping_pong:
                 loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
                 self._store_rows(group, first_row, mapping)
@@ -578,8 +703,10 @@ class _Specializer:
             dialect.mbarrier_arrive(self.turns, index_constant(1 - group))
             self._store_rows(group, first_row, mapping)
             # The other group's tile comes next in the ring: step past it.
-            return [*_skip_positions(*loop.results, self.loop.operands[1], num_stages),
-                    arith.XOrIOp(turn_phase, bool_constant(True)).result]
+            return [
+                *_skip_positions(*loop.results, self.loop.operands[1], num_stages),
+                arith.XOrIOp(turn_phase, bool_constant(True)).result,
+            ]
 
         if not self.ping_pong:
             self._per_tile(stage0, dialect.CONSUMER_INITIAL_PHASE, tile, [])
@@ -597,8 +724,15 @@ class _Specializer:
         double_step = arith.MulIOp(step, index_constant(2)).result
         self._tile_loop_copy(lower, double_step, [*start, bool_constant(group == 0)], tile)
 
-    def _consume_k_tiles(self, first_row: int, empty: ir.Value, num_stages: int,
-                         stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:
+    def _consume_k_tiles(
+        self,
+        first_row: int,
+        empty: ir.Value,
+        num_stages: int,
+        stage: ir.Value,
+        phase: ir.Value | bool,
+        mapping: dict,
+    ) -> scf.ForOp:
         in_flight = self.options.wgmma_in_flight
         loop = self._ring_loop(stage, phase, mapping)
         with ir.InsertionPoint(loop.body):
@@ -612,8 +746,9 @@ class _Specializer:
             if in_flight:
                 # wait_group 1 retired the previous K tile's group, so its
                 # stage is free; the first K tile has no previous one.
-                has_previous = arith.CmpIOp(arith.CmpIPredicate.ugt, loop.induction_variable,
-                                            index_constant(0)).result
+                has_previous = arith.CmpIOp(
+                    arith.CmpIPredicate.ugt, loop.induction_variable, index_constant(0)
+                ).result
                 guard = scf.IfOp(has_previous)
                 with ir.InsertionPoint(guard.then_block):
                     self._release(empty, _previous_stage(stage, num_stages))
@@ -628,8 +763,9 @@ class _Specializer:
             # release its stage, the one before the loop's final stage.
             dialect.wgmma_wait_group(0)
             k_tiles = self.loop.operands[1]
-            any_tiles = arith.CmpIOp(arith.CmpIPredicate.ugt, mapping.get(k_tiles, k_tiles),
-                                     index_constant(0)).result
+            any_tiles = arith.CmpIOp(
+                arith.CmpIPredicate.ugt, mapping.get(k_tiles, k_tiles), index_constant(0)
+            ).result
             guard = scf.IfOp(any_tiles)
             with ir.InsertionPoint(guard.then_block):
                 self._release(empty, _previous_stage(loop.results[0], num_stages))
@@ -662,14 +798,18 @@ class _Specializer:
             clone = clone_remapped(op, mapping)
             for target in (clone, *walk(clone)):
                 # The global row: wsc.store's operand 2, the copies' 3.
-                row_operand = {"wsc.store": 2, "wsc.tma_store": 3,
-                               "wsc.coalesced_store": 3}.get(target.name)
+                row_operand = {"wsc.store": 2, "wsc.tma_store": 3, "wsc.coalesced_store": 3}.get(
+                    target.name
+                )
                 if row_operand is not None and row_offset is not None:
                     with ir.InsertionPoint(target):
                         row = arith.AddIOp(target.operands[row_operand], row_offset).result
                     target.operands[row_operand] = row
-                stage_operand = {"wsc.store_shared": 2, "wsc.tma_store": 1,
-                                 "wsc.coalesced_store": 1}.get(target.name)
+                stage_operand = {
+                    "wsc.store_shared": 2,
+                    "wsc.tma_store": 1,
+                    "wsc.coalesced_store": 1,
+                }.get(target.name)
                 if stage_operand is not None:
                     target.operands[stage_operand] = own_stage
 
@@ -689,8 +829,9 @@ class _Specializer:
             return [*loop.results, k_tiles]
 
         persistent = self.tile_loop is not None
-        stage, phase, filled = self._per_tile(stage0, dialect.PRODUCER_INITIAL_PHASE, tile,
-                                              [index_constant(0)] if persistent else [])
+        stage, phase, filled = self._per_tile(
+            stage0, dialect.PRODUCER_INITIAL_PHASE, tile, [index_constant(0)] if persistent else []
+        )
         # Drain: wait for the last release of every stage that was filled, so
         # the producer never leaves while consumers still arrive on empty
         # barriers. Position filled + j waits for the release of fill
@@ -724,13 +865,17 @@ def _inside(op: ir.Operation | None, ancestor: ir.Operation) -> bool:
 
 def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
     """The scf.for ops directly in `block` that issue TMA copies."""
-    return [op.operation for op in block.operations
-            if op.operation.name == "scf.for"
-            and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op.operation))]
+    return [
+        op.operation
+        for op in block.operations
+        if op.operation.name == "scf.for"
+        and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op.operation))
+    ]
 
 
-def _skip_positions(stage: ir.Value, phase: ir.Value, count: ir.Value,
-                    num_stages: int) -> list[ir.Value]:
+def _skip_positions(
+    stage: ir.Value, phase: ir.Value, count: ir.Value, num_stages: int
+) -> list[ir.Value]:
     """The ring position `count` positions after (stage, phase): the phase
     flips once per wrap past the last stage."""
     position = arith.AddIOp(stage, count).result

@@ -17,8 +17,9 @@ config.name = "wsc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
 # From a CMake build tree, lit.site.cfg.py names the source directory.
-config.test_source_root = os.path.join(getattr(config, "wsc_source_dir", None)
-                                       or os.path.dirname(os.path.dirname(__file__)), "test")
+config.test_source_root = os.path.join(
+    getattr(config, "wsc_source_dir", None) or os.path.dirname(os.path.dirname(__file__)), "test"
+)
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "python", "Inputs"]
 
 python = getattr(config, "wsc_python", None) or sys.executable
@@ -39,8 +40,17 @@ def find_filecheck():
         candidate = os.path.join(entry, "llvm", "bin", "FileCheck")
         if os.path.exists(candidate):
             return candidate
-    found = glob.glob(os.path.join(os.path.dirname(python_bin), "lib", "python3*",
-                                   "site-packages", "llvm", "bin", "FileCheck"))
+    found = glob.glob(
+        os.path.join(
+            os.path.dirname(python_bin),
+            "lib",
+            "python3*",
+            "site-packages",
+            "llvm",
+            "bin",
+            "FileCheck",
+        )
+    )
     return found[0] if found else shutil.which("FileCheck")
 
 
@@ -54,7 +64,9 @@ if filecheck is None:
 config.substitutions.append(("%PYTHON", python))
 config.substitutions.append(("wsc-opt", wsc_opt))
 config.substitutions.append(("FileCheck", filecheck))
-config.substitutions.append(("%examples", os.path.join(os.path.dirname(config.test_source_root), "examples")))
+config.substitutions.append(
+    ("%examples", os.path.join(os.path.dirname(config.test_source_root), "examples"))
+)
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 for name in ("PATH", "HOME", "CUDA_VISIBLE_DEVICES", "WSC_CACHE_DIR"):
     if name in os.environ:
@@ -67,8 +79,12 @@ def hopper_gpu_visible():
     if smi is None:
         return False
     try:
-        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(
+            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     return any(line.strip().startswith("9.") for line in out.splitlines())

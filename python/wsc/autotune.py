@@ -138,14 +138,15 @@ class Autotuned:
     def _add_dimension(self, keys: tuple[str, ...], points: list[tuple]) -> None:
         taken = {k for dim_keys, _ in self.space for k in dim_keys}
         if taken & set(keys):
-            raise ValueError(f"autotune: {', '.join(sorted(taken & set(keys)))} already has a "
-                             f"space on {self.__qualname__}")
+            raise ValueError(
+                f"autotune: {', '.join(sorted(taken & set(keys)))} already has a "
+                f"space on {self.__qualname__}"
+            )
         parameters = inspect.signature(self.fn).parameters
         accepts_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
         unknown = [k for k in keys if k not in parameters and not accepts_any]
         if unknown:
-            raise ValueError(f"autotune: {self.__qualname__} has no parameter "
-                             f"{', '.join(unknown)}")
+            raise ValueError(f"autotune: {self.__qualname__} has no parameter {', '.join(unknown)}")
         # Decorators apply bottom-up; inserting first keeps the space in the
         # order the decorators are written.
         self.space.insert(0, (keys, points))
@@ -158,8 +159,8 @@ class Autotuned:
         result = []
         for combination in itertools.product(*(points for _, points in self.space)):
             config = {}
-            for (keys, _), point in zip(self.space, combination):
-                config.update(zip(keys, point))
+            for (keys, _), point in zip(self.space, combination, strict=True):
+                config.update(zip(keys, point, strict=True))
             result.append(config)
         return result
 
@@ -179,8 +180,11 @@ class Autotuned:
         digest = None
         if path is not None and os.path.exists(path):
             digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-        return {"function": f"{self.__module__}.{self.__qualname__}", "source": digest,
-                "compiler": compiler_digest()}
+        return {
+            "function": f"{self.__module__}.{self.__qualname__}",
+            "source": digest,
+            "compiler": compiler_digest(),
+        }
 
     def _importable(self) -> bool:
         return "<locals>" not in self.__qualname__ and self._source_file() is not None
@@ -188,11 +192,9 @@ class Autotuned:
     # Compiling -----------------------------------------------------------------------
 
     def _candidate_key(self, config: dict, fixed: dict) -> dict:
-        return {"kind": "autotune-candidate", **self.identity(), "fixed": fixed,
-                "config": config}
+        return {"kind": "autotune-candidate", **self.identity(), "fixed": fixed, "config": config}
 
-    def artifact(self, config: dict, sizes: dict, fixed: dict | None = None,
-                 cache=None) -> Path:
+    def artifact(self, config: dict, sizes: dict, fixed: dict | None = None, cache=None) -> Path:
         """The artifact directory of one config: the cached one, or compiled now
         in this process (written for the problem `sizes`) and cached. It serves
         any problem: resize it (`Artifact.resized`) to the sizes at hand."""
@@ -200,10 +202,12 @@ class Autotuned:
         fixed = fixed or {}
         return cache.build_artifact(
             self._candidate_key(config, fixed),
-            lambda staging: _compile_into(self.fn, {**fixed, **config}, sizes, staging))
+            lambda staging: _compile_into(self.fn, {**fixed, **config}, sizes, staging),
+        )
 
-    def _compile_all(self, candidates: list[Candidate], sizes: dict, fixed: dict, cache,
-                     jobs: int, progress) -> None:
+    def _compile_all(
+        self, candidates: list[Candidate], sizes: dict, fixed: dict, cache, jobs: int, progress
+    ) -> None:
         """Compile the candidates the cache lacks into it, `jobs` at a time; a
         failure is cached too, so a known-bad candidate is not compiled again."""
         in_workers = jobs > 1 and self._importable()
@@ -236,24 +240,41 @@ class Autotuned:
     def _compile_in_worker(self, arguments: dict, sizes: dict, out: Path) -> None:
         """Compile in a fresh interpreter (no shared MLIR context, no fork of
         this process's threads); raises CandidateError with the reason it failed."""
-        request = {"module": self.__module__, "file": self._source_file(),
-                   "qualname": self.__qualname__, "arguments": arguments, "sizes": sizes,
-                   "out": str(out)}
-        proc = subprocess.run([sys.executable, "-m", "wsc.autotune", json.dumps(request)],
-                              capture_output=True, text=True)
+        request = {
+            "module": self.__module__,
+            "file": self._source_file(),
+            "qualname": self.__qualname__,
+            "arguments": arguments,
+            "sizes": sizes,
+            "out": str(out),
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "wsc.autotune", json.dumps(request)],
+            capture_output=True,
+            text=True,
+        )
         replies = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         if proc.returncode != 0 or not replies:
-            raise CandidateError((proc.stderr.strip()
-                                  or f"worker exited with status {proc.returncode}")[-2000:])
+            raise CandidateError(
+                (proc.stderr.strip() or f"worker exited with status {proc.returncode}")[-2000:]
+            )
         error = json.loads(replies[-1]).get("error")
         if error is not None:
             raise CandidateError(error)
 
     # Searching -----------------------------------------------------------------------
 
-    def tune(self, sizes: dict, *, fixed: dict | None = None, problem_class: dict | None = None,
-             cache=None, jobs: int | None = None, progress: bool = True,
-             retune: bool = False) -> TuneResult:
+    def tune(
+        self,
+        sizes: dict,
+        *,
+        fixed: dict | None = None,
+        problem_class: dict | None = None,
+        cache=None,
+        jobs: int | None = None,
+        progress: bool = True,
+        retune: bool = False,
+    ) -> TuneResult:
         """Find the fastest correct config for the problem `sizes` (see the module
         docstring). `fixed` are arguments passed to every candidate (e.g. the
         dtype); `problem_class` is what the cached choice is keyed by instead
@@ -265,9 +286,14 @@ class Autotuned:
         fixed = dict(fixed or {})
         jobs = jobs or min(8, os.cpu_count() or 1)
         gpu = _gpu_identity() if hopper_gpu_visible() else None
-        choice_key = {"kind": "autotune-choice", **self.identity(), "fixed": fixed,
-                      "problem": problem_class or sizes, "space": self.configs(),
-                      "device": gpu}
+        choice_key = {
+            "kind": "autotune-choice",
+            **self.identity(),
+            "fixed": fixed,
+            "problem": problem_class or sizes,
+            "space": self.configs(),
+            "device": gpu,
+        }
         candidates = [Candidate(config) for config in self.configs()]
         if gpu is not None and not retune:
             entry = cache.get(choice_key)
@@ -300,7 +326,7 @@ class Autotuned:
                 return result
             runnable = [c for c in candidates if c.error is None]
             reports = run_artifacts([c.artifact_dir for c in runnable], sizes=sizes)
-            for candidate, report in zip(runnable, reports):
+            for candidate, report in zip(runnable, reports, strict=True):
                 candidate.report = report
                 if not report.get("ok"):
                     candidate.error = "failed its check on the GPU: " + json.dumps(report)
@@ -309,11 +335,22 @@ class Autotuned:
         if timed:
             fastest = min(timed, key=lambda c: c.ms)
             result.best, result.best_artifact = fastest.config, fastest.artifact_dir
-            cache.put(choice_key, {"best": fastest.config, "ms": fastest.ms,
-                                   "timings": [{"config": c.config, "ms": c.ms} for c in timed]})
+            cache.put(
+                choice_key,
+                {
+                    "best": fastest.config,
+                    "ms": fastest.ms,
+                    "timings": [{"config": c.config, "ms": c.ms} for c in timed],
+                },
+            )
         else:
-            result.failure = "; ".join(f"{c.config}: {(c.error or 'not timed').splitlines()[0][:300]}"
-                                       for c in candidates) or "the space is empty"
+            result.failure = (
+                "; ".join(
+                    f"{c.config}: {(c.error or 'not timed').splitlines()[0][:300]}"
+                    for c in candidates
+                )
+                or "the space is empty"
+            )
             result.failure_is_final = all(map(_failed_for_good, candidates))
             if result.failure_is_final:
                 cache.put(choice_key, {"best": None, "failure": result.failure})
@@ -335,15 +372,19 @@ def compiler_digest() -> str:
     cache's version stamp, wsc.__version__, does not change with every edit
     of the compiler, and a kernel compiled by an older one must not be
     reused."""
-    roots = [Path(location) for name in ("wsc", "wsc.passes", "wsc.dialects")
-             for location in importlib.util.find_spec(name).submodule_search_locations]
+    roots = [
+        Path(location)
+        for name in ("wsc", "wsc.passes", "wsc.dialects")
+        for location in importlib.util.find_spec(name).submodule_search_locations
+    ]
     skipped = {roots[0] / name for name in NOT_COMPILER}
     kept = roots[0] / ARTIFACT_FORMAT
     digest = hashlib.sha256()
     for root in roots:
         for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".mlir") and (path == kept
-                                                    or not skipped & {path, *path.parents}):
+            if path.suffix in (".py", ".mlir") and (
+                path == kept or not skipped & {path, *path.parents}
+            ):
                 digest.update(str(path.relative_to(root)).encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

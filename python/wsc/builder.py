@@ -59,8 +59,18 @@ from wsc.target.hopper import (
 )
 
 __all__ = [
-    "BuildError", "BuildTypeError", "CONSUMER_INITIAL_PHASE", "CompiledKernel", "Kernel",
-    "KernelBuilder", "PRODUCER_INITIAL_PHASE", "Pipeline", "bf16", "cdiv", "f16", "f32",
+    "BuildError",
+    "BuildTypeError",
+    "CONSUMER_INITIAL_PHASE",
+    "CompiledKernel",
+    "Kernel",
+    "KernelBuilder",
+    "PRODUCER_INITIAL_PHASE",
+    "Pipeline",
+    "bf16",
+    "cdiv",
+    "f16",
+    "f32",
     "structure",
 ]
 
@@ -72,6 +82,7 @@ TILE_DTYPES = OPERAND_DTYPES
 
 
 # Errors ---------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SourceLocation:
@@ -121,19 +132,20 @@ def _caller() -> SourceLocation:
 
 def _check_dtype(dtype, allowed: Sequence[str], what: str) -> str:
     if dtype not in allowed:
-        raise BuildTypeError(f"{what}: dtype must be one of {', '.join(allowed)}, got {dtype!r}",
-                             _caller())
+        raise BuildTypeError(
+            f"{what}: dtype must be one of {', '.join(allowed)}, got {dtype!r}", _caller()
+        )
     return dtype
 
 
 def _expect(value, kind: type | tuple, what: str, expected: str):
     if not isinstance(value, kind):
-        raise BuildTypeError(f"{what}: expected {expected}, got {type(value).__name__}",
-                             _caller())
+        raise BuildTypeError(f"{what}: expected {expected}, got {type(value).__name__}", _caller())
     return value
 
 
 # Values -----------------------------------------------------------------------
+
 
 class Scalar:
     """A run-time `index` value of the kernel (a block id, a size, an offset).
@@ -151,8 +163,13 @@ class Scalar:
         # x + 0, x - 0, x * 1 and x // 1 are x: offsets such as
         # `offset_m + group * 64` stay the plain value for group 0.
         identity = 1 if op in (arith.MulIOp, arith.DivUIOp) else 0
-        if constant_right and isinstance(other, int) and not isinstance(other, bool) \
-                and other == identity and op is not arith.RemUIOp:
+        if (
+            constant_right
+            and isinstance(other, int)
+            and not isinstance(other, bool)
+            and other == identity
+            and op is not arith.RemUIOp
+        ):
             return self
         kb = self._builder
         with kb._at():
@@ -160,14 +177,29 @@ class Scalar:
             lhs, rhs = (self.value, rhs) if constant_right else (rhs, self.value)
             return Scalar(kb, op(lhs, rhs).result)
 
-    def __add__(self, other): return self._binary(other, arith.AddIOp, "+")
-    def __radd__(self, other): return self._binary(other, arith.AddIOp, "+")
-    def __mul__(self, other): return self._binary(other, arith.MulIOp, "*")
-    def __rmul__(self, other): return self._binary(other, arith.MulIOp, "*")
-    def __sub__(self, other): return self._binary(other, arith.SubIOp, "-")
-    def __rsub__(self, other): return self._binary(other, arith.SubIOp, "-", constant_right=False)
-    def __floordiv__(self, other): return self._binary(other, arith.DivUIOp, "//")
-    def __mod__(self, other): return self._binary(other, arith.RemUIOp, "%")
+    def __add__(self, other):
+        return self._binary(other, arith.AddIOp, "+")
+
+    def __radd__(self, other):
+        return self._binary(other, arith.AddIOp, "+")
+
+    def __mul__(self, other):
+        return self._binary(other, arith.MulIOp, "*")
+
+    def __rmul__(self, other):
+        return self._binary(other, arith.MulIOp, "*")
+
+    def __sub__(self, other):
+        return self._binary(other, arith.SubIOp, "-")
+
+    def __rsub__(self, other):
+        return self._binary(other, arith.SubIOp, "-", constant_right=False)
+
+    def __floordiv__(self, other):
+        return self._binary(other, arith.DivUIOp, "//")
+
+    def __mod__(self, other):
+        return self._binary(other, arith.RemUIOp, "%")
 
     def _compare(self, other, predicate) -> Predicate:
         kb = self._builder
@@ -175,17 +207,32 @@ class Scalar:
             rhs = kb._index(other, "comparison")
             return Predicate(kb, arith.CmpIOp(predicate, self.value, rhs).result)
 
-    def __lt__(self, other): return self._compare(other, arith.CmpIPredicate.ult)
-    def __le__(self, other): return self._compare(other, arith.CmpIPredicate.ule)
-    def __gt__(self, other): return self._compare(other, arith.CmpIPredicate.ugt)
-    def __ge__(self, other): return self._compare(other, arith.CmpIPredicate.uge)
-    def __eq__(self, other): return self._compare(other, arith.CmpIPredicate.eq)
-    def __ne__(self, other): return self._compare(other, arith.CmpIPredicate.ne)
+    def __lt__(self, other):
+        return self._compare(other, arith.CmpIPredicate.ult)
+
+    def __le__(self, other):
+        return self._compare(other, arith.CmpIPredicate.ule)
+
+    def __gt__(self, other):
+        return self._compare(other, arith.CmpIPredicate.ugt)
+
+    def __ge__(self, other):
+        return self._compare(other, arith.CmpIPredicate.uge)
+
+    def __eq__(self, other):
+        return self._compare(other, arith.CmpIPredicate.eq)
+
+    def __ne__(self, other):
+        return self._compare(other, arith.CmpIPredicate.ne)
+
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise BuildTypeError("a run-time value has no truth value while the kernel is built; "
-                             "branch on it with `with kb.if_(condition):`", _caller())
+        raise BuildTypeError(
+            "a run-time value has no truth value while the kernel is built; "
+            "branch on it with `with kb.if_(condition):`",
+            _caller(),
+        )
 
 
 class Predicate:
@@ -200,16 +247,24 @@ class Predicate:
         with kb._at():
             return Predicate(kb, op(self.value, kb._i1(other, "predicate")).result)
 
-    def __and__(self, other): return self._binary(other, arith.AndIOp)
-    def __or__(self, other): return self._binary(other, arith.OrIOp)
-    def __xor__(self, other): return self._binary(other, arith.XOrIOp)
+    def __and__(self, other):
+        return self._binary(other, arith.AndIOp)
+
+    def __or__(self, other):
+        return self._binary(other, arith.OrIOp)
+
+    def __xor__(self, other):
+        return self._binary(other, arith.XOrIOp)
 
     def __invert__(self) -> Predicate:
         return self._binary(True, arith.XOrIOp)
 
     def __bool__(self):
-        raise BuildTypeError("a run-time predicate has no truth value while the kernel is "
-                             "built; branch on it with `with kb.if_(predicate):`", _caller())
+        raise BuildTypeError(
+            "a run-time predicate has no truth value while the kernel is "
+            "built; branch on it with `with kb.if_(predicate):`",
+            _caller(),
+        )
 
 
 def cdiv(numerator: Scalar | int, denominator: Scalar | int) -> Scalar | int:
@@ -219,8 +274,10 @@ def cdiv(numerator: Scalar | int, denominator: Scalar | int) -> Scalar | int:
     scalar = numerator if isinstance(numerator, Scalar) else denominator
     kb = scalar._builder
     with kb._at():
-        return Scalar(kb, arith.CeilDivUIOp(kb._index(numerator, "cdiv"),
-                                            kb._index(denominator, "cdiv")).result)
+        return Scalar(
+            kb,
+            arith.CeilDivUIOp(kb._index(numerator, "cdiv"), kb._index(denominator, "cdiv")).result,
+        )
 
 
 class _Dims:
@@ -234,8 +291,9 @@ class _Dims:
 
     def __getitem__(self, dim: int) -> Scalar:
         if not isinstance(dim, int) or dim not in (0, 1):
-            raise BuildError(f"global tensor '{self._tensor.name}' has dims 0 and 1, not {dim!r}",
-                             _caller())
+            raise BuildError(
+                f"global tensor '{self._tensor.name}' has dims 0 and 1, not {dim!r}", _caller()
+            )
         kb = self._tensor._builder
         with kb._at():
             return Scalar(kb, memref.DimOp(self._tensor.value, kb._index(dim, "dim")).result)
@@ -263,8 +321,9 @@ class SharedTensor:
     """A ring buffer in shared memory, [stages, rows, cols]; `ring[stage]` is one
     stage's tile."""
 
-    def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str,
-                 shape: tuple[int, int, int]):
+    def __init__(
+        self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int, int]
+    ):
         self._builder = builder
         self.value = value
         self.dtype = dtype
@@ -311,8 +370,9 @@ class SharedTile:
 
     def transpose(self) -> SharedTile:
         """This tile as WGMMA's B^T: a stage stored [N, K] used as a [K, N] operand."""
-        return SharedTile(self.ring, self.stage, self.stage_key, self.row, self.rows,
-                          not self.transposed)
+        return SharedTile(
+            self.ring, self.stage, self.stage_key, self.row, self.rows, not self.transposed
+        )
 
     def __getitem__(self, rows: slice) -> SharedTile:
         """Rows `start:stop` of the tile (multiples of 64: WGMMA's M), e.g. the part
@@ -322,17 +382,27 @@ class SharedTile:
             raise BuildTypeError("a shared tile is sliced by rows, as tile[start:stop]", where)
         start, stop, _ = rows.indices(self.rows)
         if self.transposed or start % 64 or stop <= start:
-            raise BuildError(f"rows [{start}, {stop}) of a shared tile: a slice must be a "
-                             f"non-empty, 64-row aligned range of an untransposed tile", where)
-        return SharedTile(self.ring, self.stage, self.stage_key, self.row + start,
-                          stop - start, False)
+            raise BuildError(
+                f"rows [{start}, {stop}) of a shared tile: a slice must be a "
+                f"non-empty, 64-row aligned range of an untransposed tile",
+                where,
+            )
+        return SharedTile(
+            self.ring, self.stage, self.stage_key, self.row + start, stop - start, False
+        )
 
 
 class Barriers:
     """An array of mbarriers (one per stage of a ring); `barriers[stage]` is one."""
 
-    def __init__(self, builder: KernelBuilder, value: ir.Value, arrival_count: int,
-                 num_barriers: int, where: SourceLocation):
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        value: ir.Value,
+        arrival_count: int,
+        num_barriers: int,
+        where: SourceLocation,
+    ):
         self._builder = builder
         self.value = value
         self.arrival_count = arrival_count
@@ -355,8 +425,7 @@ class BarrierRef:
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`)."""
 
-    def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str,
-                 shape: tuple[int, int]):
+    def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int]):
         self._builder = builder
         self.value = value
         self.dtype = dtype
@@ -372,8 +441,15 @@ class RingLoop:
     where a drain starts, and `previous_stage` that of the last trip.
     `trips` (the number of K tiles) is valid inside and after."""
 
-    def __init__(self, builder: KernelBuilder, loop: scf.ForOp, start, step: int,
-                 num_stages: int, where: SourceLocation):
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        loop: scf.ForOp,
+        start,
+        step: int,
+        num_stages: int,
+        where: SourceLocation,
+    ):
         self._builder = builder
         self.loop = loop
         self._start = start
@@ -385,8 +461,9 @@ class RingLoop:
 
     def _inside(self, what: str) -> None:
         if self.finished:
-            raise BuildError(f"`{what}` of the ring loop at {self.where} exists only inside "
-                             f"its body", _caller())
+            raise BuildError(
+                f"`{what}` of the ring loop at {self.where} exists only inside its body", _caller()
+            )
 
     @property
     def trips(self) -> Scalar:
@@ -441,11 +518,13 @@ class RingLoop:
         with kb._at():
             wraps = arith.CmpIOp(arith.CmpIPredicate.eq, stage, kb._index(0, "stage")).result
             before = arith.SubIOp(stage, kb._index(1, "stage")).result
-            return Scalar(kb, arith.SelectOp(wraps, kb._index(self.num_stages - 1, "stage"),
-                                             before).result)
+            return Scalar(
+                kb, arith.SelectOp(wraps, kb._index(self.num_stages - 1, "stage"), before).result
+            )
 
 
 # Op namespaces, named as in the seed ----------------------------------------------
+
 
 class _Mbarrier:
     def __init__(self, builder: KernelBuilder):
@@ -460,13 +539,21 @@ class _Mbarrier:
         where = _caller()
         for name, value in (("arrival_count", arrival_count), ("num_barriers", num_barriers)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise BuildError(f"mbarrier.alloc: {name} must be a positive int, got {value!r}",
-                                 where)
-        kb._require_top_level("mbarrier.alloc", "every thread of the block initialises "
-                                                "the barriers before the roles split")
+                raise BuildError(
+                    f"mbarrier.alloc: {name} must be a positive int, got {value!r}", where
+                )
+        kb._require_top_level(
+            "mbarrier.alloc",
+            "every thread of the block initialises the barriers before the roles split",
+        )
         with kb._at(where):
-            barriers = Barriers(kb, dialect.mbarrier_alloc(arrival_count, num_barriers),
-                                arrival_count, num_barriers, where)
+            barriers = Barriers(
+                kb,
+                dialect.mbarrier_alloc(arrival_count, num_barriers),
+                arrival_count,
+                num_barriers,
+                where,
+            )
         kb._awaiting_sync.append(barriers)
         return barriers
 
@@ -477,8 +564,7 @@ class _Mbarrier:
         with kb._at():
             dialect.mbarrier_wait(ref.barriers.value, ref.stage, kb._i1(phase, "phase"))
 
-    def arrive(self, barrier: BarrierRef, every_cta: bool = False,
-               per_warp: bool = False) -> None:
+    def arrive(self, barrier: BarrierRef, every_cta: bool = False, per_warp: bool = False) -> None:
         """Every executing thread arrives once on `barrier`; with `every_cta`,
         on that barrier of every CTA of the cluster (the release of a stage
         that other CTAs' multicast copies write). With `per_warp` each
@@ -487,11 +573,17 @@ class _Mbarrier:
         kb = self._kb
         ref = kb._barrier(barrier, "mbarrier.arrive")
         if every_cta and kb.cluster_size < 2:
-            raise BuildError("mbarrier.arrive: every_cta=True needs a kernel in clusters "
-                             "(KernelBuilder(cluster_size=2, ...))", _caller())
+            raise BuildError(
+                "mbarrier.arrive: every_cta=True needs a kernel in clusters "
+                "(KernelBuilder(cluster_size=2, ...))",
+                _caller(),
+            )
         if per_warp and any(scope.kind == "single_thread" for scope in kb._scopes):
-            raise BuildError("mbarrier.arrive: per_warp=True inside single_thread: one "
-                             "thread cannot arrive for its warp", _caller())
+            raise BuildError(
+                "mbarrier.arrive: per_warp=True inside single_thread: one "
+                "thread cannot arrive for its warp",
+                _caller(),
+            )
         with kb._at():
             if every_cta:
                 dialect.mbarrier_arrive_cluster(ref.barriers.value, ref.stage, per_warp)
@@ -502,10 +594,16 @@ class _Mbarrier:
         """Arrive once and add `transaction_bytes` to the bytes `barrier` waits for."""
         kb = self._kb
         ref = kb._barrier(barrier, "mbarrier.arrive_and_expect_tx")
-        if isinstance(transaction_bytes, bool) or not isinstance(transaction_bytes, int) \
-                or transaction_bytes < 1:
-            raise BuildError(f"mbarrier.arrive_and_expect_tx: transaction_bytes must be a "
-                             f"positive int, got {transaction_bytes!r}", _caller())
+        if (
+            isinstance(transaction_bytes, bool)
+            or not isinstance(transaction_bytes, int)
+            or transaction_bytes < 1
+        ):
+            raise BuildError(
+                f"mbarrier.arrive_and_expect_tx: transaction_bytes must be a "
+                f"positive int, got {transaction_bytes!r}",
+                _caller(),
+            )
         with kb._at():
             dialect.mbarrier_arrive_expect_tx(ref.barriers.value, ref.stage, transaction_bytes)
 
@@ -514,8 +612,14 @@ class _Tma:
     def __init__(self, builder: KernelBuilder):
         self._kb = builder
 
-    def global_to_shared(self, src: GlobalTensor, dst: SharedTile, offsets: Sequence,
-                         mbarrier: BarrierRef, multicast: bool = False) -> None:
+    def global_to_shared(
+        self,
+        src: GlobalTensor,
+        dst: SharedTile,
+        offsets: Sequence,
+        mbarrier: BarrierRef,
+        multicast: bool = False,
+    ) -> None:
         """Copy src[offsets[0]:+rows, offsets[1]:+cols] into the stage tile `dst`
         (zero-filled out of bounds), completing on `mbarrier`, which must be the
         barrier of dst's stage. With `multicast` the tile is the cluster's:
@@ -529,24 +633,37 @@ class _Tma:
         _expect(dst, SharedTile, f"{what} dst", "a stage of a shared tensor, e.g. sa[stage]")
         ref = kb._barrier(mbarrier, what)
         if src.dtype != dst.dtype:
-            raise BuildTypeError(f"{what}: src '{src.name}' is {src.dtype} but dst is "
-                                 f"{dst.dtype}", where)
+            raise BuildTypeError(
+                f"{what}: src '{src.name}' is {src.dtype} but dst is {dst.dtype}", where
+            )
         if not dst.is_whole_stage:
             raise BuildError(f"{what}: dst must be a whole stage tile, ring[stage]", where)
         if dst.cols * ELEMENT_BYTES[dst.dtype] > SWIZZLE_BYTES:
-            raise BuildError(f"{what}: dst rows are {dst.cols * ELEMENT_BYTES[dst.dtype]} "
-                             f"bytes; a TMA load fills at most {SWIZZLE_BYTES} (the swizzle "
-                             f"span)", where)
+            raise BuildError(
+                f"{what}: dst rows are {dst.cols * ELEMENT_BYTES[dst.dtype]} "
+                f"bytes; a TMA load fills at most {SWIZZLE_BYTES} (the swizzle "
+                f"span)",
+                where,
+            )
         if ref.stage_key != dst.stage_key:
-            raise BuildError(f"{what}: the copy into a stage completes on that stage's "
-                             f"barrier; use mbarrier=<barriers>[same stage as dst]", where)
+            raise BuildError(
+                f"{what}: the copy into a stage completes on that stage's "
+                f"barrier; use mbarrier=<barriers>[same stage as dst]",
+                where,
+            )
         if multicast:
             if kb.cluster_size < 2:
-                raise BuildError(f"{what}: multicast=True needs a kernel in clusters "
-                                 f"(KernelBuilder(cluster_size=2, ...))", where)
+                raise BuildError(
+                    f"{what}: multicast=True needs a kernel in clusters "
+                    f"(KernelBuilder(cluster_size=2, ...))",
+                    where,
+                )
             if dst.rows % (8 * kb.cluster_size):
-                raise BuildError(f"{what}: a {dst.rows}-row tile cannot be split over "
-                                 f"{kb.cluster_size} CTAs in 8-row slices", where)
+                raise BuildError(
+                    f"{what}: a {dst.rows}-row tile cannot be split over "
+                    f"{kb.cluster_size} CTAs in 8-row slices",
+                    where,
+                )
         row, col = kb._offsets(offsets, what)
         load = dialect.tma_load_multicast if multicast else dialect.tma_load
         with kb._at(where):
@@ -566,8 +683,9 @@ class _Tma:
         """Wait until at most `pending` of this thread's shared_to_global copies
         still read shared memory (before their source is written again)."""
         if isinstance(pending, bool) or not isinstance(pending, int) or pending < 0:
-            raise BuildError(f"tma.store_wait: pending must be an int >= 0, got {pending!r}",
-                             _caller())
+            raise BuildError(
+                f"tma.store_wait: pending must be an int >= 0, got {pending!r}", _caller()
+            )
         with self._kb._at():
             dialect.tma_store_wait(pending)
 
@@ -588,29 +706,46 @@ class _Wgmma:
         kb = self._kb
         where = _caller()
         _expect(a, SharedTile, "wgmma.mma a", "a stage of a shared tensor, e.g. sa[stage]")
-        _expect(b, SharedTile, "wgmma.mma b", "a stage of a shared tensor, e.g. sb[stage] or "
-                                              "sb[stage].transpose()")
-        kb._own(_expect(acc, RegisterTile, "wgmma.mma acc",
-                        "a register tile (kb.register_tensor)"), "wgmma.mma")
+        _expect(
+            b,
+            SharedTile,
+            "wgmma.mma b",
+            "a stage of a shared tensor, e.g. sb[stage] or sb[stage].transpose()",
+        )
+        kb._own(
+            _expect(acc, RegisterTile, "wgmma.mma acc", "a register tile (kb.register_tensor)"),
+            "wgmma.mma",
+        )
         if a.transposed:
-            raise BuildError("wgmma.mma: A is read as stored, [M, K]; it cannot be transposed",
-                             where)
+            raise BuildError(
+                "wgmma.mma: A is read as stored, [M, K]; it cannot be transposed", where
+            )
         if b.row != 0 or b.rows != b.ring.shape[1]:
-            raise BuildError("wgmma.mma: B is a whole stage tile; only A's rows can be sliced",
-                             where)
+            raise BuildError(
+                "wgmma.mma: B is a whole stage tile; only A's rows can be sliced", where
+            )
         if a.dtype != b.dtype:
             raise BuildTypeError(f"wgmma.mma: A is {a.dtype} but B is {b.dtype}", where)
         b_k, b_n = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
         m, n = acc.shape
         if a.rows != m or b_n != n or a.cols != b_k:
             layout = "[N, K] stage, transposed" if b.transposed else "[K, N] stage"
-            raise BuildError(f"wgmma.mma: shapes do not chain: A is [{a.rows}, {a.cols}], B "
-                             f"is [{b_k}, {b_n}] (a {layout}), acc is [{m}, {n}]", where)
+            raise BuildError(
+                f"wgmma.mma: shapes do not chain: A is [{a.rows}, {a.cols}], B "
+                f"is [{b_k}, {b_n}] (a {layout}), acc is [{m}, {n}]",
+                where,
+            )
         if a.stage_key != b.stage_key:
             raise BuildError("wgmma.mma: A and B must be the same stage of their rings", where)
         with kb._at(where):
-            dialect.wgmma(a.ring.value, b.ring.value, a.stage, acc.value, a.row,
-                          "nk" if b.transposed else "kn")
+            dialect.wgmma(
+                a.ring.value,
+                b.ring.value,
+                a.stage,
+                acc.value,
+                a.row,
+                "nk" if b.transposed else "kn",
+            )
 
     def commit_group(self) -> None:
         """Close the open group of WGMMAs."""
@@ -620,13 +755,15 @@ class _Wgmma:
     def wait_group(self, pending: int) -> None:
         """Wait until at most `pending` committed WGMMA groups are in flight."""
         if isinstance(pending, bool) or not isinstance(pending, int) or pending < 0:
-            raise BuildError(f"wgmma.wait_group: pending must be an int >= 0, got {pending!r}",
-                             _caller())
+            raise BuildError(
+                f"wgmma.wait_group: pending must be an int >= 0, got {pending!r}", _caller()
+            )
         with self._kb._at():
             dialect.wgmma_wait_group(pending)
 
 
 # The builder ------------------------------------------------------------------------
+
 
 @dataclass
 class _Scope:
@@ -648,22 +785,40 @@ class KernelBuilder:
     kernel reads ("m", "n" or "k" for a matmul). The builder owns its MLIR
     context, unless given one."""
 
-    def __init__(self, name: str = "kernel", *, num_warps: int = 4,
-                 grid: Sequence[tuple[str, int]] = (), cluster_size: int = 1,
-                 context: ir.Context | None = None):
+    def __init__(
+        self,
+        name: str = "kernel",
+        *,
+        num_warps: int = 4,
+        grid: Sequence[tuple[str, int]] = (),
+        cluster_size: int = 1,
+        context: ir.Context | None = None,
+    ):
         where = _caller()
-        if isinstance(cluster_size, bool) or not isinstance(cluster_size, int) \
-                or not 1 <= cluster_size <= MAX_PORTABLE_CLUSTER:
-            raise BuildError(f"cluster_size must be an int in [1, {MAX_PORTABLE_CLUSTER}], got "
-                             f"{cluster_size!r}", where)
-        if isinstance(num_warps, bool) or not isinstance(num_warps, int) \
-                or not 1 <= num_warps * WARP_SIZE <= MAX_BLOCK_THREADS:
-            raise BuildError(f"num_warps must be an int in [1, {MAX_BLOCK_THREADS // WARP_SIZE}], "
-                             f"got {num_warps!r}", where)
+        if (
+            isinstance(cluster_size, bool)
+            or not isinstance(cluster_size, int)
+            or not 1 <= cluster_size <= MAX_PORTABLE_CLUSTER
+        ):
+            raise BuildError(
+                f"cluster_size must be an int in [1, {MAX_PORTABLE_CLUSTER}], got {cluster_size!r}",
+                where,
+            )
+        if (
+            isinstance(num_warps, bool)
+            or not isinstance(num_warps, int)
+            or not 1 <= num_warps * WARP_SIZE <= MAX_BLOCK_THREADS
+        ):
+            raise BuildError(
+                f"num_warps must be an int in [1, {MAX_BLOCK_THREADS // WARP_SIZE}], "
+                f"got {num_warps!r}",
+                where,
+            )
         self.grid = tuple((str(size), int(tile)) for size, tile in grid)
         if len(self.grid) > 3 or any(tile < 1 for _, tile in self.grid):
-            raise BuildError(f"grid must be up to 3 (size name, positive tile) pairs, got "
-                             f"{list(grid)!r}", where)
+            raise BuildError(
+                f"grid must be up to 3 (size name, positive tile) pairs, got {list(grid)!r}", where
+            )
         self.name = name
         self.num_threads = num_warps * WARP_SIZE
         self.context = context or dialect.make_context()
@@ -694,8 +849,9 @@ class KernelBuilder:
     def _at(self, where: SourceLocation | None = None):
         """Emit at the innermost open region, located at the user's line."""
         if self._finished:
-            raise BuildError(f"kernel '{self.name}' is finished; build a new KernelBuilder",
-                             where or _caller())
+            raise BuildError(
+                f"kernel '{self.name}' is finished; build a new KernelBuilder", where or _caller()
+            )
         where = where or _caller()
         with self.context, where.mlir(), ir.InsertionPoint(self._scopes[-1].block):
             yield
@@ -705,8 +861,10 @@ class KernelBuilder:
             self._own(value, what)
             return value.value
         if isinstance(value, bool) or not isinstance(value, int):
-            raise BuildTypeError(f"{what}: expected an int or a run-time index value, got "
-                                 f"{type(value).__name__}", _caller())
+            raise BuildTypeError(
+                f"{what}: expected an int or a run-time index value, got {type(value).__name__}",
+                _caller(),
+            )
         # One constant per value and region: one made in an enclosing region
         # earlier dominates everything built inside the current one.
         for scope in reversed(self._scopes):
@@ -721,8 +879,11 @@ class KernelBuilder:
             self._own(value, what)
             return value.value
         if not isinstance(value, bool):
-            raise BuildTypeError(f"{what}: expected a bool (e.g. PRODUCER_INITIAL_PHASE) or a "
-                                 f"run-time phase, got {type(value).__name__}", _caller())
+            raise BuildTypeError(
+                f"{what}: expected a bool (e.g. PRODUCER_INITIAL_PHASE) or a "
+                f"run-time phase, got {type(value).__name__}",
+                _caller(),
+            )
         return arith.ConstantOp(ir.IntegerType.get_signless(1), int(value)).result
 
     def _own(self, value, what: str):
@@ -732,10 +893,10 @@ class KernelBuilder:
 
     def _stage(self, stage, num_stages: int, what: str) -> tuple[ir.Value, object]:
         """(value, key) of a stage index; equal keys mean the same stage."""
-        if isinstance(stage, int) and not isinstance(stage, bool) \
-                and not 0 <= stage < num_stages:
-            raise BuildError(f"stage {stage} is outside the {what}'s {num_stages} stages",
-                             _caller())
+        if isinstance(stage, int) and not isinstance(stage, bool) and not 0 <= stage < num_stages:
+            raise BuildError(
+                f"stage {stage} is outside the {what}'s {num_stages} stages", _caller()
+            )
         with self._at():
             value = self._index(stage, f"{what} stage")
         return value, (stage if isinstance(stage, int) else value)
@@ -749,30 +910,44 @@ class KernelBuilder:
     def _barrier(self, barrier, what: str) -> BarrierRef:
         where = _caller()
         if isinstance(barrier, Barriers):
-            raise BuildTypeError(f"{what}: pick one barrier of the array, e.g. barriers[stage]",
-                                 where)
+            raise BuildTypeError(
+                f"{what}: pick one barrier of the array, e.g. barriers[stage]", where
+            )
         if not isinstance(barrier, BarrierRef):
-            raise BuildTypeError(f"{what}: expected one mbarrier, barriers[stage] of an array "
-                                 f"from kb.mbarrier.alloc, got {type(barrier).__name__}", where)
+            raise BuildTypeError(
+                f"{what}: expected one mbarrier, barriers[stage] of an array "
+                f"from kb.mbarrier.alloc, got {type(barrier).__name__}",
+                where,
+            )
         if barrier.barriers._builder is not self:
-            raise BuildError(f"{what}: the mbarrier was never allocated in this kernel (it "
-                             f"belongs to another builder); allocate it with "
-                             f"kb.mbarrier.alloc", where)
+            raise BuildError(
+                f"{what}: the mbarrier was never allocated in this kernel (it "
+                f"belongs to another builder); allocate it with "
+                f"kb.mbarrier.alloc",
+                where,
+            )
         if barrier.barriers in self._awaiting_sync:
-            raise BuildError(f"{what}: the mbarriers allocated at {barrier.barriers.where} are "
-                             f"used before a block-wide kb.sync() made their initialisation "
-                             f"visible to every thread", where)
+            raise BuildError(
+                f"{what}: the mbarriers allocated at {barrier.barriers.where} are "
+                f"used before a block-wide kb.sync() made their initialisation "
+                f"visible to every thread",
+                where,
+            )
         return barrier
 
     def _require_top_level(self, what: str, why: str) -> None:
         if len(self._scopes) > 1:
             scope = self._scopes[-1]
-            raise BuildError(f"{what} belongs at the top level of the kernel ({why}), not "
-                             f"inside the {scope.kind} opened at {scope.where}", _caller())
+            raise BuildError(
+                f"{what} belongs at the top level of the kernel ({why}), not "
+                f"inside the {scope.kind} opened at {scope.where}",
+                _caller(),
+            )
 
     @contextlib.contextmanager
-    def _region(self, block: ir.Block, kind: str, where: SourceLocation,
-                terminator=lambda: scf.YieldOp([])):
+    def _region(
+        self, block: ir.Block, kind: str, where: SourceLocation, terminator=lambda: scf.YieldOp([])
+    ):
         self._scopes.append(_Scope(block, kind, where))
         yield
         with self.context, where.mlir(), ir.InsertionPoint(block):
@@ -792,8 +967,9 @@ class KernelBuilder:
         with self.context:
             type_ = ir.Type.parse(f"memref<?x?x{dtype}>")
             value = self.body.add_argument(type_, where.mlir())
-            self.func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
-                [arg.type for arg in self.body.arguments], []))
+            self.func.attributes["function_type"] = ir.TypeAttr.get(
+                ir.FunctionType.get([arg.type for arg in self.body.arguments], [])
+            )
         tensor = GlobalTensor(self, value, tensor_name(len(self._tensors)), dtype)
         self._tensors.append(tensor)
         return tensor
@@ -811,17 +987,24 @@ class KernelBuilder:
         where = _caller()
         _check_dtype(dtype, TILE_DTYPES, "shared_tensor")
         shape = tuple(shape)
-        if len(shape) != 3 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
-                                  for d in shape):
-            raise BuildError(f"shared_tensor: shape must be [stages, rows, cols] of positive "
-                             f"ints, got {list(shape)!r}", where)
+        if len(shape) != 3 or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
+        ):
+            raise BuildError(
+                f"shared_tensor: shape must be [stages, rows, cols] of positive "
+                f"ints, got {list(shape)!r}",
+                where,
+            )
         stages, rows, cols = shape
         row_bytes = cols * ELEMENT_BYTES[dtype]
         if (row_bytes > SWIZZLE_BYTES and row_bytes % SWIZZLE_BYTES) or rows > MAX_TMA_BOX:
-            raise BuildError(f"shared_tensor: a {rows}x{cols} {dtype} tile breaks the tile "
-                             f"rules: at most {MAX_TMA_BOX} rows (the TMA box) and "
-                             f"{SWIZZLE_BYTES} bytes a row (the swizzle span) or a multiple "
-                             f"of it, it has {row_bytes}", where)
+            raise BuildError(
+                f"shared_tensor: a {rows}x{cols} {dtype} tile breaks the tile "
+                f"rules: at most {MAX_TMA_BOX} rows (the TMA box) and "
+                f"{SWIZZLE_BYTES} bytes a row (the swizzle span) or a multiple "
+                f"of it, it has {row_bytes}",
+                where,
+            )
         self._require_top_level("shared_tensor", "shared memory is laid out once per block")
         with self._at(where):
             value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, cols, dtype))
@@ -833,11 +1016,19 @@ class KernelBuilder:
         where = _caller()
         _check_dtype(dtype, GLOBAL_DTYPES, "register_tensor")
         shape = tuple(shape)
-        if len(shape) != 2 or shape[0] % 64 or shape[0] < 64 or shape[1] % 8 \
-                or not 8 <= shape[1] <= 256:
-            raise BuildError(f"register_tensor: shape must be [rows, cols] with rows a multiple "
-                             f"of 64 (WGMMA's M) and cols a multiple of 8 in [8, 256] (WGMMA's "
-                             f"N), got {list(shape)!r}", where)
+        if (
+            len(shape) != 2
+            or shape[0] % 64
+            or shape[0] < 64
+            or shape[1] % 8
+            or not 8 <= shape[1] <= 256
+        ):
+            raise BuildError(
+                f"register_tensor: shape must be [rows, cols] with rows a multiple "
+                f"of 64 (WGMMA's M) and cols a multiple of 8 in [8, 256] (WGMMA's "
+                f"N), got {list(shape)!r}",
+                where,
+            )
         with self._at(where):
             value = dialect.acc_alloc(dialect.acc_type(shape, dtype))
         return RegisterTile(self, value, dtype, shape)
@@ -854,14 +1045,16 @@ class KernelBuilder:
         """Store a register tile into dst[offsets[0]:+rows, offsets[1]:+cols], clipped at
         dst's bounds."""
         where = _caller()
-        self._own(_expect(dst, GlobalTensor, "store_global dst", "a global tensor"),
-                  "store_global")
-        self._own(_expect(tile, RegisterTile, "store_global tile", "a register tile"),
-                  "store_global")
+        self._own(_expect(dst, GlobalTensor, "store_global dst", "a global tensor"), "store_global")
+        self._own(
+            _expect(tile, RegisterTile, "store_global tile", "a register tile"), "store_global"
+        )
         if tile.dtype != dst.dtype:
-            raise BuildTypeError(f"store_global: the tile is {tile.dtype} but '{dst.name}' is "
-                                 f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
-                                 where)
+            raise BuildTypeError(
+                f"store_global: the tile is {tile.dtype} but '{dst.name}' is "
+                f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
+                where,
+            )
         row, col = self._offsets(offsets, "store_global")
         with self._at(where):
             dialect.store(tile.value, dst.value, row, col)
@@ -873,17 +1066,23 @@ class KernelBuilder:
         a sync; before kb.shared_to_global, a sync."""
         where = _caller()
         _expect(dst, SharedTile, "store_shared dst", "a stage of a shared tensor, e.g. sc[stage]")
-        self._own(_expect(tile, RegisterTile, "store_shared tile", "a register tile"),
-                  "store_shared")
+        self._own(
+            _expect(tile, RegisterTile, "store_shared tile", "a register tile"), "store_shared"
+        )
         if not dst.is_whole_stage:
             raise BuildError("store_shared: dst must be a whole stage tile, ring[stage]", where)
         if tile.dtype != dst.dtype:
-            raise BuildTypeError(f"store_shared: the tile is {tile.dtype} but dst is "
-                                 f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
-                                 where)
+            raise BuildTypeError(
+                f"store_shared: the tile is {tile.dtype} but dst is "
+                f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
+                where,
+            )
         if list(tile.shape) != [dst.rows, dst.cols]:
-            raise BuildError(f"store_shared: the tile is {list(tile.shape)} but the stage tile "
-                             f"is [{dst.rows}, {dst.cols}]", where)
+            raise BuildError(
+                f"store_shared: the tile is {list(tile.shape)} but the stage tile "
+                f"is [{dst.rows}, {dst.cols}]",
+                where,
+            )
         with self._at(where):
             dialect.store_shared(tile.value, dst.ring.value, dst.stage)
 
@@ -899,15 +1098,17 @@ class KernelBuilder:
         with self._at(where):
             dialect.coalesced_store(src.ring.value, src.stage, dst.value, row, col)
 
-    def _stage_copy_offsets(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence,
-                            what: str, where) -> tuple[ir.Value, ir.Value]:
+    def _stage_copy_offsets(
+        self, src: SharedTile, dst: GlobalTensor, offsets: Sequence, what: str, where
+    ) -> tuple[ir.Value, ir.Value]:
         """The checks of a copy of a whole stage tile into a global tensor; its
         (row, col) offsets."""
         _expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
         self._own(_expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
         if src.dtype != dst.dtype:
-            raise BuildTypeError(f"{what}: src is {src.dtype} but dst '{dst.name}' is "
-                                 f"{dst.dtype}", where)
+            raise BuildTypeError(
+                f"{what}: src is {src.dtype} but dst '{dst.name}' is {dst.dtype}", where
+            )
         if not src.is_whole_stage:
             raise BuildError(f"{what}: src must be a whole stage tile, ring[stage]", where)
         return self._offsets(offsets, what)
@@ -930,11 +1131,15 @@ class KernelBuilder:
         mbarrier initialisation visible to the other CTAs too."""
         where = _caller()
         if self.cluster_size < 2:
-            raise BuildError("cluster_sync needs a kernel in clusters "
-                             "(KernelBuilder(cluster_size=2, ...))", where)
+            raise BuildError(
+                "cluster_sync needs a kernel in clusters (KernelBuilder(cluster_size=2, ...))",
+                where,
+            )
         if self._thread_group is not None:
-            raise BuildError("cluster_sync inside a thread group: every thread of the "
-                             "cluster must reach it", where)
+            raise BuildError(
+                "cluster_sync inside a thread group: every thread of the cluster must reach it",
+                where,
+            )
         with self._at(where):
             dialect.cluster_sync()
         if len(self._scopes) == 1:
@@ -949,26 +1154,37 @@ class KernelBuilder:
     # Regions -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def thread_group(self, thread_begin: int, num_threads: int, role: str,
-                     max_registers: int | None = None):
+    def thread_group(
+        self, thread_begin: int, num_threads: int, role: str, max_registers: int | None = None
+    ):
         """Code for threads [thread_begin, thread_begin + num_threads) only: a warp
         role (`wsc.role` guarding an scf.if). `role` names it ("producer",
         "consumer"); `max_registers` is its setmaxnreg budget."""
         where = _caller()
         if not isinstance(role, str) or not role:
-            raise BuildTypeError(f"thread_group: role must name the role (e.g. \"producer\"), "
-                                 f"got {role!r}", where)
+            raise BuildTypeError(
+                f'thread_group: role must name the role (e.g. "producer"), got {role!r}', where
+            )
         if self._thread_group is not None:
             raise BuildError("thread groups do not nest: close the enclosing one first", where)
         for name, value in (("thread_begin", thread_begin), ("num_threads", num_threads)):
             if isinstance(value, bool) or not isinstance(value, int) or value % WARP_SIZE:
-                raise BuildError(f"thread_group: {name} must be a multiple of {WARP_SIZE} "
-                                 f"(whole warps), got {value!r}", where)
-        if thread_begin < 0 or num_threads < WARP_SIZE \
-                or thread_begin + num_threads > self.num_threads:
-            raise BuildError(f"thread_group: threads [{thread_begin}, "
-                             f"{thread_begin + num_threads}) are not inside the block of "
-                             f"{self.num_threads} threads", where)
+                raise BuildError(
+                    f"thread_group: {name} must be a multiple of {WARP_SIZE} "
+                    f"(whole warps), got {value!r}",
+                    where,
+                )
+        if (
+            thread_begin < 0
+            or num_threads < WARP_SIZE
+            or thread_begin + num_threads > self.num_threads
+        ):
+            raise BuildError(
+                f"thread_group: threads [{thread_begin}, "
+                f"{thread_begin + num_threads}) are not inside the block of "
+                f"{self.num_threads} threads",
+                where,
+            )
         self._require_top_level("thread_group", "roles split the block's threads")
         with self._at(where):
             guard = scf.IfOp(dialect.role(role, thread_begin, num_threads, max_registers))
@@ -997,8 +1213,9 @@ class KernelBuilder:
         with self._region(guard.then_block, "if_", where):
             yield
 
-    def range(self, start, stop, step: int, *, stages: int, phase: bool,
-              unroll: int | None = None) -> Iterator[RingLoop]:
+    def range(
+        self, start, stop, step: int, *, stages: int, phase: bool, unroll: int | None = None
+    ) -> Iterator[RingLoop]:
         """The ring loop over offsets start, start + step, ... < stop: one trip per
         K tile, carrying the ring position (stage, phase) from (0, phase) and
         advancing it after every trip. `phase` is the role's initial phase
@@ -1014,11 +1231,16 @@ class KernelBuilder:
         if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
             raise BuildError(f"range: stages must be a positive int, got {stages!r}", where)
         if not isinstance(phase, bool):
-            raise BuildTypeError("range: phase must be PRODUCER_INITIAL_PHASE or "
-                                 "CONSUMER_INITIAL_PHASE (a bool)", where)
+            raise BuildTypeError(
+                "range: phase must be PRODUCER_INITIAL_PHASE or CONSUMER_INITIAL_PHASE (a bool)",
+                where,
+            )
         if unroll is not None and unroll != stages:
-            raise BuildError(f"range: --unroll-ring-buffer unrolls a ring loop by its number "
-                             f"of stages; unroll={unroll!r} differs from stages={stages}", where)
+            raise BuildError(
+                f"range: --unroll-ring-buffer unrolls a ring loop by its number "
+                f"of stages; unroll={unroll!r} differs from stages={stages}",
+                where,
+            )
         self._unroll.append((unroll is not None, where))
         with self._at(where):
             start_value = self._index(start, "range start")
@@ -1054,14 +1276,19 @@ class KernelBuilder:
         with self._at(where):
             ring_size = self._index(stages, "stages")
             one = self._index(1, "step")
-            loop = scf.ForOp(self._index(0, "start"), ring_size, one,
-                             [after.loop.results[0], after.loop.results[1]])
+            loop = scf.ForOp(
+                self._index(0, "start"),
+                ring_size,
+                one,
+                [after.loop.results[0], after.loop.results[1]],
+            )
             with ir.InsertionPoint(loop.body):
                 stage, phase = loop.inner_iter_args
                 # Position trips + j waits for the release of fill trips + j - N,
                 # which exists only when trips + j >= N.
-                position = arith.AddIOp(loop.induction_variable,
-                                        after.loop.operation.operands[1]).result
+                position = arith.AddIOp(
+                    loop.induction_variable, after.loop.operation.operands[1]
+                ).result
                 filled = arith.CmpIOp(arith.CmpIPredicate.uge, position, ring_size).result
                 guard = scf.IfOp(filled)
                 with ir.InsertionPoint(guard.then_block):
@@ -1072,8 +1299,12 @@ class KernelBuilder:
     def pipeline(self, num_stages: int, consumer_arrivals: int) -> Pipeline:
         """The full/empty barrier pair of a ring of `num_stages` (see Pipeline)."""
         where = _caller()
-        return Pipeline(self, self.mbarrier.alloc(1, num_stages),
-                        self.mbarrier.alloc(consumer_arrivals, num_stages), where)
+        return Pipeline(
+            self,
+            self.mbarrier.alloc(1, num_stages),
+            self.mbarrier.alloc(consumer_arrivals, num_stages),
+            where,
+        )
 
     # Finishing ------------------------------------------------------------------------
 
@@ -1083,8 +1314,11 @@ class KernelBuilder:
         where = _caller()
         if len(self._scopes) > 1:
             scope = self._scopes[-1]
-            raise BuildError(f"the {scope.kind} opened at {scope.where} was left before its end "
-                             f"(a break or return inside a builder loop or block)", where)
+            raise BuildError(
+                f"the {scope.kind} opened at {scope.where} was left before its end "
+                f"(a break or return inside a builder loop or block)",
+                where,
+            )
         if self._finished:
             raise BuildError(f"kernel '{self.name}' is already finished", where)
         with self.context, where.mlir(), ir.InsertionPoint(self.body):
@@ -1093,8 +1327,11 @@ class KernelBuilder:
         unrolled = {flag for flag, _ in self._unroll}
         if len(unrolled) > 1:
             plain = next(loc for flag, loc in self._unroll if not flag)
-            raise BuildError(f"--unroll-ring-buffer unrolls every ring loop of a kernel, but "
-                             f"the ring loop at {plain} has no unroll=", plain)
+            raise BuildError(
+                f"--unroll-ring-buffer unrolls every ring loop of a kernel, but "
+                f"the ring loop at {plain} has no unroll=",
+                plain,
+            )
         kernel = Kernel(self.module, self.context, self.name, self.grid, unroll=True in unrolled)
         kernel.verify()
         return kernel
@@ -1133,8 +1370,9 @@ class Pipeline:
     the transaction bytes); `empty[stage]` when every consumer thread has
     released it (`consumer_arrivals` arrivals)."""
 
-    def __init__(self, builder: KernelBuilder, full: Barriers, empty: Barriers,
-                 where: SourceLocation):
+    def __init__(
+        self, builder: KernelBuilder, full: Barriers, empty: Barriers, where: SourceLocation
+    ):
         self._kb = builder
         self.full = full
         self.empty = empty
@@ -1144,14 +1382,16 @@ class Pipeline:
     def producer_range(self, start, stop, step: int, unroll: int | None = None):
         """The producer's ring loop: it starts at PRODUCER_INITIAL_PHASE, so the
         first pass over the fresh empty barriers does not block."""
-        return self._kb.range(start, stop, step, stages=self.num_stages,
-                              phase=PRODUCER_INITIAL_PHASE, unroll=unroll)
+        return self._kb.range(
+            start, stop, step, stages=self.num_stages, phase=PRODUCER_INITIAL_PHASE, unroll=unroll
+        )
 
     def consumer_range(self, start, stop, step: int, unroll: int | None = None):
         """A consumer's ring loop: it starts at CONSUMER_INITIAL_PHASE, so its first
         wait blocks until the first copy has landed."""
-        return self._kb.range(start, stop, step, stages=self.num_stages,
-                              phase=CONSUMER_INITIAL_PHASE, unroll=unroll)
+        return self._kb.range(
+            start, stop, step, stages=self.num_stages, phase=CONSUMER_INITIAL_PHASE, unroll=unroll
+        )
 
     def acquire(self, it: RingLoop) -> None:
         """Producer: wait until this trip's stage is empty."""
@@ -1179,6 +1419,7 @@ class Pipeline:
 
 # Built kernels -------------------------------------------------------------------------
 
+
 def _located_failure(engine: DiagnosticEngine) -> str:
     return "\n".join(d.format() for d in engine.diagnostics)
 
@@ -1191,9 +1432,17 @@ class Kernel:
     (--unroll-ring-buffer when the ring loops asked for it, else the protocol
     check) and lowers to PTX."""
 
-    def __init__(self, module: ir.Module | ir.Operation, context: ir.Context, name: str,
-                 grid: tuple[tuple[str, int], ...], unroll: bool, made_by: str = "builder",
-                 previous: Kernel | None = None, persistent: bool = False):
+    def __init__(
+        self,
+        module: ir.Module | ir.Operation,
+        context: ir.Context,
+        name: str,
+        grid: tuple[tuple[str, int], ...],
+        unroll: bool,
+        made_by: str = "builder",
+        previous: Kernel | None = None,
+        persistent: bool = False,
+    ):
         self.module = module
         self.context = context
         self.name = name
@@ -1233,10 +1482,14 @@ class Kernel:
                 engine.add_pass_error(error)
         if engine.has_errors:
             first = engine.diagnostics[0]
-            where = (SourceLocation(first.filename, first.line, first.col)
-                     if first.line is not None else None)
-            raise BuildError(first.message if len(engine.diagnostics) == 1
-                             else _located_failure(engine), where)
+            where = (
+                SourceLocation(first.filename, first.line, first.col)
+                if first.line is not None
+                else None
+            )
+            raise BuildError(
+                first.message if len(engine.diagnostics) == 1 else _located_failure(engine), where
+            )
 
     def _apply(self, wsc_pass) -> Kernel:
         from wsc.compiler import CompileError
@@ -1245,8 +1498,16 @@ class Kernel:
         engine = DiagnosticEngine("<kernel>")
         if not wsc_pass.apply(clone.operation, engine):
             raise CompileError(_located_failure(engine))
-        return Kernel(clone, self.context, self.name, self.grid, self.unroll,
-                      wsc_pass.ARGUMENT, self, self.persistent)
+        return Kernel(
+            clone,
+            self.context,
+            self.name,
+            self.grid,
+            self.unroll,
+            wsc_pass.ARGUMENT,
+            self,
+            self.persistent,
+        )
 
     def warp_specialize(self, **options) -> Kernel:
         """This (non-specialized) kernel through --warp-specialize, with its options
@@ -1277,8 +1538,9 @@ class Kernel:
         from wsc.compiler import compile_module
 
         with self.context:
-            result = compile_module(self.module.operation.clone(), self.remaining_passes(),
-                                    dump_dir)
+            result = compile_module(
+                self.module.operation.clone(), self.remaining_passes(), dump_dir
+            )
         return CompiledKernel(self, result)
 
 
@@ -1298,8 +1560,10 @@ class CompiledKernel:
     def summary(self) -> str:
         """One line per compile stage: its name, time and what the IR holds after it."""
         width = max(len(stage.name) for stage in self.result.stages)
-        return "\n".join(f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  "
-                         f"{stage.summary}" for stage in self.result.stages)
+        return "\n".join(
+            f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  {stage.summary}"
+            for stage in self.result.stages
+        )
 
     def write_artifact(self, out_dir: str | os.PathLike | None = None, **sizes: int) -> Path:
         """kernel.ptx and kernel.json for the problem `sizes` (e.g. m=, n=, k=), in
@@ -1321,13 +1585,17 @@ class CompiledKernel:
             # B is [N, K] when its first dim is N: read from the kernel, not
             # from the sizes, which cannot tell the layouts apart where N = K.
             b_layout = "nk" if ["b", 0] in info.dims.get("n", []) else "kn"
-            problem.update(dtype=info.tensors["a"]["dtype"], out_dtype=info.tensors["c"]["dtype"],
-                           b_layout=b_layout)
+            problem.update(
+                dtype=info.tensors["a"]["dtype"],
+                out_dtype=info.tensors["c"]["dtype"],
+                b_layout=b_layout,
+            )
             if info.accumulator == "f16":
                 problem["accumulator"] = "f16"
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
-        return write_artifact(out, self.result, dict(sizes), grid, problem, config,
-                              persistent=self.kernel.persistent)
+        return write_artifact(
+            out, self.result, dict(sizes), grid, problem, config, persistent=self.kernel.persistent
+        )
 
 
 # Structural comparison ------------------------------------------------------------------
@@ -1335,10 +1603,23 @@ class CompiledKernel:
 #: Ops whose position in a block does not matter (no side effects, no
 #: ordering): compared as the expressions their users read.
 _EXPRESSION_DIALECTS = ("arith.",)
-_EXPRESSION_OPS = ("memref.dim", "gpu.block_id", "gpu.thread_id", "wsc.elect", "wsc.role",
-                   "wsc.ring_advance")
-_COMMUTATIVE = ("arith.addi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
-                "arith.maxui", "arith.minui")
+_EXPRESSION_OPS = (
+    "memref.dim",
+    "gpu.block_id",
+    "gpu.thread_id",
+    "wsc.elect",
+    "wsc.role",
+    "wsc.ring_advance",
+)
+_COMMUTATIVE = (
+    "arith.addi",
+    "arith.muli",
+    "arith.andi",
+    "arith.ori",
+    "arith.xori",
+    "arith.maxui",
+    "arith.minui",
+)
 
 
 def _is_expression(op: ir.Operation) -> bool:
@@ -1346,8 +1627,9 @@ def _is_expression(op: ir.Operation) -> bool:
 
 
 def _attributes(op: ir.Operation) -> str:
-    named = sorted((op.attributes[i].name, str(op.attributes[i].attr))
-                   for i in range(len(op.attributes)))
+    named = sorted(
+        (op.attributes[i].name, str(op.attributes[i].attr)) for i in range(len(op.attributes))
+    )
     return "{" + ", ".join(f"{name}={value}" for name, value in named) + "}" if named else ""
 
 
@@ -1391,8 +1673,10 @@ def structure(module: ir.Module | ir.Operation) -> str:
             result_types = ", ".join(str(result.type) for result in op.results)
             for number, result in enumerate(op.results):
                 names[result] = f"{label}#{number}" if len(op.results) > 1 else label
-            lines.append(f"{'  ' * depth}{label} = {op.name}{_attributes(op)}({operands})"
-                         + (f" -> {result_types}" if result_types else ""))
+            lines.append(
+                f"{'  ' * depth}{label} = {op.name}{_attributes(op)}({operands})"
+                + (f" -> {result_types}" if result_types else "")
+            )
             for r, region in enumerate(op.regions):
                 for b, inner in enumerate(region.blocks):
                     emit_block(inner, depth + 1, f"{label}.{r}.{b}")

@@ -89,8 +89,7 @@ class Cache:
         return hashlib.sha256(canonical_key(key).encode()).hexdigest()
 
     def _stamp(self, key: dict) -> dict:
-        return {"format": FORMAT_VERSION, "wsc_version": wsc.__version__,
-                "key": canonical_key(key)}
+        return {"format": FORMAT_VERSION, "wsc_version": wsc.__version__, "key": canonical_key(key)}
 
     def _stamp_matches(self, document, key: dict) -> bool:
         if not isinstance(document, dict):
@@ -127,8 +126,9 @@ class Cache:
     def _write_atomically(path: Path, data: bytes) -> None:
         """Write `data` to a temporary file beside `path`, flush it to disk,
         then rename it over `path`; the temporary file never outlives a failure."""
-        handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
-                                             suffix=".tmp", delete=False)
+        handle = tempfile.NamedTemporaryFile(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+        )
         try:
             with handle:
                 handle.write(data)
@@ -160,8 +160,9 @@ class Cache:
         if not self._stamp_matches(stamp, key) or not isinstance(stamp.get("files"), dict):
             return False
         try:
-            return all(_sha256(directory / name) == digest
-                       for name, digest in stamp["files"].items())
+            return all(
+                _sha256(directory / name) == digest for name, digest in stamp["files"].items()
+            )
         except OSError:
             return False
 
@@ -179,8 +180,11 @@ class Cache:
         staging = self._new_tmp_dir()
         try:
             build(staging)
-            files = {str(path.relative_to(staging)): _sha256(path)
-                     for path in sorted(staging.rglob("*")) if path.is_file()}
+            files = {
+                str(path.relative_to(staging)): _sha256(path)
+                for path in sorted(staging.rglob("*"))
+                if path.is_file()
+            }
             stamp = {**self._stamp(key), "files": files}
             (staging / STAMP_FILE).write_text(json.dumps(stamp))
             return self._publish(staging, key)
@@ -225,5 +229,7 @@ class Cache:
                 shutil.rmtree(trash, ignore_errors=True)
             else:
                 trash.unlink(missing_ok=True)
-        raise OSError(f"could not publish the cache entry {final}: it was replaced "
-                      f"{PUBLISH_ATTEMPTS} times while this process tried")
+        raise OSError(
+            f"could not publish the cache entry {final}: it was replaced "
+            f"{PUBLISH_ATTEMPTS} times while this process tried"
+        )

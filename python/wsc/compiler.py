@@ -57,20 +57,32 @@ def summarize(module: ir.Operation) -> str:
     roles = [op for op in ops if op.name == "wsc.role"]
     parts = []
     if roles:
-        parts.append("roles " + ", ".join(
-            f"{ir.StringAttr(r.attributes['role']).value}"
-            f"[{ir.IntegerAttr(r.attributes['thread_begin']).value},"
-            f"{ir.IntegerAttr(r.attributes['thread_begin']).value + ir.IntegerAttr(r.attributes['num_threads']).value})"
-            for r in roles))
+        parts.append(
+            "roles "
+            + ", ".join(
+                f"{ir.StringAttr(r.attributes['role']).value}"
+                f"[{ir.IntegerAttr(r.attributes['thread_begin']).value},"
+                f"{ir.IntegerAttr(r.attributes['thread_begin']).value + ir.IntegerAttr(r.attributes['num_threads']).value})"
+                for r in roles
+            )
+        )
     barriers = [op for op in ops if op.name == "wsc.mbarrier_alloc"]
     if barriers:
-        parts.append("barriers " + ", ".join(
-            f"{ir.IntegerAttr(b.attributes['num_barriers']).value}x"
-            f"count{ir.IntegerAttr(b.attributes['arrival_count']).value}" for b in barriers))
-    for names, label in ((("scf.for",), "loops"),
-                         (TMA_LOAD_OPS, "tma copies"),
-                         (("wsc.wgmma",), "wgmma"), (("wsc.mbarrier_wait",), "waits"),
-                         (("nvvm.wgmma.mma_async",), "wgmma.mma_async")):
+        parts.append(
+            "barriers "
+            + ", ".join(
+                f"{ir.IntegerAttr(b.attributes['num_barriers']).value}x"
+                f"count{ir.IntegerAttr(b.attributes['arrival_count']).value}"
+                for b in barriers
+            )
+        )
+    for names, label in (
+        (("scf.for",), "loops"),
+        (TMA_LOAD_OPS, "tma copies"),
+        (("wsc.wgmma",), "wgmma"),
+        (("wsc.mbarrier_wait",), "waits"),
+        (("nvvm.wgmma.mma_async",), "wgmma.mma_async"),
+    ):
         count = sum(op.name in names for op in ops)
         if count:
             parts.append(f"{label} {count}")
@@ -89,8 +101,13 @@ def _run_pass(module: ir.Module, wsc_pass, dump_dir: Path | None, index: int) ->
     return StageReport(wsc_pass.ARGUMENT, seconds, summarize(module.operation))
 
 
-def compile_module(module: ir.Module, passes: list, dump_dir: str | os.PathLike | None = None,
-                   assemble: bool = True, lowering=None) -> CompileResult:
+def compile_module(
+    module: ir.Module,
+    passes: list,
+    dump_dir: str | os.PathLike | None = None,
+    assemble: bool = True,
+    lowering=None,
+) -> CompileResult:
     """Run `passes` over `module`, then lower it to PTX with `lowering` (a
     ConvertWscToNvvm; default options when None) and assemble it with ptxas
     when `assemble` and ptxas is available."""
@@ -117,35 +134,52 @@ def compile_module(module: ir.Module, passes: list, dump_dir: str | os.PathLike 
         engine = DiagnosticEngine("<module>")
         engine.add_pass_error(error)
         raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
-    stages.append(StageReport("ptx", time.perf_counter() - start,
-                              f"{ptx.count(chr(10))} lines, "
-                              f"{ptx.count('wgmma.mma_async')} wgmma.mma_async, "
-                              f"{ptx.count('cp.async.bulk.tensor')} TMA copies, "
-                              f"{info.dynamic_smem_bytes} B dynamic shared memory"))
+    stages.append(
+        StageReport(
+            "ptx",
+            time.perf_counter() - start,
+            f"{ptx.count(chr(10))} lines, "
+            f"{ptx.count('wgmma.mma_async')} wgmma.mma_async, "
+            f"{ptx.count('cp.async.bulk.tensor')} TMA copies, "
+            f"{info.dynamic_smem_bytes} B dynamic shared memory",
+        )
+    )
     if dump is not None:
         (dump / "kernel.ptx").write_text(ptx)
     result = CompileResult(ptx, info, stages)
     if assemble and codegen.find_ptxas() is not None:
         start = time.perf_counter()
         result.ptxas = codegen.assemble(ptx)
-        stages.append(StageReport("ptxas", time.perf_counter() - start,
-                                  f"{result.ptxas.registers} registers, "
-                                  f"{result.ptxas.spill_stores + result.ptxas.spill_loads} "
-                                  f"spill bytes, {result.ptxas.smem_bytes} B static shared memory"))
+        stages.append(
+            StageReport(
+                "ptxas",
+                time.perf_counter() - start,
+                f"{result.ptxas.registers} registers, "
+                f"{result.ptxas.spill_stores + result.ptxas.spill_loads} "
+                f"spill bytes, {result.ptxas.smem_bytes} B static shared memory",
+            )
+        )
     return result
 
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write via a temporary file and rename, so a reader never sees half a file."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False,
-                                     prefix=f".{path.name}.") as tmp:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, prefix=f".{path.name}."
+    ) as tmp:
         tmp.write(text)
     os.replace(tmp.name, path)
 
 
-def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dict[str, int],
-                   grid_tiles: tuple[tuple[str, int], ...], problem: dict, config: dict,
-                   persistent: bool = False) -> Path:
+def write_artifact(
+    out_dir: str | os.PathLike,
+    result: CompileResult,
+    sizes: dict[str, int],
+    grid_tiles: tuple[tuple[str, int], ...],
+    problem: dict,
+    config: dict,
+    persistent: bool = False,
+) -> Path:
     """Write kernel.ptx and kernel.json (the launch description) into out_dir
     for the problem `sizes` (the sizes the kernel reads, KernelInfo.dims),
     and kernel.cubin when ptxas assembled the PTX (the runtime prefers it: no
@@ -158,20 +192,26 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dic
     info = result.info
     check_sizes(info.dims, sizes, info.name)
     if any(size not in sizes for size, _ in grid_tiles):
-        raise ValueError(f"the grid counts tiles of {', '.join(s for s, _ in grid_tiles)}; got "
-                         f"sizes {', '.join(sizes)}")
+        raise ValueError(
+            f"the grid counts tiles of {', '.join(s for s, _ in grid_tiles)}; got "
+            f"sizes {', '.join(sizes)}"
+        )
     used = {name for name, spec in info.tensors.items() if spec["role"] != "unused"}
     shapes = {name: [None, None] for name in used}
-    dims = {size: [[tensor, dim] for tensor, dim in pairs if tensor in used]
-            for size, pairs in info.dims.items()}
+    dims = {
+        size: [[tensor, dim] for tensor, dim in pairs if tensor in used]
+        for size, pairs in info.dims.items()
+    }
     for size, pairs in dims.items():
         for tensor, dim in pairs:
             shapes[tensor][dim] = sizes[size]
     tensors = {}
     for name in sorted(used, key=list(info.tensors).index):
         if None in shapes[name]:
-            raise ValueError(f"kernel '{info.name}': tensor '{name}' has a dim that none of the "
-                             f"sizes it reads gives")
+            raise ValueError(
+                f"kernel '{info.name}': tensor '{name}' has a dim that none of the "
+                f"sizes it reads gives"
+            )
         spec = info.tensors[name]
         tensors[name] = {"shape": shapes[name], "dtype": spec["dtype"], "role": spec["role"]}
     out = Path(out_dir)
@@ -180,8 +220,9 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dic
     images = {"ptx": "kernel.ptx"}
     if result.ptxas is not None and result.ptxas.cubin:
         cubin = out / "kernel.cubin"
-        with tempfile.NamedTemporaryFile("wb", dir=out, delete=False,
-                                         prefix=".kernel.cubin.") as tmp:
+        with tempfile.NamedTemporaryFile(
+            "wb", dir=out, delete=False, prefix=".kernel.cubin."
+        ) as tmp:
             tmp.write(result.ptxas.cubin)
         os.replace(tmp.name, cubin)
         images["cubin"] = cubin.name
@@ -202,8 +243,10 @@ def write_artifact(out_dir: str | os.PathLike, result: CompileResult, sizes: dic
         "tensor_maps": info.tensor_maps,
         "params": info.params,
         "compile": {
-            "stages": [{"name": s.name, "seconds": round(s.seconds, 4), "summary": s.summary}
-                       for s in result.stages],
+            "stages": [
+                {"name": s.name, "seconds": round(s.seconds, 4), "summary": s.summary}
+                for s in result.stages
+            ],
             "ptxas": result.ptxas.as_dict() if result.ptxas is not None else None,
         },
     }

@@ -27,8 +27,12 @@ def hopper_gpu_visible() -> bool:
 FATAL_ERRORS = ("LaunchTimeout", "KernelFault")
 
 
-def run_artifact(artifact_dir: str | os.PathLike, bench: bool = True,
-                 timeout_s: float = 300.0, sizes: dict | None = None) -> dict:
+def run_artifact(
+    artifact_dir: str | os.PathLike,
+    bench: bool = True,
+    timeout_s: float = 300.0,
+    sizes: dict | None = None,
+) -> dict:
     """Run a matmul artifact on the GPU in a process of its own (a failed or hung
     launch must not take this one down): random inputs, a NaN-poisoned output,
     a float64 reference and, with `bench`, CUDA-event timings. Returns the
@@ -36,8 +40,9 @@ def run_artifact(artifact_dir: str | os.PathLike, bench: bool = True,
     return run_artifacts([artifact_dir], bench, timeout_s, sizes)[0]
 
 
-def run_artifacts(artifact_dirs: list, bench: bool = True, timeout_s: float = 300.0,
-                  sizes: dict | None = None) -> list[dict]:
+def run_artifacts(
+    artifact_dirs: list, bench: bool = True, timeout_s: float = 300.0, sizes: dict | None = None
+) -> list[dict]:
     """`run_artifact` for several artifacts of one problem (resized to `sizes`
     where given), all in one process of their own, which shares the inputs
     and reference among them. A kernel that faults or hangs ends that
@@ -48,14 +53,15 @@ def run_artifacts(artifact_dirs: list, bench: bool = True, timeout_s: float = 30
 
     reports: list[dict] = []
     while len(reports) < len(artifact_dirs):
-        rest = [str(path) for path in artifact_dirs[len(reports):]]
+        rest = [str(path) for path in artifact_dirs[len(reports) :]]
         command = [sys.executable, "-m", "wsc.runtime.run_cli", *rest, "--check"]
         command += [f"--size={name}={value}" for name, value in (sizes or {}).items()]
         if bench:
             command.append("--bench")
         try:
-            proc = subprocess.run(command, capture_output=True, text=True,
-                                  timeout=timeout_s * len(rest))
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout_s * len(rest)
+            )
             stdout, stderr = proc.stdout, proc.stderr
             error = (stderr.strip() or "no report")[-2000:]
         except subprocess.TimeoutExpired as expired:
@@ -68,7 +74,7 @@ def run_artifacts(artifact_dirs: list, bench: bool = True, timeout_s: float = 30
             # The process died on an artifact it had started (or before any):
             # that one broke it.
             reports.append({"ok": False, "error": error})
-    return reports[:len(artifact_dirs)]
+    return reports[: len(artifact_dirs)]
 
 
 def _text(output) -> str:

@@ -39,8 +39,12 @@ class Diagnostic:
 class PassError(Exception):
     """A located error raised by a wsc pass or by the wsc verifier."""
 
-    def __init__(self, location: ir.Location, message: str,
-                 notes: list[tuple[ir.Location, str]] | None = None):
+    def __init__(
+        self,
+        location: ir.Location,
+        message: str,
+        notes: list[tuple[ir.Location, str]] | None = None,
+    ):
         super().__init__(message)
         self.location = location
         self.message = message
@@ -122,8 +126,9 @@ class DiagnosticEngine:
                 message = _name_the_op(message, note_text)
             else:
                 notes.append(self._from_mlir(note))
-        return Diagnostic(_SEVERITIES.get(diagnostic.severity, "error"),
-                          message, name, line, col, notes)
+        return Diagnostic(
+            _SEVERITIES.get(diagnostic.severity, "error"), message, name, line, col, notes
+        )
 
     def handler(self, diagnostic) -> bool:
         """A context diagnostic handler: record and consume `diagnostic`."""

@@ -53,8 +53,9 @@ def make_context() -> ir.Context:
 
 
 #: The ops of the dialect, as `wsc.<name>`.
-OP_NAMES = frozenset(f"wsc.{name}" for name in
-                     re.findall(r"^\s*irdl\.operation @(\w+)", _IRDL_TEXT, re.M))
+OP_NAMES = frozenset(
+    f"wsc.{name}" for name in re.findall(r"^\s*irdl\.operation @(\w+)", _IRDL_TEXT, re.M)
+)
 _OP_NAME_TOKEN = re.compile(r"(?<![\w.!#$@%\"-])wsc\.\w+")
 
 
@@ -131,15 +132,19 @@ def parse_module(text: str, engine=None) -> ir.Module:
             engine.add_error("MLIR could not parse the input and gave no reason")
         else:
             line, column, name = found
-            engine.add_pass_error(PassError(
-                ir.Location.file("-", line, column),
-                f"custom op '{name}' has no custom assembly format; write it in generic "
-                f"form: \"{name}\"(operands) {{attributes}} : (operand types) -> "
-                f"(result types)"))
+            engine.add_pass_error(
+                PassError(
+                    ir.Location.file("-", line, column),
+                    f"custom op '{name}' has no custom assembly format; write it in generic "
+                    f'form: "{name}"(operands) {{attributes}} : (operand types) -> '
+                    f"(result types)",
+                )
+            )
     raise ParseError(engine.diagnostics[first:])
 
 
 # Types ----------------------------------------------------------------------
+
 
 def mbarriers_type() -> ir.Type:
     return ir.Type.parse("!wsc.mbarriers")
@@ -173,24 +178,31 @@ def shared_buffer_type(num_stages: int, rows: int, cols: int, element: str) -> i
 
 # Builders -------------------------------------------------------------------
 
+
 def _i32(value: int) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(value))
 
 
 def _create(name: str, operands=(), results=(), attributes=None) -> ir.Operation:
-    return ir.Operation.create(name, results=list(results), operands=list(operands),
-                               attributes=attributes or {})
+    return ir.Operation.create(
+        name, results=list(results), operands=list(operands), attributes=attributes or {}
+    )
 
 
-def role(role_name: str, thread_begin: int, num_threads: int,
-         max_registers: int | None = None) -> ir.Value:
+def role(
+    role_name: str, thread_begin: int, num_threads: int, max_registers: int | None = None
+) -> ir.Value:
     """`wsc.role`: an i1 that is true in threads [thread_begin, thread_begin + num_threads)."""
-    attributes = {"role": ir.StringAttr.get(role_name),
-                  "thread_begin": _i32(thread_begin), "num_threads": _i32(num_threads)}
+    attributes = {
+        "role": ir.StringAttr.get(role_name),
+        "thread_begin": _i32(thread_begin),
+        "num_threads": _i32(num_threads),
+    }
     if max_registers is not None:
         attributes["max_registers"] = _i32(max_registers)
-    return _create("wsc.role", results=[ir.IntegerType.get_signless(1)],
-                   attributes=attributes).result
+    return _create(
+        "wsc.role", results=[ir.IntegerType.get_signless(1)], attributes=attributes
+    ).result
 
 
 def elect() -> ir.Value:
@@ -205,19 +217,27 @@ def alloc_shared(type_: ir.Type) -> ir.Value:
 
 def mbarrier_alloc(arrival_count: int, num_barriers: int) -> ir.Value:
     """`wsc.mbarrier_alloc`: num_barriers mbarriers expecting arrival_count arrivals."""
-    return _create("wsc.mbarrier_alloc", results=[mbarriers_type()],
-                   attributes={"arrival_count": _i32(arrival_count),
-                               "num_barriers": _i32(num_barriers)}).result
+    return _create(
+        "wsc.mbarrier_alloc",
+        results=[mbarriers_type()],
+        attributes={"arrival_count": _i32(arrival_count), "num_barriers": _i32(num_barriers)},
+    ).result
 
 
 def mbarrier_arrive(barriers: ir.Value, stage: ir.Value, per_warp: bool = False) -> ir.Operation:
-    return _create("wsc.mbarrier_arrive", operands=[barriers, stage],
-                   attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None)
+    return _create(
+        "wsc.mbarrier_arrive",
+        operands=[barriers, stage],
+        attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None,
+    )
 
 
 def mbarrier_arrive_expect_tx(barriers: ir.Value, stage: ir.Value, tx_bytes: int) -> ir.Operation:
-    return _create("wsc.mbarrier_arrive_expect_tx", operands=[barriers, stage],
-                   attributes={"tx_bytes": _i32(tx_bytes)})
+    return _create(
+        "wsc.mbarrier_arrive_expect_tx",
+        operands=[barriers, stage],
+        attributes={"tx_bytes": _i32(tx_bytes)},
+    )
 
 
 def mbarrier_wait(barriers: ir.Value, stage: ir.Value, phase: ir.Value) -> ir.Operation:
@@ -226,26 +246,35 @@ def mbarrier_wait(barriers: ir.Value, stage: ir.Value, phase: ir.Value) -> ir.Op
 
 def ring_advance(stage: ir.Value, phase: ir.Value, num_stages: int) -> tuple[ir.Value, ir.Value]:
     """`wsc.ring_advance`: (next stage, next phase) in a ring of num_stages."""
-    op = _create("wsc.ring_advance", operands=[stage, phase],
-                 results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
-                 attributes={"num_stages": _i32(num_stages)})
+    op = _create(
+        "wsc.ring_advance",
+        operands=[stage, phase],
+        results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
+        attributes={"num_stages": _i32(num_stages)},
+    )
     return op.results[0], op.results[1]
 
 
-def tma_load(src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value,
-             stage: ir.Value, barriers: ir.Value) -> ir.Operation:
+def tma_load(
+    src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value, stage: ir.Value, barriers: ir.Value
+) -> ir.Operation:
     return _create("wsc.tma_load", operands=[src, row, col, dst, stage, barriers])
 
 
-def tma_load_multicast(src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value,
-                       stage: ir.Value, barriers: ir.Value) -> ir.Operation:
+def tma_load_multicast(
+    src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value, stage: ir.Value, barriers: ir.Value
+) -> ir.Operation:
     return _create("wsc.tma_load_multicast", operands=[src, row, col, dst, stage, barriers])
 
 
-def mbarrier_arrive_cluster(barriers: ir.Value, stage: ir.Value,
-                            per_warp: bool = False) -> ir.Operation:
-    return _create("wsc.mbarrier_arrive_cluster", operands=[barriers, stage],
-                   attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None)
+def mbarrier_arrive_cluster(
+    barriers: ir.Value, stage: ir.Value, per_warp: bool = False
+) -> ir.Operation:
+    return _create(
+        "wsc.mbarrier_arrive_cluster",
+        operands=[barriers, stage],
+        attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None,
+    )
 
 
 def cluster_rank() -> ir.Value:
@@ -256,13 +285,15 @@ def cluster_sync() -> ir.Operation:
     return _create("wsc.cluster_sync")
 
 
-def tma_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
-              col: ir.Value) -> ir.Operation:
+def tma_store(
+    src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value
+) -> ir.Operation:
     return _create("wsc.tma_store", operands=[src, stage, dst, row, col])
 
 
-def coalesced_store(src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value,
-                    col: ir.Value) -> ir.Operation:
+def coalesced_store(
+    src: ir.Value, stage: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value
+) -> ir.Operation:
     return _create("wsc.coalesced_store", operands=[src, stage, dst, row, col])
 
 
@@ -279,10 +310,14 @@ def acc_alloc(type_: ir.Type) -> ir.Value:
     return _create("wsc.acc_alloc", results=[type_]).result
 
 
-def wgmma(a: ir.Value, b: ir.Value, stage: ir.Value, acc: ir.Value, a_row: int = 0,
-          b_layout: str = "nk") -> ir.Operation:
-    return _create("wsc.wgmma", operands=[a, b, stage, acc],
-                   attributes={"a_row": _i32(a_row), "b_layout": ir.StringAttr.get(b_layout)})
+def wgmma(
+    a: ir.Value, b: ir.Value, stage: ir.Value, acc: ir.Value, a_row: int = 0, b_layout: str = "nk"
+) -> ir.Operation:
+    return _create(
+        "wsc.wgmma",
+        operands=[a, b, stage, acc],
+        attributes={"a_row": _i32(a_row), "b_layout": ir.StringAttr.get(b_layout)},
+    )
 
 
 def wgmma_fence() -> ir.Operation:

@@ -39,7 +39,9 @@ def str_attr(op: ir.Operation, name: str) -> str | None:
 
 def defining_op(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
-    return owner.operation if isinstance(owner, ir.OpView) or isinstance(owner, ir.Operation) else None
+    return (
+        owner.operation if isinstance(owner, ir.OpView) or isinstance(owner, ir.Operation) else None
+    )
 
 
 def constant_int(value: ir.Value) -> int | None:
@@ -57,8 +59,9 @@ def constant_int(value: ir.Value) -> int | None:
 
 def kernels(module: ir.Operation) -> list[ir.Operation]:
     """The func.func ops of `module` that carry wsc.num_threads."""
-    return [op for op in walk(module)
-            if op.name == "func.func" and KERNEL_THREADS_ATTR in op.attributes]
+    return [
+        op for op in walk(module) if op.name == "func.func" and KERNEL_THREADS_ATTR in op.attributes
+    ]
 
 
 def parent_op(op: ir.Operation) -> ir.Operation | None:
@@ -129,7 +132,7 @@ def clone_remapped(op: ir.Operation, mapping: dict) -> ir.Operation:
         for index, operand in enumerate(target.operands):
             if operand in mapping:
                 target.operands[index] = mapping[operand]
-    for old, new in zip(op.results, clone.results):
+    for old, new in zip(op.results, clone.results, strict=True):
         mapping[old] = new
     return clone
 

@@ -51,30 +51,42 @@ _NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
 
 # Reading the operands ------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Operand:
     """What the checks need to know of an argument, framework-free."""
 
-    kind: str            # "torch" or "numpy"
-    dtype: str           # wsc name when supported, else the framework's name
+    kind: str  # "torch" or "numpy"
+    dtype: str  # wsc name when supported, else the framework's name
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
-    device: str          # "cuda", "cpu", "meta", ...
+    device: str  # "cuda", "cpu", "meta", ...
 
 
 def _describe(value, name: str) -> _Operand:
     module = type(value).__module__ or ""
     if module.startswith("torch") and hasattr(value, "stride"):
         dtype = str(value.dtype)
-        return _Operand("torch", _TORCH_NAMES.get(dtype, dtype), tuple(value.shape),
-                        tuple(value.stride()), value.device.type)
+        return _Operand(
+            "torch",
+            _TORCH_NAMES.get(dtype, dtype),
+            tuple(value.shape),
+            tuple(value.stride()),
+            value.device.type,
+        )
     if module == "numpy" and hasattr(value, "strides"):
         dtype = value.dtype.name
         itemsize = value.dtype.itemsize
-        return _Operand("numpy", _NUMPY_NAMES.get(dtype, dtype), tuple(value.shape),
-                        tuple(s // itemsize for s in value.strides), "cpu")
-    raise TypeError(f"wsc.matmul: {name} must be a torch tensor or a numpy array, got "
-                    f"{type(value).__name__}")
+        return _Operand(
+            "numpy",
+            _NUMPY_NAMES.get(dtype, dtype),
+            tuple(value.shape),
+            tuple(s // itemsize for s in value.strides),
+            "cpu",
+        )
+    raise TypeError(
+        f"wsc.matmul: {name} must be a torch tensor or a numpy array, got {type(value).__name__}"
+    )
 
 
 @dataclass(frozen=True)
@@ -119,22 +131,28 @@ def _b_layout(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int) -> str:
     size = ELEMENT_BYTES[a_op.dtype]
     lda = _row_major_stride(a_op)
     if lda is None:
-        raise ValueError(f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
-                         f"strides {list(a_op.strides)}; pass a.contiguous()")
+        raise ValueError(
+            f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
+            f"strides {list(a_op.strides)}; pass a.contiguous()"
+        )
     transposed = _Operand(b_op.kind, b_op.dtype, (n, k), b_op.strides[::-1], b_op.device)
     if (ldb := _row_major_stride(b_op)) is not None:
         b_layout, b_rows = "kn", "N"
     elif (ldb := _row_major_stride(transposed)) is not None:
         b_layout, b_rows = "nk", "K"
     else:
-        raise ValueError(f"wsc.matmul: b must be a row-major [K, N] tensor or the transpose of "
-                         f"a row-major [N, K] one (as in x @ w.T), got strides "
-                         f"{list(b_op.strides)}; pass b.contiguous()")
+        raise ValueError(
+            f"wsc.matmul: b must be a row-major [K, N] tensor or the transpose of "
+            f"a row-major [N, K] one (as in x @ w.T), got strides "
+            f"{list(b_op.strides)}; pass b.contiguous()"
+        )
     for name, stride, dim in (("a", lda, "K"), ("b", ldb, b_rows)):
         if stride * size % TMA_ALIGN:
-            raise ValueError(f"wsc.matmul: {name}'s rows start {stride * size} bytes apart; TMA "
-                             f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
-                             f"stride) must be a multiple of {TMA_ALIGN // size}")
+            raise ValueError(
+                f"wsc.matmul: {name}'s rows start {stride * size} bytes apart; TMA "
+                f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
+                f"stride) must be a multiple of {TMA_ALIGN // size}"
+            )
     return b_layout
 
 
@@ -145,62 +163,86 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
     layout, alignment or device."""
     a_op, b_op = _describe(a, "a"), _describe(b, "b")
     if a_op.kind != b_op.kind:
-        raise TypeError(f"wsc.matmul: a and b must both be torch tensors or both numpy "
-                        f"arrays, got a {a_op.kind} and a {b_op.kind}")
+        raise TypeError(
+            f"wsc.matmul: a and b must both be torch tensors or both numpy "
+            f"arrays, got a {a_op.kind} and a {b_op.kind}"
+        )
     for name, op in (("a", a_op), ("b", b_op)):
         if op.dtype not in INPUT_DTYPES:
             raise TypeError(f"wsc.matmul: {name} must be float16 or bfloat16, got {op.dtype}")
         if len(op.shape) != 2:
-            raise ValueError(f"wsc.matmul: {name} must be a 2-D matrix "
-                             f"({'[M, K]' if name == 'a' else '[K, N]'}), got shape "
-                             f"{list(op.shape)}")
+            raise ValueError(
+                f"wsc.matmul: {name} must be a 2-D matrix "
+                f"({'[M, K]' if name == 'a' else '[K, N]'}), got shape "
+                f"{list(op.shape)}"
+            )
     if a_op.dtype != b_op.dtype:
-        raise TypeError(f"wsc.matmul: a and b must have the same dtype, got {a_op.dtype} "
-                        f"and {b_op.dtype}")
+        raise TypeError(
+            f"wsc.matmul: a and b must have the same dtype, got {a_op.dtype} and {b_op.dtype}"
+        )
     if a_op.kind == "torch" and a_op.device != b_op.device:
-        raise ValueError(f"wsc.matmul: a and b must be on the same device, got {a_op.device} "
-                         f"and {b_op.device}")
+        raise ValueError(
+            f"wsc.matmul: a and b must be on the same device, got {a_op.device} and {b_op.device}"
+        )
     (m, k), (k_b, n) = a_op.shape, b_op.shape
     if k_b != k:
-        raise ValueError(f"wsc.matmul: b must be [K, N] with K = {k} (a is [{m}, {k}]), got "
-                         f"b of shape [{k_b}, {n}]")
+        raise ValueError(
+            f"wsc.matmul: b must be [K, N] with K = {k} (a is [{m}, {k}]), got "
+            f"b of shape [{k_b}, {n}]"
+        )
     # An empty product launches nothing: no layout or TMA rule applies.
     b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, m, n, k)
 
     if out is not None:
         out_op = _describe(out, "out")
         if out_op.kind != a_op.kind:
-            raise TypeError(f"wsc.matmul: out must be a {a_op.kind} like a and b, got a "
-                            f"{out_op.kind}")
+            raise TypeError(
+                f"wsc.matmul: out must be a {a_op.kind} like a and b, got a {out_op.kind}"
+            )
         if out_op.dtype not in OUTPUT_DTYPES:
-            raise TypeError(f"wsc.matmul: out must be float32, float16 or bfloat16, got "
-                            f"{out_op.dtype}")
+            raise TypeError(
+                f"wsc.matmul: out must be float32, float16 or bfloat16, got {out_op.dtype}"
+            )
         if out_dtype is not None and _dtype_name(out_dtype) != out_op.dtype:
-            raise TypeError(f"wsc.matmul: out is {out_op.dtype} but out_dtype says "
-                            f"{_dtype_name(out_dtype)}")
+            raise TypeError(
+                f"wsc.matmul: out is {out_op.dtype} but out_dtype says {_dtype_name(out_dtype)}"
+            )
         if out_op.shape != (m, n):
-            raise ValueError(f"wsc.matmul: out must be [M, N] = [{m}, {n}], got "
-                             f"{list(out_op.shape)}")
+            raise ValueError(
+                f"wsc.matmul: out must be [M, N] = [{m}, {n}], got {list(out_op.shape)}"
+            )
         if out_op.kind == "torch" and out_op.device != a_op.device:
-            raise ValueError(f"wsc.matmul: out must be on {a_op.device} like a and b, got "
-                             f"{out_op.device}")
+            raise ValueError(
+                f"wsc.matmul: out must be on {a_op.device} like a and b, got {out_op.device}"
+            )
         ldc = _row_major_stride(out_op)
         if ldc is None:
-            raise ValueError(f"wsc.matmul: out must be row-major [M, N] (unit stride along N), "
-                             f"got strides {list(out_op.strides)}")
+            raise ValueError(
+                f"wsc.matmul: out must be row-major [M, N] (unit stride along N), "
+                f"got strides {list(out_op.strides)}"
+            )
         result_dtype = out_op.dtype
     else:
         result_dtype = a_op.dtype if out_dtype is None else _dtype_name(out_dtype)
         if result_dtype not in OUTPUT_DTYPES:
-            raise TypeError(f"wsc.matmul: out_dtype must be float32, float16 or bfloat16, got "
-                            f"{result_dtype}")
+            raise TypeError(
+                f"wsc.matmul: out_dtype must be float32, float16 or bfloat16, got {result_dtype}"
+            )
         ldc = n
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
     staged = b_layout == "nk" and result_dtype in INPUT_DTYPES
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
-    return MatmulPlan(m, n, k, a_op.dtype, result_dtype, b_layout, tma_store,
-                      coalesced_store=staged and not tma_store)
+    return MatmulPlan(
+        m,
+        n,
+        k,
+        a_op.dtype,
+        result_dtype,
+        b_layout,
+        tma_store,
+        coalesced_store=staged and not tma_store,
+    )
 
 
 def _dtype_name(dtype) -> str:
@@ -213,6 +255,7 @@ def _dtype_name(dtype) -> str:
 
 
 # Choosing and compiling the kernel -----------------------------------------------------
+
 
 def shape_class(m: int, n: int, k: int) -> list[int]:
     """M, N and K each rounded up to a power of two: problems of one class share
@@ -228,10 +271,16 @@ def config_key(p: MatmulPlan, device: str) -> dict:
     """The cache key of the config chosen for `p`'s class on `device`; the
     space and the kernels' identity (their source and the compiler's) are
     part of it, so changing either tunes again."""
-    return {"kind": "wsc.matmul-config", "class": shape_class(p.m, p.n, p.k),
-            "dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout,
-            "device": device, "space": SPACES[p.space].configs(),
-            "kernels": SPACES[p.space].identity()}
+    return {
+        "kind": "wsc.matmul-config",
+        "class": shape_class(p.m, p.n, p.k),
+        "dtype": p.dtype,
+        "out_dtype": p.out_dtype,
+        "b_layout": p.b_layout,
+        "device": device,
+        "space": SPACES[p.space].configs(),
+        "kernels": SPACES[p.space].identity(),
+    }
 
 
 class NoCorrectKernel(RuntimeError):
@@ -262,10 +311,13 @@ def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
         cache.put(key, {"config": None, "failure": failure})
         raise _no_correct_kernel(p, failure, cache)
     _untuned.add(_class(p))
-    warnings.warn(f"wsc.matmul: autotuning {_describe_plan(p)} could not run "
-                  f"({failure or 'no Hopper GPU is device 0, which the tuner times on'}), so "
-                  f"the default config runs; the next process will search again",
-                  RuntimeWarning, stacklevel=_caller_stacklevel())
+    warnings.warn(
+        f"wsc.matmul: autotuning {_describe_plan(p)} could not run "
+        f"({failure or 'no Hopper GPU is device 0, which the tuner times on'}), so "
+        f"the default config runs; the next process will search again",
+        RuntimeWarning,
+        stacklevel=_caller_stacklevel(),
+    )
     return dict(DEFAULT_CONFIGS[p.space])
 
 
@@ -286,7 +338,8 @@ def _no_correct_kernel(p: MatmulPlan, failure: str, cache) -> NoCorrectKernel:
         f"wsc.matmul: no config computes {_describe_plan(p)} correctly on this GPU: every "
         f"candidate failed to compile, computed a wrong result, faulted or hung. Use "
         f"torch.matmul for it. This is cached: clear {cache.root} to search again (after a "
-        f"fix of wsc). Why: {failure[:2000]}")
+        f"fix of wsc). Why: {failure[:2000]}"
+    )
 
 
 def _caller_stacklevel() -> int:
@@ -294,8 +347,10 @@ def _caller_stacklevel() -> int:
     and torch (the user's call), from the function that calls warn."""
     package = os.path.dirname(__file__)
     frame, level = sys._getframe(2), 2
-    while frame is not None and (frame.f_code.co_filename.startswith(package)
-                                 or f"{os.sep}torch{os.sep}" in frame.f_code.co_filename):
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(package)
+        or f"{os.sep}torch{os.sep}" in frame.f_code.co_filename
+    ):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -303,9 +358,12 @@ def _caller_stacklevel() -> int:
 def _tune(p: MatmulPlan) -> tuple[dict | None, str | None, bool]:
     """Autotune `p`'s problem (progress bar on stderr): (the best config, or
     None and why, and whether that failure is the kernels')."""
-    result = SPACES[p.space].tune({"m": p.m, "n": p.n, "k": p.k}, fixed=_fixed(p),
-                                  problem_class={"class": shape_class(p.m, p.n, p.k)},
-                                  cache=_cache())
+    result = SPACES[p.space].tune(
+        {"m": p.m, "n": p.n, "k": p.k},
+        fixed=_fixed(p),
+        problem_class={"class": shape_class(p.m, p.n, p.k)},
+        cache=_cache(),
+    )
     return result.best, result.failure, result.failure_is_final
 
 
@@ -336,8 +394,10 @@ def _device_name(ordinal: int) -> str:
     device = driver.get_device(ordinal)
     major, minor = device.compute_capability
     if major != 9:
-        raise ValueError(f"wsc.matmul: cuda:{ordinal} is {device.name} (sm_{major}{minor}); "
-                         f"wsc kernels need a Hopper GPU (sm_90)")
+        raise ValueError(
+            f"wsc.matmul: cuda:{ordinal} is {device.name} (sm_{major}{minor}); "
+            f"wsc kernels need a Hopper GPU (sm_90)"
+        )
     return f"{device.name} (sm_{major}{minor})"
 
 
@@ -399,15 +459,27 @@ def _signature(a, b, out, out_dtype) -> tuple:
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
     result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else None
-    return (a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device,
-            result, out_dtype)
+    return (
+        a.shape,
+        a.stride(),
+        a.dtype,
+        a.device,
+        b.shape,
+        b.stride(),
+        b.dtype,
+        b.device,
+        result,
+        out_dtype,
+    )
 
 
 def _check_alignment(a, b, out) -> None:
     for name, tensor in (("a", a), ("b", b), ("out", out)):
         if tensor.data_ptr() % TMA_ALIGN:
-            raise ValueError(f"wsc.matmul: {name}'s data starts at {tensor.data_ptr():#x}, "
-                             f"which is not {TMA_ALIGN}-byte aligned")
+            raise ValueError(
+                f"wsc.matmul: {name}'s data starts at {tensor.data_ptr():#x}, "
+                f"which is not {TMA_ALIGN}-byte aligned"
+            )
 
 
 def _bind(a, b, out) -> _BoundMatmul | None:
@@ -462,8 +534,10 @@ def _matmul_numpy(a, b, out, out_dtype):
     elif p.out_dtype == "bf16":
         # numpy has no bfloat16; the inputs' dtype (ml_dtypes' bfloat16) is one.
         if a.dtype.name != "bfloat16":
-            raise TypeError("wsc.matmul: numpy has no bfloat16 for the result: pass out= a "
-                            "bfloat16 array (ml_dtypes) or choose out_dtype float16 or float32")
+            raise TypeError(
+                "wsc.matmul: numpy has no bfloat16 for the result: pass out= a "
+                "bfloat16 array (ml_dtypes) or choose out_dtype float16 or float32"
+            )
         result = np.empty((p.m, p.n), dtype=a.dtype)
     else:
         result = np.empty((p.m, p.n), dtype=HOST_DTYPES[p.out_dtype])
@@ -493,14 +567,20 @@ def matmul(a, b, *, out=None, out_dtype=None):
     """a @ b with fp32 accumulation (see the module docstring). Returns `out`
     when given, else a new tensor (or numpy array, for numpy inputs)."""
     torch = _torch
-    if (torch is not None and type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS
-            and (out is None or type(out) in _PLAIN_TENSORS)
-            and not torch.compiler.is_compiling()
-            and not (torch.is_grad_enabled()
-                     and (a.requires_grad or b.requires_grad
-                          or (out is not None and out.requires_grad)))
-            and _dispatch_mode() is None and torch._C._get_tracing_state() is None
-            and not (a.is_neg() or b.is_neg())):
+    if (
+        torch is not None
+        and type(a) in _PLAIN_TENSORS
+        and type(b) in _PLAIN_TENSORS
+        and (out is None or type(out) in _PLAIN_TENSORS)
+        and not torch.compiler.is_compiling()
+        and not (
+            torch.is_grad_enabled()
+            and (a.requires_grad or b.requires_grad or (out is not None and out.requires_grad))
+        )
+        and _dispatch_mode() is None
+        and torch._C._get_tracing_state() is None
+        and not (a.is_neg() or b.is_neg())
+    ):
         # A call of a signature seen before launches at once. The first one of
         # a signature, and any call torch must see (tracing, a dispatch mode,
         # fake tensors, autograd, a lazily negated view), takes the custom op
@@ -520,7 +600,8 @@ def matmul(a, b, *, out=None, out_dtype=None):
         raise CudaUnavailableError(
             f"wsc.matmul needs an NVIDIA Hopper GPU and its CUDA driver, and this machine has "
             f"none usable ({error}). Kernels can still be compiled here, without a GPU, with "
-            f"`wsc compile-matmul`.") from None
+            f"`wsc compile-matmul`."
+        ) from None
 
 
 def _matmul(a, b, out, out_dtype):
@@ -529,15 +610,19 @@ def _matmul(a, b, out, out_dtype):
     p = plan(a, b, out, out_dtype)
     # Meta tensors run the fake implementation: the result's metadata only.
     if a.device.type not in ("cuda", "meta"):
-        raise ValueError(f"wsc.matmul: a and b must be CUDA tensors, got tensors on "
-                         f"{a.device}; move them with .cuda() (numpy arrays are copied to "
-                         f"the GPU for you)")
+        raise ValueError(
+            f"wsc.matmul: a and b must be CUDA tensors, got tensors on "
+            f"{a.device}; move them with .cuda() (numpy arrays are copied to "
+            f"the GPU for you)"
+        )
     torch = _torch
     needs_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
     if out is not None:
         if needs_grad:
-            raise RuntimeError("wsc.matmul(): a call with out=... does not support automatic "
-                               "differentiation, but one of the arguments requires grad")
+            raise RuntimeError(
+                "wsc.matmul(): a call with out=... does not support automatic "
+                "differentiation, but one of the arguments requires grad"
+            )
         torch.ops.wsc.matmul_out(a, b, out)
         return out
     if needs_grad:
@@ -564,6 +649,7 @@ def _current_stream(ordinal: int) -> int:
 
 # torch custom ops -----------------------------------------------------------------------
 
+
 def _register_torch_ops() -> None:
     """torch.ops.wsc.matmul (functional) and torch.ops.wsc.matmul_out (writes
     `out`), each with a fake implementation: the result's metadata from the
@@ -580,8 +666,9 @@ def _register_torch_ops() -> None:
     # they are; a compiler must not restride them.
     _library = torch.library.Library("wsc", "DEF")
     strides = (torch.Tag.needs_exact_strides,)
-    _library.define("matmul(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor",
-                    tags=strides)
+    _library.define(
+        "matmul(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor", tags=strides
+    )
     _library.define("matmul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
 
     def matmul_op(a, b, out_dtype=None):
@@ -612,8 +699,11 @@ def _register_torch_ops() -> None:
         def backward(ctx, grad):
             a, b = ctx.saved_tensors
             grad = grad.to(a.dtype)
-            return (grad @ b.mT if ctx.needs_input_grad[0] else None,
-                    a.mT @ grad if ctx.needs_input_grad[1] else None, None)
+            return (
+                grad @ b.mT if ctx.needs_input_grad[0] else None,
+                a.mT @ grad if ctx.needs_input_grad[1] else None,
+                None,
+            )
 
     _MatmulWithGrad = MatmulWithGrad
     _dispatch_mode = _get_current_dispatch_mode

@@ -38,7 +38,9 @@ class Option:
         try:
             value = self.type(text)
         except ValueError:
-            raise ValueError(f"option '{self.name}' expects {self.type.__name__}, got '{text}'") from None
+            raise ValueError(
+                f"option '{self.name}' expects {self.type.__name__}, got '{text}'"
+            ) from None
         self.check(value)
         return value
 
@@ -75,7 +77,9 @@ class WscPass:
         for item in text.split():
             name, sep, value = item.partition("=")
             if not sep:
-                raise ValueError(f"pass '{cls.ARGUMENT}': option '{item}' needs a value (name=value)")
+                raise ValueError(
+                    f"pass '{cls.ARGUMENT}': option '{item}' needs a value (name=value)"
+                )
             if name not in by_name:
                 known = ", ".join(by_name) or "none"
                 raise ValueError(f"pass '{cls.ARGUMENT}' has no option '{name}' (options: {known})")
@@ -124,5 +128,6 @@ class WscPass:
                 engine.add_pass_error(error)
                 external_pass.signal_pass_failure()
 
-        pass_manager.add(run_pass, name=type(self).__name__, argument=self.ARGUMENT,
-                         description=self.SUMMARY)
+        pass_manager.add(
+            run_pass, name=type(self).__name__, argument=self.ARGUMENT, description=self.SUMMARY
+        )

@@ -128,9 +128,20 @@ PHASE_OVERRUN = "phase-overrun"
 UNDER_ARRIVAL = "under-arrival"
 DEADLOCK = "deadlock"
 MISSING_DRAIN = "missing-drain"
-_DIAGNOSIS_ORDER = (STALE_READ, STAGE_OVERWRITTEN, EARLY_RELEASE, STAGING_RACE, TX_MISMATCH,
-                    STAGE_OUT_OF_RANGE, BARRIER_BEFORE_INIT, OVER_ARRIVAL, PHASE_OVERRUN,
-                    UNDER_ARRIVAL, DEADLOCK, MISSING_DRAIN)
+_DIAGNOSIS_ORDER = (
+    STALE_READ,
+    STAGE_OVERWRITTEN,
+    EARLY_RELEASE,
+    STAGING_RACE,
+    TX_MISMATCH,
+    STAGE_OUT_OF_RANGE,
+    BARRIER_BEFORE_INIT,
+    OVER_ARRIVAL,
+    PHASE_OVERRUN,
+    UNDER_ARRIVAL,
+    DEADLOCK,
+    MISSING_DRAIN,
+)
 
 #: A loop running longer than this is a bug in the kernel's arithmetic, not a pipeline.
 MAX_TRIP_COUNT = 1 << 16
@@ -141,8 +152,15 @@ class ProtocolViolation(PassError):
     with the K extent, ring size and (when more than one) output tiles per
     block it shows up at."""
 
-    def __init__(self, kind: str, location: ir.Location, message: str,
-                 k_tiles: int, num_stages: int, tiles: int = 1):
+    def __init__(
+        self,
+        kind: str,
+        location: ir.Location,
+        message: str,
+        k_tiles: int,
+        num_stages: int,
+        tiles: int = 1,
+    ):
         where = f"k_tiles = {k_tiles}, num_stages = {num_stages}"
         if tiles > 1:
             where += f", {tiles} output tiles per block"
@@ -153,8 +171,7 @@ class ProtocolViolation(PassError):
         self.tiles = tiles
 
 
-def check_protocol(module_op, max_k_tiles: int | None = None,
-                   k_tiles: int | None = None) -> None:
+def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | None = None) -> None:
     """Simulate every kernel of `module_op` and raise a `ProtocolViolation` at
     the first violation of the mbarrier protocol.
 
@@ -169,17 +186,24 @@ def check_protocol(module_op, max_k_tiles: int | None = None,
         last = max_k_tiles or 3 * kernel.num_stages + 1
         for tile_extent in (1, 2) if kernel.persistent else (1,):
             for count in [k_tiles] if k_tiles else range(1, last + 1):
-                found = [v for v in (_simulate(kernel, count, tile_extent, s)
-                                     for s in _SCHEDULES) if v]
+                found = [
+                    v for v in (_simulate(kernel, count, tile_extent, s) for s in _SCHEDULES) if v
+                ]
                 if found:
                     violation = min(found, key=lambda v: _DIAGNOSIS_ORDER.index(v.kind))
-                    raise ProtocolViolation(violation.kind, violation.location,
-                                            violation.message, count, kernel.num_stages,
-                                            tile_extent ** 2)
+                    raise ProtocolViolation(
+                        violation.kind,
+                        violation.location,
+                        violation.message,
+                        count,
+                        kernel.num_stages,
+                        tile_extent**2,
+                    )
 
 
 # ---------------------------------------------------------------------------
 # The kernel, compiled once into nodes over frame slots
+
 
 class _Violation(Exception):
     """A violation inside one simulation, before the K extent is attached."""
@@ -250,14 +274,31 @@ def _ceildiv(a: int, b: int) -> int:
 
 
 _BINARY = {
-    "arith.addi": operator.add, "arith.subi": operator.sub, "arith.muli": operator.mul,
-    "arith.divui": operator.floordiv, "arith.remui": operator.mod, "arith.ceildivui": _ceildiv,
-    "arith.minui": min, "arith.maxui": max,
-    "arith.xori": operator.xor, "arith.andi": operator.and_, "arith.ori": operator.or_,
+    "arith.addi": operator.add,
+    "arith.subi": operator.sub,
+    "arith.muli": operator.mul,
+    "arith.divui": operator.floordiv,
+    "arith.remui": operator.mod,
+    "arith.ceildivui": _ceildiv,
+    "arith.minui": min,
+    "arith.maxui": max,
+    "arith.xori": operator.xor,
+    "arith.andi": operator.and_,
+    "arith.ori": operator.or_,
 }
 # arith.cmpi predicates by their enum value; signed ones compare two's complement.
-_CMPI = {0: operator.eq, 1: operator.ne, 2: operator.lt, 3: operator.le, 4: operator.gt,
-         5: operator.ge, 6: operator.lt, 7: operator.le, 8: operator.gt, 9: operator.ge}
+_CMPI = {
+    0: operator.eq,
+    1: operator.ne,
+    2: operator.lt,
+    3: operator.le,
+    4: operator.gt,
+    5: operator.ge,
+    6: operator.lt,
+    7: operator.le,
+    8: operator.gt,
+    9: operator.ge,
+}
 _SIGNED_CMPI = {2, 3, 4, 5}
 
 
@@ -290,12 +331,16 @@ class _Dim:
     def execute(self, process, frame):
         dimension = frame[self.index]
         if not 0 <= dimension < len(self.extents):  # MLIR's verifier allows it: it is UB
-            raise PassError(self.op.location, f"'memref.dim' op dimension {dimension} is out "
-                                              f"of range for a rank-{len(self.extents)} memref")
+            raise PassError(
+                self.op.location,
+                f"'memref.dim' op dimension {dimension} is out "
+                f"of range for a rank-{len(self.extents)} memref",
+            )
         extent = self.extents[dimension]
         simulation = process.simulation
-        frame[self.result] = (simulation.k_extent if extent is None else
-                              extent * simulation.tile_extent)
+        frame[self.result] = (
+            simulation.k_extent if extent is None else extent * simulation.tile_extent
+        )
 
 
 class _Effect:
@@ -322,16 +367,19 @@ class _For:
     def run(self, process, frame):
         lower, upper, step = (frame[s] for s in self.bounds)
         if step == 0 or (upper - lower) // step > MAX_TRIP_COUNT:
-            raise PassError(self.op.location, f"verify-pipeline: loop from {lower} to {upper} "
-                                              f"step {step} runs too long to simulate")
+            raise PassError(
+                self.op.location,
+                f"verify-pipeline: loop from {lower} to {upper} "
+                f"step {step} runs too long to simulate",
+            )
         values = [frame[s] for s in self.inits]
         for iv in range(lower, upper, step):
             frame[self.iv] = iv
-            for slot, value in zip(self.iter_args, values):
+            for slot, value in zip(self.iter_args, values, strict=True):
                 frame[slot] = value
             yield from process.run_block(self.body, frame)
             values = [frame[s] for s in self.yields]
-        for slot, value in zip(self.results, values):
+        for slot, value in zip(self.results, values, strict=True):
             frame[slot] = value
 
 
@@ -354,7 +402,7 @@ class _If:
         else:
             body, yields = self.else_body, self.else_yields
         yield from process.run_block(body, frame)
-        for slot, source in zip(self.results, yields):
+        for slot, source in zip(self.results, yields, strict=True):
             frame[slot] = frame[source]
 
 
@@ -379,10 +427,10 @@ class _Compiler:
         self.barriers: dict[ir.Value, _BarrierSpec] = {}
         # What each owner runs: a role's process spec, or None for the code
         # outside roles, which every process runs.
-        self.readers: dict = {}   # ring spec -> owners issuing WGMMAs on it
-        self.a_rows: list = []    # (owner, first, end): rows of the A tile a WGMMA reads
+        self.readers: dict = {}  # ring spec -> owners issuing WGMMAs on it
+        self.a_rows: list = []  # (owner, first, end): rows of the A tile a WGMMA reads
         self.copy_issuers: set = set()
-        self.waits: dict = {}     # owner -> barrier specs waited on
+        self.waits: dict = {}  # owner -> barrier specs waited on
         self.releases: dict = {}  # owner -> barrier specs arrived on (plain arrive)
         self._survey(kernel)
 
@@ -412,8 +460,9 @@ class _Compiler:
                 k_dims[b] = 1 if str_attr(op, "b_layout") == "nk" else 0
         for op in ops:
             if op.name in ("wsc.store_shared", "wsc.tma_store", "wsc.coalesced_store"):
-                operand_names.setdefault(op.operands[1 if op.name == "wsc.store_shared" else 0],
-                                         "C staging")
+                operand_names.setdefault(
+                    op.operands[1 if op.name == "wsc.store_shared" else 0], "C staging"
+                )
         full = {op.operands[5] for op in ops if op.name in TMA_LOAD_OPS}
         for op in ops:
             if op.name == "wsc.alloc_shared":
@@ -423,19 +472,34 @@ class _Compiler:
                 self.rings[op.result] = _RingSpec(name, stages, rows * cols * element.width // 8)
             elif op.name == "wsc.mbarrier_alloc":
                 name = "full" if op.result in full else "empty"
-                self.barriers[op.result] = _BarrierSpec(name, int_attr(op, "arrival_count"),
-                                                        int_attr(op, "num_barriers"))
+                self.barriers[op.result] = _BarrierSpec(
+                    name, int_attr(op, "arrival_count"), int_attr(op, "num_barriers")
+                )
         for kind in ("full", "empty"):
             same = [b for b in self.barriers.values() if b.name == kind]
             if len(same) > 1:
                 for number, spec in enumerate(same):
                     spec.name = f"{kind}{number}"
-        self.num_stages = (next(iter(self.rings.values())).num_stages if self.rings else
-                           next(iter(self.barriers.values())).num_barriers if self.barriers else 1)
+        self.num_stages = (
+            next(iter(self.rings.values())).num_stages
+            if self.rings
+            else next(iter(self.barriers.values())).num_barriers
+            if self.barriers
+            else 1
+        )
         a_rings = [v for v, name in operand_names.items() if name == "A"]
-        self.block_k = (ir.MemRefType(a_rings[0].type).shape[2] if a_rings else
-                        next((ir.MemRefType(op.operands[3].type).shape[2] for op in ops
-                              if op.name in TMA_LOAD_OPS), 1))
+        self.block_k = (
+            ir.MemRefType(a_rings[0].type).shape[2]
+            if a_rings
+            else next(
+                (
+                    ir.MemRefType(op.operands[3].type).shape[2]
+                    for op in ops
+                    if op.name in TMA_LOAD_OPS
+                ),
+                1,
+            )
+        )
         self.extents = self._global_extents(ops, k_dims)
 
     @staticmethod
@@ -452,8 +516,9 @@ class _Compiler:
             elif op.name == "wsc.store":
                 extents.setdefault(op.operands[1], parse_acc_type(op.operands[0].type)[0])
             elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
-                extents.setdefault(op.operands[2],
-                                   tuple(ir.MemRefType(op.operands[0].type).shape[1:]))
+                extents.setdefault(
+                    op.operands[2], tuple(ir.MemRefType(op.operands[0].type).shape[1:])
+                )
         return extents
 
     # -- nodes
@@ -463,8 +528,9 @@ class _Compiler:
         """The spec of the ring or barrier array `value`, which must come
         straight from its allocation."""
         if value not in table:
-            raise _unsupported(op, ": its ring buffer or mbarriers do not come straight "
-                                   "from their allocation")
+            raise _unsupported(
+                op, ": its ring buffer or mbarriers do not come straight from their allocation"
+            )
         return table[value]
 
     def slot(self, value: ir.Value) -> int:
@@ -474,9 +540,11 @@ class _Compiler:
         entry = self.kernel.regions[0].blocks[0]
         for argument in entry.arguments:
             if not isinstance(argument.type, ir.MemRefType):
-                raise PassError(self.kernel.location,
-                                f"verify-pipeline cannot give a value to kernel argument "
-                                f"#{argument.arg_number} of type {argument.type}")
+                raise PassError(
+                    self.kernel.location,
+                    f"verify-pipeline cannot give a value to kernel argument "
+                    f"#{argument.arg_number} of type {argument.type}",
+                )
         body, _ = self.block(entry, _Context())
         processes = list(self.processes.values()) + ([self.outside] if self.outside else [])
         everyone = set(processes)
@@ -487,21 +555,37 @@ class _Compiler:
         for ring, owners in self.readers.items():
             ring.readers = [p for p in processes if p in members(owners)]
             spans = [span for span in self.a_rows if span[0] in owners]
-            ring.exclusive = any(a[0] != b[0] and a[1] < b[2] and b[1] < a[2]
-                                 for i, a in enumerate(spans) for b in spans[i + 1:])
+            ring.exclusive = any(
+                a[0] != b[0] and a[1] < b[2] and b[1] < a[2]
+                for i, a in enumerate(spans)
+                for b in spans[i + 1 :]
+            )
         issuers = members(self.copy_issuers)
         release_waits = {}
         for producer in issuers:
             waited = set(self.waits.get(producer, ())) | set(self.waits.get(None, ()))
-            released = {b for owner, specs in self.releases.items()
-                        for p in members([owner]) - {producer} for b in specs}
-            release_waits[producer] = [b for b in self.barriers.values()
-                                       if b in waited and b in released]
-        return _Kernel(body, len(self.slots), self.num_stages, self.block_k,
-                       processes, list(self.rings.values()), list(self.barriers.values()),
-                       issuers, release_waits,
-                       any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
-                       cluster_size(self.kernel))
+            released = {
+                b
+                for owner, specs in self.releases.items()
+                for p in members([owner]) - {producer}
+                for b in specs
+            }
+            release_waits[producer] = [
+                b for b in self.barriers.values() if b in waited and b in released
+            ]
+        return _Kernel(
+            body,
+            len(self.slots),
+            self.num_stages,
+            self.block_k,
+            processes,
+            list(self.rings.values()),
+            list(self.barriers.values()),
+            issuers,
+            release_waits,
+            any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
+            cluster_size(self.kernel),
+        )
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
         """(nodes, slots the terminator yields) of a block."""
@@ -526,8 +610,13 @@ class _Compiler:
                 raise _unsupported(op, " with a non-integer value")
             value = int(attr.value) % (1 << _int_width(op.result.type))
             return _Compute(op, lambda: value, [], results[0])
-        if name in _BINARY or name in ("arith.cmpi", "arith.select", "arith.index_cast",
-                                       "arith.trunci", "arith.extui"):
+        if name in _BINARY or name in (
+            "arith.cmpi",
+            "arith.select",
+            "arith.index_cast",
+            "arith.trunci",
+            "arith.extui",
+        ):
             return _Compute(op, self._arith(op), args, results[0])
         if name in ("gpu.block_id", "wsc.cluster_rank"):
             # One cluster (one block without clusters): block x is the rank.
@@ -535,6 +624,7 @@ class _Compiler:
 
             def act(process, frame):
                 frame[slot] = process.cta
+
             return _Effect(op, act)
         if name == "gpu.grid_dim":  # one cluster: a persistent kernel's first does every tile
             ctas = cluster_size(self.kernel)
@@ -579,12 +669,17 @@ class _Compiler:
         source = op.operands[0]
         shape = ir.MemRefType(source.type).shape
         known = self.extents.get(source)
-        extents = tuple(s if not ir.ShapedType.is_dynamic_size(s) else
-                        known[d] if known else -1 for d, s in enumerate(shape))
+        extents = tuple(
+            s if not ir.ShapedType.is_dynamic_size(s) else known[d] if known else -1
+            for d, s in enumerate(shape)
+        )
         if -1 in extents:
-            raise PassError(op.location, "verify-pipeline cannot size this memref: it is "
-                                         "neither loaded by wsc.tma_load nor stored by wsc.store, "
-                                         "wsc.tma_store or wsc.coalesced_store")
+            raise PassError(
+                op.location,
+                "verify-pipeline cannot size this memref: it is "
+                "neither loaded by wsc.tma_load nor stored by wsc.store, "
+                "wsc.tma_store or wsc.coalesced_store",
+            )
         return _Dim(op, extents, args[1], results[0])
 
     def _for(self, op, context, args, results):
@@ -614,6 +709,7 @@ class _Compiler:
 
             def taken(process, frame):
                 return frame[condition_slot]
+
         then_body, then_yields = self.block(op.regions[0].blocks[0], inner)
         else_body, else_yields = ([], [])
         if op.regions[1].blocks:
@@ -627,6 +723,7 @@ class _Compiler:
 
         def act(process, frame):
             frame[slot] = process.simulation.rings[process.cta][ring]
+
         return _Effect(op, act)
 
     def _mbarrier_alloc(self, op, context, args, results):
@@ -634,6 +731,7 @@ class _Compiler:
 
         def act(process, frame):
             frame[slot] = process.simulation.allocate(process, spec)
+
         return _Effect(op, act)
 
     def _cluster_sync(self, op, context, args, results):
@@ -643,6 +741,7 @@ class _Compiler:
         def act(process, frame):
             process.simulation.staging_sync(process)
             return process.simulation.rendezvous(process, op, cluster=True)
+
         return _Effect(op, act)
 
     def _sync(self, op, context, args, results):
@@ -651,11 +750,13 @@ class _Compiler:
             # it only orders their staging writes and waits.
             def act_in_role(process, frame):
                 process.simulation.staging_sync(process)
+
             return _Effect(op, act_in_role)
 
         def act(process, frame):
             process.simulation.staging_sync(process)
             return process.simulation.rendezvous(process, op)
+
         return _Effect(op, act)
 
     # The staged epilogues: each op moves a staging stage's state (see
@@ -666,11 +767,13 @@ class _Compiler:
 
         def act(process, frame):
             process.simulation.store_shared(process, op, frame[ring], frame[stage])
+
         return _Effect(op, act)
 
     def _fence_proxy_async(self, op, context, args, results):
         def act(process, frame):
             process.simulation.staging_fence(process)
+
         return _Effect(op, act)
 
     def _tma_store(self, op, context, args, results):
@@ -678,6 +781,7 @@ class _Compiler:
 
         def act(process, frame):
             process.simulation.tma_store(process, op, frame[ring], frame[stage])
+
         return _Effect(op, act)
 
     def _coalesced_store(self, op, context, args, results):
@@ -685,6 +789,7 @@ class _Compiler:
 
         def act(process, frame):
             process.simulation.coalesced_store(process, op, frame[ring], frame[stage])
+
         return _Effect(op, act)
 
     def _tma_store_wait(self, op, context, args, results):
@@ -693,20 +798,24 @@ class _Compiler:
         def act(process, frame):
             if pending == 0:
                 process.simulation.staging_wait(process)
+
         return _Effect(op, act)
 
     def _mbarrier_wait(self, op, context, args, results):
         self.waits.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, op.operands[0]))
+            self._allocated(self.barriers, op, op.operands[0])
+        )
         barriers, stage, phase = args
 
         def act(process, frame):
             return process.simulation.wait(op, frame[barriers], frame[stage], frame[phase])
+
         return _Effect(op, act)
 
     def _mbarrier_arrive(self, op, context, args, results):
         self.releases.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, op.operands[0]))
+            self._allocated(self.barriers, op, op.operands[0])
+        )
         barriers, stage = args
         elected = context.elected
         every_cta = op.name == "wsc.mbarrier_arrive_cluster"
@@ -719,8 +828,10 @@ class _Compiler:
                 count = 1
             else:
                 count = process.spec.num_threads // (WARP_SIZE if per_warp else 1)
-            return process.simulation.arrive(process, op, frame[barriers], frame[stage], count,
-                                             every_cta)
+            return process.simulation.arrive(
+                process, op, frame[barriers], frame[stage], count, every_cta
+            )
+
         return _Effect(op, act)
 
     _mbarrier_arrive_cluster = _mbarrier_arrive
@@ -731,6 +842,7 @@ class _Compiler:
 
         def act(process, frame):
             return process.simulation.arrive_expect_tx(op, frame[barriers], frame[stage], tx_bytes)
+
         return _Effect(op, act)
 
     def _ring_advance(self, op, context, args, results):
@@ -738,11 +850,13 @@ class _Compiler:
 
         def advance(stage, phase):
             return (0, phase ^ 1) if stage + 1 >= num_stages else (stage + 1, phase)
+
         stage, phase = args
         next_stage, next_phase = results
 
         def act(process, frame):
             frame[next_stage], frame[next_phase] = advance(frame[stage], frame[phase])
+
         return _Effect(op, act)
 
     def _tma_load(self, op, context, args, results):
@@ -751,8 +865,10 @@ class _Compiler:
         multicast = op.name == "wsc.tma_load_multicast"
 
         def act(process, frame):
-            return process.simulation.tma_load(op, frame[ring], frame[stage], frame[barriers],
-                                               multicast, process)
+            return process.simulation.tma_load(
+                op, frame[ring], frame[stage], frame[barriers], multicast, process
+            )
+
         return _Effect(op, act)
 
     _tma_load_multicast = _tma_load
@@ -762,17 +878,18 @@ class _Compiler:
             ring = self._allocated(self.rings, op, operand)
             self.readers.setdefault(ring, set()).add(context.role)
         first = int_attr(op, "a_row")
-        self.a_rows.append((context.role, first,
-                            first + parse_acc_type(op.operands[3].type)[0][0]))
+        self.a_rows.append((context.role, first, first + parse_acc_type(op.operands[3].type)[0][0]))
         a, b, stage, _ = args
 
         def act(process, frame):
             process.simulation.wgmma(process, op, frame[a], frame[b], frame[stage])
+
         return _Effect(op, act)
 
     def _wgmma_commit_group(self, op, context, args, results):
         def act(process, frame):
             process.commit_group()
+
         return _Effect(op, act)
 
     def _wgmma_wait_group(self, op, context, args, results):
@@ -780,6 +897,7 @@ class _Compiler:
 
         def act(process, frame):
             process.wait_group(pending)
+
         return _Effect(op, act)
 
 
@@ -790,11 +908,22 @@ def _compile_kernel(kernel_op: ir.Operation) -> _Kernel:
 # ---------------------------------------------------------------------------
 # The shared state of one simulation
 
+
 class _Barrier:
     """One mbarrier: its completed phases and the tally of the current one."""
 
-    __slots__ = ("name", "arrival_count", "completed", "arrived", "declared", "issued",
-                 "delivered", "last_arrive", "last_expect_tx", "last_copy")
+    __slots__ = (
+        "name",
+        "arrival_count",
+        "completed",
+        "arrived",
+        "declared",
+        "issued",
+        "delivered",
+        "last_arrive",
+        "last_expect_tx",
+        "last_copy",
+    )
 
     def __init__(self, name: str, arrival_count: int):
         self.name, self.arrival_count = name, arrival_count
@@ -810,8 +939,10 @@ class _Barrier:
         return (self.completed & 1) != parity
 
     def status(self) -> str:
-        text = (f"{self.name} is in phase {self.completed} with {self.arrived} of "
-                f"{self.arrival_count} arrivals")
+        text = (
+            f"{self.name} is in phase {self.completed} with {self.arrived} of "
+            f"{self.arrival_count} arrivals"
+        )
         if self.declared or self.delivered:
             text += f" and {self.delivered} of {self.declared} transaction bytes"
         return text
@@ -825,12 +956,18 @@ class _Barrier:
 
     def tx_mismatch(self) -> _Violation:
         if self.last_expect_tx is None:
-            return _Violation(TX_MISMATCH, self.last_copy,
-                              f"copies complete {self.issued} bytes on {self.name} in a phase "
-                              f"that no wsc.mbarrier_arrive_expect_tx declares")
-        return _Violation(TX_MISMATCH, self.last_expect_tx,
-                          f"expect_tx declares {self.declared} bytes on {self.name} but the "
-                          f"copies completing on it deliver {self.issued}")
+            return _Violation(
+                TX_MISMATCH,
+                self.last_copy,
+                f"copies complete {self.issued} bytes on {self.name} in a phase "
+                f"that no wsc.mbarrier_arrive_expect_tx declares",
+            )
+        return _Violation(
+            TX_MISMATCH,
+            self.last_expect_tx,
+            f"expect_tx declares {self.declared} bytes on {self.name} but the "
+            f"copies completing on it deliver {self.issued}",
+        )
 
 
 class _BarrierArray:
@@ -841,8 +978,10 @@ class _BarrierArray:
 
     def __init__(self, spec: _BarrierSpec, suffix: str = ""):
         self.spec = spec
-        self.barriers = [_Barrier(f"{spec.name}[{i}]{suffix}", spec.arrival_count)
-                         for i in range(spec.num_barriers)]
+        self.barriers = [
+            _Barrier(f"{spec.name}[{i}]{suffix}", spec.arrival_count)
+            for i in range(spec.num_barriers)
+        ]
         self.allocated = self.visible = self.cluster_visible = False
 
 
@@ -903,10 +1042,14 @@ class _Rendezvous:
 
     def ready(self, simulation) -> bool:
         if self.cluster:
-            return all(p.finished or p.cluster_syncs_reached >= self.number
-                       for p in simulation.processes)
-        return all(p.finished or p.syncs_reached >= self.number
-                   for p in simulation.processes if p.cta == self.cta)
+            return all(
+                p.finished or p.cluster_syncs_reached >= self.number for p in simulation.processes
+            )
+        return all(
+            p.finished or p.syncs_reached >= self.number
+            for p in simulation.processes
+            if p.cta == self.cta
+        )
 
 
 class _Preempt:
@@ -925,10 +1068,10 @@ class _Process:
         self.simulation, self.spec, self.cta = simulation, spec, cta
         self.finished = False
         self.pause = None
-        self.paused_at = 0       # scheduler step of the current pause
+        self.paused_at = 0  # scheduler step of the current pause
         self.syncs_reached = 0
         self.cluster_syncs_reached = 0
-        self.reads: dict = {}    # (ring, stage) -> copies of it read so far
+        self.reads: dict = {}  # (ring, stage) -> copies of it read so far
         self.open_group: list = []
         self.committed: deque = deque()  # groups of (ring, stage) read, oldest first
         self.observed: dict = {}  # barrier -> completed phases a wait of ours has seen
@@ -965,12 +1108,14 @@ class _Process:
 
 @dataclass(frozen=True)
 class _Schedule:
-    lazy_delivery: bool      # copies land only when no process can move otherwise
-    producers_first: bool    # processes issuing copies have priority
+    lazy_delivery: bool  # copies land only when no process can move otherwise
+    producers_first: bool  # processes issuing copies have priority
 
 
-_SCHEDULES = (_Schedule(lazy_delivery=True, producers_first=False),   # readers ahead
-              _Schedule(lazy_delivery=False, producers_first=True))   # producers ahead
+_SCHEDULES = (
+    _Schedule(lazy_delivery=True, producers_first=False),  # readers ahead
+    _Schedule(lazy_delivery=False, producers_first=True),
+)  # producers ahead
 
 
 class _Simulation:
@@ -983,8 +1128,13 @@ class _Simulation:
         # Per CTA of the cluster (one without clusters): its rings and barriers.
         ctas = kernel.ctas
         self.rings = [{spec: _Ring(spec) for spec in kernel.rings} for _ in range(ctas)]
-        self.arrays = [{spec: _BarrierArray(spec, f" of CTA {cta}" if ctas > 1 else "")
-                        for spec in kernel.barriers} for cta in range(ctas)]
+        self.arrays = [
+            {
+                spec: _BarrierArray(spec, f" of CTA {cta}" if ctas > 1 else "")
+                for spec in kernel.barriers
+            }
+            for cta in range(ctas)
+        ]
         self.in_flight: deque[_Copy] = deque()
         #: (ring, stage) -> (state, process) of the staged epilogues'
         #: staging stages: "written" by wsc.store_shared, "fenced" by the
@@ -995,8 +1145,9 @@ class _Simulation:
         #: "copied" by a wsc.coalesced_store; free again after a wsc.sync.
         self.staging: dict = {}
         self.step = 0
-        self.processes = [_Process(self, spec, kernel, cta)
-                          for cta in range(ctas) for spec in kernel.processes]
+        self.processes = [
+            _Process(self, spec, kernel, cta) for cta in range(ctas) for spec in kernel.processes
+        ]
         for cta in range(ctas):
             by_spec = {p.spec: p for p in self.processes if p.cta == cta}
             for ring in self.rings[cta].values():
@@ -1009,9 +1160,14 @@ class _Simulation:
 
     def run(self) -> None:
         while True:
-            process = next((p for p in self.priority
-                            if not p.finished and (p.pause is None or p.pause.ready(self))),
-                           None)
+            process = next(
+                (
+                    p
+                    for p in self.priority
+                    if not p.finished and (p.pause is None or p.pause.ready(self))
+                ),
+                None,
+            )
             if process is not None:
                 self._resume(process)
             elif self.in_flight:
@@ -1058,11 +1214,14 @@ class _Simulation:
         for process in self.processes:
             pause = process.pause
             if isinstance(pause, _Wait) and pause.barrier is barrier and pause.ready(self):
-                raise _Violation(PHASE_OVERRUN, op,
-                                 f"phase overrun on {barrier.name}: phase {barrier.completed} "
-                                 f"completes before the wait of the {process.name} for "
-                                 f"phase {barrier.completed - 1} has returned, which then "
-                                 f"misses it (more phases complete than the waiter expects)")
+                raise _Violation(
+                    PHASE_OVERRUN,
+                    op,
+                    f"phase overrun on {barrier.name}: phase {barrier.completed} "
+                    f"completes before the wait of the {process.name} for "
+                    f"phase {barrier.completed - 1} has returned, which then "
+                    f"misses it (more phases complete than the waiter expects)",
+                )
         barrier.complete_phase()
 
     # -- the ops
@@ -1088,18 +1247,26 @@ class _Simulation:
     def _barrier(self, op, array: _BarrierArray, stage: int, remote: bool = False) -> _Barrier:
         """barriers[stage] of `array`, used by its own CTA or (`remote`) another."""
         if remote and not array.cluster_visible:
-            raise _Violation(BARRIER_BEFORE_INIT, op,
-                             f"{array.spec.name} of another CTA is used "
-                             f"before its initialization is visible to this one: no "
-                             f"wsc.cluster_sync between its wsc.mbarrier_alloc and this op")
+            raise _Violation(
+                BARRIER_BEFORE_INIT,
+                op,
+                f"{array.spec.name} of another CTA is used "
+                f"before its initialization is visible to this one: no "
+                f"wsc.cluster_sync between its wsc.mbarrier_alloc and this op",
+            )
         if not array.visible:
-            raise _Violation(BARRIER_BEFORE_INIT, op,
-                             f"{array.spec.name} is used before its initialization is visible: "
-                             f"no block-wide wsc.sync between its wsc.mbarrier_alloc and this op")
+            raise _Violation(
+                BARRIER_BEFORE_INIT,
+                op,
+                f"{array.spec.name} is used before its initialization is visible: "
+                f"no block-wide wsc.sync between its wsc.mbarrier_alloc and this op",
+            )
         if not 0 <= stage < len(array.barriers):
-            raise _Violation(STAGE_OUT_OF_RANGE, op,
-                             f"stage {stage} is outside the {len(array.barriers)} barriers "
-                             f"of {array.spec.name}")
+            raise _Violation(
+                STAGE_OUT_OF_RANGE,
+                op,
+                f"stage {stage} is outside the {len(array.barriers)} barriers of {array.spec.name}",
+            )
         return array.barriers[stage]
 
     def wait(self, op, array, stage, parity) -> _Wait:
@@ -1111,14 +1278,20 @@ class _Simulation:
         if count <= pending:
             return
         if pending == 0 and barrier.delivered < barrier.declared:
-            raise _Violation(OVER_ARRIVAL, op,
-                             f"over-arrival on {barrier.name}: phase {barrier.completed} has all "
-                             f"its arrivals and waits only for "
-                             f"{barrier.declared - barrier.delivered} transaction bytes in "
-                             f"flight (the stage is re-armed before its previous copy landed)")
-        raise _Violation(OVER_ARRIVAL, op,
-                         f"over-arrival on {barrier.name}: {count} arrivals exceed the "
-                         f"{pending} still pending in phase {barrier.completed}")
+            raise _Violation(
+                OVER_ARRIVAL,
+                op,
+                f"over-arrival on {barrier.name}: phase {barrier.completed} has all "
+                f"its arrivals and waits only for "
+                f"{barrier.declared - barrier.delivered} transaction bytes in "
+                f"flight (the stage is re-armed before its previous copy landed)",
+            )
+        raise _Violation(
+            OVER_ARRIVAL,
+            op,
+            f"over-arrival on {barrier.name}: {count} arrivals exceed the "
+            f"{pending} still pending in phase {barrier.completed}",
+        )
 
     def _arrive(self, op, barrier: _Barrier, count: int) -> None:
         self._check_arrival(op, barrier, count)
@@ -1129,15 +1302,21 @@ class _Simulation:
     def arrive(self, process, op, array, stage, count, every_cta: bool = False) -> _Preempt:
         """An arrive on barriers[stage] of `array`, or with `every_cta` on that
         barrier of every CTA of the cluster."""
-        targets = ([(arrays[array.spec], cta != process.cta)
-                    for cta, arrays in enumerate(self.arrays)] if every_cta else [(array, False)])
+        targets = (
+            [(arrays[array.spec], cta != process.cta) for cta, arrays in enumerate(self.arrays)]
+            if every_cta
+            else [(array, False)]
+        )
         for target, remote in targets:
             barrier = self._barrier(op, target, stage, remote)
             if any(read_stage == stage for _, read_stage in process.unretired_reads()):
-                raise _Violation(EARLY_RELEASE, op,
-                                 f"stage {stage} released before the WGMMA reading it has "
-                                 f"completed (no wsc.wgmma_wait_group retires it before this "
-                                 f"arrive on {barrier.name})")
+                raise _Violation(
+                    EARLY_RELEASE,
+                    op,
+                    f"stage {stage} released before the WGMMA reading it has "
+                    f"completed (no wsc.wgmma_wait_group retires it before this "
+                    f"arrive on {barrier.name})",
+                )
             self._arrive(op, barrier, count)
         return _Preempt
 
@@ -1154,16 +1333,25 @@ class _Simulation:
             raise self._ring_stage_out_of_range(op, ring, stage)
         state, _ = self.staging.get((ring, stage), ("free", None))
         if state in ("reading", "waited"):
-            why = ("no wsc.tma_store_wait by the storing thread" if state == "reading" else
-                   "no wsc.sync after the storing thread's wsc.tma_store_wait")
-            raise _Violation(STAGING_RACE, op,
-                             f"{ring.spec.name} stage {stage} is written while a TMA store may "
-                             f"still read it ({why})")
+            why = (
+                "no wsc.tma_store_wait by the storing thread"
+                if state == "reading"
+                else "no wsc.sync after the storing thread's wsc.tma_store_wait"
+            )
+            raise _Violation(
+                STAGING_RACE,
+                op,
+                f"{ring.spec.name} stage {stage} is written while a TMA store may "
+                f"still read it ({why})",
+            )
         if state == "copied":
-            raise _Violation(STAGING_RACE, op,
-                             f"{ring.spec.name} stage {stage} is written while other threads "
-                             f"may still copy it out (no wsc.sync after the "
-                             f"wsc.coalesced_store)")
+            raise _Violation(
+                STAGING_RACE,
+                op,
+                f"{ring.spec.name} stage {stage} is written while other threads "
+                f"may still copy it out (no wsc.sync after the "
+                f"wsc.coalesced_store)",
+            )
         self.staging[(ring, stage)] = ("written", process)
 
     def _staging_step(self, process, before: str, after: str) -> None:
@@ -1188,11 +1376,17 @@ class _Simulation:
             raise self._ring_stage_out_of_range(op, ring, stage)
         state, _ = self.staging.get((ring, stage), ("free", None))
         if state in ("written", "synced", "fenced"):
-            why = ("no wsc.fence_proxy_async made them visible to TMA" if state != "fenced"
-                   else "no wsc.sync after the writers' wsc.fence_proxy_async")
-            raise _Violation(STAGING_RACE, op,
-                             f"TMA store of {ring.spec.name} stage {stage}, which "
-                             f"wsc.store_shared wrote, but {why}")
+            why = (
+                "no wsc.fence_proxy_async made them visible to TMA"
+                if state != "fenced"
+                else "no wsc.sync after the writers' wsc.fence_proxy_async"
+            )
+            raise _Violation(
+                STAGING_RACE,
+                op,
+                f"TMA store of {ring.spec.name} stage {stage}, which "
+                f"wsc.store_shared wrote, but {why}",
+            )
         self.staging[(ring, stage)] = ("reading", process)
 
     def coalesced_store(self, process, op, ring: _Ring, stage: int) -> None:
@@ -1200,20 +1394,25 @@ class _Simulation:
             raise self._ring_stage_out_of_range(op, ring, stage)
         state, _ = self.staging.get((ring, stage), ("free", None))
         if state in ("written", "fenced"):
-            raise _Violation(STAGING_RACE, op,
-                             f"coalesced store of {ring.spec.name} stage {stage}, which "
-                             f"wsc.store_shared wrote, but no wsc.sync after the writes made "
-                             f"them visible to the other threads")
+            raise _Violation(
+                STAGING_RACE,
+                op,
+                f"coalesced store of {ring.spec.name} stage {stage}, which "
+                f"wsc.store_shared wrote, but no wsc.sync after the writes made "
+                f"them visible to the other threads",
+            )
         self.staging[(ring, stage)] = ("copied", process)
 
-    def tma_load(self, op, ring: _Ring, stage: int, array, multicast: bool,
-                 process: _Process) -> _Preempt:
+    def tma_load(
+        self, op, ring: _Ring, stage: int, array, multicast: bool, process: _Process
+    ) -> _Preempt:
         """A TMA copy of a tile into `ring`; `multicast`: the issuing CTA's
         slice of it into that ring of every CTA of the cluster, completing on
         each CTA's barrier."""
         if not multicast:
-            self._copy(op, ring, stage, array, ring.copies[stage] + 1, ring.spec.tile_bytes,
-                       remote=False)
+            self._copy(
+                op, ring, stage, array, ring.copies[stage] + 1, ring.spec.tile_bytes, remote=False
+            )
             return _Preempt
         if ring.spec.exclusive:
             raise _unsupported(op, " on a ring whose copies each go to one reader")
@@ -1223,12 +1422,18 @@ class _Simulation:
             target.slices = ctas
             fill = target.issued[stage].get(process.cta, 0) + 1
             target.issued[stage][process.cta] = fill
-            self._copy(op, target, stage, self.arrays[cta][array.spec], fill,
-                       ring.spec.tile_bytes // ctas, remote=cta != process.cta)
+            self._copy(
+                op,
+                target,
+                stage,
+                self.arrays[cta][array.spec],
+                fill,
+                ring.spec.tile_bytes // ctas,
+                remote=cta != process.cta,
+            )
         return _Preempt
 
-    def _copy(self, op, ring: _Ring, stage: int, array, fill: int, size: int,
-              remote: bool) -> None:
+    def _copy(self, op, ring: _Ring, stage: int, array, fill: int, size: int, remote: bool) -> None:
         """Copy `size` bytes of fill number `fill` into `ring`'s stage."""
         barrier = self._barrier(op, array, stage, remote)
         name = ring.spec.name
@@ -1236,18 +1441,27 @@ class _Simulation:
             raise self._ring_stage_out_of_range(op, ring, stage)
         for other in self.processes:
             if (ring, stage) in other.unretired_reads():
-                raise _Violation(STAGE_OVERWRITTEN, op,
-                                 f"{name} stage {stage} overwritten while a WGMMA of the "
-                                 f"{other.name} still reads it")
+                raise _Violation(
+                    STAGE_OVERWRITTEN,
+                    op,
+                    f"{name} stage {stage} overwritten while a WGMMA of the "
+                    f"{other.name} still reads it",
+                )
         if ring.spec.exclusive and ring.taken[stage] < ring.copies[stage]:
-            raise _Violation(STAGE_OVERWRITTEN, op,
-                             f"{name} stage {stage} overwritten before any of its readers "
-                             f"read its previous copy (lost tile)")
+            raise _Violation(
+                STAGE_OVERWRITTEN,
+                op,
+                f"{name} stage {stage} overwritten before any of its readers "
+                f"read its previous copy (lost tile)",
+            )
         for reader in [] if ring.spec.exclusive else ring.readers:
             if reader.reads.get((ring, stage), 0) < fill - 1:
-                raise _Violation(STAGE_OVERWRITTEN, op,
-                                 f"{name} stage {stage} overwritten before the "
-                                 f"{reader.name} read its previous copy (lost tile)")
+                raise _Violation(
+                    STAGE_OVERWRITTEN,
+                    op,
+                    f"{name} stage {stage} overwritten before the "
+                    f"{reader.name} read its previous copy (lost tile)",
+                )
         copy = _Copy(op, barrier, size)
         ring.copies[stage] = max(ring.copies[stage], fill)
         fills = ring.fills[stage]
@@ -1264,9 +1478,11 @@ class _Simulation:
 
     @staticmethod
     def _ring_stage_out_of_range(op, ring: _Ring, stage: int) -> _Violation:
-        return _Violation(STAGE_OUT_OF_RANGE, op,
-                          f"stage {stage} is outside the {ring.spec.num_stages} stages of "
-                          f"ring {ring.spec.name}")
+        return _Violation(
+            STAGE_OUT_OF_RANGE,
+            op,
+            f"stage {stage} is outside the {ring.spec.num_stages} stages of ring {ring.spec.name}",
+        )
 
     def wgmma(self, process, op, a: _Ring, b: _Ring, stage: int) -> None:
         for ring in (a, b):
@@ -1281,22 +1497,31 @@ class _Simulation:
                 latest = ring.latest[stage]
                 expected = process.observed.get(latest.barrier, 0) if latest else 0
                 if expected == 0:
-                    raise _Violation(STALE_READ, op,
-                                     f"wgmma reads {name} stage {stage} before its data landed "
-                                     f"(the {process.name} has seen no copy into it "
-                                     f"complete)")
+                    raise _Violation(
+                        STALE_READ,
+                        op,
+                        f"wgmma reads {name} stage {stage} before its data landed "
+                        f"(the {process.name} has seen no copy into it "
+                        f"complete)",
+                    )
             else:
                 # The n-th read of a stage sees the n-th copy into it.
                 expected = process.reads.get((ring, stage), 0) + 1
             if loaded > expected:
-                raise _Violation(STALE_READ, op,
-                                 f"wgmma reads {name} stage {stage} after it was refilled: it "
-                                 f"sees copy #{loaded} where it expects copy #{expected}")
+                raise _Violation(
+                    STALE_READ,
+                    op,
+                    f"wgmma reads {name} stage {stage} after it was refilled: it "
+                    f"sees copy #{loaded} where it expects copy #{expected}",
+                )
             if loaded < expected or not ring.landed(stage, expected):
                 state = "is still in flight" if loaded == expected else "was never issued"
-                raise _Violation(STALE_READ, op,
-                                 f"wgmma reads {name} stage {stage} before its data landed "
-                                 f"(copy #{expected} of the stage {state})")
+                raise _Violation(
+                    STALE_READ,
+                    op,
+                    f"wgmma reads {name} stage {stage} before its data landed "
+                    f"(copy #{expected} of the stage {state})",
+                )
             process.reads[(ring, stage)] = expected
             ring.taken[stage] = max(ring.taken[stage], expected)
             process.open_group.append((ring, stage))
@@ -1308,8 +1533,11 @@ class _Simulation:
         declared more bytes than arrived: nothing will ever complete it."""
         for array in self._all_arrays():
             for barrier in array.barriers:
-                if (barrier.arrived == barrier.arrival_count and barrier.last_expect_tx
-                        and barrier.issued == barrier.delivered != barrier.declared):
+                if (
+                    barrier.arrived == barrier.arrival_count
+                    and barrier.last_expect_tx
+                    and barrier.issued == barrier.delivered != barrier.declared
+                ):
                     return barrier.tx_mismatch()
         return None
 
@@ -1321,20 +1549,26 @@ class _Simulation:
         if mismatch:
             return mismatch
         waits = [p for p in self.processes if isinstance(p.pause, _Wait)]
-        stuck = [p for p in waits
-                 if 0 < p.pause.barrier.arrived < p.pause.barrier.arrival_count]
-        blamed = max(stuck or waits or [p for p in self.processes if not p.finished],
-                     key=lambda p: p.paused_at)
+        stuck = [p for p in waits if 0 < p.pause.barrier.arrived < p.pause.barrier.arrival_count]
+        blamed = max(
+            stuck or waits or [p for p in self.processes if not p.finished],
+            key=lambda p: p.paused_at,
+        )
         if not isinstance(blamed.pause, _Wait):
-            what = ("wsc.cluster_sync is never reached by every thread group of the cluster"
-                    if blamed.pause.cluster else
-                    "block-wide wsc.sync is never reached by every thread group")
+            what = (
+                "wsc.cluster_sync is never reached by every thread group of the cluster"
+                if blamed.pause.cluster
+                else "block-wide wsc.sync is never reached by every thread group"
+            )
             return _Violation(DEADLOCK, blamed.pause.op, f"deadlock: this {what}")
         barrier = blamed.pause.barrier
-        return _Violation(DEADLOCK, blamed.pause.op,
-                          f"deadlock: this wait for parity {blamed.pause.parity} on "
-                          f"{barrier.name} never returns: every thread group is blocked and no "
-                          f"copy is in flight ({barrier.status()})")
+        return _Violation(
+            DEADLOCK,
+            blamed.pause.op,
+            f"deadlock: this wait for parity {blamed.pause.parity} on "
+            f"{barrier.name} never returns: every thread group is blocked and no "
+            f"copy is in flight ({barrier.status()})",
+        )
 
     def _check_end(self) -> None:
         """Once every process has finished: every phase a process opened must
@@ -1343,28 +1577,37 @@ class _Simulation:
         for array in self._all_arrays():
             for barrier in array.barriers:
                 if barrier.arrived == barrier.arrival_count or (
-                        barrier.arrived == 0 and barrier.issued):
+                    barrier.arrived == 0 and barrier.issued
+                ):
                     raise barrier.tx_mismatch()
                 if barrier.arrived:
-                    raise _Violation(UNDER_ARRIVAL, barrier.last_arrive,
-                                     f"under-arrival: every thread group has finished and "
-                                     f"{barrier.status()}")
+                    raise _Violation(
+                        UNDER_ARRIVAL,
+                        barrier.last_arrive,
+                        f"under-arrival: every thread group has finished and {barrier.status()}",
+                    )
         for process in self.processes:
             releases = self.kernel.release_waits.get(process.spec, ())
-            outstanding = sum(barrier.completed - process.observed.get(barrier, 0)
-                              for spec in releases
-                              for barrier in self.arrays[process.cta][spec].barriers)
+            outstanding = sum(
+                barrier.completed - process.observed.get(barrier, 0)
+                for spec in releases
+                for barrier in self.arrays[process.cta][spec].barriers
+            )
             if outstanding:
                 plural = "release" if outstanding == 1 else "releases"
-                raise _Violation(MISSING_DRAIN, process.spec.location_op,
-                                 f"producer exits with {outstanding} {plural} outstanding "
-                                 f"(missing drain): the {process.name} must wait on "
-                                 f"{', '.join(s.name for s in releases)} until every stage it "
-                                 f"filled has been released")
+                raise _Violation(
+                    MISSING_DRAIN,
+                    process.spec.location_op,
+                    f"producer exits with {outstanding} {plural} outstanding "
+                    f"(missing drain): the {process.name} must wait on "
+                    f"{', '.join(s.name for s in releases)} until every stage it "
+                    f"filled has been released",
+                )
 
 
-def _simulate(kernel: _Kernel, k_tiles: int, tile_extent: int,
-              schedule: _Schedule) -> _Violation | None:
+def _simulate(
+    kernel: _Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule
+) -> _Violation | None:
     try:
         _Simulation(kernel, k_tiles, tile_extent, schedule).run()
     except _Violation as violation:

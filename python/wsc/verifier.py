@@ -60,22 +60,36 @@ def _fail(op: ir.Operation, message: str) -> None:
 def _verify_kernel(kernel: ir.Operation) -> int:
     attribute = kernel.attributes[KERNEL_THREADS_ATTR]
     if not isinstance(attribute, ir.IntegerAttr):  # attributes come typed (BoolAttr is not one)
-        _fail(kernel, f"attribute '{KERNEL_THREADS_ATTR}' must be an integer (the block's "
-                      f"threads), got {attribute}")
+        _fail(
+            kernel,
+            f"attribute '{KERNEL_THREADS_ATTR}' must be an integer (the block's "
+            f"threads), got {attribute}",
+        )
     if len(kernel.regions[0].blocks) != 1:
-        _fail(kernel, "must have a body of one block: a kernel is a definition, not a "
-                      "declaration, and its control flow is structured")
+        _fail(
+            kernel,
+            "must have a body of one block: a kernel is a definition, not a "
+            "declaration, and its control flow is structured",
+        )
     threads = int_attr(kernel, KERNEL_THREADS_ATTR)
     if threads is None or threads < 1 or threads > MAX_BLOCK_THREADS or threads % WARP_SIZE:
-        _fail(kernel, f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
-                      f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}")
+        _fail(
+            kernel,
+            f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
+            f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}",
+        )
     if CLUSTER_SIZE_ATTR in kernel.attributes:
         ctas = int_attr(kernel, CLUSTER_SIZE_ATTR)
-        if not isinstance(kernel.attributes[CLUSTER_SIZE_ATTR], ir.IntegerAttr) \
-                or not 1 <= ctas <= MAX_PORTABLE_CLUSTER:
-            _fail(kernel, f"attribute '{CLUSTER_SIZE_ATTR}' must be an integer in [1, "
-                          f"{MAX_PORTABLE_CLUSTER}] (the portable cluster size), got "
-                          f"{kernel.attributes[CLUSTER_SIZE_ATTR]}")
+        if (
+            not isinstance(kernel.attributes[CLUSTER_SIZE_ATTR], ir.IntegerAttr)
+            or not 1 <= ctas <= MAX_PORTABLE_CLUSTER
+        ):
+            _fail(
+                kernel,
+                f"attribute '{CLUSTER_SIZE_ATTR}' must be an integer in [1, "
+                f"{MAX_PORTABLE_CLUSTER}] (the portable cluster size), got "
+                f"{kernel.attributes[CLUSTER_SIZE_ATTR]}",
+            )
     return threads
 
 
@@ -105,8 +119,9 @@ def _per_thread_source(value: ir.Value) -> str | None:
         seen.append(value)
         if isinstance(value, ir.BlockArgument):
             loop = value.owner.owner.operation
-            if not loop.name.startswith("scf.") or (loop.name == "scf.for"
-                                                    and value.arg_number == 0):
+            if not loop.name.startswith("scf.") or (
+                loop.name == "scf.for" and value.arg_number == 0
+            ):
                 continue  # kernel arguments and induction variables are uniform
             if loop.name != "scf.for":
                 return f"a block argument of {loop.name}"
@@ -129,13 +144,15 @@ def _verify_per_warp(op: ir.Operation) -> None:
     if PER_WARP_ATTR not in op.attributes:
         return
     if not isinstance(op.attributes[PER_WARP_ATTR], ir.UnitAttr):
-        _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got "
-                  f"{op.attributes[PER_WARP_ATTR]}")
+        _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got {op.attributes[PER_WARP_ATTR]}")
     split = enclosing(op, lambda p: p.name == "scf.if" and _per_thread_source(p.operands[0]))
     if split is not None:
-        _fail(op, f"'{PER_WARP_ATTR}' under a condition computed from "
-                  f"{_per_thread_source(split.operands[0])}, which can split a warp: every "
-                  f"thread of each warp must execute the arrive")
+        _fail(
+            op,
+            f"'{PER_WARP_ATTR}' under a condition computed from "
+            f"{_per_thread_source(split.operands[0])}, which can split a warp: every "
+            f"thread of each warp must execute the arrive",
+        )
 
 
 def _verify_role(op: ir.Operation) -> None:
@@ -145,16 +162,26 @@ def _verify_role(op: ir.Operation) -> None:
     block_threads = int_attr(kernel, KERNEL_THREADS_ATTR)
     begin, count = int_attr(op, "thread_begin"), int_attr(op, "num_threads")
     if begin < 0 or count < WARP_SIZE or begin % WARP_SIZE or count % WARP_SIZE:
-        _fail(op, f"thread range [{begin}, {begin + count}) must be whole warps "
-                  f"(multiples of {WARP_SIZE} threads)")
+        _fail(
+            op,
+            f"thread range [{begin}, {begin + count}) must be whole warps "
+            f"(multiples of {WARP_SIZE} threads)",
+        )
     if begin + count > block_threads:
-        _fail(op, f"thread range [{begin}, {begin + count}) is outside the block of "
-                  f"{block_threads} threads")
+        _fail(
+            op,
+            f"thread range [{begin}, {begin + count}) is outside the block of "
+            f"{block_threads} threads",
+        )
     registers = int_attr(op, "max_registers")
-    if registers is not None and (registers < MIN_SETMAXNREG or registers > MAX_SETMAXNREG
-                                  or registers % SETMAXNREG_STEP):
-        _fail(op, f"max_registers must be a multiple of {SETMAXNREG_STEP} in [{MIN_SETMAXNREG}, "
-                  f"{MAX_SETMAXNREG}], got {registers}")
+    if registers is not None and (
+        registers < MIN_SETMAXNREG or registers > MAX_SETMAXNREG or registers % SETMAXNREG_STEP
+    ):
+        _fail(
+            op,
+            f"max_registers must be a multiple of {SETMAXNREG_STEP} in [{MIN_SETMAXNREG}, "
+            f"{MAX_SETMAXNREG}], got {registers}",
+        )
     for user in op.result.uses:
         if user.owner.name != "scf.if":
             _fail(op, "result may only be used as the condition of an scf.if")
@@ -169,34 +196,42 @@ def _verify_roles_disjoint(kernel: ir.Operation) -> None:
         end = begin + int_attr(op, "num_threads")
         for other_begin, other_end, other in seen:
             if begin < other_end and other_begin < end:
-                raise PassError(op.location,
-                                f"'wsc.role' op thread range [{begin}, {end}) overlaps "
-                                f"another role's [{other_begin}, {other_end})",
-                                notes=[(other.location, "the other role is here")])
+                raise PassError(
+                    op.location,
+                    f"'wsc.role' op thread range [{begin}, {end}) overlaps "
+                    f"another role's [{other_begin}, {other_end})",
+                    notes=[(other.location, "the other role is here")],
+                )
         seen.append((begin, end, op))
 
 
 def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[int]:
     shape = memref_shape(type_)
     if shape is None or len(shape) != 3 or -1 in shape:
-        _fail(op, f"{what} must be a static memref<stages x rows x cols> in shared memory, "
-                  f"got {type_}")
+        _fail(
+            op,
+            f"{what} must be a static memref<stages x rows x cols> in shared memory, got {type_}",
+        )
     if memref_space(type_) != SHARED_MEMORY_SPACE:
-        _fail(op, f"{what} must be in shared memory (address space {SHARED_MEMORY_SPACE}), "
-                  f"got {type_}")
+        _fail(
+            op,
+            f"{what} must be in shared memory (address space {SHARED_MEMORY_SPACE}), got {type_}",
+        )
     if shape[0] < 1:
         _fail(op, f"{what} needs at least 1 stage, got {shape[0]}")
     element = str(ir.MemRefType(type_).element_type)
     if element not in OPERAND_DTYPES:
         _fail(op, f"{what} element type must be f16 or bf16, got {element}")
     stages, rows, cols = shape
-    stage_bytes = round_up(rows * cols * ir.MemRefType(type_).element_type.width // 8,
-                           BUFFER_ALIGN)
+    stage_bytes = round_up(rows * cols * ir.MemRefType(type_).element_type.width // 8, BUFFER_ALIGN)
     if stages * stage_bytes > MAX_DYNAMIC_SMEM:
-        _fail(op, f"{what} needs {stages} x {stage_bytes} = {stages * stage_bytes} bytes of "
-                  f"shared memory ({stages} stages of {rows}x{cols}x{element}, each "
-                  f"{BUFFER_ALIGN}-byte aligned), more than the {MAX_DYNAMIC_SMEM} bytes "
-                  f"(227 KB) a block may use on sm_90")
+        _fail(
+            op,
+            f"{what} needs {stages} x {stage_bytes} = {stages * stage_bytes} bytes of "
+            f"shared memory ({stages} stages of {rows}x{cols}x{element}, each "
+            f"{BUFFER_ALIGN}-byte aligned), more than the {MAX_DYNAMIC_SMEM} bytes "
+            f"(227 KB) a block may use on sm_90",
+        )
     return shape
 
 
@@ -227,14 +262,24 @@ def _verify_op(op: ir.Operation) -> None:
         _verify_shared_buffer(op, op.result.type, "result")
     elif name == "wsc.mbarrier_alloc":
         if not 1 <= int_attr(op, "num_barriers") <= MAX_STAGES:
-            _fail(op, f"num_barriers must be in [1, {MAX_STAGES}] (one per stage; a ring has "
-                      f"at most {MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} "
-                      f"bytes of shared memory), got {int_attr(op, 'num_barriers')}")
+            _fail(
+                op,
+                f"num_barriers must be in [1, {MAX_STAGES}] (one per stage; a ring has "
+                f"at most {MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} "
+                f"bytes of shared memory), got {int_attr(op, 'num_barriers')}",
+            )
         if not 1 <= int_attr(op, "arrival_count") <= MAX_MBARRIER_COUNT:
-            _fail(op, f"arrival_count must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
-                      f"arrival count limit), got {int_attr(op, 'arrival_count')}")
-    elif name in ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait",
-                  "wsc.mbarrier_arrive_cluster"):
+            _fail(
+                op,
+                f"arrival_count must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
+                f"arrival count limit), got {int_attr(op, 'arrival_count')}",
+            )
+    elif name in (
+        "wsc.mbarrier_arrive",
+        "wsc.mbarrier_arrive_expect_tx",
+        "wsc.mbarrier_wait",
+        "wsc.mbarrier_arrive_cluster",
+    ):
         if name == "wsc.mbarrier_arrive_cluster":
             _verify_clustered(op)
         if name in ARRIVE_OPS:
@@ -242,15 +287,23 @@ def _verify_op(op: ir.Operation) -> None:
         count = _barrier_count(op, op.operands[0])
         if count is not None:
             _verify_stage(op, op.operands[1], count)
-        if name == "wsc.mbarrier_arrive_expect_tx" and \
-                not 1 <= int_attr(op, "tx_bytes") <= MAX_MBARRIER_COUNT:
-            _fail(op, f"tx_bytes must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
-                      f"transaction count limit), got {int_attr(op, 'tx_bytes')}")
+        if (
+            name == "wsc.mbarrier_arrive_expect_tx"
+            and not 1 <= int_attr(op, "tx_bytes") <= MAX_MBARRIER_COUNT
+        ):
+            _fail(
+                op,
+                f"tx_bytes must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
+                f"transaction count limit), got {int_attr(op, 'tx_bytes')}",
+            )
     elif name == "wsc.ring_advance":
         if not 1 <= int_attr(op, "num_stages") <= MAX_STAGES:
-            _fail(op, f"num_stages must be in [1, {MAX_STAGES}] (a ring has at most "
-                      f"{MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} bytes of "
-                      f"shared memory), got {int_attr(op, 'num_stages')}")
+            _fail(
+                op,
+                f"num_stages must be in [1, {MAX_STAGES}] (a ring has at most "
+                f"{MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} bytes of "
+                f"shared memory), got {int_attr(op, 'num_stages')}",
+            )
     elif name == "wsc.tma_load":
         _verify_tma_load(op)
     elif name == "wsc.tma_load_multicast":
@@ -258,8 +311,11 @@ def _verify_op(op: ir.Operation) -> None:
         ctas = _verify_clustered(op)
         rows = ir.MemRefType(op.operands[3].type).shape[1]
         if rows % (8 * ctas):
-            _fail(op, f"a {rows}-row tile cannot be split over {ctas} CTAs in slices of whole "
-                      f"8-row swizzle periods")
+            _fail(
+                op,
+                f"a {rows}-row tile cannot be split over {ctas} CTAs in slices of whole "
+                f"8-row swizzle periods",
+            )
     elif name in ("wsc.cluster_rank", "wsc.cluster_sync"):
         _verify_clustered(op)
     elif name == "wsc.tma_store":
@@ -288,8 +344,9 @@ def _verify_op(op: ir.Operation) -> None:
         _verify_tile_element(op, element, op.operands[1])
 
 
-def _verify_stage_copy(op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value,
-                     shared_is_dst: bool) -> list[int]:
+def _verify_stage_copy(
+    op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value, shared_is_dst: bool
+) -> list[int]:
     """The rules a copy between a global tensor and a ring stage keeps (TMA,
     in either direction, or wsc.coalesced_store); returns the ring's shape."""
     shared, tensor = (dst, src) if shared_is_dst else (src, dst)
@@ -311,8 +368,11 @@ def _verify_tma_load(op: ir.Operation) -> None:
         _fail(op, f"TMA box {rows}x{cols} exceeds {MAX_TMA_BOX} elements in a dimension")
     inner_bytes = cols * ir.MemRefType(dst.type).element_type.width // 8
     if inner_bytes > SWIZZLE_BYTES:
-        _fail(op, f"TMA box inner extent is {inner_bytes} bytes, more than the "
-                  f"{SWIZZLE_BYTES}-byte swizzle span")
+        _fail(
+            op,
+            f"TMA box inner extent is {inner_bytes} bytes, more than the "
+            f"{SWIZZLE_BYTES}-byte swizzle span",
+        )
     count = _barrier_count(op, barriers)
     if count is not None and count != shape[0]:
         _fail(op, f"the ring has {shape[0]} stages but its barrier array has {count}")
@@ -329,8 +389,11 @@ def _verify_tile_element(op: ir.Operation, element: str, dst: ir.Value) -> None:
     """A register tile is stored as it is: its element type must be dst's."""
     dst_element = str(ir.MemRefType(dst.type).element_type)
     if element != dst_element:
-        _fail(op, f"tile element type {element} differs from the destination's "
-                  f"{dst_element} (convert it with wsc.cast)")
+        _fail(
+            op,
+            f"tile element type {element} differs from the destination's "
+            f"{dst_element} (convert it with wsc.cast)",
+        )
 
 
 def _verify_store_shared(op: ir.Operation) -> None:
@@ -340,28 +403,38 @@ def _verify_store_shared(op: ir.Operation) -> None:
     _verify_stage(op, stage, shape[0])
     _verify_tile_element(op, element, dst)
     if [rows, cols] != list(shape[1:]):
-        _fail(op, f"tile {rows}x{cols} differs from the destination's {shape[1]}x{shape[2]} "
-                  f"stage tile")
+        _fail(
+            op,
+            f"tile {rows}x{cols} differs from the destination's {shape[1]}x{shape[2]} stage tile",
+        )
 
 
 def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]:
     """(shape, element) of a register tile type that keeps the WGMMA rules."""
     parsed = parse_acc_type(type_)
     if parsed is None:  # IRDL checks only that the shape is some dense array
-        _fail(op, f"register tile type must be !wsc.acc<array<i64: rows, cols>, element>, "
-                  f"got {type_}")
+        _fail(
+            op, f"register tile type must be !wsc.acc<array<i64: rows, cols>, element>, got {type_}"
+        )
     shape, element = parsed
     if len(shape) != 2:
         _fail(op, f"register tile must be rank 2, got shape {list(shape)}")
     if shape[0] % WGMMA_M or shape[0] < WGMMA_M:
-        _fail(op, f"register tile rows must be a multiple of {WGMMA_M} (the WGMMA M), got "
-                  f"{shape[0]}")
+        _fail(
+            op, f"register tile rows must be a multiple of {WGMMA_M} (the WGMMA M), got {shape[0]}"
+        )
     if shape[1] % WGMMA_N_STEP or not WGMMA_N_STEP <= shape[1] <= WGMMA_N_MAX:
-        _fail(op, f"register tile columns must be a multiple of {WGMMA_N_STEP} in "
-                  f"[{WGMMA_N_STEP}, {WGMMA_N_MAX}] (the WGMMA N), got {shape[1]}")
+        _fail(
+            op,
+            f"register tile columns must be a multiple of {WGMMA_N_STEP} in "
+            f"[{WGMMA_N_STEP}, {WGMMA_N_MAX}] (the WGMMA N), got {shape[1]}",
+        )
     if shape[0] * shape[1] > REGISTER_FILE:
-        _fail(op, f"register tile {shape[0]}x{shape[1]} has {shape[0] * shape[1]} elements, "
-                  f"more than the {REGISTER_FILE} 32-bit registers of an SM")
+        _fail(
+            op,
+            f"register tile {shape[0]}x{shape[1]} has {shape[0] * shape[1]} elements, "
+            f"more than the {REGISTER_FILE} 32-bit registers of an SM",
+        )
     if element not in ("f32", "f16", "bf16"):
         _fail(op, f"register tile element type must be f32, f16 or bf16, got {element}")
     return shape, element
@@ -374,8 +447,11 @@ def _verify_wgmma(op: ir.Operation) -> None:
     (m, n), element = _verify_acc(op, acc.type)
     input_element = str(ir.MemRefType(a.type).element_type)
     if element != "f32" and not (element == "f16" == input_element):
-        _fail(op, f"accumulator must be f32 (or f16 for f16 operands), got {element} for "
-                  f"{input_element} operands")
+        _fail(
+            op,
+            f"accumulator must be f32 (or f16 for f16 operands), got {element} for "
+            f"{input_element} operands",
+        )
     if a_shape[0] != b_shape[0]:
         _fail(op, f"A and B rings have {a_shape[0]} and {b_shape[0]} stages")
     _verify_stage(op, stage, a_shape[0])
@@ -386,27 +462,36 @@ def _verify_wgmma(op: ir.Operation) -> None:
     if block_k % WGMMA_K:
         _fail(op, f"K tile {block_k} is not a multiple of {WGMMA_K} (the WGMMA K)")
     if a_row < 0 or a_row % WGMMA_M or a_row + m > a_shape[1]:
-        _fail(op, f"rows [{a_row}, {a_row + m}) of A are outside its {a_shape[1]}-row tile "
-                  f"or not {WGMMA_M}-aligned")
+        _fail(
+            op,
+            f"rows [{a_row}, {a_row + m}) of A are outside its {a_shape[1]}-row tile "
+            f"or not {WGMMA_M}-aligned",
+        )
     layout = ir.StringAttr(op.attributes["b_layout"]).value
     b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
     if b_n != n or b_k != block_k:
-        _fail(op, f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match "
-                  f"N={n}, K={block_k}")
+        _fail(
+            op,
+            f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
+        )
     role = enclosing_role(op)
     if role is not None:
         begin, count = int_attr(role, "thread_begin"), int_attr(role, "num_threads")
         if begin % WARPGROUP_SIZE or count != WARPGROUP_SIZE:
-            raise PassError(op.location,
-                            f"'wsc.wgmma' op must run in one warpgroup-aligned role "
-                            f"(4 warps starting at a multiple of {WARPGROUP_SIZE} threads); "
-                            f"its role covers threads [{begin}, {begin + count})",
-                            notes=[(role.location, "role defined here")])
+            raise PassError(
+                op.location,
+                f"'wsc.wgmma' op must run in one warpgroup-aligned role "
+                f"(4 warps starting at a multiple of {WARPGROUP_SIZE} threads); "
+                f"its role covers threads [{begin}, {begin + count})",
+                notes=[(role.location, "role defined here")],
+            )
     else:
         kernel = enclosing_kernel(op)
         if kernel is not None and int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
-            _fail(op, f"outside a role needs a block of exactly one warpgroup "
-                      f"({WARPGROUP_SIZE} threads)")
+            _fail(
+                op,
+                f"outside a role needs a block of exactly one warpgroup ({WARPGROUP_SIZE} threads)",
+            )
 
 
 def verify_wsc(module: ir.Operation) -> None:

@@ -53,31 +53,93 @@ TOKEN_PATTERNS = {
     "number": re.compile(r"(?<![\w%#@])-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?)\b"),
     "attribute": re.compile(r"(?<=\b= )(?:\"[^\"\n]*\"|[-\w.]+(?: : \w+)?)"),
     "op": re.compile(r"\"?\b(?:wsc|arith|scf|func|gpu|memref|index|llvm|nvvm|cf)\.[a-z_.]+\b\"?"),
-    "type": re.compile(r"!wsc\.acc<array<i64[^>]*>, \w+>|!wsc\.\w+|memref<[^<>]*>|"
-                       r"\b(?:i1|i8|i16|i32|i64|index|f16|bf16|f32|f64)\b"),
+    "type": re.compile(
+        r"!wsc\.acc<array<i64[^>]*>, \w+>|!wsc\.\w+|memref<[^<>]*>|"
+        r"\b(?:i1|i8|i16|i32|i64|index|f16|bf16|f32|f64)\b"
+    ),
     "ssa": re.compile(r"%[\w.$-]+(?:#\d+)?"),
 }
 #: Token classes in the order a token edit picks them (by its `a` modulo the
 #: length): values that keep the text parseable come up more often than SSA
 #: names and op names, which mostly give parse errors.
 TOKEN_CLASSES = ("number", "number", "attribute", "attribute", "type", "op", "ssa")
-BOUNDARY_NUMBERS = ["0", "1", "-1", "2", "3", "7", "8", "15", "16", "24", "31", "32", "33",
-                    "63", "64", "65", "127", "128", "129", "255", "256", "257", "1023", "1024",
-                    "65536", "232448", "2147483647", "2147483648", "-2147483648", "4294967296",
-                    "9223372036854775807", "18446744073709551616", "1e30", "0x7fffffff"]
-BOUNDARY_ATTRIBUTES = ['""', '"nk"', '"kn"', '"warp"', "true", "false", "unit", "0 : i32",
-                       "-1 : i32", "2147483647 : i32", "300 : i32", "1 : i64", "1.5 : f32",
-                       "array<i32: 1>", "dense<1> : tensor<2xi32>"]
-BOUNDARY_TYPES = ["i1", "i32", "index", "f16", "f32", "none", "memref<?x?xf16>",
-                  "memref<0x128x64xf16, 3>", "memref<4x128x64xf32, 3>",
-                  "memref<4x512x64xf16, 3>", "memref<2147483647x128x64xf16, 3>",
-                  "memref<4x128x64xf16, 5>", "memref<4x?x64xf16, 3>", "memref<128x64xf16, 3>",
-                  "!wsc.mbarriers", "!wsc.acc<array<i64: 128, 128>, f32>",
-                  "!wsc.acc<array<i64: 64>, f32>", "!wsc.acc<array<i64: 0, 0>, f32>",
-                  "!wsc.acc<array<i64: 9223372036854775807, 8>, f16>",
-                  "!wsc.acc<array<i64: 64, -8>, f32>", "!wsc.acc<array<i32: 64, 64>, f32>",
-                  "tensor<4xf16>"]
-
+BOUNDARY_NUMBERS = [
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "7",
+    "8",
+    "15",
+    "16",
+    "24",
+    "31",
+    "32",
+    "33",
+    "63",
+    "64",
+    "65",
+    "127",
+    "128",
+    "129",
+    "255",
+    "256",
+    "257",
+    "1023",
+    "1024",
+    "65536",
+    "232448",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "4294967296",
+    "9223372036854775807",
+    "18446744073709551616",
+    "1e30",
+    "0x7fffffff",
+]
+BOUNDARY_ATTRIBUTES = [
+    '""',
+    '"nk"',
+    '"kn"',
+    '"warp"',
+    "true",
+    "false",
+    "unit",
+    "0 : i32",
+    "-1 : i32",
+    "2147483647 : i32",
+    "300 : i32",
+    "1 : i64",
+    "1.5 : f32",
+    "array<i32: 1>",
+    "dense<1> : tensor<2xi32>",
+]
+BOUNDARY_TYPES = [
+    "i1",
+    "i32",
+    "index",
+    "f16",
+    "f32",
+    "none",
+    "memref<?x?xf16>",
+    "memref<0x128x64xf16, 3>",
+    "memref<4x128x64xf32, 3>",
+    "memref<4x512x64xf16, 3>",
+    "memref<2147483647x128x64xf16, 3>",
+    "memref<4x128x64xf16, 5>",
+    "memref<4x?x64xf16, 3>",
+    "memref<128x64xf16, 3>",
+    "!wsc.mbarriers",
+    "!wsc.acc<array<i64: 128, 128>, f32>",
+    "!wsc.acc<array<i64: 64>, f32>",
+    "!wsc.acc<array<i64: 0, 0>, f32>",
+    "!wsc.acc<array<i64: 9223372036854775807, 8>, f16>",
+    "!wsc.acc<array<i64: 64, -8>, f32>",
+    "!wsc.acc<array<i32: 64, 64>, f32>",
+    "tensor<4xf16>",
+]
 
 
 @dataclass(frozen=True)
@@ -94,7 +156,8 @@ class Mutation:
 def load_corpus(root: Path = REPO) -> list[tuple[str, str]]:
     """(name, text) of every chunk of the example kernels and lit inputs."""
     files = sorted(root.glob("examples/*.mlir")) + sorted(
-        p for p in root.glob("test/**/*.mlir") if "Output" not in p.parts)
+        p for p in root.glob("test/**/*.mlir") if "Output" not in p.parts
+    )
     corpus = []
     for path in files:
         chunks = path.read_text().split("\n" + SPLIT_MARKER + "\n")
@@ -129,9 +192,9 @@ def apply_mutation(data: bytes, mutation: Mutation, pools: dict[str, list[str]])
         if not data:
             return data
         position = a % len(data)
-        return data[:position] + bytes([data[position] ^ (1 << (b % 7))]) + data[position + 1:]
+        return data[:position] + bytes([data[position] ^ (1 << (b % 7))]) + data[position + 1 :]
     if kind == "truncate":
-        return data[:a % (len(data) + 1)]
+        return data[: a % (len(data) + 1)]
     if kind == "insert_bytes":
         position = a % (len(data) + 1)
         return data[:position] + mutation.data + data[position:]
@@ -155,15 +218,20 @@ def apply_mutation(data: bytes, mutation: Mutation, pools: dict[str, list[str]])
     if kind == "replace_token":
         pool = pools[name]
         replacement = pool[c % len(pool)]
-        text = text[:first.start()] + replacement + text[first.end():]
+        text = text[: first.start()] + replacement + text[first.end() :]
     elif kind == "swap_tokens":
         second = matches[c % len(matches)]
         if first.start() > second.start():
             first, second = second, first
         if first.end() > second.start():
             return data
-        text = (text[:first.start()] + second.group() + text[first.end():second.start()]
-                + first.group() + text[second.end():])
+        text = (
+            text[: first.start()]
+            + second.group()
+            + text[first.end() : second.start()]
+            + first.group()
+            + text[second.end() :]
+        )
     else:
         raise ValueError(f"unknown mutation kind {kind!r}")
     return text.encode("utf-8", errors="surrogateescape")
@@ -179,19 +247,35 @@ def make_mutant(seed_text: str, mutations: list[Mutation], pools: dict[str, list
 #: How often the long run draws each kind. Token edits come first: most of
 #: them keep the text parseable, so they reach the verifier and the passes,
 #: where byte-level edits mostly stop at the parser.
-KIND_WEIGHTS = {"replace_token": 12, "swap_tokens": 3, "delete_line": 2, "duplicate_line": 1,
-                "swap_lines": 1, "flip": 1, "truncate": 1, "insert_bytes": 1}
+KIND_WEIGHTS = {
+    "replace_token": 12,
+    "swap_tokens": 3,
+    "delete_line": 2,
+    "duplicate_line": 1,
+    "swap_lines": 1,
+    "flip": 1,
+    "truncate": 1,
+    "insert_bytes": 1,
+}
 #: The kinds, each repeated by its weight (for strategies without weights).
 WEIGHTED_KINDS = tuple(kind for kind, weight in KIND_WEIGHTS.items() for _ in range(weight))
 
 
 def random_mutations(rng: random.Random, max_count: int = 3) -> list[Mutation]:
     """A few random mutations, as the long run draws them."""
-    kinds = rng.choices(list(KIND_WEIGHTS), weights=list(KIND_WEIGHTS.values()),
-                        k=rng.randint(1, max_count))
-    return [Mutation(kind, rng.randrange(1 << 20), rng.randrange(1 << 20),
-                     rng.randrange(1 << 20), rng.randbytes(rng.randrange(1, 9)))
-            for kind in kinds]
+    kinds = rng.choices(
+        list(KIND_WEIGHTS), weights=list(KIND_WEIGHTS.values()), k=rng.randint(1, max_count)
+    )
+    return [
+        Mutation(
+            kind,
+            rng.randrange(1 << 20),
+            rng.randrange(1 << 20),
+            rng.randrange(1 << 20),
+            rng.randbytes(rng.randrange(1, 9)),
+        )
+        for kind in kinds
+    ]
 
 
 @dataclass
@@ -217,8 +301,11 @@ class Runner:
 
     def _start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(self.worker), self.workdir.name], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+            [sys.executable, str(self.worker), self.workdir.name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )
         self.buffer = b""
 
     def _stop(self) -> None:
@@ -322,8 +409,11 @@ def problems(result: Result, filename: str = "mutant.mlir") -> list[str]:
 def signature(result: Result) -> str:
     """A short key grouping results with the same cause (for reports): what
     broke, and the first telling line of stderr with its numbers blanked."""
-    marker = re.search(r"(LLVM ERROR: .*|Assertion .*|\w+Error: .*|internal error: .*|"
-                       r"error: .*)", result.stderr)
+    marker = re.search(
+        r"(LLVM ERROR: .*|Assertion .*|\w+Error: .*|internal error: .*|"
+        r"error: .*)",
+        result.stderr,
+    )
     lines = result.stderr.strip().splitlines()
     detail = marker.group(1) if marker else (lines[-1] if lines else "")
     return f"{'; '.join(problems(result))} | {re.sub(r'[0-9]+', 'N', detail)[:160]}"

@@ -56,31 +56,41 @@ def main() -> int:
             data = make_mutant(text, mutations, pools)
             for pipeline, argv in PIPELINES.items():
                 result = runner.run(argv, data)
-                outcomes[(pipeline, "ok" if result.rc == 0 else
-                          "error" if result.rc == 1 else "crash")] += 1
+                outcomes[
+                    (pipeline, "ok" if result.rc == 0 else "error" if result.rc == 1 else "crash")
+                ] += 1
                 if result.seconds > slowest[0]:
                     slowest = (result.seconds, f"{pipeline} on a mutant of {name}")
                 if problems(result):
                     key = f"{pipeline}: {signature(result)}"
                     if key not in findings:
-                        print(f"new finding at mutant {number + 1}: {key}", file=sys.stderr,
-                              flush=True)
+                        print(
+                            f"new finding at mutant {number + 1}: {key}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                     findings[key].append((len(data), name, data, result))
             if (number + 1) % 500 == 0:
-                print(f"{number + 1} mutants, {len(findings)} finding(s), "
-                      f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+                print(
+                    f"{number + 1} mutants, {len(findings)} finding(s), "
+                    f"{time.monotonic() - start:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         runner.close()
     elapsed = time.monotonic() - start
 
-    print(f"{args.mutants} mutants x {len(PIPELINES)} pipelines in {elapsed:.0f} s "
-          f"(seed {args.seed}); outcomes: "
-          + ", ".join(f"{p} {o} {n}" for (p, o), n in sorted(outcomes.items())))
+    print(
+        f"{args.mutants} mutants x {len(PIPELINES)} pipelines in {elapsed:.0f} s "
+        f"(seed {args.seed}); outcomes: "
+        + ", ".join(f"{p} {o} {n}" for (p, o), n in sorted(outcomes.items()))
+    )
     print(f"slowest: {slowest[0]:.2f} s ({slowest[1]})")
     for key, cases in sorted(findings.items()):
         cases.sort(key=lambda case: case[0])
         print(f"\n== {len(cases)} x {key}")
-        for size, name, data, result in cases[:args.show]:
+        for size, name, data, result in cases[: args.show]:
             print(f"-- smallest mutant ({size} bytes, from {name}):")
             print(data.decode("utf-8", errors="replace"))
             print("-- stderr:")
@@ -91,10 +101,12 @@ def main() -> int:
 
 
 def _record(args, elapsed, outcomes, findings, slowest) -> None:
-    lines = [f"\n## {datetime.date.today().isoformat()}: {args.mutants} mutants x "
-             f"{len(PIPELINES)} pipelines, seed {args.seed}\n",
-             f"- wall time {elapsed:.0f} s; slowest mutant {slowest[0]:.2f} s ({slowest[1]})",
-             "- outcomes: " + ", ".join(f"{p} {o} {n}" for (p, o), n in sorted(outcomes.items()))]
+    lines = [
+        f"\n## {datetime.date.today().isoformat()}: {args.mutants} mutants x "
+        f"{len(PIPELINES)} pipelines, seed {args.seed}\n",
+        f"- wall time {elapsed:.0f} s; slowest mutant {slowest[0]:.2f} s ({slowest[1]})",
+        "- outcomes: " + ", ".join(f"{p} {o} {n}" for (p, o), n in sorted(outcomes.items())),
+    ]
     if findings:
         lines.append(f"- findings ({len(findings)}):")
         lines += [f"  - {len(cases)} x `{key}`" for key, cases in sorted(findings.items())]

@@ -63,8 +63,17 @@ def main() -> int:
         sys.stderr.flush()
         with open(stderr_path, "rb") as handle:
             stderr = handle.read().decode("utf-8", errors="replace")
-        protocol.write(json.dumps({"rc": rc, "stderr": stderr, "seconds": seconds,
-                                   "stdout_bytes": os.fstat(1).st_size}) + "\n")
+        protocol.write(
+            json.dumps(
+                {
+                    "rc": rc,
+                    "stderr": stderr,
+                    "seconds": seconds,
+                    "stdout_bytes": os.fstat(1).st_size,
+                }
+            )
+            + "\n"
+        )
     return 0
 
 

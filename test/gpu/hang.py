@@ -41,9 +41,11 @@ CASES = {"spin-65536": 1 << 16, "spin-1048576": 1 << 20, "unbounded": 0}
 #: empty[0], both for phase parity 0 (the consumers' first phase, and the
 #: producer's wrong one).
 EXPECTED_WAITS = {("full", 0, 0), ("empty", 0, 0)}
-_REPORT = re.compile(r"wsc: wait-spin-limit: kernel (\w+): thread (\d+) of block \((\d+), (\d+), "
-                     r"(\d+)\)(?:, role (\w+))? gave up after (\d+) tries waiting on barrier "
-                     r"(\w+), stage (\d+), phase parity (\d+)")
+_REPORT = re.compile(
+    r"wsc: wait-spin-limit: kernel (\w+): thread (\d+) of block \((\d+), (\d+), "
+    r"(\d+)\)(?:, role (\w+))? gave up after (\d+) tries waiting on barrier "
+    r"(\w+), stage (\d+), phase parity (\d+)"
+)
 
 
 def compile_cases(out: Path) -> int:
@@ -56,11 +58,11 @@ def compile_cases(out: Path) -> int:
     for name, limit in CASES.items():
         ptx, info = lower_to_ptx(text, debug=DebugOptions(wait_spin_limit=limit))
         result = CompileResult(ptx, info, ptxas=assemble(ptx))
-        write_matmul_artifact(out / name, result, M, N, K, MatmulProblem(),
-                              MatmulConfig(debug_spin_limit=limit))
+        write_matmul_artifact(
+            out / name, result, M, N, K, MatmulProblem(), MatmulConfig(debug_spin_limit=limit)
+        )
         reports = reports_in_ptx(ptx)
-        print(f"{name}: {len(reports)} wait sites report; "
-              f"{result.ptxas.registers} registers")
+        print(f"{name}: {len(reports)} wait sites report; {result.ptxas.registers} registers")
         for report in reports:
             print("   ", report.rstrip())
     (out / "cases.json").write_text(json.dumps(CASES))
@@ -98,8 +100,9 @@ def launch(directory: Path, timeout: float) -> None:
     os._exit(0)
 
 
-def check(name: str, limit: int, report: dict, output: str, seconds: float,
-          timeout: float) -> list[str]:
+def check(
+    name: str, limit: int, report: dict, output: str, seconds: float, timeout: float
+) -> list[str]:
     """What went wrong with one case (empty: as expected)."""
     problems = []
     if limit:
@@ -107,13 +110,13 @@ def check(name: str, limit: int, report: dict, output: str, seconds: float,
             problems.append(f"expected KernelFault, got {report.get('outcome') or report}")
         if seconds > timeout:
             problems.append(f"took {seconds:.1f} s, more than the {timeout:g} s timeout")
-        waits = {(m.group(8), int(m.group(9)), int(m.group(10)))
-                 for m in _REPORT.finditer(output)}
+        waits = {(m.group(8), int(m.group(9)), int(m.group(10))) for m in _REPORT.finditer(output)}
         if not waits:
             problems.append("no wait-spin-limit report in the output")
         elif not waits <= EXPECTED_WAITS:
-            problems.append(f"reports name waits {sorted(waits)}, expected among "
-                            f"{sorted(EXPECTED_WAITS)}")
+            problems.append(
+                f"reports name waits {sorted(waits)}, expected among {sorted(EXPECTED_WAITS)}"
+            )
         if any(int(m.group(7)) != limit for m in _REPORT.finditer(output)):
             problems.append(f"a report names another limit than {limit}")
     elif report.get("outcome") != "LaunchTimeout":
@@ -130,12 +133,17 @@ def run_cases(out: Path, timeout: float, log: Path | None) -> int:
         problems = check(name, limit, report, output, seconds, timeout)
         failed += bool(problems)
         reports = _REPORT.findall(output)
-        rows.append(f"| {name} | {report.get('outcome', report.get('error'))} | {seconds:.1f} s | "
-                    f"{len(reports)} | {'; '.join(problems) or 'ok'} |")
+        rows.append(
+            f"| {name} | {report.get('outcome', report.get('error'))} | {seconds:.1f} s | "
+            f"{len(reports)} | {'; '.join(problems) or 'ok'} |"
+        )
         logs.append(f"== {name} ({seconds:.1f} s)\n{output}")
-    table = ["| case | outcome | time | reports printed | verdict |",
-             "| --- | --- | --- | --- | --- |", *rows,
-             f"\n{len(rows) - failed} as expected, {failed} not (timeout {timeout:g} s)"]
+    table = [
+        "| case | outcome | time | reports printed | verdict |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+        f"\n{len(rows) - failed} as expected, {failed} not (timeout {timeout:g} s)",
+    ]
     print("\n".join(table))
     if log is not None:
         log.write_text("\n".join(logs) + "\n\n" + "\n".join(table) + "\n")
@@ -146,8 +154,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=("compile", "run", "launch"))
     parser.add_argument("dir", type=Path)
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="seconds a launch may take before it counts as hung")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds a launch may take before it counts as hung",
+    )
     parser.add_argument("--out", type=Path, help="write every child's output and the table here")
     args = parser.parse_args()
     if args.mode == "compile":

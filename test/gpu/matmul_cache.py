@@ -31,8 +31,16 @@ def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPl
     to f32 (the staged spaces' to the input dtype, as their C is 16-bit)."""
     if out_dtype is None:
         out_dtype = dtype if space in STAGED else "f32"
-    return MatmulPlan(M, N[space], K, dtype, out_dtype, space.split("-")[0],
-                      tma_store=space == "nk-tma", coalesced_store=space == "nk-coalesced")
+    return MatmulPlan(
+        M,
+        N[space],
+        K,
+        dtype,
+        out_dtype,
+        space.split("-")[0],
+        tma_store=space == "nk-tma",
+        coalesced_store=space == "nk-coalesced",
+    )
 
 
 def main() -> int:
@@ -48,19 +56,22 @@ def main() -> int:
         wanted += [(space_plan(space, "f16"), config) for config in configs.configs()]
     # What the autotuning tests may choose: the staged spaces (f16 results).
     for space in STAGED:
-        wanted += [(space_plan(space, "f16", "f16"), config)
-                   for config in SPACES[space].configs()]
+        wanted += [(space_plan(space, "f16", "f16"), config) for config in SPACES[space].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
     failed, candidates = [], 0
     for space in STAGED:
-        result = SPACES[space].tune({"m": M, "n": N[space], "k": K},
-                                    fixed={"dtype": "f16", "out_dtype": "f16", "b_layout": "nk"},
-                                    cache=cache)
+        result = SPACES[space].tune(
+            {"m": M, "n": N[space], "k": K},
+            fixed={"dtype": "f16", "out_dtype": "f16", "b_layout": "nk"},
+            cache=cache,
+        )
         failed += [c for c in result.candidates if c.error]
         candidates += len(result.candidates)
-    print(f"{len(wanted)} kernels and {candidates} autotuning candidates in "
-          f"{cache.root} ({time.perf_counter() - start:.0f} s)")
+    print(
+        f"{len(wanted)} kernels and {candidates} autotuning candidates in "
+        f"{cache.root} ({time.perf_counter() - start:.0f} s)"
+    )
     for candidate in failed:
         print(f"candidate {candidate.config} failed: {candidate.error}", file=sys.stderr)
     return 1 if failed else 0

@@ -54,17 +54,41 @@ def compile_cases(out: Path) -> int:
 def find_sanitizer() -> str | None:
     """compute-sanitizer on PATH, else in the CUDA install."""
     return shutil.which("compute-sanitizer") or next(
-        (path for path in ("/usr/local/cuda/bin/compute-sanitizer",
-                           "/usr/local/cuda/compute-sanitizer/compute-sanitizer")
-         if Path(path).exists()), None)
+        (
+            path
+            for path in (
+                "/usr/local/cuda/bin/compute-sanitizer",
+                "/usr/local/cuda/compute-sanitizer/compute-sanitizer",
+            )
+            if Path(path).exists()
+        ),
+        None,
+    )
 
 
-def _sanitize(sanitizer: str, tool: str, directory: Path, timeout: float,
-              env: dict) -> tuple[dict, str, float]:
-    command = [sanitizer, "--tool", tool, "--print-limit", "2000",
-               "--report-api-errors", "no", "--error-exitcode", str(ERROR_EXIT),
-               sys.executable, "-m", "wsc.runtime.run_cli", str(directory), "--check",
-               "--backend", "driver", "--timeout", str(timeout)]
+def _sanitize(
+    sanitizer: str, tool: str, directory: Path, timeout: float, env: dict
+) -> tuple[dict, str, float]:
+    command = [
+        sanitizer,
+        "--tool",
+        tool,
+        "--print-limit",
+        "2000",
+        "--report-api-errors",
+        "no",
+        "--error-exitcode",
+        str(ERROR_EXIT),
+        sys.executable,
+        "-m",
+        "wsc.runtime.run_cli",
+        str(directory),
+        "--check",
+        "--backend",
+        "driver",
+        "--timeout",
+        str(timeout),
+    ]
     return gpulib.run_json_child(command, timeout + 300, env)
 
 
@@ -76,8 +100,9 @@ def verdict(report: dict, output: str) -> tuple[str, bool]:
     return ("?" if errors is None else str(errors)), clean
 
 
-def run_cases(out: Path, log: Path, tools: list[str], kernels: list[str] | None,
-              timeout: float, jobs: int) -> int:
+def run_cases(
+    out: Path, log: Path, tools: list[str], kernels: list[str] | None, timeout: float, jobs: int
+) -> int:
     sanitizer = find_sanitizer()
     if sanitizer is None:
         print("compute-sanitizer not found (PATH, /usr/local/cuda)", file=sys.stderr)
@@ -86,24 +111,34 @@ def run_cases(out: Path, log: Path, tools: list[str], kernels: list[str] | None,
     names = [n for n in json.loads((out / "cases.json").read_text()) if not kernels or n in kernels]
     runs = [(name, tool) for name in names for tool in tools]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda run: _sanitize(sanitizer, run[1], out / run[0], timeout,
-                                                      env), runs))
+        results = list(
+            pool.map(lambda run: _sanitize(sanitizer, run[1], out / run[0], timeout, env), runs)
+        )
     rows, sections, dirty = {}, [], 0
-    for (name, tool), (report, output, seconds) in zip(runs, results):
+    for (name, tool), (report, output, seconds) in zip(runs, results, strict=True):
         errors, clean = verdict(report, output)
         dirty += not clean
         rel_err = report.get("rel_err")
-        result = ("right" if report.get("ok") else
-                  f"WRONG (rel. error {rel_err})" if rel_err is not None else
-                  f"failed: {report.get('error', '?')[:120]}")
+        result = (
+            "right"
+            if report.get("ok")
+            else f"WRONG (rel. error {rel_err})"
+            if rel_err is not None
+            else f"failed: {report.get('error', '?')[:120]}"
+        )
         rows.setdefault(name, {})[tool] = f"{errors} errors, {result}" + ("" if clean else " **")
-        sections.append(f"===== {name} / {tool} ({seconds:.0f} s, exit "
-                        f"{report.get('returncode')}) =====\n{output.rstrip()}\n")
+        sections.append(
+            f"===== {name} / {tool} ({seconds:.0f} s, exit "
+            f"{report.get('returncode')}) =====\n{output.rstrip()}\n"
+        )
     table = ["| kernel | " + " | ".join(tools) + " |", "| --- |" + " --- |" * len(tools)]
-    table += [f"| {name} | " + " | ".join(rows[name][tool] for tool in tools) + " |"
-              for name in names]
-    table.append(f"\n{len(runs) - dirty} of {len(runs)} runs clean (** marks the others); "
-                 f"problem {M} x {N} x {K}")
+    table += [
+        f"| {name} | " + " | ".join(rows[name][tool] for tool in tools) + " |" for name in names
+    ]
+    table.append(
+        f"\n{len(runs) - dirty} of {len(runs)} runs clean (** marks the others); "
+        f"problem {M} x {N} x {K}"
+    )
     log.write_text("\n".join(sections) + "\n" + "\n".join(table) + "\n")
     print("\n".join(table))
     return 1 if dirty else 0
@@ -116,8 +151,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="(run) the text file for every output")
     parser.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     parser.add_argument("--kernels", nargs="+", help="(run) only these kernels")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds one launch may take under a tool")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds one launch may take under a tool"
+    )
     parser.add_argument("--jobs", type=int, default=4, help="runs at a time")
     args = parser.parse_args()
     if args.mode == "compile":

@@ -58,10 +58,8 @@ DELAYED = {
     "delayed-consumer-tma-store": ("tma-store-persistent-in-flight", "consumer"),
     "delayed-producer-cluster": ("cluster-2-persistent-tma", "producer"),
     "delayed-consumer-cluster": ("cluster-2-persistent-tma", "consumer"),
-    "delayed-producer-warp-release": ("warp-release-cluster-2-persistent-coalesced",
-                                      "producer"),
-    "delayed-consumer-warp-release": ("warp-release-cluster-2-persistent-coalesced",
-                                      "consumer"),
+    "delayed-producer-warp-release": ("warp-release-cluster-2-persistent-coalesced", "producer"),
+    "delayed-consumer-warp-release": ("warp-release-cluster-2-persistent-coalesced", "consumer"),
 }
 MAX_MN, MAX_K = 640, 1024
 
@@ -89,13 +87,22 @@ def shapes(artifact, fields: dict, count: int, seed: int) -> list[tuple[int, int
     # TMA reads B's rows (N of them, for "kn") and writes C's with tma_store:
     # 16-byte rows.
     n_step = 8 if problem["b_layout"] == "kn" or fields.get("tma_store") else 1
-    edges = [(1, n_step, 8), (1, n_step, block_k), (129, 8 * n_step, block_k * stages - 8),
-             (block_m, block_n, block_k * stages + 8)]
+    edges = [
+        (1, n_step, 8),
+        (1, n_step, block_k),
+        (129, 8 * n_step, block_k * stages - 8),
+        (block_m, block_n, block_k * stages + 8),
+    ]
     rng = random.Random(seed)
     found = edges[:count]
     while len(found) < count:
-        found.append((rng.randint(1, MAX_MN), rng.randint(1, MAX_MN // n_step) * n_step,
-                      rng.randint(1, MAX_K // 8) * 8))
+        found.append(
+            (
+                rng.randint(1, MAX_MN),
+                rng.randint(1, MAX_MN // n_step) * n_step,
+                rng.randint(1, MAX_K // 8) * 8,
+            )
+        )
     return found
 
 
@@ -109,11 +116,12 @@ def launch_and_check(kernel, torch, device, seed: int, timeout: float) -> tuple[
     m, n, k = problem["m"], problem["n"], problem["k"]
     dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
     generator = torch.Generator(device=device).manual_seed(seed)
-    scale = k ** -0.25  # keeps the products' entries near unit variance, as run_cli does
+    scale = k**-0.25  # keeps the products' entries near unit variance, as run_cli does
     b_shape = (n, k) if problem["b_layout"] == "nk" else (k, n)
     a = (torch.randn(m, k, generator=generator, device=device) * scale).to(dtypes[problem["dtype"]])
     b = (torch.randn(*b_shape, generator=generator, device=device) * scale).to(
-        dtypes[problem["dtype"]])
+        dtypes[problem["dtype"]]
+    )
     c = torch.full((m, n), float("nan"), dtype=dtypes[problem["out_dtype"]], device=device)
     kernel.launch(a=a, b=b, c=c)
     kernel.synchronize(timeout_s=timeout)
@@ -125,8 +133,7 @@ def launch_and_check(kernel, torch, device, seed: int, timeout: float) -> tuple[
     return (error / norm if norm else error), nan_count
 
 
-def run_one(directory: Path, kernel_name: str, launches: int, seed: int,
-            timeout: float) -> None:
+def run_one(directory: Path, kernel_name: str, launches: int, seed: int, timeout: float) -> None:
     """In a child: every launch of one kernel of gpulib.KERNELS; prints a
     JSON summary."""
     import torch
@@ -140,52 +147,83 @@ def run_one(directory: Path, kernel_name: str, launches: int, seed: int,
     wrong, worst, start = [], 0.0, time.monotonic()
     loosest = 0.0
     rng = random.Random(seed)
-    for index, (m, n, k) in enumerate(
-            shapes(base, gpulib.KERNELS[kernel_name][4], launches, seed)):
+    for index, (m, n, k) in enumerate(shapes(base, gpulib.KERNELS[kernel_name][4], launches, seed)):
         # A Kernel launches with whatever its artifact describes.
         kernel.artifact = base.resized(m=m, n=n, k=k)
         if base.persistent:
             kernel.sm_count = rng.randint(1, 8)
-        rel_err, nan_count = launch_and_check(kernel, torch, device, seed * 100_003 + index,
-                                              timeout)
+        rel_err, nan_count = launch_and_check(
+            kernel, torch, device, seed * 100_003 + index, timeout
+        )
         worst = max(worst, rel_err)
-        tolerance = tolerance_for(base.problem["out_dtype"],
-                                  base.problem.get("accumulator", "f32"), k)
+        tolerance = tolerance_for(
+            base.problem["out_dtype"], base.problem.get("accumulator", "f32"), k
+        )
         loosest = max(loosest, tolerance)
         if nan_count or not rel_err <= tolerance:
             wrong.append({"shape": [m, n, k], "rel_err": rel_err, "nan_count": nan_count})
-    print(json.dumps({"ok": not wrong, "launches": launches, "wrong": len(wrong),
-                      "first_wrong": wrong[:5], "worst_rel_err": worst, "tolerance": loosest,
-                      "seconds": time.monotonic() - start}), flush=True)
+    print(
+        json.dumps(
+            {
+                "ok": not wrong,
+                "launches": launches,
+                "wrong": len(wrong),
+                "first_wrong": wrong[:5],
+                "worst_rel_err": worst,
+                "tolerance": loosest,
+                "seconds": time.monotonic() - start,
+            }
+        ),
+        flush=True,
+    )
 
 
-def run_cases(out: Path, launches: int, seed: int, timeout: float, log: Path | None,
-              jobs: int) -> int:
+def run_cases(
+    out: Path, launches: int, seed: int, timeout: float, log: Path | None, jobs: int
+) -> int:
     env = gpulib.use_repo_runtime()
     cases = json.loads((out / "cases.json").read_text())
 
     def run(name: str):
-        command = [sys.executable, __file__, "run-one", str(out / name), "--kernel",
-                   cases[name], "--launches",
-                   str(launches), "--seed", str(seed), "--timeout", str(timeout)]
+        command = [
+            sys.executable,
+            __file__,
+            "run-one",
+            str(out / name),
+            "--kernel",
+            cases[name],
+            "--launches",
+            str(launches),
+            "--seed",
+            str(seed),
+            "--timeout",
+            str(timeout),
+        ]
         return gpulib.run_json_child(command, launches * timeout + 600, env)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(run, cases))
     rows, failed, outputs = [], 0, []
-    for (name, kernel), (report, output, seconds) in zip(cases.items(), results):
+    for (name, kernel), (report, output, seconds) in zip(cases.items(), results, strict=True):
         failed += not (report.get("ok") and report.get("returncode") == 0)
         outputs.append(f"== {name}\n{output}")
         if "wrong" in report:
-            rows.append(f"| {name} | {kernel} | {report['launches']} | {report['wrong']} | "
-                        f"{report['worst_rel_err']:.2e} | {seconds:.0f} s | "
-                        f"{'ok' if report['ok'] else report['first_wrong']} |")
+            rows.append(
+                f"| {name} | {kernel} | {report['launches']} | {report['wrong']} | "
+                f"{report['worst_rel_err']:.2e} | {seconds:.0f} s | "
+                f"{'ok' if report['ok'] else report['first_wrong']} |"
+            )
         else:
-            rows.append(f"| {name} | {kernel} | - | - | - | {seconds:.0f} s | "
-                        f"failed: {report.get('error', '?')[:200]} |")
-    table = ["| case | kernel | launches | wrong | worst rel. error | time | verdict |",
-             "| --- | --- | --- | --- | --- | --- | --- |", *rows,
-             f"\n{len(rows) - failed} of {len(rows)} kernels always right (seed {seed})"]
+            rows.append(
+                f"| {name} | {kernel} | - | - | - | {seconds:.0f} s | "
+                f"failed: {report.get('error', '?')[:200]} |"
+            )
+    table = [
+        "| case | kernel | launches | wrong | worst rel. error | time | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+        f"\n{len(rows) - failed} of {len(rows)} kernels always right (seed {seed})",
+    ]
     print("\n".join(table))
     if log is not None:
         log.write_text("\n".join(outputs) + "\n" + "\n".join(table) + "\n")

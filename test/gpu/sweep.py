@@ -38,18 +38,60 @@ CASES = [
     ("k-lt-stages", 512, 640, 136, "f16", "f32", "nk", SEED),
     ("k-tiles-mod-stages", 640, 512, 5 * 64, "f16", "f32", "nk", dict(SEED, num_stages=3)),
     ("k-one-element", 256, 256, 8, "f16", "f32", "nk", SEED),
-    *[(f"stages-{s}", 1111, 987, 1000, "f16", "f32", "nk", dict(SEED, num_stages=s))
-      for s in range(1, 8)],
-    ("groups-2-warpgroup", 2048, 2048, 2048, "f16", "f32", "nk",
-     dict(SEED, num_consumer_groups=2, producer="warpgroup")),
-    ("groups-2-warp", 1000, 1000, 1000, "f16", "bf16", "nk",
-     dict(SEED, num_consumer_groups=2, producer="warp")),
-    ("groups-2-n256", 2048, 2048, 1024, "f16", "f32", "nk",
-     dict(SEED, block_n=256, num_stages=3, num_consumer_groups=2, producer="warpgroup")),
-    ("groups-4", 2048, 2048, 2048, "f16", "f32", "nk",
-     dict(SEED, block_m=256, num_consumer_groups=4, producer="warpgroup")),
-    ("groups-4-ragged", 1500, 700, 712, "bf16", "f16", "nk",
-     dict(SEED, block_m=256, num_stages=3, num_consumer_groups=4, producer="warpgroup")),
+    *[
+        (f"stages-{s}", 1111, 987, 1000, "f16", "f32", "nk", dict(SEED, num_stages=s))
+        for s in range(1, 8)
+    ],
+    (
+        "groups-2-warpgroup",
+        2048,
+        2048,
+        2048,
+        "f16",
+        "f32",
+        "nk",
+        dict(SEED, num_consumer_groups=2, producer="warpgroup"),
+    ),
+    (
+        "groups-2-warp",
+        1000,
+        1000,
+        1000,
+        "f16",
+        "bf16",
+        "nk",
+        dict(SEED, num_consumer_groups=2, producer="warp"),
+    ),
+    (
+        "groups-2-n256",
+        2048,
+        2048,
+        1024,
+        "f16",
+        "f32",
+        "nk",
+        dict(SEED, block_n=256, num_stages=3, num_consumer_groups=2, producer="warpgroup"),
+    ),
+    (
+        "groups-4",
+        2048,
+        2048,
+        2048,
+        "f16",
+        "f32",
+        "nk",
+        dict(SEED, block_m=256, num_consumer_groups=4, producer="warpgroup"),
+    ),
+    (
+        "groups-4-ragged",
+        1500,
+        700,
+        712,
+        "bf16",
+        "f16",
+        "nk",
+        dict(SEED, block_m=256, num_stages=3, num_consumer_groups=4, producer="warpgroup"),
+    ),
     ("block-k-32", 1000, 1000, 1000, "f16", "f32", "nk", dict(SEED, block_k=32, num_stages=6)),
 ]
 
@@ -61,12 +103,15 @@ def compile_cases(out: Path) -> int:
     index = []
     for name, m, n, k, dtype, out_dtype, b_layout, config in CASES:
         start = time.perf_counter()
-        result = compile_matmul(m, n, k, MatmulProblem(dtype, out_dtype, b_layout),
-                                MatmulConfig(**config), out / name)
+        result = compile_matmul(
+            m, n, k, MatmulProblem(dtype, out_dtype, b_layout), MatmulConfig(**config), out / name
+        )
         report = result.ptxas
-        print(f"{name:<22} {time.perf_counter() - start:5.2f} s  "
-              f"{report.registers if report else '?'} regs  "
-              f"{(report.spill_stores + report.spill_loads) if report else '?'} spill B")
+        print(
+            f"{name:<22} {time.perf_counter() - start:5.2f} s  "
+            f"{report.registers if report else '?'} regs  "
+            f"{(report.spill_stores + report.spill_loads) if report else '?'} spill B"
+        )
         index.append(name)
     (out / "cases.json").write_text(json.dumps(index))
     return 0
@@ -75,8 +120,15 @@ def compile_cases(out: Path) -> int:
 def run_cases(out: Path, timeout: float) -> int:
     results, failed = [], 0
     for name in json.loads((out / "cases.json").read_text()):
-        command = [sys.executable, "-m", "wsc.runtime.run_cli", str(out / name), "--check",
-                   "--timeout", str(timeout)]
+        command = [
+            sys.executable,
+            "-m",
+            "wsc.runtime.run_cli",
+            str(out / name),
+            "--check",
+            "--timeout",
+            str(timeout),
+        ]
         if name == "seed-8192":
             command.append("--bench")
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 120)
@@ -91,17 +143,22 @@ def run_cases(out: Path, timeout: float) -> int:
         results.append(record)
         print(json.dumps(record), flush=True)
     print()
-    print("| case | M x N x K | in -> out | B | stages | groups | producer | rel. error | NaN | ok |")
+    print(
+        "| case | M x N x K | in -> out | B | stages | groups | producer | rel. error | NaN | ok |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         config = r.get("config", {})
         shape = "x".join(map(str, r.get("shape", [])))
         error = r.get("rel_err")
-        print(f"| {r['case']} | {shape} | {r.get('dtype')} -> {r.get('out_dtype')} | "
-              f"{r.get('b_layout')} | {config.get('num_stages')} | "
-              f"{config.get('num_consumer_groups')} | {config.get('producer')} | "
-              f"{error:.2e} | {r.get('nan_count')} | {'yes' if r.get('ok') else 'NO'} |"
-              if error is not None else f"| {r['case']} | failed: {r.get('error')} |")
+        print(
+            f"| {r['case']} | {shape} | {r.get('dtype')} -> {r.get('out_dtype')} | "
+            f"{r.get('b_layout')} | {config.get('num_stages')} | "
+            f"{config.get('num_consumer_groups')} | {config.get('producer')} | "
+            f"{error:.2e} | {r.get('nan_count')} | {'yes' if r.get('ok') else 'NO'} |"
+            if error is not None
+            else f"| {r['case']} | failed: {r.get('error')} |"
+        )
     print(f"\n{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
 

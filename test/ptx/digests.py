@@ -22,10 +22,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DIGESTS = HERE / "digests.json"
-EXAMPLES = {"v1": ("v1_tma_wgmma", "matmul_v1"), "v2": ("v2_ring_buffer", "matmul_v2"),
-            "v3": ("v3_warp_specialized", "matmul_v3"), "v3-auto": ("v3_auto", "matmul_v3_auto"),
-            "v4": ("v4_two_consumers", "matmul_v4"), "v5": ("v5_one_group_in_flight", "matmul_v5"),
-            "v6": ("v6_256x256", "matmul_v6")}
+EXAMPLES = {
+    "v1": ("v1_tma_wgmma", "matmul_v1"),
+    "v2": ("v2_ring_buffer", "matmul_v2"),
+    "v3": ("v3_warp_specialized", "matmul_v3"),
+    "v3-auto": ("v3_auto", "matmul_v3_auto"),
+    "v4": ("v4_two_consumers", "matmul_v4"),
+    "v5": ("v5_one_group_in_flight", "matmul_v5"),
+    "v6": ("v6_256x256", "matmul_v6"),
+}
 #: The output dtype each space is tuned for with f16 inputs.
 SPACE_OUTPUTS = {"nk": "f32", "kn": "f32", "nk-tma": "f16", "nk-coalesced": "f16"}
 
@@ -40,9 +45,12 @@ def kernels():
 
     for space, out_dtype in SPACE_OUTPUTS.items():
         for index, config in enumerate(SPACES[space].configs()):
+
             def build(config=config, space=space, out_dtype=out_dtype):
-                return SPACES[space](dtype="f16", out_dtype=out_dtype,
-                                     b_layout=space.split("-")[0], **config)
+                return SPACES[space](
+                    dtype="f16", out_dtype=out_dtype, b_layout=space.split("-")[0], **config
+                )
+
             yield f"matmul-{space}-{index}", build
 
 
@@ -64,8 +72,9 @@ def main(argv=None) -> int:
         DIGESTS.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
         return 0
     recorded = json.loads(DIGESTS.read_text())
-    differ = sorted(name for name in recorded.keys() | current.keys()
-                    if recorded.get(name) != current.get(name))
+    differ = sorted(
+        name for name in recorded.keys() | current.keys() if recorded.get(name) != current.get(name)
+    )
     for name in differ:
         print(f"PTX differs: {name}", file=sys.stderr)
     print(f"{len(current) - len(differ)} of {len(current)} kernels byte-identical")

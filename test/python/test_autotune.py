@@ -94,16 +94,27 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
     def kernel(num_stages=2):
         return matmul_v3(num_stages=num_stages)
 
-    reports = {2: {"ok": True, "ms": 0.9, "tflops": 10.0},
-               3: {"ok": False, "rel_err": 0.5, "error": "wrong"}}
+    reports = {
+        2: {"ok": True, "ms": 0.9, "tflops": 10.0},
+        3: {"ok": False, "rel_err": 0.5, "error": "wrong"},
+    }
 
     problem = {"sizes": SIZES}
 
     def run(directories, bench=True, timeout_s=300.0, sizes=None):
         assert sizes == problem["sizes"]  # the candidates are resized to the problem
         runs.extend(directories)
-        return [reports[next(s for s in reports if Path(directory) == cache.artifact_dir(
-            kernel._candidate_key({"num_stages": s}, {})))] for directory in directories]
+        return [
+            reports[
+                next(
+                    s
+                    for s in reports
+                    if Path(directory)
+                    == cache.artifact_dir(kernel._candidate_key({"num_stages": s}, {}))
+                )
+            ]
+            for directory in directories
+        ]
 
     on_a_fake_gpu(monkeypatch, run)
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
@@ -151,8 +162,10 @@ def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
 
     def run(directories, bench=True, timeout_s=300.0, sizes=None):
         runs.extend(directories)
-        return [{"ok": False, "error": "CudaError: cuMemAlloc failed: out of memory"},
-                {"ok": False, "rel_err": 0.5}]
+        return [
+            {"ok": False, "error": "CudaError: cuMemAlloc failed: out of memory"},
+            {"ok": False, "rel_err": 0.5},
+        ]
 
     on_a_fake_gpu(monkeypatch, run)
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)

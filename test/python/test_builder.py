@@ -40,36 +40,45 @@ RAGGED = {"m": 1000, "n": 1333, "k": 520}
 
 def assert_same_structure(explicit, automatic):
     ours, theirs = structure(explicit.module), structure(automatic.module)
-    diff = "\n".join(difflib.unified_diff(ours.splitlines(), theirs.splitlines(),
-                                          "explicit", "--warp-specialize", lineterm=""))
+    diff = "\n".join(
+        difflib.unified_diff(
+            ours.splitlines(), theirs.splitlines(), "explicit", "--warp-specialize", lineterm=""
+        )
+    )
     assert ours == theirs, diff
 
 
 def line_of(marker: str) -> int:
     """The line of this file that carries `marker` (a comment on the offending call)."""
     lines = Path(__file__).read_text().splitlines()
-    return next(number for number, text in enumerate(lines, 1)
-                if text.rstrip().endswith(marker) and "line_of(" not in text)
+    return next(
+        number
+        for number, text in enumerate(lines, 1)
+        if text.rstrip().endswith(marker) and "line_of(" not in text
+    )
 
 
 # The automatic level builds what the explicit one writes -----------------------------------
 
+
 @pytest.mark.parametrize("num_stages", [1, 2, 4])
 def test_explicit_v3_is_what_warp_specialize_makes_of_v2(num_stages):
-    assert_same_structure(matmul_v3(num_stages=num_stages),
-                          matmul_v3_auto(num_stages=num_stages))
+    assert_same_structure(matmul_v3(num_stages=num_stages), matmul_v3_auto(num_stages=num_stages))
 
 
 def test_explicit_v4_is_two_consumer_groups_with_a_producer_warpgroup():
     simple = matmul_v2(num_stages=4, block_n=256, prefetch=False)
-    assert_same_structure(matmul_v4(), simple.warp_specialize(num_consumer_groups=2,
-                                                              producer="warpgroup"))
+    assert_same_structure(
+        matmul_v4(), simple.warp_specialize(num_consumer_groups=2, producer="warpgroup")
+    )
 
 
 def test_explicit_v5_is_one_wgmma_group_in_flight():
     simple = matmul_v2(num_stages=4, block_n=256, prefetch=False)
-    assert_same_structure(matmul_v5(), simple.warp_specialize(
-        num_consumer_groups=2, producer="warpgroup", wgmma_in_flight=1))
+    assert_same_structure(
+        matmul_v5(),
+        simple.warp_specialize(num_consumer_groups=2, producer="warpgroup", wgmma_in_flight=1),
+    )
 
 
 def test_structure_tells_different_kernels_apart():
@@ -98,12 +107,18 @@ def test_kernel_lineage_records_each_pass():
 
 # Every op, and what the builder emits ------------------------------------------------------
 
+
 def test_every_wsc_op_has_a_builder_method():
     from wsc import dialect
 
     kb = KernelBuilder("every_op", num_warps=5, grid=[("m", 128), ("n", 64)])
-    a, b, c, d, e = (kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16),
-                     kb.global_tensor(f16), kb.global_tensor(f16))
+    a, b, c, d, e = (
+        kb.global_tensor(f16),
+        kb.global_tensor(f16),
+        kb.global_tensor(f16),
+        kb.global_tensor(f16),
+        kb.global_tensor(f16),
+    )
     sa = kb.shared_tensor(f16, [2, 128, 64])
     sb = kb.shared_tensor(f16, [2, 64, 64])
     sc = kb.shared_tensor(f16, [1, 128, 64])
@@ -132,14 +147,17 @@ def test_every_wsc_op_has_a_builder_method():
         for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
             kb.mbarrier.wait(empty[it.stage], phase=it.phase)
             with kb.single_thread():
-                kb.mbarrier.arrive_and_expect_tx(full[it.stage],
-                                                 sa[it.stage].nbytes + sb[it.stage].nbytes)
+                kb.mbarrier.arrive_and_expect_tx(
+                    full[it.stage], sa[it.stage].nbytes + sb[it.stage].nbytes
+                )
                 kb.tma.global_to_shared(a, sa[it.stage], [0, it.offset], full[it.stage])
                 kb.tma.global_to_shared(b, sb[it.stage], [0, it.offset], full[it.stage])
         kb.drain(empty, after=it)
     kernel = kb.finish()
-    built = {line.split(" = ", 1)[1].split("(")[0].split("{")[0]
-             for line in structure(kernel.module).splitlines()}
+    built = {
+        line.split(" = ", 1)[1].split("(")[0].split("{")[0]
+        for line in structure(kernel.module).splitlines()
+    }
     # The cluster ops, from a kernel in clusters.
     text = str(kernel) + str(v3_in_clusters_of_two())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
@@ -174,11 +192,17 @@ def v3_in_clusters_of_two(per_warp: bool = False):
         for it in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):
             kb.mbarrier.wait(empty[it.stage], phase=it.phase)
             with kb.single_thread():
-                kb.mbarrier.arrive_and_expect_tx(full[it.stage],
-                                                 sa[it.stage].nbytes + sb[it.stage].nbytes)
+                kb.mbarrier.arrive_and_expect_tx(
+                    full[it.stage], sa[it.stage].nbytes + sb[it.stage].nbytes
+                )
                 kb.tma.global_to_shared(a, sa[it.stage], [row, it.offset], full[it.stage])
-                kb.tma.global_to_shared(b, sb[it.stage], [kb.block_idx.y * 64, it.offset],
-                                        full[it.stage], multicast=True)
+                kb.tma.global_to_shared(
+                    b,
+                    sb[it.stage],
+                    [kb.block_idx.y * 64, it.offset],
+                    full[it.stage],
+                    multicast=True,
+                )
         kb.drain(empty, after=it)
     return kb.finish()
 
@@ -193,8 +217,9 @@ def test_a_cluster_kernel_passes_the_protocol_check_and_a_plain_release_does_not
     kernel = v3_in_clusters_of_two(per_warp)
     with kernel.context:
         check_protocol(kernel.module.operation, max_k_tiles=6)
-        broken = ir.Module.parse(str(kernel).replace('"wsc.mbarrier_arrive_cluster"',
-                                                     '"wsc.mbarrier_arrive"'))
+        broken = ir.Module.parse(
+            str(kernel).replace('"wsc.mbarrier_arrive_cluster"', '"wsc.mbarrier_arrive"')
+        )
         with pytest.raises(PassError, match="deadlock"):
             check_protocol(broken.operation, max_k_tiles=6)
 
@@ -207,6 +232,7 @@ def test_multicast_needs_clusters():
         full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
         kb.sync()
         kb.tma.global_to_shared(b, sb[0], [0, 0], full[0], multicast=True)  # error: no cluster
+
     error = build_error(build)
     assert error.where.line == line_of("# error: no cluster")
     assert "multicast=True needs a kernel in clusters" in str(error)
@@ -219,6 +245,7 @@ def test_a_single_thread_cannot_arrive_for_its_warp():
         kb.sync()
         with kb.single_thread():
             kb.mbarrier.arrive(empty[0], per_warp=True)  # error: one thread
+
     error = build_error(build)
     assert error.where.line == line_of("# error: one thread")
     assert "per_warp=True inside single_thread" in str(error)
@@ -243,6 +270,7 @@ def test_index_arithmetic_folds_identities_and_keeps_constants_right():
 
 # Errors located in the user's code -----------------------------------------------------------
 
+
 def build_error(build) -> BuildError:
     with pytest.raises(BuildError) as caught:
         build()
@@ -254,6 +282,7 @@ def test_wrong_dtype_names_the_call():
     def build():
         kb = KernelBuilder("k")
         kb.global_tensor("f64")  # error: dtype
+
     error = build_error(build)
     assert isinstance(error, TypeError) and isinstance(error, BuildTypeError)
     assert error.where.line == line_of("# error: dtype")
@@ -269,6 +298,7 @@ def test_copy_between_dtypes_is_a_type_error():
         full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
         kb.sync()
         kb.tma.global_to_shared(a, sa[0], [0, 0], mbarrier=full[0])  # error: copy dtype
+
     error = build_error(build)
     assert isinstance(error, TypeError) and error.where.line == line_of("# error: copy dtype")
     assert "src 'a' is f16 but dst is bf16" in str(error)
@@ -278,6 +308,7 @@ def test_a_tile_that_breaks_the_swizzle_rule():
     def build():
         kb = KernelBuilder("k")
         kb.shared_tensor(f16, [4, 128, 96])  # error: tile rule
+
     error = build_error(build)
     assert error.where.line == line_of("# error: tile rule")
     assert "128 bytes a row (the swizzle span) or a multiple of it, it has 192" in str(error)
@@ -291,6 +322,7 @@ def test_a_load_into_rows_wider_than_the_swizzle_span():
         full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
         kb.sync()
         kb.tma.global_to_shared(a, sc[0], [0, 0], full[0])  # error: wide load
+
     error = build_error(build)
     assert error.where.line == line_of("# error: wide load")
     assert "dst rows are 256 bytes; a TMA load fills at most 128" in str(error)
@@ -303,6 +335,7 @@ def test_store_shared_checks_the_stage_tile():
         kb.sync()
         acc = kb.register_tensor(f16, [64, 64])
         kb.store_shared(sc[0], acc)  # error: staging shape
+
     error = build_error(build)
     assert error.where.line == line_of("# error: staging shape")
     assert "the tile is [64, 64] but the stage tile is [128, 64]" in str(error)
@@ -314,6 +347,7 @@ def test_a_tma_store_copies_a_whole_stage():
         c = kb.global_tensor(f16)
         sc = kb.shared_tensor(f16, [1, 128, 64])
         kb.tma.shared_to_global(sc[0][0:64], c, [0, 0])  # error: part of a stage
+
     error = build_error(build)
     assert error.where.line == line_of("# error: part of a stage")
     assert "src must be a whole stage tile" in str(error)
@@ -325,6 +359,7 @@ def test_a_coalesced_store_keeps_the_dtype():
         c = kb.global_tensor(bf16)
         sc = kb.shared_tensor(f16, [1, 128, 64])
         kb.shared_to_global(sc[0], c, [0, 0])  # error: coalesced dtype
+
     error = build_error(build)
     assert error.where.line == line_of("# error: coalesced dtype")
     assert "shared_to_global: src is f16 but dst" in str(error)
@@ -333,6 +368,7 @@ def test_a_coalesced_store_keeps_the_dtype():
 def test_an_accumulator_that_is_no_wgmma_shape():
     def build():
         KernelBuilder("k").register_tensor(f32, [96, 128])  # error: acc shape
+
     error = build_error(build)
     assert error.where.line == line_of("# error: acc shape")
     assert "rows a multiple of 64" in str(error)
@@ -345,6 +381,7 @@ def test_wgmma_shapes_must_chain():
         sb = kb.shared_tensor(f16, [1, 128, 32])
         acc = kb.register_tensor(f32, [128, 128])
         kb.wgmma.mma(sa[0], sb[0].transpose(), acc)  # error: chain
+
     error = build_error(build)
     assert error.where.line == line_of("# error: chain")
     assert "A is [128, 64], B is [32, 128]" in str(error)
@@ -357,6 +394,7 @@ def test_wait_on_a_barrier_never_allocated_in_this_kernel():
         other.sync()
         kb = KernelBuilder("k")
         kb.mbarrier.wait(foreign[0], phase=CONSUMER_INITIAL_PHASE)  # error: foreign barrier
+
     error = build_error(build)
     assert error.where.line == line_of("# error: foreign barrier")
     assert "never allocated in this kernel" in str(error)
@@ -368,6 +406,7 @@ def test_wait_on_something_that_is_no_barrier():
         full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)
         kb.sync()
         kb.mbarrier.wait(full, phase=CONSUMER_INITIAL_PHASE)  # error: whole array
+
     error = build_error(build)
     assert isinstance(error, TypeError) and error.where.line == line_of("# error: whole array")
     assert "pick one barrier of the array" in str(error)
@@ -378,6 +417,7 @@ def test_a_barrier_used_before_the_sync_that_publishes_it():
         kb = KernelBuilder("k")
         full = kb.mbarrier.alloc(arrival_count=1, num_barriers=2)  # allocated here
         kb.mbarrier.arrive(full[0])  # error: unsynced
+
     error = build_error(build)
     assert error.where.line == line_of("# error: unsynced")
     assert f"allocated at {__file__}:{line_of('# allocated here')}" in str(error)
@@ -389,6 +429,7 @@ def test_barriers_are_allocated_at_the_top_level():
         kb = KernelBuilder("k", num_warps=5)
         with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
             kb.mbarrier.alloc(arrival_count=1, num_barriers=2)  # error: nested alloc
+
     error = build_error(build)
     assert error.where.line == line_of("# error: nested alloc")
     assert "top level of the kernel" in str(error) and "thread group 'producer'" in str(error)
@@ -399,6 +440,7 @@ def test_a_constant_stage_outside_the_ring():
         kb = KernelBuilder("k")
         sa = kb.shared_tensor(f16, [4, 64, 64])
         return sa[4]  # error: stage range
+
     error = build_error(build)
     assert error.where.line == line_of("# error: stage range")
     assert "stage 4 is outside the shared tensor's 4 stages" in str(error)
@@ -410,6 +452,7 @@ def test_storing_without_the_cast():
         c = kb.global_tensor(f16)
         acc = kb.register_tensor(f32, [64, 64])
         kb.store_global(c, acc, [0, 0])  # error: store dtype
+
     error = build_error(build)
     assert error.where.line == line_of("# error: store dtype")
     assert "kb.cast(tile, 'f16')" in str(error)
@@ -420,6 +463,7 @@ def test_thread_groups_are_whole_warps_inside_the_block():
         kb = KernelBuilder("k", num_warps=5)
         with kb.thread_group(thread_begin=128, num_threads=64, role="producer"):  # error: range
             pass
+
     error = build_error(build)
     assert error.where.line == line_of("# error: range")
     assert "threads [128, 192) are not inside the block of 160 threads" in str(error)
@@ -432,6 +476,7 @@ def test_branching_on_a_run_time_value_in_python():
         for it in kb.range(0, a.shape[1], 64, stages=1, phase=CONSUMER_INITIAL_PHASE):
             if it.index > 0:  # error: truth value
                 pass
+
     error = build_error(build)
     assert error.where.line == line_of("# error: truth value")
     assert "kb.if_" in str(error)
@@ -444,6 +489,7 @@ def test_leaving_a_ring_loop_early():
         for _ in kb.range(0, a.shape[1], 64, stages=1, phase=CONSUMER_INITIAL_PHASE):  # loop
             break
         kb.finish()  # error: left early
+
     error = build_error(build)
     assert error.where.line == line_of("# error: left early")
     assert f"ring loop opened at {__file__}:{line_of('# loop')}" in str(error)
@@ -453,8 +499,10 @@ def test_unroll_must_be_the_ring_size_and_apply_to_every_loop():
     def wrong_count():
         kb = KernelBuilder("k")
         a = kb.global_tensor(f16)
-        kb.range(0, a.shape[1], 64, stages=4, phase=PRODUCER_INITIAL_PHASE,
-                 unroll=2).__next__()  # error: unroll count
+        kb.range(
+            0, a.shape[1], 64, stages=4, phase=PRODUCER_INITIAL_PHASE, unroll=2
+        ).__next__()  # error: unroll count
+
     error = build_error(wrong_count)
     assert "unroll=2 differs from stages=4" in str(error)
 
@@ -462,13 +510,13 @@ def test_unroll_must_be_the_ring_size_and_apply_to_every_loop():
         kb = KernelBuilder("k", num_warps=5)
         a = kb.global_tensor(f16)
         with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
-            for _ in kb.range(0, a.shape[1], 64, stages=2, phase=CONSUMER_INITIAL_PHASE,
-                              unroll=2):
+            for _ in kb.range(0, a.shape[1], 64, stages=2, phase=CONSUMER_INITIAL_PHASE, unroll=2):
                 pass
         with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
             for _ in kb.range(0, a.shape[1], 64, stages=2, phase=PRODUCER_INITIAL_PHASE):  # plain
                 pass
         kb.finish()
+
     error = build_error(one_loop_only)
     assert error.where.line == line_of("# plain")
     assert "unrolls every ring loop of a kernel" in str(error)
@@ -483,6 +531,7 @@ def test_verifier_errors_point_at_the_users_line():
             acc = kb.register_tensor(f32, [64, 64])
             kb.wgmma.mma(sa[0], sb[0].transpose(), acc)  # error: warpgroup
         kb.finish()
+
     error = build_error(build)
     assert error.where.line == line_of("# error: warpgroup")
     assert "must run in one warpgroup-aligned role" in str(error)
@@ -500,6 +549,7 @@ def test_a_value_used_outside_its_role_is_located():
         with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
             kb.mbarrier.arrive(full[it.stage])  # error: dominance
         kb.finish()
+
     error = build_error(build)
     assert error.where.line == line_of("# error: dominance")
     assert "does not dominate" in str(error)
@@ -521,6 +571,7 @@ def test_the_prefetching_v2_is_no_input_for_warp_specialize():
 
 # Compiling and artifacts ------------------------------------------------------------------------
 
+
 def test_artifact_of_a_built_kernel(tmp_path):
     compiled = matmul_v3().compile(dump_dir=tmp_path / "ir")
     directory = compiled.write_artifact(tmp_path / "v3", **RAGGED)
@@ -533,7 +584,10 @@ def test_artifact_of_a_built_kernel(tmp_path):
     assert meta["problem"] == {**RAGGED, "dtype": "f16", "out_dtype": "f32", "b_layout": "nk"}
     assert meta["config"] == {"block_m": 128, "block_n": 128}
     assert [stage.name for stage in compiled.result.stages][:3] == [
-        "input", "unroll-ring-buffer", "convert-wsc-to-nvvm"]
+        "input",
+        "unroll-ring-buffer",
+        "convert-wsc-to-nvvm",
+    ]
     assert (tmp_path / "ir" / "01-unroll-ring-buffer.mlir").exists()
 
 
@@ -559,8 +613,9 @@ def hopper():
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("build", [matmul_v1, matmul_v2, matmul_v3, matmul_v3_auto, matmul_v4,
-                                   matmul_v5])
+@pytest.mark.parametrize(
+    "build", [matmul_v1, matmul_v2, matmul_v3, matmul_v3_auto, matmul_v4, matmul_v5]
+)
 def test_examples_are_correct_on_the_gpu(hopper, tmp_path, build):
     compiled = build().compile()
     for name, sizes in (("ragged", RAGGED), ("short-k", {"m": 256, "n": 384, "k": 40})):

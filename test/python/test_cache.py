@@ -49,22 +49,28 @@ def test_keys_and_values_are_dicts(cache):
 
 
 def _entry(cache, **changes) -> bytes:
-    document = {"format": FORMAT_VERSION, "wsc_version": wsc.__version__,
-                "key": json.dumps(KEY, sort_keys=True, separators=(",", ":")),
-                "value": {"config": {"num_stages": 4}}}
+    document = {
+        "format": FORMAT_VERSION,
+        "wsc_version": wsc.__version__,
+        "key": json.dumps(KEY, sort_keys=True, separators=(",", ":")),
+        "value": {"config": {"num_stages": 4}},
+    }
     return json.dumps({**document, **changes}).encode()
 
 
-@pytest.mark.parametrize("content", [
-    pytest.param(lambda c: _entry(c)[:40], id="truncated"),
-    pytest.param(lambda c: b"\xff\xfe garbage \x00", id="not-utf8"),
-    pytest.param(lambda c: b"", id="empty"),
-    pytest.param(lambda c: b"[1, 2, 3]", id="not-an-object"),
-    pytest.param(lambda c: _entry(c, wsc_version="0.0.1"), id="foreign-wsc-version"),
-    pytest.param(lambda c: _entry(c, format=FORMAT_VERSION + 1), id="foreign-format"),
-    pytest.param(lambda c: _entry(c, key='{"other":1}'), id="other-key"),
-    pytest.param(lambda c: _entry(c, value="not a dict"), id="bad-value"),
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(lambda c: _entry(c)[:40], id="truncated"),
+        pytest.param(lambda c: b"\xff\xfe garbage \x00", id="not-utf8"),
+        pytest.param(lambda c: b"", id="empty"),
+        pytest.param(lambda c: b"[1, 2, 3]", id="not-an-object"),
+        pytest.param(lambda c: _entry(c, wsc_version="0.0.1"), id="foreign-wsc-version"),
+        pytest.param(lambda c: _entry(c, format=FORMAT_VERSION + 1), id="foreign-format"),
+        pytest.param(lambda c: _entry(c, key='{"other":1}'), id="other-key"),
+        pytest.param(lambda c: _entry(c, value="not a dict"), id="bad-value"),
+    ],
+)
 def test_bad_entries_are_misses_and_get_rebuilt(cache, content):
     path = cache.entry_path(KEY)
     path.parent.mkdir(parents=True)
@@ -85,8 +91,7 @@ def test_an_interrupted_put_leaves_the_old_entry(cache, monkeypatch):
         cache.put(KEY, {"config": {"num_stages": 5}})
     monkeypatch.undo()
     assert cache.get(KEY) == {"config": {"num_stages": 4}}
-    assert [p.name for p in cache.entry_path(KEY).parent.iterdir()] == \
-        [cache.entry_path(KEY).name]
+    assert [p.name for p in cache.entry_path(KEY).parent.iterdir()] == [cache.entry_path(KEY).name]
 
 
 def _killed_while_writing(root: str) -> None:
@@ -97,8 +102,9 @@ def _killed_while_writing(root: str) -> None:
 
 def test_a_process_killed_mid_put_leaves_no_corrupt_entry(cache):
     cache.put(KEY, {"config": {"num_stages": 4}})
-    process = multiprocessing.get_context("spawn").Process(target=_killed_while_writing,
-                                                           args=(str(cache.root),))
+    process = multiprocessing.get_context("spawn").Process(
+        target=_killed_while_writing, args=(str(cache.root),)
+    )
     process.start()
     process.join(60)
     assert process.exitcode == 9
@@ -126,13 +132,20 @@ def test_artifact_is_built_once(cache):
     assert list((cache.root / "tmp").iterdir()) == []
 
 
-@pytest.mark.parametrize("damage", [
-    pytest.param(lambda d: (d / "kernel.ptx").write_text("pt"), id="truncated-file"),
-    pytest.param(lambda d: (d / "kernel.json").unlink(), id="missing-file"),
-    pytest.param(lambda d: (d / STAMP_FILE).write_text("{"), id="corrupt-stamp"),
-    pytest.param(lambda d: (d / STAMP_FILE).write_text(
-        (d / STAMP_FILE).read_text().replace(wsc.__version__, "0.0.1")), id="foreign-version"),
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda d: (d / "kernel.ptx").write_text("pt"), id="truncated-file"),
+        pytest.param(lambda d: (d / "kernel.json").unlink(), id="missing-file"),
+        pytest.param(lambda d: (d / STAMP_FILE).write_text("{"), id="corrupt-stamp"),
+        pytest.param(
+            lambda d: (d / STAMP_FILE).write_text(
+                (d / STAMP_FILE).read_text().replace(wsc.__version__, "0.0.1")
+            ),
+            id="foreign-version",
+        ),
+    ],
+)
 def test_damaged_artifact_is_a_miss_and_gets_rebuilt(cache, damage):
     directory = cache.build_artifact(KEY, _write_kernel)
     damage(directory)
@@ -161,15 +174,21 @@ PAYLOAD = 20_000
 
 def _value(key_index: int, writer: int, round_: int) -> dict:
     payload = [writer * 1_000_003 + round_ * 7 + i for i in range(PAYLOAD)]
-    return {"key": key_index, "writer": writer, "payload": payload,
-            "checksum": hashlib.sha256(json.dumps(payload).encode()).hexdigest()}
+    return {
+        "key": key_index,
+        "writer": writer,
+        "payload": payload,
+        "checksum": hashlib.sha256(json.dumps(payload).encode()).hexdigest(),
+    }
 
 
 def _well_formed(key_index: int, value) -> bool:
-    return (isinstance(value, dict) and value.get("key") == key_index
-            and len(value["payload"]) == PAYLOAD
-            and hashlib.sha256(json.dumps(value["payload"]).encode()).hexdigest()
-            == value["checksum"])
+    return (
+        isinstance(value, dict)
+        and value.get("key") == key_index
+        and len(value["payload"]) == PAYLOAD
+        and hashlib.sha256(json.dumps(value["payload"]).encode()).hexdigest() == value["checksum"]
+    )
 
 
 def _build(directory: Path, key_index: int, writer: int) -> None:
@@ -207,8 +226,7 @@ def _hammer(root: str, writer: int, rounds: int, errors) -> None:
             if not _well_formed(key_index, value):
                 errors.put(f"writer {writer}: key {key_index} read as {str(value)[:80]}")
         else:
-            directory = cache.build_artifact(
-                key, lambda d, k=key_index: _build(d, k, writer))
+            directory = cache.build_artifact(key, lambda d, k=key_index: _build(d, k, writer))
             if not _artifact_well_formed(directory, key_index):
                 errors.put(f"writer {writer}: torn artifact for key {key_index}")
 
@@ -218,8 +236,10 @@ def test_processes_filling_one_cache_leave_complete_entries(cache):
         cache.put(key, _value(key_index, -1, 0))
     context = multiprocessing.get_context("spawn")
     errors = context.Queue()
-    workers = [context.Process(target=_hammer, args=(str(cache.root), writer, 150, errors))
-               for writer in range(6)]
+    workers = [
+        context.Process(target=_hammer, args=(str(cache.root), writer, 150, errors))
+        for writer in range(6)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:

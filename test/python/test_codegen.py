@@ -21,14 +21,30 @@ from wsc.target.hopper import MAX_DYNAMIC_SMEM
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
 
-V3_PARAMS = [{"kind": "tensor_map", "name": "a"}, {"kind": "tensor_map", "name": "b"},
-             {"kind": "pointer", "name": "c"}, {"kind": "i32", "name": "m"},
-             {"kind": "i32", "name": "n"}, {"kind": "i32", "name": "k"},
-             {"kind": "i32", "name": "ldc"}]
+V3_PARAMS = [
+    {"kind": "tensor_map", "name": "a"},
+    {"kind": "tensor_map", "name": "b"},
+    {"kind": "pointer", "name": "c"},
+    {"kind": "i32", "name": "m"},
+    {"kind": "i32", "name": "n"},
+    {"kind": "i32", "name": "k"},
+    {"kind": "i32", "name": "ldc"},
+]
 
 
-def v3_kernel(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f32", b_layout="nk",
-              consumers=1, consumer_regs=232, producer_regs=40, producer_threads=32):
+def v3_kernel(
+    bm=128,
+    bn=128,
+    bk=64,
+    stages=4,
+    dtype="f16",
+    out="f32",
+    b_layout="nk",
+    consumers=1,
+    consumer_regs=232,
+    producer_regs=40,
+    producer_threads=32,
+):
     """A V3/V4-shaped specialized kernel as wsc text: `consumers` consumer
     warpgroups (each owning bm/consumers rows of the tile) and one producer role."""
     rows = bm // consumers
@@ -41,7 +57,8 @@ def v3_kernel(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f32", b_layout=
     out_acc = f"!wsc.acc<array<i64: {rows}, {bn}>, {out}>"
     b_coords = "%n0, %k0" if b_layout == "nk" else "%k0, %n0"
     bars = "!wsc.mbarriers"
-    text = [f"""func.func @matmul(%a: {g}, %b: {g}, %c: memref<?x?x{out}>)
+    text = [
+        f"""func.func @matmul(%a: {g}, %b: {g}, %c: memref<?x?x{out}>)
     attributes {{wsc.num_threads = {threads} : i32}} {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -61,10 +78,11 @@ def v3_kernel(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f32", b_layout=
   %sb = "wsc.alloc_shared"() : () -> {sb}
   %full = "wsc.mbarrier_alloc"() {{arrival_count = 1 : i32, num_barriers = {stages} : i32}} : () -> {bars}
   %empty = "wsc.mbarrier_alloc"() {{arrival_count = {128 * consumers} : i32, num_barriers = {stages} : i32}} : () -> {bars}
-  "wsc.sync"() : () -> ()"""]
+  "wsc.sync"() : () -> ()"""
+    ]
     for i in range(consumers):
         tile = f"%h{i}" if out != "f32" else f"%acc{i}"
-        cast = (f'    %h{i} = "wsc.cast"(%acc{i}) : ({acc}) -> {out_acc}\n' if out != "f32" else "")
+        cast = f'    %h{i} = "wsc.cast"(%acc{i}) : ({acc}) -> {out_acc}\n' if out != "f32" else ""
         text.append(f"""  %is_c{i} = "wsc.role"() {{role = "consumer{i}", thread_begin = {128 * i} : i32, num_threads = 128 : i32, max_registers = {consumer_regs} : i32}} : () -> i1
   scf.if %is_c{i} {{
     %acc{i} = "wsc.acc_alloc"() : () -> {acc}
@@ -111,10 +129,16 @@ def v3_kernel(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f32", b_layout=
 
 # ------------------------------------------------------------------ descriptors
 
+
 def test_descriptor_fields_round_trip():
     value = encode(0x1_2340, 16, 1024, 128, base_offset=0)
-    assert decode(value) == {"start_address": 0x1_2340, "leading_byte_offset": 16,
-                             "stride_byte_offset": 1024, "base_offset": 0, "swizzle": 128}
+    assert decode(value) == {
+        "start_address": 0x1_2340,
+        "leading_byte_offset": 16,
+        "stride_byte_offset": 1024,
+        "base_offset": 0,
+        "swizzle": 128,
+    }
     # The start address keeps bits 4..17 only.
     assert decode(encode(0x4_0010, 16, 1024, 64))["start_address"] == 0x10
     assert decode(encode(0, 16, 512, 32))["swizzle"] == 32
@@ -168,6 +192,7 @@ def test_n_major_descriptor():
 
 # ----------------------------------------------------------------------- layout
 
+
 def test_tile_layout_rejects_narrow_rows():
     with pytest.raises(LayoutError, match="16 B"):
         TileLayout.choose(64, 8, 2)
@@ -198,6 +223,7 @@ def test_stages_are_1024_aligned():
 
 
 # -------------------------------------------------------------------- fragments
+
 
 @pytest.mark.parametrize("rows,cols", [(64, 8), (64, 64), (128, 128), (64, 256)])
 def test_fragment_is_a_bijection(rows, cols):
@@ -230,6 +256,7 @@ def test_fragment_layout_matches_the_ptx_figure():
 
 # ------------------------------------------------------------------------- info
 
+
 def test_tensor_names_and_info_json():
     assert [tensor_name(i) for i in (0, 1, 2, 25, 26)] == ["a", "b", "c", "z", "t26"]
     info = KernelInfo("k", (160, 1, 1), 132160, V3_PARAMS, {"a": {"box": [128, 64]}})
@@ -259,11 +286,16 @@ def test_v3_kernel_info():
     ptx, info = _lower((EXAMPLES / "matmul_v3.mlir").read_text())
     assert info.name == "matmul" and info.block == (160, 1, 1)
     assert info.params == V3_PARAMS
-    assert info.tensor_maps == {"a": {"tensor": "a", "box": [128, 64], "swizzle": "128B"},
-                                "b": {"tensor": "b", "box": [128, 64], "swizzle": "128B"}}
+    assert info.tensor_maps == {
+        "a": {"tensor": "a", "box": [128, 64], "swizzle": "128B"},
+        "b": {"tensor": "b", "box": [128, 64], "swizzle": "128B"},
+    }
     assert info.dynamic_smem_bytes == 132160
-    assert info.dims == {"m": [["a", 0], ["c", 0]], "n": [["b", 0], ["c", 1]],
-                         "k": [["a", 1], ["b", 1]]}
+    assert info.dims == {
+        "m": [["a", 0], ["c", 0]],
+        "n": [["b", 0], ["c", 1]],
+        "k": [["a", 1], ["b", 1]],
+    }
     assert info.entry_registers == 255
     assert ".target sm_90a" in ptx and ".version 9.0" in ptx
 
@@ -289,12 +321,17 @@ def test_v3_ptx_structure():
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assert "bar.sync \t0;" in ptx
     # K-major A and B: imm-trans-a = imm-trans-b = 0.
-    assert re.search(r"m64n128k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, p, 1,\s+1, 0,\s+0;", ptx)
+    assert re.search(
+        r"m64n128k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, p, 1,\s+1, 0,\s+0;", ptx
+    )
 
 
 def test_role_sync_is_a_named_barrier():
-    text = (EXAMPLES / "matmul_v3.mlir").read_text().replace(
-        '    "wsc.store"(%acc', '    "wsc.sync"() : () -> ()\n    "wsc.store"(%acc', 1)
+    text = (
+        (EXAMPLES / "matmul_v3.mlir")
+        .read_text()
+        .replace('    "wsc.store"(%acc', '    "wsc.sync"() : () -> ()\n    "wsc.store"(%acc', 1)
+    )
     ptx, _ = _lower(text)
     assert "bar.sync \t1, 128;" in ptx
 
@@ -366,8 +403,9 @@ def test_too_much_shared_memory_is_located():
     assert str(MAX_DYNAMIC_SMEM) in message and "263296" in message
 
 
-@pytest.mark.parametrize("rows, cols, element_bytes", [(64, 256, 2), (128, 64, 2), (64, 32, 2),
-                                                        (64, 16, 2), (64, 32, 4)])
+@pytest.mark.parametrize(
+    "rows, cols, element_bytes", [(64, 256, 2), (128, 64, 2), (64, 32, 2), (64, 16, 2), (64, 32, 4)]
+)
 def test_swizzled_offsets_permute_chunks_within_rows(rows, cols, element_bytes):
     """TMA's swizzle, as wsc.store_shared applies it: 16-byte chunk c of the
     128-byte line l of an atom moves to chunk c ^ (l mod swizzle/16), so
@@ -394,8 +432,10 @@ def test_store_shared_is_free_of_bank_conflicts():
     fragment = AccumulatorFragment(64, 256)
     for register in range(0, fragment.regs_per_subtile, 2):  # c = 0 of each pair
         for warp in range(4):
-            banks = {tile.swizzled_offset(*fragment.coordinates(32 * warp + lane, 0, register))
-                     // 4 % 32 for lane in range(32)}
+            banks = {
+                tile.swizzled_offset(*fragment.coordinates(32 * warp + lane, 0, register)) // 4 % 32
+                for lane in range(32)
+            }
             assert len(banks) == 32
 
 
@@ -407,6 +447,7 @@ def test_no_kernel_is_an_error():
 
 
 # ------------------------------------------------------------------------ ptxas
+
 
 @needs_ptxas
 def test_matmul_v3_assembles_without_spills():
@@ -420,11 +461,19 @@ def test_matmul_v3_assembles_without_spills():
 
 
 @needs_ptxas
-@pytest.mark.parametrize("options", [
-    dict(out="f16"), dict(dtype="bf16", out="bf16"), dict(b_layout="kn", bn=64),
-    dict(bk=32), dict(bk=16, stages=2), dict(bm=64, bn=64),
-    dict(consumers=2, bm=256, producer_threads=128),
-], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(out="f16"),
+        dict(dtype="bf16", out="bf16"),
+        dict(b_layout="kn", bn=64),
+        dict(bk=32),
+        dict(bk=16, stages=2),
+        dict(bm=64, bn=64),
+        dict(consumers=2, bm=256, producer_threads=128),
+    ],
+    ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()),
+)
 def test_variants_assemble(options):
     ptx, info = _lower(v3_kernel(**options))
     report = assemble(ptx)

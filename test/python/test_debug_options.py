@@ -22,13 +22,22 @@ PLANTED_HANG = (REPO / "test" / "gpu" / "planted-hang.mlir").read_text()
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(wait_spin_limit=-1), "wait-spin-limit must be in [0, 2^31), got -1"),
-    (dict(delay_max_ns=0), "delay-max-ns must be in [1, 1000000] (nanosleep's range), got 0"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(wait_spin_limit=-1), "wait-spin-limit must be in [0, 2^31), got -1"),
+        (dict(delay_max_ns=0), "delay-max-ns must be in [1, 1000000] (nanosleep's range), got 0"),
+    ],
+)
 def test_debug_options_are_checked(options, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")
-                       .replace("[", r"\[").replace("]", r"\]").replace("^", r"\^")):
+    with pytest.raises(
+        ValueError,
+        match=message.replace("(", r"\(")
+        .replace(")", r"\)")
+        .replace("[", r"\[")
+        .replace("]", r"\]")
+        .replace("^", r"\^"),
+    ):
         DebugOptions(**options)
 
 
@@ -40,8 +49,11 @@ def test_delay_role_matches_names_and_numbered_names():
 
 
 def test_delay_role_must_name_a_role():
-    with pytest.raises(PassError, match=r"has no role 'loader' to delay \(delay-role=loader; "
-                                        r"roles: consumer, producer\)"):
+    with pytest.raises(
+        PassError,
+        match=r"has no role 'loader' to delay \(delay-role=loader; "
+        r"roles: consumer, producer\)",
+    ):
         lower_to_ptx(V3, debug=DebugOptions(delay_role="loader"))
 
 
@@ -49,8 +61,10 @@ def test_bad_option_value_is_a_usage_error(capsys, tmp_path):
     source = tmp_path / "v3.mlir"
     source.write_text(V3)
     assert wsc_opt(["--convert-wsc-to-nvvm=delay-max-ns=2000000", str(source)]) == 1
-    assert ("pass 'convert-wsc-to-nvvm': delay-max-ns must be in [1, 1000000]"
-            in capsys.readouterr().err)
+    assert (
+        "pass 'convert-wsc-to-nvvm': delay-max-ns must be in [1, 1000000]"
+        in capsys.readouterr().err
+    )
 
 
 def test_spin_limit_reports_each_wait_site():
@@ -58,11 +72,16 @@ def test_spin_limit_reports_each_wait_site():
     # One report per wait: the consumer's, the producer's and its drain's.
     reports = sorted(reports_in_ptx(ptx))
     assert len(reports) == 3
-    assert all(r.startswith(f"{REPORT_PREFIX}: kernel matmul: thread %d of block (%d, %d, %d), "
-                            f"role ") and r.endswith("; trapping\n") for r in reports)
+    assert all(
+        r.startswith(f"{REPORT_PREFIX}: kernel matmul: thread %d of block (%d, %d, %d), role ")
+        and r.endswith("; trapping\n")
+        for r in reports
+    )
     assert ["barrier full" in r for r in reports] == [True, False, False]
-    assert "role producer gave up after 4096 tries waiting on barrier empty, stage %d, " \
-           "phase parity %d (wait at line 67, column 7)" in reports[1]
+    assert (
+        "role producer gave up after 4096 tries waiting on barrier empty, stage %d, "
+        "phase parity %d (wait at line 67, column 7)" in reports[1]
+    )
     assert ptx.count("trap;") >= 3 and "call.uni" in ptx and "vprintf" in ptx
 
 
@@ -83,12 +102,16 @@ def test_delays_go_before_the_roles_barrier_ops(role, sites, tmp_path, capsys):
 
 
 @needs_ptxas
-@pytest.mark.parametrize("debug", [
-    DebugOptions(),
-    DebugOptions(wait_spin_limit=1 << 20),
-    DebugOptions(delay_role="producer"),
-    DebugOptions(delay_role="consumer", wait_spin_limit=1 << 16),
-], ids=["plain", "spin-limit", "delay-producer", "delay-consumer-and-spin-limit"])
+@pytest.mark.parametrize(
+    "debug",
+    [
+        DebugOptions(),
+        DebugOptions(wait_spin_limit=1 << 20),
+        DebugOptions(delay_role="producer"),
+        DebugOptions(delay_role="consumer", wait_spin_limit=1 << 16),
+    ],
+    ids=["plain", "spin-limit", "delay-producer", "delay-consumer-and-spin-limit"],
+)
 def test_instrumented_kernels_assemble_with_their_register_budgets(debug):
     # assemble() raises on C7508, i.e. if the vprintf calls made ptxas drop setmaxnreg.
     ptx, _ = lower_to_ptx(V3, debug=debug)
@@ -114,8 +137,9 @@ def test_kernel_fault_is_an_exception(monkeypatch):
 
     failed = driver.cu.CUresult.CUDA_ERROR_LAUNCH_FAILED
     monkeypatch.setattr(driver.cu, "cuStreamQuery", lambda stream: (failed,))
-    monkeypatch.setattr(driver, "error_text",
-                        lambda result: "CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure")
+    monkeypatch.setattr(
+        driver, "error_text", lambda result: "CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure"
+    )
     with pytest.raises(KernelFault, match="unspecified launch failure.*a trap") as error:
         driver.synchronize(timeout_s=1)
     assert isinstance(error.value, driver.CudaError)

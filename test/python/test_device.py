@@ -27,14 +27,16 @@ def fake_runs(monkeypatch, outcomes):
             if outcome == "dies":
                 break
             if outcome == "hangs":
-                raise subprocess.TimeoutExpired(command, timeout, "\n".join(lines).encode(),
-                                                "\n".join(started).encode())
+                raise subprocess.TimeoutExpired(
+                    command, timeout, "\n".join(lines).encode(), "\n".join(started).encode()
+                )
             if outcome == "faults":
                 lines.append(json.dumps({"ok": False, "error": "KernelFault: illegal address"}))
                 break
             lines.append(json.dumps({"ok": outcome == "ok", "dir": directory}))
-        return subprocess.CompletedProcess(command, 1, "\n".join(lines),
-                                           "\n".join(started + ["Segmentation fault"]))
+        return subprocess.CompletedProcess(
+            command, 1, "\n".join(lines), "\n".join(started + ["Segmentation fault"])
+        )
 
     monkeypatch.setattr(device.subprocess, "run", run)
     return commands

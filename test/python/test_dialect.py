@@ -18,10 +18,12 @@ def build_every_op() -> ir.Module:
     with ir.InsertionPoint(module.body):
         kernel = func.FuncOp("every_op", ir.FunctionType.get([memref_f16] * 3, []))
         kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(32), 160)
+            ir.IntegerType.get_signless(32), 160
+        )
         # In clusters of two, for the cluster ops.
         kernel.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(32), 2)
+            ir.IntegerType.get_signless(32), 2
+        )
         entry = kernel.add_entry_block()
     with ir.InsertionPoint(entry):
         a, b, c = entry.arguments
@@ -100,15 +102,17 @@ def test_initial_phases_are_the_protocol_constants():
 
 def test_verifier_rejects_a_misaligned_role(context):
     module = ir.Module.parse(
-        'func.func @k() attributes {wsc.num_threads = 160 : i32} {\n'
+        "func.func @k() attributes {wsc.num_threads = 160 : i32} {\n"
         '  %r = "wsc.role"() {role = "producer", thread_begin = 16 : i32, num_threads = 32 : i32} : () -> i1\n'
-        '  return\n}')
+        "  return\n}"
+    )
     with pytest.raises(PassError, match=r"thread range \[16, 48\) must be whole warps"):
         verify_wsc(module.operation)
 
 
-@pytest.mark.parametrize("dtype,out_dtype,b_layout",
-                         [("f16", "f32", "nk"), ("bf16", "bf16", "nk"), ("f16", "f16", "kn")])
+@pytest.mark.parametrize(
+    "dtype,out_dtype,b_layout", [("f16", "f32", "nk"), ("bf16", "bf16", "nk"), ("f16", "f16", "kn")]
+)
 def test_matmul_builder_emits_a_valid_v2_kernel(context, dtype, out_dtype, b_layout):
     config = MatmulConfig(block_n=64) if b_layout == "kn" else MatmulConfig()
     module = build_matmul(MatmulProblem(dtype, out_dtype, b_layout), config)

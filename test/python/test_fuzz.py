@@ -39,9 +39,14 @@ CORPUS = load_corpus()
 POOLS = token_pools(CORPUS)
 EXAMPLES = int(os.environ.get("WSC_FUZZ_EXAMPLES", "1000"))
 
-mutations = st.builds(Mutation, kind=st.sampled_from(WEIGHTED_KINDS),
-                      a=st.integers(0, 1 << 20), b=st.integers(0, 1 << 20),
-                      c=st.integers(0, 1 << 20), data=st.binary(min_size=1, max_size=8))
+mutations = st.builds(
+    Mutation,
+    kind=st.sampled_from(WEIGHTED_KINDS),
+    a=st.integers(0, 1 << 20),
+    b=st.integers(0, 1 << 20),
+    c=st.integers(0, 1 << 20),
+    data=st.binary(min_size=1, max_size=8),
+)
 mutants = st.tuples(st.integers(0, len(CORPUS) - 1), st.lists(mutations, min_size=1, max_size=3))
 
 
@@ -53,8 +58,10 @@ def runner():
 
 
 def _explain(name: str, data: bytes, result: Result) -> str:
-    return (f"mutant of {name}:\n{data.decode('utf-8', errors='replace')}\n"
-            f"-- stderr:\n{result.stderr[-3000:]}")
+    return (
+        f"mutant of {name}:\n{data.decode('utf-8', errors='replace')}\n"
+        f"-- stderr:\n{result.stderr[-3000:]}"
+    )
 
 
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
@@ -65,8 +72,13 @@ def test_corpus_itself_keeps_the_rule(runner, pipeline):
 
 
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(case=mutants)
 def test_mutants_keep_the_rule(runner, pipeline, case):
     index, edits = case
@@ -100,8 +112,10 @@ os.kill(os.getpid(), signal.{signal})
 """
 
 
-@pytest.mark.parametrize("signal_name, crash", [("SIGSEGV", "crash: segmentation"),
-                                                ("SIGKILL", "killed by signal SIGKILL")])
+@pytest.mark.parametrize(
+    "signal_name, crash",
+    [("SIGSEGV", "crash: segmentation"), ("SIGKILL", "killed by signal SIGKILL")],
+)
 def test_a_crashing_worker_is_a_finding(tmp_path, signal_name, crash):
     worker = tmp_path / "worker.py"
     worker.write_text(_CRASHING_WORKER.format(signal=signal_name))
@@ -114,18 +128,29 @@ def test_a_crashing_worker_is_a_finding(tmp_path, signal_name, crash):
     assert problems(result) == [result.crash]
 
 
-@pytest.mark.parametrize("result, found", [
-    (Result(0, "", 0.0), []),
-    (Result(1, "/x/mutant.mlir:3:7: error: bad\n", 0.0), []),
-    (Result(1, "error: Unable to parse module assembly\n", 0.0),
-     ["exit 1 without a located error"]),
-    (Result(1, "wsc-opt: internal error: KeyError: 'x'\nmutant.mlir:1:1: error: y\n", 0.0),
-     ["internal error"]),
-    (Result(1, "Traceback (most recent call last):\n", 0.0),
-     ["Python traceback", "exit 1 without a located error"]),
-    (Result(0, "mutant.mlir:1:1: error: y\n", 0.0), ["exit 0 with an error"]),
-    (Result(None, "LLVM ERROR: boom", 0.0, crash="killed by signal SIGABRT"),
-     ["killed by signal SIGABRT"]),
-])
+@pytest.mark.parametrize(
+    "result, found",
+    [
+        (Result(0, "", 0.0), []),
+        (Result(1, "/x/mutant.mlir:3:7: error: bad\n", 0.0), []),
+        (
+            Result(1, "error: Unable to parse module assembly\n", 0.0),
+            ["exit 1 without a located error"],
+        ),
+        (
+            Result(1, "wsc-opt: internal error: KeyError: 'x'\nmutant.mlir:1:1: error: y\n", 0.0),
+            ["internal error"],
+        ),
+        (
+            Result(1, "Traceback (most recent call last):\n", 0.0),
+            ["Python traceback", "exit 1 without a located error"],
+        ),
+        (Result(0, "mutant.mlir:1:1: error: y\n", 0.0), ["exit 0 with an error"]),
+        (
+            Result(None, "LLVM ERROR: boom", 0.0, crash="killed by signal SIGABRT"),
+            ["killed by signal SIGABRT"],
+        ),
+    ],
+)
 def test_the_rule(result, found):
     assert problems(result) == found

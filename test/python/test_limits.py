@@ -18,29 +18,44 @@ from wsc.compiler import CompileError
 from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
 
 
-@pytest.mark.parametrize("config, message", [
-    (dict(num_stages=8),
-     "needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 "
-     "alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90"),
-    (dict(block_m=64, num_consumer_groups=2),
-     "a 64-row tile cannot be split over 2 consumer warpgroups in multiples of 64 rows"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            dict(num_stages=8),
+            "needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 "
+            "alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90",
+        ),
+        (
+            dict(block_m=64, num_consumer_groups=2),
+            "a 64-row tile cannot be split over 2 consumer warpgroups in multiples of 64 rows",
+        ),
+    ],
+)
 def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
     with pytest.raises(CompileError) as error:
         compile_matmul(256, 256, 256, MatmulProblem(), MatmulConfig(**config), tmp_path / "x")
     assert message in str(error.value)
 
 
-@pytest.mark.parametrize("config, message", [
-    (dict(block_m=100), "block_m must be a multiple of 64 (the WGMMA M) up to 256 (a TMA box), "
-                        "got 100"),
-    (dict(block_n=12), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 12"),
-    (dict(block_n=512), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 512"),
-    (dict(block_k=40), "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
-    (dict(block_k=128), "block_k must be a multiple of 16 (the WGMMA K) up to 64 (a 128-byte "
-                        "swizzled row of 16-bit elements), got 128"),
-    (dict(num_stages=300), "num_stages must be 1 to 227, got 300"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            dict(block_m=100),
+            "block_m must be a multiple of 64 (the WGMMA M) up to 256 (a TMA box), got 100",
+        ),
+        (dict(block_n=12), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 12"),
+        (dict(block_n=512), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 512"),
+        (dict(block_k=40), "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
+        (
+            dict(block_k=128),
+            "block_k must be a multiple of 16 (the WGMMA K) up to 64 (a 128-byte "
+            "swizzled row of 16-bit elements), got 128",
+        ),
+        (dict(num_stages=300), "num_stages must be 1 to 227, got 300"),
+    ],
+)
 def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message):
     """The rules the verifier checks in the IR (test/Dialect/hardware-limits.mlir),
     stated in terms of the config's own fields before any IR is built."""
@@ -49,14 +64,25 @@ def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message
     assert message in str(error.value)
 
 
-@pytest.mark.parametrize("problem, n, k, message", [
-    (MatmulProblem("f16", "f32", "nk"), 256, 100,
-     "A's rows are 200 bytes (K = 100 x 2 B); TMA needs a row stride that is a multiple of "
-     "16 bytes, so K must be a multiple of 8"),
-    (MatmulProblem("bf16", "f32", "kn"), 260, 256,
-     "B's rows are 520 bytes (N = 260 x 2 B); TMA needs a row stride that is a multiple of "
-     "16 bytes, so N must be a multiple of 8"),
-])
+@pytest.mark.parametrize(
+    "problem, n, k, message",
+    [
+        (
+            MatmulProblem("f16", "f32", "nk"),
+            256,
+            100,
+            "A's rows are 200 bytes (K = 100 x 2 B); TMA needs a row stride that is a multiple of "
+            "16 bytes, so K must be a multiple of 8",
+        ),
+        (
+            MatmulProblem("bf16", "f32", "kn"),
+            260,
+            256,
+            "B's rows are 520 bytes (N = 260 x 2 B); TMA needs a row stride that is a multiple of "
+            "16 bytes, so N must be a multiple of 8",
+        ),
+    ],
+)
 def test_tma_row_strides_are_checked_at_compile_time(tmp_path, problem, n, k, message):
     config = MatmulConfig(block_n=64) if problem.b_layout == "kn" else MatmulConfig()
     with pytest.raises(ValueError) as error:
@@ -68,24 +94,30 @@ def _fake_ptxas(tmp_path, report: str):
     """A stand-in ptxas that writes an empty cubin and prints `report`, so the
     verdict on ptxas's output is tested without CUDA."""
     script = tmp_path / "ptxas"
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         #!{sys.executable}
         import sys
         args = sys.argv[1:]
         open(args[args.index("-o") + 1], "wb").close()
         sys.stderr.write({report!r})
-        """))
+        """)
+    )
     script.chmod(0o755)
     return str(script)
 
 
-_CLEAN_REPORT = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
-                 "ptxas info    : Used 168 registers, used 1 barriers\n")
+_CLEAN_REPORT = (
+    "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+    "ptxas info    : Used 168 registers, used 1 barriers\n"
+)
 
 
 def test_ignored_setmaxnreg_fails_the_build(tmp_path):
-    report = _CLEAN_REPORT + ("ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' "
-                              "ignored; unable to determine register count at entry\n")
+    report = _CLEAN_REPORT + (
+        "ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' "
+        "ignored; unable to determine register count at entry\n"
+    )
     with pytest.raises(PtxasError, match=r"ptxas ignored setmaxnreg \(warning C7508\)"):
         assemble(".version 9.0\n", ptxas=_fake_ptxas(tmp_path, report))
 

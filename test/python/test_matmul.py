@@ -41,30 +41,35 @@ def cache(tmp_path):
 
 
 def test_import_wsc_stays_light():
-    code = ("import sys, wsc; heavy = [m for m in ('torch', 'mlir', 'numpy') if m in sys.modules];"
-            "print(heavy)")
+    code = (
+        "import sys, wsc; heavy = [m for m in ('torch', 'mlir', 'numpy') if m in sys.modules];"
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_wsc_matmul_is_the_function_however_the_module_was_imported():
-    code = ("import wsc.matmul, wsc; from wsc.matmul import plan; import types;"
-            "print(isinstance(wsc.matmul, types.FunctionType), wsc.matmul.__name__)")
+    code = (
+        "import wsc.matmul, wsc; from wsc.matmul import plan; import types;"
+        "print(isinstance(wsc.matmul, types.FunctionType), wsc.matmul.__name__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "matmul"]
 
 
 # B's layout -------------------------------------------------------------------------------
 
+
 def test_a_contiguous_b_is_read_as_k_by_n():
-    assert plan(meta(1000, 520), meta(520, 1336)) == MatmulPlan(1000, 1336, 520, "f16", "f16",
-                                                                "kn")
+    assert plan(meta(1000, 520), meta(520, 1336)) == MatmulPlan(1000, 1336, 520, "f16", "f16", "kn")
 
 
 def test_the_transpose_of_a_weight_is_read_as_n_by_k():
     w = meta(1333, 520, dtype=torch.bfloat16)
     assert plan(meta(1000, 520, dtype=torch.bfloat16), w.T) == MatmulPlan(
-        1000, 1333, 520, "bf16", "bf16", "nk", coalesced_store=True)
+        1000, 1333, 520, "bf16", "bf16", "nk", coalesced_store=True
+    )
 
 
 def test_c_goes_out_by_tma_where_its_rows_allow():
@@ -110,60 +115,151 @@ def test_numpy_has_no_bfloat16_result_of_its_own():
 
 def test_out_dtype_and_out_decide_the_result_dtype():
     assert plan(meta(64, 64), meta(64, 64), out_dtype=torch.float32).out_dtype == "f32"
-    assert plan(meta(64, 64), meta(64, 64), out=meta(64, 64, dtype=torch.bfloat16)).out_dtype \
-        == "bf16"
+    assert (
+        plan(meta(64, 64), meta(64, 64), out=meta(64, 64, dtype=torch.bfloat16)).out_dtype == "bf16"
+    )
 
 
 # Arguments it refuses, each naming the argument and the expected form ---------------------------
 
-@pytest.mark.parametrize("a, b, out, out_dtype, error, message", [
-    (meta(64, 64, dtype=torch.float32), meta(64, 64), None, None, TypeError,
-     "a must be float16 or bfloat16, got f32"),
-    (meta(64, 64), meta(64, 64, dtype=torch.bfloat16), None, None, TypeError,
-     "a and b must have the same dtype, got f16 and bf16"),
-    (meta(2, 64, 64), meta(64, 64), None, None, ValueError,
-     r"a must be a 2-D matrix \(\[M, K\]\), got shape \[2, 64, 64\]"),
-    (meta(64, 64), meta(80, 64), None, None, ValueError,
-     r"b must be \[K, N\] with K = 64 \(a is \[64, 64\]\), got b of shape \[80, 64\]"),
-    (meta(64, 130), meta(130, 64), None, None, ValueError,
-     "a's rows start 260 bytes apart; .* K .* must be a multiple of 8"),
-    (meta(64, 64), meta(64, 1333), None, None, ValueError,
-     "b's rows start 2666 bytes apart; .* N .* must be a multiple of 8"),
-    (meta(64, 128)[:, ::2], meta(64, 64), None, None, ValueError,
-     r"a must be row-major \[M, K\]"),
-    (meta(64, 64), meta(64, 128)[:, ::2], None, None, ValueError,
-     r"b must be a row-major \[K, N\] tensor or the transpose of a row-major \[N, K\]"),
-    (meta(64, 64), meta(64, 64), meta(64, 32), None, ValueError,
-     r"out must be \[M, N\] = \[64, 64\], got \[64, 32\]"),
-    (meta(64, 64), meta(64, 64), meta(64, 64, dtype=torch.int32), None, TypeError,
-     "out must be float32, float16 or bfloat16"),
-    (meta(64, 64), meta(64, 64), meta(64, 64), torch.float32, TypeError,
-     "out is f16 but out_dtype says f32"),
-    (meta(64, 64), meta(64, 64), None, torch.int8, TypeError,
-     "out_dtype must be float32, float16 or bfloat16, got torch.int8"),
-    (meta(64, 64), np.zeros((64, 64), np.float16), None, None, TypeError,
-     "a and b must both be torch tensors or both numpy arrays"),
-    ([[1.0]], meta(64, 64), None, None, TypeError,
-     "a must be a torch tensor or a numpy array, got list"),
-])
+
+@pytest.mark.parametrize(
+    "a, b, out, out_dtype, error, message",
+    [
+        (
+            meta(64, 64, dtype=torch.float32),
+            meta(64, 64),
+            None,
+            None,
+            TypeError,
+            "a must be float16 or bfloat16, got f32",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 64, dtype=torch.bfloat16),
+            None,
+            None,
+            TypeError,
+            "a and b must have the same dtype, got f16 and bf16",
+        ),
+        (
+            meta(2, 64, 64),
+            meta(64, 64),
+            None,
+            None,
+            ValueError,
+            r"a must be a 2-D matrix \(\[M, K\]\), got shape \[2, 64, 64\]",
+        ),
+        (
+            meta(64, 64),
+            meta(80, 64),
+            None,
+            None,
+            ValueError,
+            r"b must be \[K, N\] with K = 64 \(a is \[64, 64\]\), got b of shape \[80, 64\]",
+        ),
+        (
+            meta(64, 130),
+            meta(130, 64),
+            None,
+            None,
+            ValueError,
+            "a's rows start 260 bytes apart; .* K .* must be a multiple of 8",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 1333),
+            None,
+            None,
+            ValueError,
+            "b's rows start 2666 bytes apart; .* N .* must be a multiple of 8",
+        ),
+        (
+            meta(64, 128)[:, ::2],
+            meta(64, 64),
+            None,
+            None,
+            ValueError,
+            r"a must be row-major \[M, K\]",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 128)[:, ::2],
+            None,
+            None,
+            ValueError,
+            r"b must be a row-major \[K, N\] tensor or the transpose of a row-major \[N, K\]",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 64),
+            meta(64, 32),
+            None,
+            ValueError,
+            r"out must be \[M, N\] = \[64, 64\], got \[64, 32\]",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 64),
+            meta(64, 64, dtype=torch.int32),
+            None,
+            TypeError,
+            "out must be float32, float16 or bfloat16",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 64),
+            meta(64, 64),
+            torch.float32,
+            TypeError,
+            "out is f16 but out_dtype says f32",
+        ),
+        (
+            meta(64, 64),
+            meta(64, 64),
+            None,
+            torch.int8,
+            TypeError,
+            "out_dtype must be float32, float16 or bfloat16, got torch.int8",
+        ),
+        (
+            meta(64, 64),
+            np.zeros((64, 64), np.float16),
+            None,
+            None,
+            TypeError,
+            "a and b must both be torch tensors or both numpy arrays",
+        ),
+        (
+            [[1.0]],
+            meta(64, 64),
+            None,
+            None,
+            TypeError,
+            "a must be a torch tensor or a numpy array, got list",
+        ),
+    ],
+)
 def test_bad_arguments(a, b, out, out_dtype, error, message):
     with pytest.raises(error, match=message):
         plan(a, b, out, out_dtype)
 
 
 def test_cpu_tensors_are_refused_with_the_way_out():
-    with pytest.raises(ValueError, match=r"must be CUDA tensors, got tensors on cpu; move them "
-                                         r"with .cuda\(\)"):
-        wsc.matmul(torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 64,
-                                                                          dtype=torch.float16))
+    with pytest.raises(
+        ValueError,
+        match=r"must be CUDA tensors, got tensors on cpu; move them "
+        r"with .cuda\(\)",
+    ):
+        wsc.matmul(
+            torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 64, dtype=torch.float16)
+        )
 
 
 def test_a_machine_without_a_gpu_gets_one_short_error_with_the_way_out():
     if hopper_gpu_visible():
         pytest.skip("this machine has a GPU")
-    code = ("import numpy as np, wsc\n"
-            "a = np.ones((64, 64), np.float16)\n"
-            "wsc.matmul(a, a)\n")
+    code = "import numpy as np, wsc\na = np.ones((64, 64), np.float16)\nwsc.matmul(a, a)\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
@@ -175,12 +271,17 @@ def test_a_machine_without_a_gpu_gets_one_short_error_with_the_way_out():
 
 # The torch custom op, its fake implementation and torch.compile -----------------------------
 
+
 def test_meta_tensors_get_the_results_metadata():
     c = wsc.matmul(meta(1000, 520), meta(1333, 520).T, out_dtype=torch.float32)
     assert c.shape == (1000, 1333) and c.dtype == torch.float32 and c.device.type == "meta"
     out = meta(1000, 1336, dtype=torch.bfloat16)
-    assert wsc.matmul(meta(1000, 520, dtype=torch.bfloat16),
-                      meta(520, 1336, dtype=torch.bfloat16), out=out) is out
+    assert (
+        wsc.matmul(
+            meta(1000, 520, dtype=torch.bfloat16), meta(520, 1336, dtype=torch.bfloat16), out=out
+        )
+        is out
+    )
 
 
 def test_the_fake_implementation_checks_as_eager_does():
@@ -210,14 +311,16 @@ def test_torch_compile_traces_one_custom_op_call():
 def test_fake_tensor_tracing_records_the_op():
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    traced = make_fx(lambda x, y: torch.ops.wsc.matmul(x, y, torch.float32) * 2,
-                     tracing_mode="fake")(torch.randn(64, 32).half(), torch.randn(32, 48).half())
+    traced = make_fx(
+        lambda x, y: torch.ops.wsc.matmul(x, y, torch.float32) * 2, tracing_mode="fake"
+    )(torch.randn(64, 32).half(), torch.randn(32, 48).half())
     calls = [node for node in traced.graph.nodes if node.op == "call_function"]
     assert str(calls[0].target) == "wsc.matmul.default"
     assert calls[0].meta["val"].shape == (64, 48) and calls[0].meta["val"].dtype == torch.float32
 
 
 # Choosing the config -------------------------------------------------------------------------
+
 
 def test_shape_classes_round_up_to_powers_of_two():
     assert shape_class(1000, 1333, 520) == [1024, 2048, 1024]
@@ -239,13 +342,19 @@ def test_a_cached_config_is_used_without_tuning(cache):
 def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
     choose_config(P, "GPU", cache, tune=lambda p: (SPACES["nk"].configs()[5], None, False))
     tuned = []
-    for other, device in ((MatmulPlan(1000, 1333, 520, "bf16", "bf16", "nk"), "GPU"),
-                          (MatmulPlan(1000, 1336, 520, "f16", "f16", "kn"), "GPU"),
-                          (MatmulPlan(1000, 1333, 520, "f16", "f32", "nk"), "GPU"),
-                          (MatmulPlan(4000, 1333, 520, "f16", "f16", "nk"), "GPU"),
-                          (P, "Other GPU")):
-        choose_config(other, device, cache,
-                      tune=lambda p: (tuned.append(p) or DEFAULT_CONFIGS[p.b_layout], None, False))
+    for other, device in (
+        (MatmulPlan(1000, 1333, 520, "bf16", "bf16", "nk"), "GPU"),
+        (MatmulPlan(1000, 1336, 520, "f16", "f16", "kn"), "GPU"),
+        (MatmulPlan(1000, 1333, 520, "f16", "f32", "nk"), "GPU"),
+        (MatmulPlan(4000, 1333, 520, "f16", "f16", "nk"), "GPU"),
+        (P, "Other GPU"),
+    ):
+        choose_config(
+            other,
+            device,
+            cache,
+            tune=lambda p: (tuned.append(p) or DEFAULT_CONFIGS[p.b_layout], None, False),
+        )
     assert len(tuned) == 5
 
 
@@ -257,8 +366,9 @@ def test_a_choice_outside_the_current_space_is_tuned_again(cache):
 
 
 def test_a_search_that_finds_no_correct_config_is_an_error_cached_with_its_reason(cache):
-    with pytest.raises(NoCorrectKernel, match="no config computes 1000x1333x520 .* "
-                                              "Why: every candidate faulted"):
+    with pytest.raises(
+        NoCorrectKernel, match="no config computes 1000x1333x520 .* Why: every candidate faulted"
+    ):
         choose_config(P, "GPU", cache, tune=lambda p: (None, "every candidate faulted", True))
     assert cache.get(config_key(P, "GPU")) == {"config": None, "failure": "every candidate faulted"}
     with pytest.raises(NoCorrectKernel, match="every candidate faulted"):
@@ -268,8 +378,10 @@ def test_a_search_that_finds_no_correct_config_is_an_error_cached_with_its_reaso
 def test_a_search_that_could_not_run_falls_back_once_per_process(cache, monkeypatch):
     monkeypatch.setattr(sys.modules["wsc.matmul"], "_untuned", set())
     with pytest.warns(RuntimeWarning, match=r"could not run \(the worker died\), so the default"):
-        assert choose_config(P, "GPU", cache,
-                             tune=lambda p: (None, "the worker died", False)) == DEFAULT_CONFIGS["nk"]
+        assert (
+            choose_config(P, "GPU", cache, tune=lambda p: (None, "the worker died", False))
+            == DEFAULT_CONFIGS["nk"]
+        )
     assert cache.get(config_key(P, "GPU")) is None  # the next process searches again
     import warnings
 
@@ -301,14 +413,18 @@ def test_out_does_not_support_autograd_as_in_torch():
         wsc.matmul(a, meta(48, 32).T, out=meta(64, 48))
 
 
-@pytest.mark.parametrize("name, b_layout, n", [("nk", "nk", 1333), ("kn", "kn", 1336),
-                                               ("nk-tma", "nk", 1336),
-                                               ("nk-coalesced", "nk", 1333)])
+@pytest.mark.parametrize(
+    "name, b_layout, n",
+    [("nk", "nk", 1333), ("kn", "kn", 1336), ("nk-tma", "nk", 1336), ("nk-coalesced", "nk", 1333)],
+)
 def test_every_config_of_the_space_compiles(cache, name, b_layout, n):
     space = SPACES[name]
-    result = space.tune({"m": 1000, "n": n, "k": 520},
-                        fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": b_layout},
-                        cache=cache, progress=False)
+    result = space.tune(
+        {"m": 1000, "n": n, "k": 520},
+        fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": b_layout},
+        cache=cache,
+        progress=False,
+    )
     assert len(result.candidates) == len(space.configs())
     assert [c.error for c in result.candidates] == [None] * len(result.candidates)
     assert DEFAULT_CONFIGS[name] in space.configs()
@@ -343,14 +459,16 @@ def test_every_layout_s_artifact_records_its_own_layout(cache, space):
     artifact = load_artifact(compiled_kernel_dir(square, DEFAULT_CONFIGS[space], cache))
     assert artifact.problem["b_layout"] == space
     assert artifact.resized(m=64, n=512, k=128).tensors["b"].shape == (
-        (512, 128) if space == "nk" else (128, 512))
+        (512, 128) if space == "nk" else (128, 512)
+    )
 
 
 def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
     from wsc.runtime import load_artifact
 
-    config = next(c for c in SPACES["nk-tma"].configs()
-                  if c["cluster_m"] == 2 and not c["persistent"])
+    config = next(
+        c for c in SPACES["nk-tma"].configs() if c["cluster_m"] == 2 and not c["persistent"]
+    )
     tma = MatmulPlan(1024, 1336, 520, "f16", "f16", "nk", tma_store=True)
     artifact = load_artifact(compiled_kernel_dir(tma, config, cache))
     assert artifact.cluster == 2 and artifact.grid == (8, 6, 1)
@@ -359,6 +477,7 @@ def test_a_cluster_kernel_is_resized_to_whole_clusters(cache):
 
 
 # On a Hopper GPU --------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def gpu(monkeypatch):
@@ -392,8 +511,14 @@ def assert_exact_within_tolerance(got, a, b):
     assert relative_error(got, a.double() @ b.double()) < TOLERANCE[got.dtype]
 
 
-SHAPES = [(128, 128, 64), (1000, 1333, 520), (511, 264, 1000), (2048, 2048, 2048),
-          (8191, 8193, 8200), (64, 8, 8)]
+SHAPES = [
+    (128, 128, 64),
+    (1000, 1333, 520),
+    (511, 264, 1000),
+    (2048, 2048, 2048),
+    (8191, 8193, 8200),
+    (64, 8, 8),
+]
 
 
 @pytest.mark.cuda
@@ -410,7 +535,8 @@ def test_matches_torch_matmul(gpu, monkeypatch, dtype, m, n, k):
     # As close to the exact product as torch.matmul (cuBLAS) is, up to rounding.
     reference = torch.matmul(a, w.T)
     assert relative_error(result, a.double() @ w.T.double()) < (
-        relative_error(reference, a.double() @ w.T.double()) + TOLERANCE[torch.float16])
+        relative_error(reference, a.double() @ w.T.double()) + TOLERANCE[torch.float16]
+    )
     if n % 8 == 0:
         b = w.T.contiguous()
         assert_exact_within_tolerance(wsc.matmul(a, b), a, b)
@@ -429,8 +555,7 @@ def test_a_persistent_config_walks_several_tiles_per_block(gpu):
     a = torch.randn(2048, 512, device=gpu, generator=generator).half()
     w = torch.randn(4096, 512, device=gpu, generator=generator).half()
     out = torch.full((2048, 4096), float("nan"), device=gpu)
-    persistent = next(c for c in SPACES["nk"].configs()
-                      if c["persistent"] and c["block_n"] == 256)
+    persistent = next(c for c in SPACES["nk"].configs() if c["persistent"] and c["block_n"] == 256)
     _cache().put(config_key(plan(a, w.T, out=out), _device_name(0)), {"config": persistent})
     wsc.matmul(a, w.T, out=out)
     assert_exact_within_tolerance(out, a, w.T)
@@ -482,16 +607,21 @@ def test_rows_of_16_bytes_are_tuned_over_tma_store_configs(gpu):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name, n, config", [
-    (name, n, config) for name, n in (("nk-tma", 1336), ("nk-coalesced", 1333))
-    for config in SPACES[name].configs() if config["cluster_m"] == 2],
-    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value)
+@pytest.mark.parametrize(
+    "name, n, config",
+    [
+        (name, n, config)
+        for name, n in (("nk-tma", 1336), ("nk-coalesced", 1333))
+        for config in SPACES[name].configs()
+        if config["cluster_m"] == 2
+    ],
+    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value,
+)
 def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, name, n, config):
     """1100 rows are 9 tile rows of 128: the launch rounds up to 5 clusters,
     and the last one's second block must neither fault nor write C."""
     # The module, not the function `wsc.matmul` that the package exports.
-    monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config",
-                        lambda *args, **kwargs: config)
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
     a = torch.randn(1100, 520, device=gpu).half()
     w = torch.randn(n, 520, device=gpu).half()
     out = torch.full((1100, n), float("nan"), device=gpu, dtype=torch.float16)
@@ -508,11 +638,13 @@ def test_every_config_of_the_space_is_correct(gpu, name):
     process as the autotuner runs them, resized to another problem than the
     one they were written for; each reports its own B layout."""
     problem = space_plan(name, "f16")
-    directories = [compiled_kernel_dir(problem, config, Cache())
-                   for config in SPACES[name].configs()]
-    reports = run_artifacts(directories, bench=False,
-                            sizes={"m": 777, "n": problem.n + 64, "k": 1032})
-    for config, report in zip(SPACES[name].configs(), reports):
+    directories = [
+        compiled_kernel_dir(problem, config, Cache()) for config in SPACES[name].configs()
+    ]
+    reports = run_artifacts(
+        directories, bench=False, sizes={"m": 777, "n": problem.n + 64, "k": 1032}
+    )
+    for config, report in zip(SPACES[name].configs(), reports, strict=True):
         assert report["ok"] and report["nan_count"] == 0, (config, report)
         assert report["b_layout"] == problem.b_layout and report["shape"][0] == 777
 
@@ -526,8 +658,10 @@ def test_a_known_signature_launches_on_new_tensors(gpu, monkeypatch):
 
     def operands(seed):
         generator = torch.Generator(device=gpu).manual_seed(seed)
-        return (torch.randn(700, 264, device=gpu, generator=generator).half(),
-                torch.randn(520, 264, device=gpu, generator=generator).half())
+        return (
+            torch.randn(700, 264, device=gpu, generator=generator).half(),
+            torch.randn(520, 264, device=gpu, generator=generator).half(),
+        )
 
     a, w = operands(1)
     out = torch.full((700, 520), float("nan"), device=gpu, dtype=torch.float16)

@@ -27,12 +27,17 @@ def _run(module, wsc_pass):
 def test_specialized_and_unrolled_kernels_are_clean(num_stages, groups, producer):
     # block_k = 32 keeps 8 stages of a 256-row A tile within the 227 KB of
     # shared memory a ring may take.
-    config = MatmulConfig(block_m=64 * groups if groups > 1 else 128, block_k=32,
-                          num_stages=num_stages)
+    config = MatmulConfig(
+        block_m=64 * groups if groups > 1 else 128, block_k=32, num_stages=num_stages
+    )
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(), config)
-        _run(module, WarpSpecialize(num_stages=num_stages, num_consumer_groups=groups,
-                                    producer=producer, verify=False))
+        _run(
+            module,
+            WarpSpecialize(
+                num_stages=num_stages, num_consumer_groups=groups, producer=producer, verify=False
+            ),
+        )
         check_protocol(module.operation, max_k_tiles=MAX_K_TILES)
         _run(module, UnrollRingBuffer(verify=False))
         check_protocol(module.operation, max_k_tiles=MAX_K_TILES)

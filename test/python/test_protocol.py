@@ -43,8 +43,9 @@ def with_stages(text: str, num_stages: int) -> str:
     text = text.replace("memref<4x", f"memref<{num_stages}x")
     text = text.replace("num_barriers = 4 :", f"num_barriers = {num_stages} :")
     text = text.replace("num_stages = 4 :", f"num_stages = {num_stages} :")
-    return text.replace("%c4 = arith.constant 4 : index",
-                        f"%c4 = arith.constant {num_stages} : index")
+    return text.replace(
+        "%c4 = arith.constant 4 : index", f"%c4 = arith.constant {num_stages} : index"
+    )
 
 
 def matmul_v3(num_stages: int = 4) -> str:
@@ -75,6 +76,7 @@ def edit(text: str, old: str, new: str) -> str:
 
 # --- clean kernels
 
+
 @pytest.mark.parametrize("num_stages", range(1, 9))
 def test_matmul_v3_is_clean(num_stages):
     assert find_violation(matmul_v3(num_stages), max_k_tiles=40) is None
@@ -102,34 +104,75 @@ WAIT_GROUP = '"wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()'
 PLANTED_BUGS = {
     "producer_initial_phase": (
         [("iter_args(%stage = %c0, %phase = %true)", "iter_args(%stage = %c0, %phase = %false)")],
-        protocol.DEADLOCK, 1, PRODUCER_WAIT),
+        protocol.DEADLOCK,
+        1,
+        PRODUCER_WAIT,
+    ),
     "consumer_initial_phase": (
         [("iter_args(%stage = %c0, %phase = %false)", "iter_args(%stage = %c0, %phase = %true)")],
-        protocol.STALE_READ, 1, '"wsc.wgmma"('),
+        protocol.STALE_READ,
+        1,
+        '"wsc.wgmma"(',
+    ),
     "missing_drain": ([(DRAIN, "")], protocol.MISSING_DRAIN, 1, 'role = "producer"'),
     "seed_drain": ([(DRAIN, SEED_DRAIN)], protocol.MISSING_DRAIN, 1, 'role = "producer"'),
     "empty_arrival_count": (
         [("arrival_count = 128 : i32", "arrival_count = 64 : i32")],
-        protocol.OVER_ARRIVAL, 1, RELEASE),
+        protocol.OVER_ARRIVAL,
+        1,
+        RELEASE,
+    ),
     "empty_under_arrival": (
         [("arrival_count = 128 : i32", "arrival_count = 256 : i32")],
-        protocol.DEADLOCK, 1, PRODUCER_WAIT),
-    "tx_bytes_short": ([("tx_bytes = 32768", "tx_bytes = 16384")],
-                       protocol.TX_MISMATCH, 1, "wsc.mbarrier_arrive_expect_tx"),
-    "tx_bytes_long": ([("tx_bytes = 32768", "tx_bytes = 65536")],
-                      protocol.TX_MISMATCH, 1, "wsc.mbarrier_arrive_expect_tx"),
-    "early_release": ([(WAIT_GROUP + "\n      " + RELEASE, RELEASE + "\n      " + WAIT_GROUP)],
-                      protocol.EARLY_RELEASE, 1, RELEASE),
-    "wait_group_pending_one": ([(WAIT_GROUP, WAIT_GROUP.replace("pending = 0", "pending = 1"))],
-                               protocol.EARLY_RELEASE, 1, RELEASE),
-    "barrier_before_sync": ([('  "wsc.sync"() : () -> ()\n', "")],
-                            protocol.BARRIER_BEFORE_INIT, 1, CONSUMER_WAIT),
-    "stage_overwritten": ([("      " + PRODUCER_WAIT + "\n      %k0", "      %k0")],
-                          protocol.STAGE_OVERWRITTEN, 5, '"wsc.tma_load"(%a'),
+        protocol.DEADLOCK,
+        1,
+        PRODUCER_WAIT,
+    ),
+    "tx_bytes_short": (
+        [("tx_bytes = 32768", "tx_bytes = 16384")],
+        protocol.TX_MISMATCH,
+        1,
+        "wsc.mbarrier_arrive_expect_tx",
+    ),
+    "tx_bytes_long": (
+        [("tx_bytes = 32768", "tx_bytes = 65536")],
+        protocol.TX_MISMATCH,
+        1,
+        "wsc.mbarrier_arrive_expect_tx",
+    ),
+    "early_release": (
+        [(WAIT_GROUP + "\n      " + RELEASE, RELEASE + "\n      " + WAIT_GROUP)],
+        protocol.EARLY_RELEASE,
+        1,
+        RELEASE,
+    ),
+    "wait_group_pending_one": (
+        [(WAIT_GROUP, WAIT_GROUP.replace("pending = 0", "pending = 1"))],
+        protocol.EARLY_RELEASE,
+        1,
+        RELEASE,
+    ),
+    "barrier_before_sync": (
+        [('  "wsc.sync"() : () -> ()\n', "")],
+        protocol.BARRIER_BEFORE_INIT,
+        1,
+        CONSUMER_WAIT,
+    ),
+    "stage_overwritten": (
+        [("      " + PRODUCER_WAIT + "\n      %k0", "      %k0")],
+        protocol.STAGE_OVERWRITTEN,
+        5,
+        '"wsc.tma_load"(%a',
+    ),
     "release_before_read": (
-        [("      " + RELEASE + "\n", ""),
-         (CONSUMER_WAIT + "\n", CONSUMER_WAIT + "\n      " + RELEASE + "\n")],
-        protocol.STAGE_OVERWRITTEN, 5, '"wsc.tma_load"(%a'),
+        [
+            ("      " + RELEASE + "\n", ""),
+            (CONSUMER_WAIT + "\n", CONSUMER_WAIT + "\n      " + RELEASE + "\n"),
+        ],
+        protocol.STAGE_OVERWRITTEN,
+        5,
+        '"wsc.tma_load"(%a',
+    ),
 }
 
 
@@ -137,7 +180,7 @@ def plant(text: str, edits) -> str:
     for old, new in edits:
         if isinstance(old, re.Pattern):
             assert old.search(text), old.pattern
-            text = old.sub(lambda _: new, text, count=1)
+            text = old.sub(lambda _, new=new: new, text, count=1)
         else:
             text = edit(text, old, new)
     return text
@@ -193,13 +236,17 @@ def test_phase_overrun():
     """Two consumer groups release each stage, but the empty barriers expect
     one group's arrivals: each release completes two phases, and the producer's
     wait for the first one misses it."""
-    text = edit(matmul_v3(4), 'num_threads = 160 : i32}', 'num_threads = 288 : i32}')
-    consumer = text[text.index('  %is_consumer ='):text.index('  %is_producer =')]
-    second = (consumer.replace("%is_consumer", "%is_consumer1")
-              .replace("thread_begin = 0 :", "thread_begin = 128 :"))
+    text = edit(matmul_v3(4), "num_threads = 160 : i32}", "num_threads = 288 : i32}")
+    consumer = text[text.index("  %is_consumer =") : text.index("  %is_producer =")]
+    second = consumer.replace("%is_consumer", "%is_consumer1").replace(
+        "thread_begin = 0 :", "thread_begin = 128 :"
+    )
     text = edit(text, "  %is_producer =", second + "  %is_producer =")
-    text = edit(text, "thread_begin = 128 : i32, num_threads = 32",
-                "thread_begin = 256 : i32, num_threads = 32")
+    text = edit(
+        text,
+        "thread_begin = 128 : i32, num_threads = 32",
+        "thread_begin = 256 : i32, num_threads = 32",
+    )
     assert find_violation(edit(text, "arrival_count = 128", "arrival_count = 256")) is None
     violation = find_violation(text)
     assert (violation.kind, violation.k_tiles) == (protocol.PHASE_OVERRUN, 1)
@@ -207,6 +254,7 @@ def test_phase_overrun():
 
 
 # --- the API
+
 
 def test_k_tiles_checks_one_extent():
     text = plant(matmul_v3(4), PLANTED_BUGS["stage_overwritten"][0])

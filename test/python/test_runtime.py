@@ -42,8 +42,23 @@ from wsc.runtime.tensors import TensorInfo, check, describe, strided_rows_allowe
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
-def matmul_doc(m=256, n=128, k=64, b_layout="nk", dtype="f16", out_dtype="f32", box_m=128, box_n=128, box_k=64,
-               swizzle="128B", grid=None, block=(128, 1, 1), smem=0, kernel_name="matmul_kernel", params=None):
+def matmul_doc(
+    m=256,
+    n=128,
+    k=64,
+    b_layout="nk",
+    dtype="f16",
+    out_dtype="f32",
+    box_m=128,
+    box_n=128,
+    box_k=64,
+    swizzle="128B",
+    grid=None,
+    block=(128, 1, 1),
+    smem=0,
+    kernel_name="matmul_kernel",
+    params=None,
+):
     b_shape = [n, k] if b_layout == "nk" else [k, n]
     b_box = [box_n, box_k] if b_layout == "nk" else [box_k, box_n]
     return {
@@ -53,7 +68,14 @@ def matmul_doc(m=256, n=128, k=64, b_layout="nk", dtype="f16", out_dtype="f32", 
         "block": list(block),
         "grid": list(grid or [max(1, -(-n // box_n)), max(1, -(-m // box_m)), 1]),
         "dynamic_smem_bytes": smem,
-        "problem": {"m": m, "n": n, "k": k, "dtype": dtype, "out_dtype": out_dtype, "b_layout": b_layout},
+        "problem": {
+            "m": m,
+            "n": n,
+            "k": k,
+            "dtype": dtype,
+            "out_dtype": out_dtype,
+            "b_layout": b_layout,
+        },
         "config": {"num_stages": 1, "block_m": box_m, "block_n": box_n, "block_k": box_k},
         "tensors": {
             "a": {"shape": [m, k], "dtype": dtype, "role": "input"},
@@ -77,7 +99,9 @@ def matmul_doc(m=256, n=128, k=64, b_layout="nk", dtype="f16", out_dtype="f32", 
     }
 
 
-def write_artifact(directory: Path, doc: dict, ptx: str | None = "// ptx\n", cubin: bytes | None = None) -> Path:
+def write_artifact(
+    directory: Path, doc: dict, ptx: str | None = "// ptx\n", cubin: bytes | None = None
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     if ptx is not None:
         (directory / "kernel.ptx").write_text(ptx)
@@ -111,12 +135,14 @@ class FakeTorchTensor:
 
     __module__ = "torch"
 
-    def __init__(self, shape, dtype="torch.float16", device=("cuda", 0), ptr=0x7F0000000000, strides=None):
+    def __init__(
+        self, shape, dtype="torch.float16", device=("cuda", 0), ptr=0x7F0000000000, strides=None
+    ):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.device = FakeTorchDevice(*device)
         self._ptr = ptr
-        self._strides = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        self._strides = strides or tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
 
     def data_ptr(self):
         return self._ptr
@@ -135,7 +161,11 @@ def test_load_valid_artifact(tmp_path):
     assert artifact.grid == (1, 2, 1)
     assert artifact.tensors["b"] == TensorSpec("b", (128, 64), "f16", "input")
     assert artifact.tensor_maps["a"] == TensorMapSpec("a", "a", (128, 64), "128B", "auto")
-    assert [(p.kind, p.name) for p in artifact.params][:3] == [("tensor_map", "a"), ("tensor_map", "b"), ("pointer", "c")]
+    assert [(p.kind, p.name) for p in artifact.params][:3] == [
+        ("tensor_map", "a"),
+        ("tensor_map", "b"),
+        ("pointer", "c"),
+    ]
     assert artifact.leading_dim_tensor("ldc") == "c"
     assert artifact.leading_dim_tensor("m") is None
     ((kind, image),) = artifact.images()
@@ -186,11 +216,19 @@ def test_an_artifact_without_sizes_describes_one_problem(tmp_path):
         artifact.resized(m=1, n=1, k=1)
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("sizes", {"m": [["a", 0], ["b", 0]]}, r"'sizes.m': the dims it names differ in extent: \[128, 256\]"),
-    ("sizes", {"m": [["x", 0]]}, r"'sizes.m': expected \[tensor, dim\] pairs"),
-    ("grid_tiles", [["m", 0]], r"'grid_tiles': expected 1 to 3 \[size, tile\] pairs"),
-    ("grid_tiles", [["q", 64]], r"'grid_tiles': counts tiles of 'q'")])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        (
+            "sizes",
+            {"m": [["a", 0], ["b", 0]]},
+            r"'sizes.m': the dims it names differ in extent: \[128, 256\]",
+        ),
+        ("sizes", {"m": [["x", 0]]}, r"'sizes.m': expected \[tensor, dim\] pairs"),
+        ("grid_tiles", [["m", 0]], r"'grid_tiles': expected 1 to 3 \[size, tile\] pairs"),
+        ("grid_tiles", [["q", 64]], r"'grid_tiles': counts tiles of 'q'"),
+    ],
+)
 def test_bad_sizes_and_grid_tiles_are_named(tmp_path, key, value, message):
     doc = sized_doc()
     doc[key] = value
@@ -232,7 +270,11 @@ def _mutated(doc, path, value=KeyError):
         (("block",), [128, 1], "key 'block': expected a list of 3 integers"),
         (("block",), [128, 0, 1], "key 'block'"),
         (("dynamic_smem_bytes",), True, "key 'dynamic_smem_bytes': expected an integer"),
-        (("tensors", "a", "dtype"), "f64", "key 'tensors.a.dtype': expected one of f16, bf16, f32, got 'f64'"),
+        (
+            ("tensors", "a", "dtype"),
+            "f64",
+            "key 'tensors.a.dtype': expected one of f16, bf16, f32, got 'f64'",
+        ),
         (("tensors", "a", "role"), "scratch", "key 'tensors.a.role'"),
         (("tensors", "c", "shape"), KeyError, "key 'tensors.c.shape': missing required key"),
         (("tensor_maps", "a", "tensor"), "z", "key 'tensor_maps.a.tensor': names no tensor"),
@@ -315,20 +357,28 @@ def test_wrong_dtype_from_torch_tensor():
 
 
 def test_torch_tensor_device_checks():
-    with pytest.raises(ArgumentError, match="argument 'b': expected a CUDA device tensor, got one on cpu"):
+    with pytest.raises(
+        ArgumentError, match="argument 'b': expected a CUDA device tensor, got one on cpu"
+    ):
         check(describe(FakeTorchTensor((128, 64), device=("cpu", None)), "b"), F16_SPEC, "b")
     with pytest.raises(ArgumentError, match="expected a tensor on cuda:0, got one on cuda:1"):
-        check(describe(FakeTorchTensor((128, 64), device=("cuda", 1)), "b"), F16_SPEC, "b", device=0)
+        check(
+            describe(FakeTorchTensor((128, 64), device=("cuda", 1)), "b"), F16_SPEC, "b", device=0
+        )
 
 
 def test_wrong_shape():
-    with pytest.raises(ArgumentError, match=r"argument 'b': expected shape \[128, 64\], got \[64, 128\]"):
+    with pytest.raises(
+        ArgumentError, match=r"argument 'b': expected shape \[128, 64\], got \[64, 128\]"
+    ):
         check(describe(FakeCudaArray((64, 128)), "b"), F16_SPEC, "b")
 
 
 def test_non_contiguous_transposed():
     info = describe(FakeCudaArray((128, 64), strides=(2, 256)), "b")
-    with pytest.raises(ArgumentError, match=r"argument 'b': expected row-major contiguous strides \[64, 1\]"):
+    with pytest.raises(
+        ArgumentError, match=r"argument 'b': expected row-major contiguous strides \[64, 1\]"
+    ):
         check(info, F16_SPEC, "b")
     with pytest.raises(ArgumentError, match="padded rows allowed"):
         check(info, F16_SPEC, "b", strided_rows=True)
@@ -347,7 +397,9 @@ def test_extent_one_dims_ignore_strides():
 
 
 def test_misaligned_base():
-    with pytest.raises(ArgumentError, match="argument 'b': base address 0x1008 is not 16-byte aligned"):
+    with pytest.raises(
+        ArgumentError, match="argument 'b': base address 0x1008 is not 16-byte aligned"
+    ):
         check(describe(FakeCudaArray((128, 64), ptr=0x1008), "b"), F16_SPEC, "b")
 
 
@@ -358,7 +410,9 @@ def test_null_pointer():
 
 def test_readonly_output():
     spec = TensorSpec("c", (128, 64), "f16", "output")
-    with pytest.raises(ArgumentError, match="argument 'c': is an output of the kernel but its memory is read-only"):
+    with pytest.raises(
+        ArgumentError, match="argument 'c': is an output of the kernel but its memory is read-only"
+    ):
         check(describe(FakeCudaArray((128, 64), readonly=True), "c"), spec, "c")
     check(describe(FakeCudaArray((128, 64), readonly=True), "b"), F16_SPEC, "b")
 
@@ -367,8 +421,15 @@ def test_host_array_through_dlpack_is_rejected():
     host = np.zeros((128, 64), dtype=np.float16)
     info = describe(host, "b")
     assert info.ptr == host.ctypes.data
-    assert (info.shape, info.strides, info.dtype, info.device_type) == ((128, 64), (64, 1), "f16", "cpu")
-    with pytest.raises(ArgumentError, match="argument 'b': expected a CUDA device tensor, got one on cpu"):
+    assert (info.shape, info.strides, info.dtype, info.device_type) == (
+        (128, 64),
+        (64, 1),
+        "f16",
+        "cpu",
+    )
+    with pytest.raises(
+        ArgumentError, match="argument 'b': expected a CUDA device tensor, got one on cpu"
+    ):
         check(info, F16_SPEC, "b")
 
 
@@ -400,7 +461,7 @@ def test_strided_rows_allowed_follows_params(tmp_path):
 
 
 def _info(shape, dtype="f16", ptr=0x7F0000000000, strides=None):
-    strides = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    strides = strides or tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
     return TensorInfo(ptr, tuple(shape), tuple(strides), dtype, "cuda", 0)
 
 
@@ -432,15 +493,30 @@ def test_plan_uses_actual_row_stride():
 @pytest.mark.parametrize(
     "box, swizzle, info, expected",
     [
-        ((128, 64), "128B", _info((256, 64), ptr=0x7F0000000008), "base address 0x7f0000000008 is not 16-byte aligned"),
+        (
+            (128, 64),
+            "128B",
+            _info((256, 64), ptr=0x7F0000000008),
+            "base address 0x7f0000000008 is not 16-byte aligned",
+        ),
         ((128, 64), "128B", _info((256, 100)), "stride of dim 0 is 200 bytes"),
         ((128, 64), "128B", _info((256, 64), strides=(128, 2)), "innermost stride is 2 elements"),
         ((257, 64), "128B", _info((512, 64)), "box dim 0 is 257, outside 1..256"),
         ((0, 64), "128B", _info((512, 64)), "box dim 0 is 0"),
-        ((128, 128), "128B", _info((256, 128)), "box inner extent is 256 bytes, more than the 128-byte span of 128B"),
+        (
+            (128, 128),
+            "128B",
+            _info((256, 128)),
+            "box inner extent is 256 bytes, more than the 128-byte span of 128B",
+        ),
         ((128, 64), "64B", _info((256, 64)), "more than the 64-byte span of 64B swizzle"),
         ((128, 32), "32B", _info((256, 64), "f32"), "more than the 32-byte span of 32B swizzle"),
-        ((128, 4), "none", _info((256, 64)), "box inner extent is 8 bytes; it must be a multiple of 16"),
+        (
+            (128, 4),
+            "none",
+            _info((256, 64)),
+            "box inner extent is 8 bytes; it must be a multiple of 16",
+        ),
         ((128, 64), "none", _info((256, 64), "f64"), "dtype f64 has no TMA data type"),
         ((128,), "none", _info((256, 64)), "box [128] has 1 dims, the tensor has 2"),
     ],
@@ -468,15 +544,21 @@ def _pointer_array(packed: PackedParams) -> list[int]:
 
 def test_packed_params_layout():
     descriptor = bytes(range(128))
-    packed = PackedParams([
-        ("tensor_map", "a", descriptor),
-        ("tensor_map", "b", descriptor[::-1]),
-        ("pointer", "c", 0x7F00DEADBEEF00),
-        ("i32", "m", -5),
-        ("i32", "ldc", 2**31 - 1),
-    ])
+    packed = PackedParams(
+        [
+            ("tensor_map", "a", descriptor),
+            ("tensor_map", "b", descriptor[::-1]),
+            ("pointer", "c", 0x7F00DEADBEEF00),
+            ("i32", "m", -5),
+            ("i32", "ldc", 2**31 - 1),
+        ]
+    )
     assert [(s.kind, s.size) for s in packed.slots] == [
-        ("tensor_map", 128), ("tensor_map", 128), ("pointer", 8), ("i32", 4), ("i32", 4)
+        ("tensor_map", 128),
+        ("tensor_map", 128),
+        ("pointer", 8),
+        ("i32", 4),
+        ("i32", 4),
     ]
     assert _pointer_array(packed) == [s.address for s in packed.slots]
     a, b, c, m, ldc = packed.slots
@@ -489,7 +571,9 @@ def test_packed_params_layout():
 
 
 def test_packed_params_reject_bad_values():
-    with pytest.raises(ValueError, match="param 'm': expected an integer in the i32 range, got 2147483648"):
+    with pytest.raises(
+        ValueError, match="param 'm': expected an integer in the i32 range, got 2147483648"
+    ):
         PackedParams([("i32", "m", 2**31)])
     with pytest.raises(ValueError, match="param 'c': expected an integer in the u64 pointer range"):
         PackedParams([("pointer", "c", -1)])
@@ -545,12 +629,17 @@ def test_sampled_relative_error(monkeypatch, b_layout, full):
 
 
 def test_matmul_problem_from_artifact(tmp_path):
-    problem = MatmulProblem.from_artifact(load_artifact(write_artifact(tmp_path / "ok", matmul_doc(b_layout="kn"))))
+    problem = MatmulProblem.from_artifact(
+        load_artifact(write_artifact(tmp_path / "ok", matmul_doc(b_layout="kn")))
+    )
     assert (problem.a_shape, problem.b_shape, problem.c_shape) == ((256, 64), (64, 128), (256, 128))
     assert (problem.tile_m, problem.tile_n) == (128, 128)
     doc = matmul_doc()
     doc["tensors"]["b"]["shape"] = [64, 128]
-    with pytest.raises(ArtifactError, match=r"tensor 'b' is f16 \[64, 128\], but problem \(b_layout nk\) implies f16 \[128, 64\]"):
+    with pytest.raises(
+        ArtifactError,
+        match=r"tensor 'b' is f16 \[64, 128\], but problem \(b_layout nk\) implies f16 \[128, 64\]",
+    ):
         MatmulProblem.from_artifact(load_artifact(write_artifact(tmp_path / "bad", doc)))
 
 
@@ -713,15 +802,25 @@ def test_images(cuda_device, tmp_path_factory):
             out = directory / f"test_{layout}.{kind}"
             subprocess.run(
                 [nvcc, "-arch=sm_90a", f"-{kind}", f"-DB_KN={flag}", "-o", str(out), str(source)],
-                check=True, capture_output=True,
+                check=True,
+                capture_output=True,
             )
             images[(layout, kind)] = out
     return images
 
 
 def _gpu_artifact(directory: Path, images, b_layout="nk", kind="ptx", **overrides) -> Path:
-    doc = matmul_doc(**RAGGED, b_layout=b_layout, box_m=64, box_n=64, box_k=32, swizzle="none",
-                     kernel_name="test_matmul", smem=TEST_SMEM_BYTES, **overrides)
+    doc = matmul_doc(
+        **RAGGED,
+        b_layout=b_layout,
+        box_m=64,
+        box_n=64,
+        box_k=32,
+        swizzle="none",
+        kernel_name="test_matmul",
+        smem=TEST_SMEM_BYTES,
+        **overrides,
+    )
     image = images[(b_layout, kind)]
     if kind == "ptx":
         return write_artifact(directory, doc, ptx=image.read_text())
@@ -750,7 +849,9 @@ def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layou
     if backend == "torch":
         _torch_or_skip()
     directory = _gpu_artifact(tmp_path, test_images, b_layout, kind)
-    code, report = _run_cli(capsys, [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend])
+    code, report = _run_cli(
+        capsys, [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend]
+    )
     assert code == 0, report
     assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5
     assert report["shape"] == [300, 200, 136] and report["b_layout"] == b_layout
@@ -762,7 +863,9 @@ def test_gpu_cli_sampled_reference(tmp_path, capsys, test_images, monkeypatch):
     import wsc.runtime.run_cli as run_cli
 
     monkeypatch.setattr(run_cli, "FULL_REFERENCE_MAX_WORK", 1)
-    code, report = _run_cli(capsys, [str(_gpu_artifact(tmp_path, test_images)), "--check", "--backend", "driver"])
+    code, report = _run_cli(
+        capsys, [str(_gpu_artifact(tmp_path, test_images)), "--check", "--backend", "driver"]
+    )
     assert code == 0 and report["rel_err"] < 1e-5, report
 
 
@@ -825,9 +928,14 @@ def test_gpu_param_mismatch_and_bad_ptx(tmp_path, test_images):
     from wsc.runtime import Kernel, KernelLoadError
 
     doc_params = matmul_doc()["params"][:-1]
-    with pytest.raises(KernelLoadError, match=r"has byte sizes \[128, 128, 8, 4, 4, 4\].*sizes \[128, 128, 8, 4, 4, 4, 4\]"):
+    with pytest.raises(
+        KernelLoadError,
+        match=r"has byte sizes \[128, 128, 8, 4, 4, 4\].*sizes \[128, 128, 8, 4, 4, 4, 4\]",
+    ):
         Kernel(_gpu_artifact(tmp_path / "params", test_images, params=doc_params))
-    bad = write_artifact(tmp_path / "bad", matmul_doc(), ptx=".version 8.0\n.target sm_90a\nthis is not ptx\n")
+    bad = write_artifact(
+        tmp_path / "bad", matmul_doc(), ptx=".version 8.0\n.target sm_90a\nthis is not ptx\n"
+    )
     with pytest.raises(KernelLoadError, match="cuModuleLoadDataEx") as error:
         Kernel(bad)
     assert "ptx:" in str(error.value)
@@ -865,7 +973,9 @@ def test_gpu_hung_kernel_times_out(tmp_path, test_images):
         """
     )
     env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "did not finish within 2 s" in result.stdout
 

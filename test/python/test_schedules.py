@@ -34,8 +34,12 @@ needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not install
 def test_in_flight_protocol_is_clean(stages, groups):
     """Delayed release keeps the mbarrier protocol sound for every K extent,
     before and after unrolling (both passes also check on their own)."""
-    config = MatmulConfig(num_stages=stages, num_consumer_groups=groups,
-                          producer="warpgroup" if groups > 1 else "warp", wgmma_in_flight=1)
+    config = MatmulConfig(
+        num_stages=stages,
+        num_consumer_groups=groups,
+        producer="warpgroup" if groups > 1 else "warp",
+        wgmma_in_flight=1,
+    )
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(), config)
         for wsc_pass in specialization_passes(config):
@@ -47,9 +51,14 @@ def test_in_flight_protocol_is_clean(stages, groups):
 def test_persistent_protocol_is_clean(stages, groups):
     """Every role walks the tiles with the ring carried across them; the
     check runs a block over one and four tiles for every K extent."""
-    config = MatmulConfig(num_stages=stages, num_consumer_groups=groups, persistent=True,
-                          block_m=64 * max(groups, 2), group_m=2,
-                          producer="warpgroup" if groups > 1 else "warp")
+    config = MatmulConfig(
+        num_stages=stages,
+        num_consumer_groups=groups,
+        persistent=True,
+        block_m=64 * max(groups, 2),
+        group_m=2,
+        producer="warpgroup" if groups > 1 else "warp",
+    )
     passes = specialization_passes(config)
     assert [p.ARGUMENT for p in passes] == ["warp-specialize"]  # stages stay run-time
     with make_context(), ir.Location.unknown():
@@ -64,8 +73,13 @@ def test_ping_pong_protocol_is_clean(stages):
     """The two groups take whole tiles in turn: each reads every other tile's
     copies, and the turn barriers keep each one's full waits at most one
     phase ahead."""
-    config = MatmulConfig(num_stages=stages, num_consumer_groups=2, producer="warpgroup",
-                          persistent=True, ping_pong=True)
+    config = MatmulConfig(
+        num_stages=stages,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        persistent=True,
+        ping_pong=True,
+    )
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(), config)
         for wsc_pass in specialization_passes(config):
@@ -79,8 +93,9 @@ def test_ping_pong_needs_a_persistent_kernel_of_two_groups():
 
 
 def test_persistent_in_flight_kernels_store_through_shared_memory():
-    with pytest.raises(ValueError, match="wgmma_in_flight = 1 needs tma_store or "
-                                         "coalesced_store = True"):
+    with pytest.raises(
+        ValueError, match="wgmma_in_flight = 1 needs tma_store or coalesced_store = True"
+    ):
         MatmulConfig(persistent=True, wgmma_in_flight=1)
     MatmulConfig(persistent=True, wgmma_in_flight=1, tma_store=True)
     MatmulConfig(persistent=True, wgmma_in_flight=1, coalesced_store=True)
@@ -91,13 +106,28 @@ def test_one_staged_epilogue_at_a_time():
         MatmulConfig(tma_store=True, coalesced_store=True)
 
 
-@pytest.mark.parametrize("fields", [
-    dict(),
-    dict(num_consumer_groups=2, producer="warpgroup", block_n=256, num_stages=3,
-         wgmma_in_flight=1),
-    dict(num_consumer_groups=2, producer="warpgroup", block_n=256, num_stages=3,
-         wgmma_in_flight=1, persistent=True),
-    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True)])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(),
+        dict(
+            num_consumer_groups=2,
+            producer="warpgroup",
+            block_n=256,
+            num_stages=3,
+            wgmma_in_flight=1,
+        ),
+        dict(
+            num_consumer_groups=2,
+            producer="warpgroup",
+            block_n=256,
+            num_stages=3,
+            wgmma_in_flight=1,
+            persistent=True,
+        ),
+        dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True),
+    ],
+)
 @pytest.mark.parametrize("epilogue", ["tma_store", "coalesced_store"])
 def test_staged_store_protocol_is_clean(fields, epilogue):
     config = MatmulConfig(**fields, **{epilogue: True})
@@ -132,12 +162,20 @@ def test_a_persistent_in_flight_tma_store_kernel_compiles_clean():
     """With the TMA-store epilogue a persistent kernel keeps a WGMMA group in
     flight without ptxas serializing its WGMMAs (with register stores it
     does, C7514)."""
-    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
-                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
-                          tma_store=True)
+    config = MatmulConfig(
+        block_n=256,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+    )
     with make_context(), ir.Location.unknown():
-        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
-                                specialization_passes(config))
+        result = compile_module(
+            build_matmul(MatmulProblem(out_dtype="f16"), config), specialization_passes(config)
+        )
     assert result.ptxas.warnings == []
     assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
     ptx = result.ptx
@@ -150,9 +188,16 @@ def test_a_coalesced_store_kernel_takes_any_row_length(tmp_path):
     """No TMA writes C: rows of 1333 halves (2666 bytes) are fine, and the
     persistent kernel keeps a WGMMA group in flight without ptxas
     serializing its WGMMAs."""
-    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
-                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
-                          coalesced_store=True)
+    config = MatmulConfig(
+        block_n=256,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        coalesced_store=True,
+    )
     result = compile_matmul(1000, 1333, 520, MatmulProblem(out_dtype="f16"), config, tmp_path)
     assert result.ptxas.warnings == []
     assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
@@ -172,19 +217,30 @@ def test_register_rebalancing_is_an_option(rebalance):
     """setmaxnreg moves the producer's registers to the consumers; without it
     every role keeps the 168 a 384-thread block starts with, and this
     persistent 128x256 kernel still fits them (no spills)."""
-    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
-                          producer="warpgroup", wgmma_in_flight=1, group_m=16, persistent=True,
-                          tma_store=True, rebalance_registers=rebalance)
+    config = MatmulConfig(
+        block_n=256,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        group_m=16,
+        persistent=True,
+        tma_store=True,
+        rebalance_registers=rebalance,
+    )
     with make_context(), ir.Location.unknown():
-        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
-                                specialization_passes(config))
+        result = compile_module(
+            build_matmul(MatmulProblem(out_dtype="f16"), config), specialization_passes(config)
+        )
     assert result.ptxas.warnings == []
     assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
-    setmaxnreg = [" ".join(line.split()) for line in result.ptx.splitlines()
-                  if "setmaxnreg" in line]
+    setmaxnreg = [
+        " ".join(line.split()) for line in result.ptx.splitlines() if "setmaxnreg" in line
+    ]
     if rebalance:
         assert setmaxnreg == ["setmaxnreg.inc.sync.aligned.u32 232;"] * 2 + [
-            "setmaxnreg.dec.sync.aligned.u32 40;"]
+            "setmaxnreg.dec.sync.aligned.u32 40;"
+        ]
     else:
         assert setmaxnreg == []
 
@@ -196,11 +252,13 @@ def test_only_a_producer_warpgroup_rebalances_registers():
 
 @needs_ptxas
 def test_a_persistent_kernel_compiles_clean():
-    config = MatmulConfig(block_n=256, num_consumer_groups=2, producer="warpgroup", group_m=8,
-                          persistent=True)
+    config = MatmulConfig(
+        block_n=256, num_consumer_groups=2, producer="warpgroup", group_m=8, persistent=True
+    )
     with make_context(), ir.Location.unknown():
-        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
-                                specialization_passes(config))
+        result = compile_module(
+            build_matmul(MatmulProblem(out_dtype="f16"), config), specialization_passes(config)
+        )
     assert result.ptxas.warnings == []
     assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
     # It reads the grid size to stride over the tiles.
@@ -214,8 +272,9 @@ def test_in_flight_reads_accumulators_only_after_the_last_wait(out_dtype):
     above the final wait_group 0 (ptxas would serialize every WGMMA, C7514)."""
     config = MatmulConfig(wgmma_in_flight=1)
     with make_context(), ir.Location.unknown():
-        result = compile_module(build_matmul(MatmulProblem(out_dtype=out_dtype), config),
-                                specialization_passes(config))
+        result = compile_module(
+            build_matmul(MatmulProblem(out_dtype=out_dtype), config), specialization_passes(config)
+        )
     assert not [w for w in result.ptxas.warnings if "C7514" in w]
     assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
     ptx = result.ptx
@@ -235,18 +294,30 @@ def _tile_of_each_block(m: int, n: int, config: MatmulConfig) -> list[tuple[int,
         kernel = module.body.operations[0]
         args = list(kernel.regions[0].blocks[0].arguments)
         body = list(kernel.regions[0].blocks[0].operations)
-        tile_loop = next((op for op in body if op.operation.name == "scf.for"
-                          and op.operation.operands[0].owner.name == "gpu.block_id"), None)
+        tile_loop = next(
+            (
+                op
+                for op in body
+                if op.operation.name == "scf.for"
+                and op.operation.operands[0].owner.name == "gpu.block_id"
+            ),
+            None,
+        )
         if tile_loop is not None:
             body = body + list(tile_loop.regions[0].blocks[0].operations)
         store = next(op for op in body if op.operation.name == "wsc.store")
         shapes = {0: (m, 64), 2: (m, n)}  # a [M, K], c [M, N]
         tiles = (math.ceil(m / config.block_m), math.ceil(n / config.block_n))
         grid = (tiles[0] * tiles[1], 1) if config.persistent else tiles
-        binary = {"arith.muli": lambda a, b: a * b, "arith.addi": lambda a, b: a + b,
-                  "arith.subi": lambda a, b: a - b, "arith.divui": lambda a, b: a // b,
-                  "arith.remui": lambda a, b: a % b, "arith.minui": min,
-                  "arith.ceildivui": lambda a, b: -(-a // b)}
+        binary = {
+            "arith.muli": lambda a, b: a * b,
+            "arith.addi": lambda a, b: a + b,
+            "arith.subi": lambda a, b: a - b,
+            "arith.divui": lambda a, b: a // b,
+            "arith.remui": lambda a, b: a % b,
+            "arith.minui": min,
+            "arith.ceildivui": lambda a, b: -(-a // b),
+        }
         origins = []  # in launch order: block x varies fastest
         for y in range(grid[1]):
             for x in range(grid[0]):
@@ -257,10 +328,13 @@ def _tile_of_each_block(m: int, n: int, config: MatmulConfig) -> list[tuple[int,
                     if name == "arith.constant" and isinstance(op.result.type, ir.IndexType):
                         values[op.result] = constant_int(op.result)
                     elif name == "gpu.block_id":
-                        values[op.result] = x if str(op.attributes["dimension"]).endswith("x>") else y
+                        values[op.result] = (
+                            x if str(op.attributes["dimension"]).endswith("x>") else y
+                        )
                     elif name == "memref.dim":
                         values[op.result] = shapes[args.index(op.operands[0])][
-                            values[op.operands[1]]]
+                            values[op.operands[1]]
+                        ]
                     elif name in binary:
                         values[op.result] = binary[name](*(values[v] for v in op.operands))
                     elif tile_loop is not None and op == tile_loop.operation:
@@ -269,12 +343,15 @@ def _tile_of_each_block(m: int, n: int, config: MatmulConfig) -> list[tuple[int,
     return origins
 
 
-@pytest.mark.parametrize("m,n,group_m", [(1000, 1400, 3), (1024, 768, 8), (128, 1280, 4),
-                                         (2048, 128, 5)])
+@pytest.mark.parametrize(
+    "m,n,group_m", [(1000, 1400, 3), (1024, 768, 8), (128, 1280, 4), (2048, 128, 5)]
+)
 def test_grouped_order_visits_every_tile_once(m, n, group_m):
     config = MatmulConfig(group_m=group_m)
     origins = _tile_of_each_block(m, n, config)
-    tiles = {(r * 128, c * 128) for r in range(math.ceil(m / 128)) for c in range(math.ceil(n / 128))}
+    tiles = {
+        (r * 128, c * 128) for r in range(math.ceil(m / 128)) for c in range(math.ceil(n / 128))
+    }
     assert sorted(origins) == sorted(tiles)
     # Blocks in launch order fill a group of group_m tile rows column by column.
     rows_first_group = min(group_m, math.ceil(m / 128))
@@ -302,14 +379,21 @@ def _benchmark_module():
 
 def test_benchmark_picks_the_fastest_correct_candidate_and_reports_ratios():
     bench = _benchmark_module()
-    tune = [{"candidate": "a", "shape": "s", "ok": True, "ms": 2.0},
-            {"candidate": "b", "shape": "s", "ok": True, "ms": 1.0},
-            {"candidate": "c", "shape": "s", "ok": False, "ms": 0.5}]
+    tune = [
+        {"candidate": "a", "shape": "s", "ok": True, "ms": 2.0},
+        {"candidate": "b", "shape": "s", "ok": True, "ms": 1.0},
+        {"candidate": "c", "shape": "s", "ok": False, "ms": 0.5},
+    ]
     assert bench._best_candidates(tune)["s"]["candidate"] == "b"
-    row = {"shape": "s", "dtype": "f16", "results": [
-        {"method": "cublas", "ok": True, "ms": 1.0, "tflops": 100.0},
-        {"method": "triton", "ok": True, "ms": 1.2, "tflops": 83.3},
-        {"method": "wsc", "ok": True, "ms": 0.8, "tflops": 125.0, "candidate": "b"}]}
+    row = {
+        "shape": "s",
+        "dtype": "f16",
+        "results": [
+            {"method": "cublas", "ok": True, "ms": 1.0, "tflops": 100.0},
+            {"method": "triton", "ok": True, "ms": 1.2, "tflops": 83.3},
+            {"method": "wsc", "ok": True, "ms": 0.8, "tflops": 125.0, "candidate": "b"},
+        ],
+    }
     assert bench._ratios(row) == pytest.approx((1.25, 1.5))
     table = bench.format_table([row])
     assert "| 1.25 | 1.50 | b |" in table
@@ -336,6 +420,7 @@ class _FakeCuda:
 
             def elapsed_time(self, end):
                 return end.at - self.at
+
         return Event()
 
 
@@ -355,29 +440,43 @@ def test_benchmark_interleaves_methods_on_alternating_input_sets():
         def launch():
             cuda.launches.append((method, data_set))
             cuda.clock += ms
+
         return launch
 
     inputs = bench.Inputs.__new__(bench.Inputs)
     inputs.torch = type("FakeTorch", (), {"cuda": cuda})
-    methods = [[launcher(name, s, ms) for s in range(3)]
-               for name, ms in (("cublas", 1.0), ("triton", 2.0), ("wsc", 3.0))]
+    methods = [
+        [launcher(name, s, ms) for s in range(3)]
+        for name, ms in (("cublas", 1.0), ("triton", 2.0), ("wsc", 3.0))
+    ]
     assert inputs.time(methods, warmup=2, iters=5) == [1.0, 2.0, 3.0]
-    timed = cuda.launches[2 * 3:]
+    timed = cuda.launches[2 * 3 :]
     assert [name for name, _ in timed[:3]] == ["cublas", "triton", "wsc"]
     # No launch follows one on the same inputs (L2 would still hold part of them).
-    assert all(a[1] != b[1] for a, b in zip(cuda.launches, cuda.launches[1:]))
+    assert all(a[1] != b[1] for a, b in zip(cuda.launches, cuda.launches[1:], strict=False))
 
 
-@pytest.mark.parametrize("fields", [
-    dict(),
-    dict(persistent=True),
-    dict(persistent=True, wgmma_in_flight=1, tma_store=True),
-    dict(persistent=True, coalesced_store=True)])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(),
+        dict(persistent=True),
+        dict(persistent=True, wgmma_in_flight=1, tma_store=True),
+        dict(persistent=True, coalesced_store=True),
+    ],
+)
 def test_cluster_protocol_is_clean(fields):
     """Two blocks share B's tile: the protocol check runs both, with the
     multicast copies landing in both and every release reaching both."""
-    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
-                          producer="warpgroup", group_m=8, cluster_m=2, **fields)
+    config = MatmulConfig(
+        block_n=256,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        group_m=8,
+        cluster_m=2,
+        **fields,
+    )
     problem = MatmulProblem(out_dtype="f16" if config.staged_store else "f32")
     with make_context(), ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -392,17 +491,31 @@ def test_cluster_protocol_is_clean(fields):
     assert text.count('"wsc.mbarrier_arrive_cluster"(') >= 2
 
 
-@pytest.mark.parametrize("fields", [
-    dict(wgmma_in_flight=1),
-    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, tma_store=True),
-    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True),
-    dict(num_consumer_groups=2, producer="warpgroup", persistent=True, coalesced_store=True,
-         cluster_m=2)])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(wgmma_in_flight=1),
+        dict(num_consumer_groups=2, producer="warpgroup", persistent=True, tma_store=True),
+        dict(num_consumer_groups=2, producer="warpgroup", persistent=True, ping_pong=True),
+        dict(
+            num_consumer_groups=2,
+            producer="warpgroup",
+            persistent=True,
+            coalesced_store=True,
+            cluster_m=2,
+        ),
+    ],
+)
 def test_warp_release_protocol_is_clean(fields):
     """One release per consumer warp: the empty barriers count warps, and
     the check still finds every stage released once per fill."""
-    config = MatmulConfig(block_n=256 if fields.get("num_consumer_groups") else 128,
-                          num_stages=3, group_m=8, release="warp", **fields)
+    config = MatmulConfig(
+        block_n=256 if fields.get("num_consumer_groups") else 128,
+        num_stages=3,
+        group_m=8,
+        release="warp",
+        **fields,
+    )
     problem = MatmulProblem(out_dtype="f16" if config.staged_store else "f32")
     with make_context(), ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -415,26 +528,34 @@ def test_warp_release_protocol_is_clean(fields):
     assert "{per_warp}" in text
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("num_stages", "3", "num_stages must be an int, got '3'"),
-    ("block_n", True, "block_n must be an int, got True"),
-    ("persistent", 1, "persistent must be a bool, got 1"),
-    ("producer", None, "producer must be a str, got None")])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("num_stages", "3", "num_stages must be an int, got '3'"),
+        ("block_n", True, "block_n must be an int, got True"),
+        ("persistent", 1, "persistent must be a bool, got 1"),
+        ("producer", None, "producer must be a str, got None"),
+    ],
+)
 def test_config_fields_have_their_types(field, value, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         MatmulConfig(**{field: value})
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("num_stages", 0, "num_stages must be 1 to 227, got 0"),
-    ("num_stages", -2, "num_stages must be 1 to 227, got -2"),
-    ("block_m", 96, "block_m must be a multiple of 64 (the WGMMA M) up to 256"),
-    ("block_n", 260, "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 260"),
-    ("block_k", 128, "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
-    ("num_consumer_groups", 3, "num_consumer_groups must be 1 or 2 or 4, got 3"),
-    ("producer", "thread", "producer must be 'warp' or 'warpgroup', got 'thread'"),
-    ("wgmma_in_flight", 2, "wgmma_in_flight must be 0 or 1, got 2"),
-    ("group_m", -1, "group_m must be 0 (no grouping) or more tile rows, got -1")])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("num_stages", 0, "num_stages must be 1 to 227, got 0"),
+        ("num_stages", -2, "num_stages must be 1 to 227, got -2"),
+        ("block_m", 96, "block_m must be a multiple of 64 (the WGMMA M) up to 256"),
+        ("block_n", 260, "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 260"),
+        ("block_k", 128, "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
+        ("num_consumer_groups", 3, "num_consumer_groups must be 1 or 2 or 4, got 3"),
+        ("producer", "thread", "producer must be 'warp' or 'warpgroup', got 'thread'"),
+        ("wgmma_in_flight", 2, "wgmma_in_flight must be 0 or 1, got 2"),
+        ("group_m", -1, "group_m must be 0 (no grouping) or more tile rows, got -1"),
+    ],
+)
 def test_config_values_out_of_range_are_named_with_what_is_allowed(field, value, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         MatmulConfig(**{field: value})
@@ -456,12 +577,22 @@ def test_release_options():
 
 @needs_ptxas
 def test_a_warp_release_kernel_compiles_clean():
-    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
-                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
-                          tma_store=True, cluster_m=2, release="warp")
+    config = MatmulConfig(
+        block_n=256,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+        cluster_m=2,
+        release="warp",
+    )
     with make_context(), ir.Location.unknown():
-        result = compile_module(build_matmul(MatmulProblem(out_dtype="f16"), config),
-                                specialization_passes(config))
+        result = compile_module(
+            build_matmul(MatmulProblem(out_dtype="f16"), config), specialization_passes(config)
+        )
     assert result.ptxas.warnings == []
     assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
     # Each group releases in and after its K loop: the warp synchronizes first.
@@ -472,17 +603,30 @@ def test_cluster_options():
     with pytest.raises(ValueError, match="cluster_m must be 1 or 2"):
         MatmulConfig(cluster_m=4)
     with pytest.raises(ValueError, match="cluster_m = 2 with ping_pong"):
-        MatmulConfig(num_consumer_groups=2, producer="warpgroup", persistent=True,
-                     ping_pong=True, cluster_m=2)
+        MatmulConfig(
+            num_consumer_groups=2,
+            producer="warpgroup",
+            persistent=True,
+            ping_pong=True,
+            cluster_m=2,
+        )
 
 
 @needs_ptxas
 def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path):
     from wsc.runtime.artifact import load_artifact, tile_grid
 
-    config = MatmulConfig(block_n=256, num_stages=3, num_consumer_groups=2,
-                          producer="warpgroup", wgmma_in_flight=1, group_m=8, persistent=True,
-                          tma_store=True, cluster_m=2)
+    config = MatmulConfig(
+        block_n=256,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        group_m=8,
+        persistent=True,
+        tma_store=True,
+        cluster_m=2,
+    )
     # 1100 rows are 9 tile rows: the last pair's second block computes on zeros.
     result = compile_matmul(1100, 1336, 520, MatmulProblem(out_dtype="f16"), config, tmp_path)
     assert result.ptxas.warnings == []
@@ -490,7 +634,10 @@ def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path
     assert "multicast::cluster" in result.ptx and "mapa.shared::cluster" in result.ptx
     artifact = load_artifact(tmp_path)
     assert artifact.cluster == 2 and artifact.tensor_maps["b"].box == (128, 64)
-    assert artifact.grid == (10 * 6, 1, 1) == tile_grid({"m": 1100, "n": 1336},
-                                                        (("m", 128), ("n", 256)), 2, True)
+    assert (
+        artifact.grid
+        == (10 * 6, 1, 1)
+        == tile_grid({"m": 1100, "n": 1336}, (("m", 128), ("n", 256)), 2, True)
+    )
     assert artifact.launch_grid(132) == (60, 1, 1)
     assert artifact.launch_grid(7) == (6, 1, 1)  # whole clusters of the SMs there are

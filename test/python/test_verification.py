@@ -25,7 +25,8 @@ def test_api_built_ir_is_verified_before_the_first_pass():
         with ir.InsertionPoint(module.body):
             kernel = func.FuncOp("k", ir.FunctionType.get([], []))
             kernel.attributes["wsc.num_threads"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), 128)
+                ir.IntegerType.get_signless(32), 128
+            )
             kernel.add_entry_block()  # no terminator
         with pytest.raises(CompileError, match="empty block: expect at least a terminator"):
             compile_module(module, [VerifyPipeline()])
@@ -37,6 +38,9 @@ def test_lowering_checks_its_own_output_before_upstream_conversion(monkeypatch):
         llvm.ReturnOp()
 
     monkeypatch.setattr(KernelLowering, "_lower_sync", broken_sync)
-    with pytest.raises(PassError, match=r"kernel 'matmul' was rewritten into IR that does "
-                                        r"not verify \(internal error\)"):
+    with pytest.raises(
+        PassError,
+        match=r"kernel 'matmul' was rewritten into IR that does "
+        r"not verify \(internal error\)",
+    ):
         lower_to_ptx(V3)

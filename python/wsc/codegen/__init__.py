@@ -18,8 +18,17 @@ from __future__ import annotations
 from wsc.codegen.info import KernelInfo, tensor_name
 from wsc.codegen.ptxas import PtxasError, PtxasReport, assemble, find_ptxas
 
-__all__ = ["KernelInfo", "tensor_name", "PtxasError", "PtxasReport", "assemble", "find_ptxas",
-           "lower_to_ptx", "kernel_infos", "CodegenError"]
+__all__ = [
+    "KernelInfo",
+    "tensor_name",
+    "PtxasError",
+    "PtxasReport",
+    "assemble",
+    "find_ptxas",
+    "lower_to_ptx",
+    "kernel_infos",
+    "CodegenError",
+]
 
 
 def __getattr__(name):

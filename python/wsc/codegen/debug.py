@@ -52,8 +52,10 @@ class DebugOptions:
         if not 0 <= self.wait_spin_limit < 1 << 31:
             raise ValueError(f"wait-spin-limit must be in [0, 2^31), got {self.wait_spin_limit}")
         if not 1 <= self.delay_max_ns <= MAX_NANOSLEEP_NS:
-            raise ValueError(f"delay-max-ns must be in [1, {MAX_NANOSLEEP_NS}] (nanosleep's "
-                             f"range), got {self.delay_max_ns}")
+            raise ValueError(
+                f"delay-max-ns must be in [1, {MAX_NANOSLEEP_NS}] (nanosleep's "
+                f"range), got {self.delay_max_ns}"
+            )
 
     def delays(self, role_name: str | None) -> bool:
         """Whether threads of the role `role_name` get random delays."""
@@ -67,8 +69,10 @@ def barrier_names(barrier_ops: list[ir.Operation]) -> dict[ir.Operation, str]:
     others, numbered when a kernel has several of a kind."""
     kinds = {}
     for op in barrier_ops:
-        full = any(use.owner.name in ("wsc.tma_load", "wsc.mbarrier_arrive_expect_tx")
-                   for use in op.result.uses)
+        full = any(
+            use.owner.name in ("wsc.tma_load", "wsc.mbarrier_arrive_expect_tx")
+            for use in op.result.uses
+        )
         kinds[op] = "full" if full else "empty"
     names = {}
     for op, kind in kinds.items():
@@ -83,8 +87,10 @@ _PTX_STRING = re.compile(r"\.b8 wsc_debug_\w+\[\d+\] = \{([\d,\s]+)\}")
 def reports_in_ptx(ptx: str) -> list[str]:
     """The spin-limit report formats a kernel's PTX carries (NVPTX prints
     string constants as byte arrays), for tests and tools to look for."""
-    return [bytes(int(b) for b in match.group(1).split(",")).rstrip(b"\0").decode()
-            for match in _PTX_STRING.finditer(ptx)]
+    return [
+        bytes(int(b) for b in match.group(1).split(",")).rstrip(b"\0").decode()
+        for match in _PTX_STRING.finditer(ptx)
+    ]
 
 
 def _escape(text: str) -> str:
@@ -101,8 +107,9 @@ class DebugEmitter:
 
     _FIELDS = 6  # tid, ctaid.x, ctaid.y, ctaid.z, stage, parity
 
-    def __init__(self, options: DebugOptions, module: ir.Module, entry: ir.InsertionPoint,
-                 kernel_name: str):
+    def __init__(
+        self, options: DebugOptions, module: ir.Module, entry: ir.InsertionPoint, kernel_name: str
+    ):
         self.options = options
         self.module = module
         self.entry = entry
@@ -113,8 +120,11 @@ class DebugEmitter:
     # -- module-level symbols
 
     def _symbols(self) -> set[str]:
-        return {ir.StringAttr(op.attributes["sym_name"]).value
-                for op in self.module.body.operations if "sym_name" in op.attributes}
+        return {
+            ir.StringAttr(op.attributes["sym_name"]).value
+            for op in self.module.body.operations
+            if "sym_name" in op.attributes
+        }
 
     def _declare_printf(self) -> None:
         if _PRINTF in self._symbols():
@@ -133,9 +143,13 @@ class DebugEmitter:
             name = self.strings[text] = f"wsc_debug_{self.kernel_name}_{number}"
             data = text.encode()
             with ir.InsertionPoint.at_block_begin(self.module.body):
-                llvm.GlobalOp(E.array_of(E.i8(), len(data)), name,
-                              ir.Attribute.parse("#llvm.linkage<internal>"), constant=True,
-                              value=ir.StringAttr.get(text))
+                llvm.GlobalOp(
+                    E.array_of(E.i8(), len(data)),
+                    name,
+                    ir.Attribute.parse("#llvm.linkage<internal>"),
+                    constant=True,
+                    value=ir.StringAttr.get(text),
+                )
         return llvm.AddressOfOp(E.ptr(), name).result
 
     def _printf(self, text: str, values: list[ir.Value]) -> None:
@@ -147,37 +161,58 @@ class DebugEmitter:
                 self.buffer = E.alloca(struct, alignment=8)
         for index, value in enumerate(values):
             E.store(value, E.gep(self.buffer, [0, index], struct))
-        llvm.CallOp(E.i32(), [self._string(text), self.buffer], [], [],
-                    callee=ir.FlatSymbolRefAttr.get(_PRINTF))
+        llvm.CallOp(
+            E.i32(),
+            [self._string(text), self.buffer],
+            [],
+            [],
+            callee=ir.FlatSymbolRefAttr.get(_PRINTF),
+        )
 
     # -- instrumentation
 
     def delay(self, tid: ir.Value) -> None:
         """Sleep a pseudo-random 0 .. delay_max_ns ns (clock and thread mixed)."""
         i32 = E.i32()
-        mixed = E.xori(nvvm.read_ptx_sreg_clock(i32),
-                       E.muli(tid, E.const(0x9E3779B9 - (1 << 32), i32)))
+        mixed = E.xori(
+            nvvm.read_ptx_sreg_clock(i32), E.muli(tid, E.const(0x9E3779B9 - (1 << 32), i32))
+        )
         mixed = E.muli(mixed, E.const(0x85EBCA6B - (1 << 32), i32))
         mixed = E.xori(mixed, E.shrui(mixed, E.const(16, i32)))
         span = self.options.delay_max_ns + 1
         nanoseconds = arith.remui(mixed, E.const(span, i32))
         E.inline_asm("nanosleep.u32 $0;", "r", [nanoseconds])
 
-    def bounded_wait(self, address32: ir.Value, parity32: ir.Value, *, tid: ir.Value,
-                     stage32: ir.Value, barrier: str, role: str | None,
-                     location: ir.Location) -> None:
+    def bounded_wait(
+        self,
+        address32: ir.Value,
+        parity32: ir.Value,
+        *,
+        tid: ir.Value,
+        stage32: ir.Value,
+        barrier: str,
+        role: str | None,
+        location: ir.Location,
+    ) -> None:
         """mbarrier.try_wait.parity until the phase completes, or report and
         trap after wait_spin_limit failed probes."""
         i32 = E.i32()
         limit = self.options.wait_spin_limit
         name, line, col = file_line_col(location)
         # Text parsed from a string has the buffer name "-".
-        where = ("" if line is None else f" (wait at line {line}, column {col})"
-                 if name in (None, "", "-") else f" (wait at {name}:{line}:{col})")
+        where = (
+            ""
+            if line is None
+            else f" (wait at line {line}, column {col})"
+            if name in (None, "", "-")
+            else f" (wait at {name}:{line}:{col})"
+        )
         who = f", role {role}" if role else ""
-        text = (f"{REPORT_PREFIX}: kernel {_escape(self.kernel_name)}: thread %d of block "
-                f"(%d, %d, %d){_escape(who)} gave up after {limit} tries waiting on barrier "
-                f"{_escape(barrier)}, stage %d, phase parity %d{_escape(where)}; trapping\n\0")
+        text = (
+            f"{REPORT_PREFIX}: kernel {_escape(self.kernel_name)}: thread %d of block "
+            f"(%d, %d, %d){_escape(who)} gave up after {limit} tries waiting on barrier "
+            f"{_escape(barrier)}, stage %d, phase parity %d{_escape(where)}; trapping\n\0"
+        )
         loop = scf.WhileOp([i32], [E.const(0, i32)])
         before = ir.Block.create_at_start(loop.before, [i32])
         after = ir.Block.create_at_start(loop.after, [i32])

@@ -58,14 +58,21 @@ def address_field(address: int) -> int:
     return (address & ADDRESS_MASK) >> 4
 
 
-def encode(start_address: int, leading_byte_offset: int, stride_byte_offset: int,
-           swizzle: int, base_offset: int = 0) -> int:
+def encode(
+    start_address: int,
+    leading_byte_offset: int,
+    stride_byte_offset: int,
+    swizzle: int,
+    base_offset: int = 0,
+) -> int:
     """A complete descriptor; `swizzle` in bytes (0, 32, 64 or 128)."""
-    return (address_field(start_address)
-            | encode_field(leading_byte_offset) << 16
-            | encode_field(stride_byte_offset) << 32
-            | (base_offset & 0x7) << 49
-            | SWIZZLE_MODES[swizzle] << 62)
+    return (
+        address_field(start_address)
+        | encode_field(leading_byte_offset) << 16
+        | encode_field(stride_byte_offset) << 32
+        | (base_offset & 0x7) << 49
+        | SWIZZLE_MODES[swizzle] << 62
+    )
 
 
 def decode(descriptor: int) -> dict[str, int]:

@@ -21,6 +21,7 @@ _GEP_DYNAMIC = -2147483648
 
 # Types ----------------------------------------------------------------------
 
+
 def i1() -> ir.Type:
     return ir.IntegerType.get_signless(1)
 
@@ -58,6 +59,7 @@ def array_of(element: ir.Type, count: int) -> ir.Type:
 
 
 # Integers -------------------------------------------------------------------
+
 
 def const(value: int, type_: ir.Type | None = None) -> ir.Value:
     """An arith.constant (index unless `type_` says otherwise)."""
@@ -103,8 +105,18 @@ def select(c: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.select(c, a, b)
 
 
-_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5,
-               "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
+_PREDICATES = {
+    "eq": 0,
+    "ne": 1,
+    "slt": 2,
+    "sle": 3,
+    "sgt": 4,
+    "sge": 5,
+    "ult": 6,
+    "ule": 7,
+    "ugt": 8,
+    "uge": 9,
+}
 
 
 def cmpi(predicate: str, a: ir.Value, b: ir.Value) -> ir.Value:
@@ -133,8 +145,13 @@ def truncf(value: ir.Value, type_: ir.Type) -> ir.Value:
 
 # Pointers and memory --------------------------------------------------------
 
-def gep(base: ir.Value, indices: Sequence[int | ir.Value], element: ir.Type,
-        result_type: ir.Type | None = None) -> ir.Value:
+
+def gep(
+    base: ir.Value,
+    indices: Sequence[int | ir.Value],
+    element: ir.Type,
+    result_type: ir.Type | None = None,
+) -> ir.Value:
     """llvm.getelementptr base[indices...] over `element`."""
     raw, dynamic = [], []
     for item in indices:
@@ -143,9 +160,14 @@ def gep(base: ir.Value, indices: Sequence[int | ir.Value], element: ir.Type,
         else:
             raw.append(_GEP_DYNAMIC)
             dynamic.append(item)
-    return llvm.GEPOp(result_type or base.type, base, dynamic,
-                      ir.DenseI32ArrayAttr.get(raw), ir.TypeAttr.get(element),
-                      ir.IntegerAttr.get(i32(), 0)).result
+    return llvm.GEPOp(
+        result_type or base.type,
+        base,
+        dynamic,
+        ir.DenseI32ArrayAttr.get(raw),
+        ir.TypeAttr.get(element),
+        ir.IntegerAttr.get(i32(), 0),
+    ).result
 
 
 def ptrtoint(value: ir.Value, type_: ir.Type) -> ir.Value:
@@ -195,14 +217,16 @@ def insertelement(vector: ir.Value, value: ir.Value, position: int) -> ir.Value:
     return llvm.InsertElementOp(vector, value, pos).result
 
 
-def inline_asm(asm: str, constraints: str, operands: Sequence[ir.Value],
-               result: ir.Type | None = None) -> ir.Value | None:
+def inline_asm(
+    asm: str, constraints: str, operands: Sequence[ir.Value], result: ir.Type | None = None
+) -> ir.Value | None:
     """llvm.inline_asm with side effects (never hoisted, merged or dropped)."""
     op = llvm.InlineAsmOp(result, list(operands), asm, constraints, has_side_effects=True)
     return op.result if result is not None else None
 
 
 # Structured control flow ----------------------------------------------------
+
 
 def if_then(condition: ir.Value) -> scf.IfOp:
     """An scf.if without results or else; build its body with `then_body(if_op)`."""
@@ -241,6 +265,7 @@ def spin_until(build_condition) -> None:
 
 # NVVM -------------------------------------------------------------------------
 
+
 def thread_id_x() -> ir.Value:
     return nvvm.read_ptx_sreg_tid_x(i32())
 
@@ -255,8 +280,9 @@ def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
     if barrier_id == 0 and threads is None:
         nvvm.BarrierOp(None)
     else:
-        nvvm.BarrierOp(None, barrierId=const(barrier_id, i32()),
-                       numberOfThreads=const(threads, i32()))
+        nvvm.BarrierOp(
+            None, barrierId=const(barrier_id, i32()), numberOfThreads=const(threads, i32())
+        )
 
 
 def warp_sync() -> None:
@@ -287,9 +313,11 @@ def mbarrier_arrive_expect_tx(address: ir.Value, tx_bytes: int) -> None:
 
 #: One non-blocking probe of an mbarrier phase: $0 = 1 once the phase with
 #: parity $2 of the barrier at shared address $1 has completed.
-TRY_WAIT_PARITY_ASM = ("{\n\t.reg .pred p;\n\t"
-                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
-                       "selp.u32 $0, 1, 0, p;\n\t}")
+TRY_WAIT_PARITY_ASM = (
+    "{\n\t.reg .pred p;\n\t"
+    "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+    "selp.u32 $0, 1, 0, p;\n\t}"
+)
 
 
 def mbarrier_wait_parity(address32: ir.Value, parity32: ir.Value) -> None:
@@ -297,21 +325,28 @@ def mbarrier_wait_parity(address32: ir.Value, parity32: ir.Value) -> None:
 
     The loop is an ordinary (divergence-safe) branch around a probe, not the
     `bra.uni` loop that NVVM's own try_wait.parity op expands to."""
+
     def probe() -> ir.Value:
         ready = inline_asm(TRY_WAIT_PARITY_ASM, "=r,r,r", [address32, parity32], i32())
         return cmpi("ne", ready, const(0, i32()))
+
     spin_until(probe)
 
 
-def tma_load_2d(dst: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value],
-                barrier_address: ir.Value, multicast_mask: ir.Value | None = None) -> None:
+def tma_load_2d(
+    dst: ir.Value,
+    tensor_map: ir.Value,
+    coords: Sequence[ir.Value],
+    barrier_address: ir.Value,
+    multicast_mask: ir.Value | None = None,
+) -> None:
     """cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes;
     coords innermost first, dst a shared::cluster (address space 7) pointer.
     With `multicast_mask` (i16) the copy lands at dst's offset in every CTA of
     the mask, completing on the barrier at the same offset in each."""
-    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(dst, tensor_map, list(coords),
-                                                   barrier_address, [],
-                                                   multicastMask=multicast_mask)
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+        dst, tensor_map, list(coords), barrier_address, [], multicastMask=multicast_mask
+    )
 
 
 def cluster_rank() -> ir.Value:
@@ -393,14 +428,31 @@ def register_fence(value: ir.Value, element: ir.Type, count: int) -> ir.Value:
 _WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 
-def wgmma_mma_async(accumulator: ir.Value, desc_a: ir.Value, desc_b: ir.Value, n: int,
-                    input_type: str, b_k_major: bool, output_type: str = "f32") -> ir.Value:
+def wgmma_mma_async(
+    accumulator: ir.Value,
+    desc_a: ir.Value,
+    desc_b: ir.Value,
+    n: int,
+    input_type: str,
+    b_k_major: bool,
+    output_type: str = "f32",
+) -> ir.Value:
     """D += A * B for one m64nNk16; A K-major, B K-major or N-major. D is a
     struct of N/2 f32, or (output_type f16) of N/4 vector<2xf16>."""
     shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = 16>")
     in_type = getattr(nvvm.WGMMATypes, _WGMMA_TYPES[input_type])
     return nvvm.WgmmaMmaAsyncOp(
-        accumulator.type, accumulator, desc_a, desc_b, shape,
-        in_type, in_type, getattr(nvvm.WGMMATypes, _WGMMA_TYPES[output_type]),
-        nvvm.WGMMAScaleOut.one, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
-        nvvm.MMALayout.row, nvvm.MMALayout.col if b_k_major else nvvm.MMALayout.row).result
+        accumulator.type,
+        accumulator,
+        desc_a,
+        desc_b,
+        shape,
+        in_type,
+        in_type,
+        getattr(nvvm.WGMMATypes, _WGMMA_TYPES[output_type]),
+        nvvm.WGMMAScaleOut.one,
+        nvvm.WGMMAScaleIn.one,
+        nvvm.WGMMAScaleIn.one,
+        nvvm.MMALayout.row,
+        nvvm.MMALayout.col if b_k_major else nvvm.MMALayout.row,
+    ).result

@@ -30,13 +30,13 @@ SUBTILE_ROWS = WGMMA_M
 
 @dataclass(frozen=True)
 class FragmentElement:
-    subtile: int   # i: which m64 slab
-    index: int     # r: register index inside the sub-tile's fragment
-    half: int      # h: 0 for row l/4, 1 for row l/4 + 8
-    block: int     # j: 8-column block
-    pair: int      # c: 0 or 1 inside the column pair
-    row: int       # row offset from (16*w + l/4), i.e. 64*i + 8*h
-    col: int       # column offset from 2*(l%4), i.e. 8*j + c
+    subtile: int  # i: which m64 slab
+    index: int  # r: register index inside the sub-tile's fragment
+    half: int  # h: 0 for row l/4, 1 for row l/4 + 8
+    block: int  # j: 8-column block
+    pair: int  # c: 0 or 1 inside the column pair
+    row: int  # row offset from (16*w + l/4), i.e. 64*i + 8*h
+    col: int  # column offset from 2*(l%4), i.e. 8*j + c
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,9 @@ class AccumulatorFragment:
         if self.rows % SUBTILE_ROWS or self.rows <= 0:
             raise ValueError(f"accumulator rows must be a positive multiple of 64, got {self.rows}")
         if self.cols % 8 or not 8 <= self.cols <= 256:
-            raise ValueError(f"accumulator columns must be a multiple of 8 in [8, 256], got {self.cols}")
+            raise ValueError(
+                f"accumulator columns must be a multiple of 8 in [8, 256], got {self.cols}"
+            )
 
     @property
     def subtiles(self) -> int:
@@ -71,8 +73,9 @@ class AccumulatorFragment:
             for j in range(self.cols // 8):
                 for h in range(2):
                     for c in range(2):
-                        yield FragmentElement(i, 4 * j + 2 * h + c, h, j, c,
-                                              SUBTILE_ROWS * i + 8 * h, 8 * j + c)
+                        yield FragmentElement(
+                            i, 4 * j + 2 * h + c, h, j, c, SUBTILE_ROWS * i + 8 * h, 8 * j + c
+                        )
 
     @staticmethod
     def thread_base(thread: int) -> tuple[int, int]:

@@ -53,7 +53,8 @@ class TileLayout:
                 return TileLayout(rows, cols, element_bytes, span)
         raise LayoutError(
             f"a tile row of {cols} x {element_bytes} B = {row_bytes} B is not a multiple of "
-            f"32 B, the narrowest TMA/WGMMA swizzle span")
+            f"32 B, the narrowest TMA/WGMMA swizzle span"
+        )
 
     @property
     def atom_cols(self) -> int:
@@ -178,7 +179,7 @@ class SharedLayout:
         ranges += [(b.name, b.offset, b.offset + MBARRIER_BYTES * b.count) for b in self.barriers]
         found = []
         for i, (name_i, lo_i, hi_i) in enumerate(ranges):
-            for name_j, lo_j, hi_j in ranges[i + 1:]:
+            for name_j, lo_j, hi_j in ranges[i + 1 :]:
                 if lo_i < hi_j and lo_j < hi_i:
                     found.append((name_i, name_j))
         return found

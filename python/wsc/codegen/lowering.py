@@ -182,10 +182,12 @@ class AccSlot:
     def load_element(self, i: int, r: int) -> ir.Value:
         """Register r of sub-tile i."""
         if not self.packed:
-            return E.load(E.float_type(self.element), E.gep(self.address, [0, i, r],
-                                                            self.whole_type))
-        pair = E.load(_pair_type(self.element), E.gep(self.address, [0, i, r // 2],
-                                                      self.whole_type))
+            return E.load(
+                E.float_type(self.element), E.gep(self.address, [0, i, r], self.whole_type)
+            )
+        pair = E.load(
+            _pair_type(self.element), E.gep(self.address, [0, i, r // 2], self.whole_type)
+        )
         return E.extractelement(pair, r % 2)
 
     def store_element(self, i: int, r: int, value: ir.Value) -> None:
@@ -229,8 +231,9 @@ class _DimClasses:
 
 
 class KernelLowering:
-    def __init__(self, kernel: ir.Operation, index_bitwidth: int = 32,
-                 debug: DebugOptions = DebugOptions()):
+    def __init__(
+        self, kernel: ir.Operation, index_bitwidth: int = 32, debug: DebugOptions = DebugOptions()
+    ):
         self.kernel = kernel
         self.index_bitwidth = index_bitwidth
         self.debug = debug
@@ -249,14 +252,21 @@ class KernelLowering:
         for position, arg in enumerate(self.args):
             shape = memref_shape(arg.type)
             if shape is None or len(shape) != 2 or memref_space(arg.type) != 0:
-                raise _fail(kernel, f"argument #{position} must be a rank-2 memref in global "
-                                    f"memory, got {arg.type}")
+                raise _fail(
+                    kernel,
+                    f"argument #{position} must be a rank-2 memref in global "
+                    f"memory, got {arg.type}",
+                )
             element = str(ir.MemRefType(arg.type).element_type)
             if element not in ("f16", "bf16", "f32"):
-                raise _fail(kernel, f"argument #{position} element type must be f16, bf16 or "
-                                    f"f32, got {element}")
-        if kernel.attributes["function_type"] and ir.FunctionType(
-                ir.TypeAttr(kernel.attributes["function_type"]).value).results:
+                raise _fail(
+                    kernel,
+                    f"argument #{position} element type must be f16, bf16 or f32, got {element}",
+                )
+        if (
+            kernel.attributes["function_type"]
+            and ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value).results
+        ):
             raise _fail(kernel, "a kernel returns no results")
 
         self.ops = list(walk(kernel))
@@ -288,12 +298,20 @@ class KernelLowering:
                 self._check_shared_uses(op)
             elif name == "wsc.mbarrier_alloc":
                 if op.parent is None or op.parent.operation != self.kernel:
-                    raise _fail(op, "must be at the top level of the kernel, where every thread "
-                                    "runs it")
+                    raise _fail(
+                        op, "must be at the top level of the kernel, where every thread runs it"
+                    )
                 self.barrier_ops.append(op)
-            elif name in (*TMA_LOAD_OPS, "wsc.tma_store", "wsc.coalesced_store", "wsc.wgmma",
-                          "wsc.mbarrier_arrive", "wsc.mbarrier_arrive_cluster",
-                          "wsc.mbarrier_arrive_expect_tx", "wsc.mbarrier_wait"):
+            elif name in (
+                *TMA_LOAD_OPS,
+                "wsc.tma_store",
+                "wsc.coalesced_store",
+                "wsc.wgmma",
+                "wsc.mbarrier_arrive",
+                "wsc.mbarrier_arrive_cluster",
+                "wsc.mbarrier_arrive_expect_tx",
+                "wsc.mbarrier_wait",
+            ):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
                     self.wgmma_accumulators.add(op.operands[3])
@@ -305,8 +323,11 @@ class KernelLowering:
                     _, src_element = parse_acc_type(op.operands[0].type)
                     _, dst_element = parse_acc_type(op.result.type)
                     if src_element != dst_element and src_element != "f32":
-                        raise _fail(op, f"can only convert from f32 (or keep the type), "
-                                        f"got {src_element} to {dst_element}")
+                        raise _fail(
+                            op,
+                            f"can only convert from f32 (or keep the type), "
+                            f"got {src_element} to {dst_element}",
+                        )
             self.role_of[op] = self.roles.get(role_op) if role_op is not None else None
             if role_op is not None and role_op not in self.roles:
                 raise _fail(op, "is guarded by a role defined after it")
@@ -328,8 +349,11 @@ class KernelLowering:
             return
         if name in GPU_INDEX_OPS or name == "func.return" or dialect in PASSTHROUGH_DIALECTS:
             return
-        raise _fail(op, "cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, "
-                        "scf, index, memref.dim of kernel arguments, gpu block/thread ids)")
+        raise _fail(
+            op,
+            "cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, "
+            "scf, index, memref.dim of kernel arguments, gpu block/thread ids)",
+        )
 
     def _enclosing_role(self, op: ir.Operation) -> ir.Operation | None:
         """The wsc.role whose scf.if then-branch holds `op` (innermost), if any."""
@@ -342,9 +366,12 @@ class KernelLowering:
                 if condition is not None and condition.name == "wsc.role":
                     if child.block == parent.regions[0].blocks[0]:
                         return condition
-                    raise _fail(op, "is in the else branch of a role's scf.if; a role's "
-                                    "code goes in the then branch",
-                                notes=[(condition.location, "role defined here")])
+                    raise _fail(
+                        op,
+                        "is in the else branch of a role's scf.if; a role's "
+                        "code goes in the then branch",
+                        notes=[(condition.location, "role defined here")],
+                    )
             child = parent
             parent = child.parent
         return None
@@ -352,20 +379,33 @@ class KernelLowering:
     def _add_role(self, op: ir.Operation) -> None:
         if len(self.roles) + 1 >= NAMED_BARRIERS:
             raise _fail(op, f"needs a named barrier but only {NAMED_BARRIERS - 1} exist")
-        self.roles[op] = RoleInfo(op, str_attr(op, "role"), int_attr(op, "thread_begin"),
-                                  int_attr(op, "num_threads"), int_attr(op, "max_registers"),
-                                  len(self.roles) + 1)
+        self.roles[op] = RoleInfo(
+            op,
+            str_attr(op, "role"),
+            int_attr(op, "thread_begin"),
+            int_attr(op, "num_threads"),
+            int_attr(op, "max_registers"),
+            len(self.roles) + 1,
+        )
 
     def _check_shared_uses(self, op: ir.Operation) -> None:
-        allowed = {("wsc.tma_load", 3), ("wsc.tma_load_multicast", 3), ("wsc.wgmma", 0),
-                   ("wsc.wgmma", 1), ("wsc.tma_store", 0), ("wsc.coalesced_store", 0),
-                   ("wsc.store_shared", 1)}
+        allowed = {
+            ("wsc.tma_load", 3),
+            ("wsc.tma_load_multicast", 3),
+            ("wsc.wgmma", 0),
+            ("wsc.wgmma", 1),
+            ("wsc.tma_store", 0),
+            ("wsc.coalesced_store", 0),
+            ("wsc.store_shared", 1),
+        }
         for use in op.result.uses:
             owner = _owner(use)
             if (owner.name, use.operand_number) not in allowed:
-                raise _fail(owner, "uses a wsc.alloc_shared buffer in a way "
-                                   "--convert-wsc-to-nvvm cannot lower",
-                            notes=[(op.location, "buffer allocated here")])
+                raise _fail(
+                    owner,
+                    "uses a wsc.alloc_shared buffer in a way --convert-wsc-to-nvvm cannot lower",
+                    notes=[(op.location, "buffer allocated here")],
+                )
 
     def _check_sources(self, op: ir.Operation) -> None:
         expected = {
@@ -382,8 +422,9 @@ class KernelLowering:
         for position, producer in expected.items():
             source = defining_op(op.operands[position])
             if source is None or source.name != producer:
-                raise _fail(op, f"operand #{position} must be defined by {producer} "
-                                f"(in this kernel)")
+                raise _fail(
+                    op, f"operand #{position} must be defined by {producer} (in this kernel)"
+                )
         if op.name in TMA_LOAD_OPS and op.operands[0] not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
         if op.name in ("wsc.tma_store", "wsc.coalesced_store") and op.operands[2] not in self.args:
@@ -406,15 +447,23 @@ class KernelLowering:
                 elif owner.name == "memref.dim":
                     pass
                 else:
-                    raise _fail(owner, f"uses kernel argument #{position} in a way "
-                                       f"--convert-wsc-to-nvvm cannot lower")
+                    raise _fail(
+                        owner,
+                        f"uses kernel argument #{position} in a way "
+                        f"--convert-wsc-to-nvvm cannot lower",
+                    )
             if position in self.tma_args and position in self.store_args | self.tma_store_args:
-                raise _fail(self.kernel, f"argument #{position} is both read and written, "
-                                         f"which is not supported")
+                raise _fail(
+                    self.kernel,
+                    f"argument #{position} is both read and written, which is not supported",
+                )
             if position in self.tma_store_args and position in self.store_args:
-                raise _fail(self.kernel, f"argument #{position} is written both by TMA and by "
-                                         f"wsc.store or wsc.coalesced_store, which is not "
-                                         f"supported (one tensor map or pointer per tensor)")
+                raise _fail(
+                    self.kernel,
+                    f"argument #{position} is written both by TMA and by "
+                    f"wsc.store or wsc.coalesced_store, which is not "
+                    f"supported (one tensor map or pointer per tensor)",
+                )
 
     def _plan_roles(self) -> None:
         """setmaxnreg: inc or dec from the entry count, and whether it can be met.
@@ -433,18 +482,20 @@ class KernelLowering:
             if role.max_registers is None:
                 continue
             if role.guard is None:
-                raise _fail(role.op, "has max_registers but guards no scf.if to put "
-                                     "setmaxnreg in")
+                raise _fail(role.op, "has max_registers but guards no scf.if to put setmaxnreg in")
             end = role.begin + role.count
             complete = True
             for group in range(role.begin // WARPGROUP_SIZE, -(-end // WARPGROUP_SIZE)):
                 lo = group * WARPGROUP_SIZE
                 hi = min(lo + WARPGROUP_SIZE, self.threads)
                 if lo < role.begin or hi > end:
-                    raise _fail(role.op, f"has max_registers but setmaxnreg is warpgroup-wide: "
-                                         f"the role covers threads [{role.begin}, {end}) and "
-                                         f"warpgroup {group} has threads [{lo}, {hi}) in the "
-                                         f"block")
+                    raise _fail(
+                        role.op,
+                        f"has max_registers but setmaxnreg is warpgroup-wide: "
+                        f"the role covers threads [{role.begin}, {end}) and "
+                        f"warpgroup {group} has threads [{lo}, {hi}) in the "
+                        f"block",
+                    )
                 complete = complete and lo + WARPGROUP_SIZE <= self.threads
             role.increase = role.max_registers > self.entry_registers
             delta = _allocated(role.max_registers) - entry
@@ -455,13 +506,16 @@ class KernelLowering:
                 released -= delta * role.count
         if needed > released:
             role = increases[0]
-            raise _fail(role.op, f"max_registers = {role.max_registers} cannot be met: a block "
-                                 f"of {self.threads} threads starts with "
-                                 f"{self.entry_registers} registers per thread, the roles' "
-                                 f"setmaxnreg.inc need {needed} more and setmaxnreg.dec in "
-                                 f"complete warpgroups gives back {released}, so the inc would "
-                                 f"wait forever (lower the budgets, or make the decreasing "
-                                 f"role a whole warpgroup)")
+            raise _fail(
+                role.op,
+                f"max_registers = {role.max_registers} cannot be met: a block "
+                f"of {self.threads} threads starts with "
+                f"{self.entry_registers} registers per thread, the roles' "
+                f"setmaxnreg.inc need {needed} more and setmaxnreg.dec in "
+                f"complete warpgroups gives back {released}, so the inc would "
+                f"wait forever (lower the budgets, or make the decreasing "
+                f"role a whole warpgroup)",
+            )
 
     def _plan_shared_memory(self) -> None:
         self.layout = SharedLayout()
@@ -477,15 +531,22 @@ class KernelLowering:
             self.buffers[op] = self.layout.add_buffer(f"buffer{position}", stages, tile)
         for position, op in enumerate(self.barrier_ops):
             self.barriers[op] = self.layout.add_barriers(
-                f"barriers{position}", int_attr(op, "num_barriers"), int_attr(op, "arrival_count"))
+                f"barriers{position}", int_attr(op, "num_barriers"), int_attr(op, "arrival_count")
+            )
         total = self.layout.dynamic_smem_bytes
         if total > MAX_DYNAMIC_SMEM:
-            notes = [(op.location, f"this ring buffer takes {self.buffers[op].total_bytes} bytes")
-                     for op in self.buffer_ops]
-            raise _fail(self.kernel, f"needs {total} bytes of shared memory ({self.layout.end} "
-                                     f"for buffers and barriers + {ALIGN_PADDING} alignment "
-                                     f"padding), more than the {MAX_DYNAMIC_SMEM} bytes "
-                                     f"(227 KB) a block may use on sm_90", notes=notes)
+            notes = [
+                (op.location, f"this ring buffer takes {self.buffers[op].total_bytes} bytes")
+                for op in self.buffer_ops
+            ]
+            raise _fail(
+                self.kernel,
+                f"needs {total} bytes of shared memory ({self.layout.end} "
+                f"for buffers and barriers + {ALIGN_PADDING} alignment "
+                f"padding), more than the {MAX_DYNAMIC_SMEM} bytes "
+                f"(227 KB) a block may use on sm_90",
+                notes=notes,
+            )
         for op in self.barrier_ops:
             self._check_barriers_published(op)
 
@@ -499,12 +560,18 @@ class KernelLowering:
             tile = self.buffers[defining_op(op.operands[0])].tile
             warps = self._executing_threads(op) // WARP_SIZE
             if tile.rows % (8 * warps):
-                raise _fail(op, f"a {tile.rows}-row stage tile cannot be stored by {warps} "
-                                f"warps in groups of 8 rows each")
+                raise _fail(
+                    op,
+                    f"a {tile.rows}-row stage tile cannot be stored by {warps} "
+                    f"warps in groups of 8 rows each",
+                )
             if tile.atom_cols % WARP_SIZE:
-                raise _fail(op, f"the stage tile's {tile.swizzle}-byte swizzle atoms are "
-                                f"{tile.atom_cols} elements wide; coalesced stores need rows "
-                                f"of 32-element multiples per atom")
+                raise _fail(
+                    op,
+                    f"the stage tile's {tile.swizzle}-byte swizzle atoms are "
+                    f"{tile.atom_cols} elements wide; coalesced stores need rows "
+                    f"of 32-element multiples per atom",
+                )
 
     def _executing_threads(self, op: ir.Operation) -> int:
         role = self.role_of.get(op)
@@ -519,8 +586,11 @@ class KernelLowering:
                 seen = True
             elif seen and other.name in ("wsc.sync", "wsc.cluster_sync"):
                 return
-        raise _fail(op, "must be followed by a block-wide wsc.sync at the kernel's top level "
-                        "(other threads may not use the barriers before they are initialised)")
+        raise _fail(
+            op,
+            "must be followed by a block-wide wsc.sync at the kernel's top level "
+            "(other threads may not use the barriers before they are initialised)",
+        )
 
     def _plan_tensor_maps(self) -> None:
         self.tensor_maps: dict[int, dict] = {}
@@ -541,12 +611,15 @@ class KernelLowering:
             box = [box_rows or tile.box[0], tile.box[1]]
             spec = {"tensor": tensor_name(position), "box": box, "swizzle": tile.swizzle_name}
             if position in self.tensor_maps and self.tensor_maps[position] != spec:
-                raise _fail(op, f"copies tensor '{tensor_name(position)}' with box {spec['box']} "
-                                f"and {spec['swizzle']} swizzle, but an earlier TMA copy uses "
-                                f"{self.tensor_maps[position]['box']} and "
-                                f"{self.tensor_maps[position]['swizzle']}; one tensor map per "
-                                f"tensor is supported",
-                            notes=[(first_copy[position].location, "earlier copy here")])
+                raise _fail(
+                    op,
+                    f"copies tensor '{tensor_name(position)}' with box {spec['box']} "
+                    f"and {spec['swizzle']} swizzle, but an earlier TMA copy uses "
+                    f"{self.tensor_maps[position]['box']} and "
+                    f"{self.tensor_maps[position]['swizzle']}; one tensor map per "
+                    f"tensor is supported",
+                    notes=[(first_copy[position].location, "earlier copy here")],
+                )
             self.tensor_maps[position] = spec
             first_copy.setdefault(position, op)
 
@@ -557,7 +630,8 @@ class KernelLowering:
         for op in self.ops:
             if op.name in TMA_LOAD_OPS:
                 loads_into.setdefault(defining_op(op.operands[3]), set()).add(
-                    self.args.index(op.operands[0]))
+                    self.args.index(op.operands[0])
+                )
         matmul = False
         for op in self.ops:
             if op.name != "wsc.wgmma":
@@ -567,9 +641,11 @@ class KernelLowering:
             c_tensors = self._stored_tensors(op.operands[3])
             kn = ir.StringAttr(op.attributes["b_layout"]).value == "kn"
             b_k, b_n = (0, 1) if kn else (1, 0)
-            for label, nodes in (("m", [(t, 0) for t in a_tensors] + [(t, 0) for t in c_tensors]),
-                                 ("k", [(t, 1) for t in a_tensors] + [(t, b_k) for t in b_tensors]),
-                                 ("n", [(t, b_n) for t in b_tensors] + [(t, 1) for t in c_tensors])):
+            for label, nodes in (
+                ("m", [(t, 0) for t in a_tensors] + [(t, 0) for t in c_tensors]),
+                ("k", [(t, 1) for t in a_tensors] + [(t, b_k) for t in b_tensors]),
+                ("n", [(t, b_n) for t in b_tensors] + [(t, 1) for t in c_tensors]),
+            ):
                 for node in nodes:
                     classes.union(nodes[0], node)
                     labels.setdefault(node, label)
@@ -624,15 +700,20 @@ class KernelLowering:
             self.dims[name].sort()
 
         ptr = E.ptr()
-        tm_attrs = {"llvm.byval": ir.TypeAttr.get(E.array_of(E.i8(), TENSOR_MAP_BYTES)),
-                    "llvm.align": ir.IntegerAttr.get(E.i64(), TENSOR_MAP_ALIGN),
-                    "nvvm.grid_constant": ir.UnitAttr.get()}
+        tm_attrs = {
+            "llvm.byval": ir.TypeAttr.get(E.array_of(E.i8(), TENSOR_MAP_BYTES)),
+            "llvm.align": ir.IntegerAttr.get(E.i64(), TENSOR_MAP_ALIGN),
+            "nvvm.grid_constant": ir.UnitAttr.get(),
+        }
         self.params: list[ParamInfo] = []
         for position in sorted(self.tma_args | self.tma_store_args):
             self.params.append(ParamInfo("tensor_map", tensor_name(position), ptr, tm_attrs))
         for position in sorted(self.store_args):
-            self.params.append(ParamInfo("pointer", tensor_name(position), ptr,
-                                         {"llvm.noalias": ir.UnitAttr.get()}))
+            self.params.append(
+                ParamInfo(
+                    "pointer", tensor_name(position), ptr, {"llvm.noalias": ir.UnitAttr.get()}
+                )
+            )
         for name in order:
             self.params.append(ParamInfo("i32", name, E.i32()))
         for position in sorted(self.store_args):
@@ -652,8 +733,10 @@ class KernelLowering:
                 elif owner.name == "wsc.store_shared" and use.operand_number == 0:
                     for copy in owner.operands[1].uses:
                         copy_op = _owner(copy)
-                        if (copy_op.name in ("wsc.tma_store", "wsc.coalesced_store")
-                                and copy.operand_number == 0):
+                        if (
+                            copy_op.name in ("wsc.tma_store", "wsc.coalesced_store")
+                            and copy.operand_number == 0
+                        ):
                             found.add(self.args.index(copy_op.operands[2]))
                 elif owner.name == "wsc.cast":
                     pending.append(owner.result)
@@ -669,29 +752,53 @@ class KernelLowering:
         tensors = {}
         for position, arg in enumerate(self.args):
             memref = ir.MemRefType(arg.type)
-            role = ("input" if position in self.tma_args else
-                    "output" if position in self.store_args | self.tma_store_args else "unused")
+            role = (
+                "input"
+                if position in self.tma_args
+                else "output"
+                if position in self.store_args | self.tma_store_args
+                else "unused"
+            )
             tensors[tensor_name(position)] = {
-                "arg": position, "dtype": str(memref.element_type), "role": role,
-                "shape": memref_shape(arg.type)}
+                "arg": position,
+                "dtype": str(memref.element_type),
+                "role": role,
+                "shape": memref_shape(arg.type),
+            }
         layout = {
             "base_align": BUFFER_ALIGN,
-            "buffers": [{"offset": s.offset, "stages": s.num_stages, "stage_bytes": s.stage_bytes,
-                         "rows": s.tile.rows, "cols": s.tile.cols, "swizzle": s.tile.swizzle_name}
-                        for s in self.layout.buffers],
-            "barriers": [{"offset": b.offset, "count": b.count, "arrival_count": b.arrival_count}
-                         for b in self.layout.barriers],
+            "buffers": [
+                {
+                    "offset": s.offset,
+                    "stages": s.num_stages,
+                    "stage_bytes": s.stage_bytes,
+                    "rows": s.tile.rows,
+                    "cols": s.tile.cols,
+                    "swizzle": s.tile.swizzle_name,
+                }
+                for s in self.layout.buffers
+            ],
+            "barriers": [
+                {"offset": b.offset, "count": b.count, "arrival_count": b.arrival_count}
+                for b in self.layout.barriers
+            ],
             "end": self.layout.end,
         }
         return KernelInfo(
-            name=self.name, block=(self.threads, 1, 1),
+            name=self.name,
+            block=(self.threads, 1, 1),
             dynamic_smem_bytes=self.layout.dynamic_smem_bytes,
             params=[{"kind": p.kind, "name": p.name} for p in self.params],
-            tensor_maps={tensor_name(pos): dict(spec)
-                         for pos, spec in sorted(self.tensor_maps.items())},
-            tensors=tensors, dims=self.dims, entry_registers=self.entry_registers,
-            shared_layout=layout, accumulator=self._accumulator_element(),
-            cluster=self.cluster)
+            tensor_maps={
+                tensor_name(pos): dict(spec) for pos, spec in sorted(self.tensor_maps.items())
+            },
+            tensors=tensors,
+            dims=self.dims,
+            entry_registers=self.entry_registers,
+            shared_layout=layout,
+            accumulator=self._accumulator_element(),
+            cluster=self.cluster,
+        )
 
     def _accumulator_element(self) -> str:
         """The WGMMA accumulators' element type: f16 if any is f16."""
@@ -737,9 +844,12 @@ class KernelLowering:
                 # Launder the address through asm: LLVM would otherwise fold the
                 # rounding away from the global's declared 1024-byte alignment,
                 # and the rounding is what the requested padding pays for.
-                base32 = E.inline_asm("mov.b32 $0, $1;", "=r,r", [E.ptrtoint(base, E.i32())],
-                                      E.i32())
-                pad = E.andi(E.subi(E.const(0, E.i32()), base32), E.const(BUFFER_ALIGN - 1, E.i32()))
+                base32 = E.inline_asm(
+                    "mov.b32 $0, $1;", "=r,r", [E.ptrtoint(base, E.i32())], E.i32()
+                )
+                pad = E.andi(
+                    E.subi(E.const(0, E.i32()), base32), E.const(BUFFER_ALIGN - 1, E.i32())
+                )
                 self.smem_aligned = E.gep(base, [pad], E.i8())
                 self.smem_aligned32 = E.addi(base32, pad)
         self.entry_ip = ir.InsertionPoint.at_block_begin(block)
@@ -751,8 +861,7 @@ class KernelLowering:
             return E.index_cast(value, E.i32())
         return value
 
-    def _smem_offset(self, static: int, stage: ir.Value | None = None,
-                     stride: int = 0) -> ir.Value:
+    def _smem_offset(self, static: int, stage: ir.Value | None = None, stride: int = 0) -> ir.Value:
         """i32 byte offset static + stage*stride from the aligned base."""
         offset = E.const(static, E.i32())
         if stage is not None:
@@ -809,7 +918,7 @@ class KernelLowering:
             op.erase()
 
     def _replace(self, op: ir.Operation, *values: ir.Value) -> None:
-        for result, value in zip(op.results, values):
+        for result, value in zip(op.results, values, strict=True):
             result.replace_all_uses_with(value)
 
     def _lower_dim(self, op):
@@ -860,8 +969,9 @@ class KernelLowering:
         guard = E.if_then(E.cmpi("eq", self.tid, E.const(0, E.i32())))
         with E.then_body(guard):
             for index in range(slot.count):
-                E.mbarrier_init(self._smem_ptr(E.const(slot.address(index), E.i32())),
-                                slot.arrival_count)
+                E.mbarrier_init(
+                    self._smem_ptr(E.const(slot.address(index), E.i32())), slot.arrival_count
+                )
             E.fence_mbarrier_init()
 
     def _check_debug_options(self) -> None:
@@ -870,8 +980,9 @@ class KernelLowering:
         role = self.debug.delay_role
         if role and not any(self.debug.delays(r.name) for r in self.roles.values()):
             names = ", ".join(sorted({r.name for r in self.roles.values()})) or "none"
-            raise _fail(self.kernel, f"has no role '{role}' to delay (delay-role={role}; "
-                                     f"roles: {names})")
+            raise _fail(
+                self.kernel, f"has no role '{role}' to delay (delay-role={role}; roles: {names})"
+            )
 
     def _maybe_delay(self, op) -> None:
         role = self.role_of.get(op)
@@ -913,9 +1024,14 @@ class KernelLowering:
             return
         role = self.role_of.get(op)
         self.debug_emitter.bounded_wait(
-            address32, parity32, tid=self.tid, stage32=self._i32(stage),
+            address32,
+            parity32,
+            tid=self.tid,
+            stage32=self._i32(stage),
             barrier=self.barrier_names[defining_op(bars)],
-            role=role.name if role is not None else None, location=op.location)
+            role=role.name if role is not None else None,
+            location=op.location,
+        )
 
     def _lower_ring_advance(self, op):
         stage, phase = op.operands
@@ -943,8 +1059,9 @@ class KernelLowering:
             slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
             mask = E.const((1 << self.cluster) - 1, ir.IntegerType.get_signless(16))
         for atom in range(tile.num_atoms):
-            offset = self._smem_offset(slot.offset + tile.atom_offset(atom), stage,
-                                       slot.stage_bytes)
+            offset = self._smem_offset(
+                slot.offset + tile.atom_offset(atom), stage, slot.stage_bytes
+            )
             if slice_bytes is not None:
                 offset = E.addi(offset, slice_bytes)
             target = E.addrspacecast(self._smem_ptr(offset), 7)
@@ -962,8 +1079,9 @@ class KernelLowering:
             E.mbarrier_arrive(address)
             rank = E.cluster_rank()
             for offset in range(1, self.cluster):
-                peer = E.remui(E.addi(rank, E.const(offset, E.i32())),
-                               E.const(self.cluster, E.i32()))
+                peer = E.remui(
+                    E.addi(rank, E.const(offset, E.i32())), E.const(self.cluster, E.i32())
+                )
                 E.mbarrier_arrive_remote(address, peer)
 
     def _lower_cluster_rank(self, op):
@@ -1000,8 +1118,9 @@ class KernelLowering:
         for i in range(slot.fragment.subtiles):
             E.store(E.zero(slot.sub_type), slot.subtile_address(i))
 
-    def _descriptor_base(self, slot: BufferSlot, stage: ir.Value,
-                         operand: OperandDescriptors) -> ir.Value:
+    def _descriptor_base(
+        self, slot: BufferSlot, stage: ir.Value, operand: OperandDescriptors
+    ) -> ir.Value:
         """i64: every descriptor field of the stage tile, the start address included."""
         offset = self._smem_offset(slot.offset, stage, slot.stage_bytes)
         address = E.addi(self.smem_aligned32, offset)
@@ -1021,16 +1140,24 @@ class KernelLowering:
         a_row = int_attr(op, "a_row")
         a_base = self._descriptor_base(a_slot, stage, a_desc)
         b_base = self._descriptor_base(b_slot, stage, b_desc)
-        values = [E.load(acc_slot.sub_type, acc_slot.subtile_address(i))
-                  for i in range(fragment.subtiles)]
+        values = [
+            E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)
+        ]
         k_steps = a_slot.tile.cols // WGMMA_K
         for k in range(k_steps):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
             for i in range(fragment.subtiles):
                 a_offset = a_desc.offset(k, a_row + SUBTILE_ROWS * i)
                 a_value = E.addi(a_base, E.const(a_offset >> 4, E.i64()))
-                values[i] = E.wgmma_mma_async(values[i], a_value, b_value, fragment.cols,
-                                              input_type, k_major_b, acc_slot.element)
+                values[i] = E.wgmma_mma_async(
+                    values[i],
+                    a_value,
+                    b_value,
+                    fragment.cols,
+                    input_type,
+                    k_major_b,
+                    acc_slot.element,
+                )
         for i, value in enumerate(values):
             E.store(value, acc_slot.subtile_address(i))
 
@@ -1041,8 +1168,9 @@ class KernelLowering:
         tensor_map = self._param("tensor_map", tensor_name(self.args.index(dst)))
         row32, col32 = self._i32(row), self._i32(col)
         for atom in range(tile.num_atoms):
-            offset = self._smem_offset(slot.offset + tile.atom_offset(atom), stage,
-                                       slot.stage_bytes)
+            offset = self._smem_offset(
+                slot.offset + tile.atom_offset(atom), stage, slot.stage_bytes
+            )
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
             E.tma_store_2d(self._smem_ptr(offset), tensor_map, [column, row32])
         E.bulk_commit_group()
@@ -1069,13 +1197,17 @@ class KernelLowering:
         first_row = E.muli(warp, E.const(warp_rows, i32))
         row0_32, col0_32 = self._i32(row0), self._i32(col0)
         lane_bytes = E.muli(lane, E.const(tile.element_bytes, i32))
-        stage_base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes),
-                            E.muli(first_row, E.const(tile.swizzle, i32)))
+        stage_base = E.addi(
+            self._smem_offset(buffer.offset, stage, buffer.stage_bytes),
+            E.muli(first_row, E.const(tile.swizzle, i32)),
+        )
         top_row = E.addi(row0_32, first_row)
         lane_col = E.addi(col0_32, lane)
-        thread_base = E.gep(self._param("pointer", name),
-                            [E.addi(E.muli(E.arith_extsi(top_row, i64), ld64),
-                                    E.arith_extsi(lane_col, i64))], scalar)
+        thread_base = E.gep(
+            self._param("pointer", name),
+            [E.addi(E.muli(E.arith_extsi(top_row, i64), ld64), E.arith_extsi(lane_col, i64))],
+            scalar,
+        )
         in_rows = E.cmpi("sle", E.addi(row0_32, E.const(tile.rows, i32)), rows)
         in_cols = E.cmpi("sle", E.addi(col0_32, E.const(tile.cols, i32)), cols)
         whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
@@ -1085,14 +1217,14 @@ class KernelLowering:
                 # warp_rows is a multiple of 8: row r's swizzle key is row (r mod 8)'s.
                 key = tile.swizzled_offset(r, 0) ^ tile.byte_offset(r, 0)
                 row_address = E.gep(thread_base, [E.muli(E.const(r, i64), ld64)], scalar)
-                row_ok = (E.cmpi("slt", E.addi(top_row, E.const(r, i32)), rows)
-                          if checked else None)
+                row_ok = E.cmpi("slt", E.addi(top_row, E.const(r, i32)), rows) if checked else None
                 for first_col in range(0, tile.cols, WARP_SIZE):
                     atom, inner = divmod(first_col, tile.atom_cols)
                     in_row = E.addi(E.const(inner * tile.element_bytes, i32), lane_bytes)
-                    offset = E.addi(E.addi(stage_base, E.const(tile.atom_offset(atom)
-                                                               + r * tile.swizzle, i32)),
-                                    E.xori(in_row, E.const(key, i32)))
+                    offset = E.addi(
+                        E.addi(stage_base, E.const(tile.atom_offset(atom) + r * tile.swizzle, i32)),
+                        E.xori(in_row, E.const(key, i32)),
+                    )
                     address = E.gep(row_address, [first_col], scalar)
                     if not checked:
                         E.store(E.load(scalar, self._smem_ptr(offset)), address)
@@ -1132,10 +1264,13 @@ class KernelLowering:
         # (TileLayout.swizzled_offset). The rows this thread holds are
         # 16*warp + lane/4 + 8*k, whose offsets differ in those bits by
         # multiples of the swizzle period: all share lane/4's key.
-        key = E.andi(E.shrui(E.muli(quad_row, E.const(tile.swizzle, i32)), E.const(3, i32)),
-                     E.const(tile.swizzle_bits, i32))
-        row_bytes = E.muli(E.addi(E.muli(warp, E.const(16, i32)), quad_row),
-                           E.const(tile.swizzle, i32))
+        key = E.andi(
+            E.shrui(E.muli(quad_row, E.const(tile.swizzle, i32)), E.const(3, i32)),
+            E.const(tile.swizzle_bits, i32),
+        )
+        row_bytes = E.muli(
+            E.addi(E.muli(warp, E.const(16, i32)), quad_row), E.const(tile.swizzle, i32)
+        )
         pair_bytes = E.muli(E.andi(lane, E.const(3, i32)), E.const(2 * tile.element_bytes, i32))
         base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes), row_bytes)
         for i in range(fragment.subtiles):
@@ -1176,7 +1311,8 @@ class KernelLowering:
                     fenced = E.register_fence(
                         E.load(slot.sub_type, address),
                         _pair_type(slot.element) if slot.packed else E.float_type(slot.element),
-                        slot.fragment.regs_per_subtile // (2 if slot.packed else 1))
+                        slot.fragment.regs_per_subtile // (2 if slot.packed else 1),
+                    )
                     E.store(fenced, address)
 
     def _lower_cast(self, op):
@@ -1206,8 +1342,9 @@ class KernelLowering:
 
         warp, lane = self._warp_and_lane(op)
         row0_32, col0_32 = self._i32(row0), self._i32(col0)
-        row_base = E.addi(E.addi(row0_32, E.muli(warp, E.const(16, i32))),
-                          E.shrui(lane, E.const(2, i32)))
+        row_base = E.addi(
+            E.addi(row0_32, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32))
+        )
         col_base = E.addi(col0_32, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
         ld64 = E.arith_extsi(ld, E.i64())
 
@@ -1219,8 +1356,11 @@ class KernelLowering:
         in_rows = E.cmpi("sle", E.addi(row0_32, E.const(fragment.rows, i32)), rows)
         in_cols = E.cmpi("sle", E.addi(col0_32, E.const(fragment.cols, i32)), cols)
         even = E.cmpi("eq", E.andi(E.ori(ld, col0_32), E.const(1, i32)), E.const(0, i32))
-        aligned = E.cmpi("eq", E.andi(E.ptrtoint(base, E.i64()), E.const(pair_align - 1, E.i64())),
-                         E.const(0, E.i64()))
+        aligned = E.cmpi(
+            "eq",
+            E.andi(E.ptrtoint(base, E.i64()), E.const(pair_align - 1, E.i64())),
+            E.const(0, E.i64()),
+        )
         whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
         vector_type = ir.VectorType.get([2], scalar)
 
@@ -1275,25 +1415,33 @@ class KernelLowering:
 
     def _convert(self, scratch: ir.Module, new_func) -> ir.Operation:
         width = self.index_bitwidth
-        pipeline = ("builtin.module(arith-expand,convert-scf-to-cf,"
-                    f"convert-arith-to-llvm{{index-bitwidth={width}}},"
-                    f"convert-index-to-llvm{{index-bitwidth={width}}},"
-                    f"convert-func-to-llvm{{index-bitwidth={width}}},"
-                    f"convert-cf-to-llvm{{index-bitwidth={width}}},"
-                    "reconcile-unrealized-casts,canonicalize,cse)")
+        pipeline = (
+            "builtin.module(arith-expand,convert-scf-to-cf,"
+            f"convert-arith-to-llvm{{index-bitwidth={width}}},"
+            f"convert-index-to-llvm{{index-bitwidth={width}}},"
+            f"convert-func-to-llvm{{index-bitwidth={width}}},"
+            f"convert-cf-to-llvm{{index-bitwidth={width}}},"
+            "reconcile-unrealized-casts,canonicalize,cse)"
+        )
         # Upstream passes may crash on IR that does not verify, and a
         # PassManager does not verify its input: check what the rewrite built.
         try:
             scratch.operation.verify()
         except ir.MLIRError as error:
-            raise PassError(new_func.location, f"kernel '{self.name}' was rewritten into IR "
-                                               f"that does not verify (internal error): "
-                                               f"{error}") from None
+            raise PassError(
+                new_func.location,
+                f"kernel '{self.name}' was rewritten into IR "
+                f"that does not verify (internal error): "
+                f"{error}",
+            ) from None
         PassManager.parse(pipeline).run(scratch.operation)
         lowered = None
         for op in scratch.body.operations:
             op = op.operation
-            if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == self.name:
+            if (
+                op.name == "llvm.func"
+                and ir.StringAttr(op.attributes["sym_name"]).value == self.name
+            ):
                 lowered = op
         assert lowered is not None, "func-to-llvm produced no llvm.func"
         for op in walk(lowered):
@@ -1305,7 +1453,8 @@ class KernelLowering:
         if self.cluster > 1:
             lowered.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get([self.cluster, 1, 1])
         lowered.attributes["arg_attrs"] = ir.ArrayAttr.get(
-            [ir.DictAttr.get(p.attrs) for p in self.params])
+            [ir.DictAttr.get(p.attrs) for p in self.params]
+        )
         lowered.attributes["wsc.kernel_info"] = ir.StringAttr.get(self.kernel_info().dumps())
         return lowered
 
@@ -1316,8 +1465,13 @@ def smem_global() -> None:
     External linkage keeps it `.extern .shared .align 1024 .b8 wsc_smem[]` in PTX;
     an internal zero-sized global would be demoted to a function-local 1-byte
     variable that overlaps nothing the layout planned."""
-    llvm.GlobalOp(E.array_of(E.i8(), 0), SMEM_SYMBOL, ir.Attribute.parse("#llvm.linkage<external>"),
-                  alignment=BUFFER_ALIGN, addr_space=3)
+    llvm.GlobalOp(
+        E.array_of(E.i8(), 0),
+        SMEM_SYMBOL,
+        ir.Attribute.parse("#llvm.linkage<external>"),
+        alignment=BUFFER_ALIGN,
+        addr_space=3,
+    )
 
 
 #: The gpu.module every lowered kernel goes into.
@@ -1326,12 +1480,17 @@ GPU_MODULE_NAME = "wsc_kernels"
 
 def nvvm_target(chip: str, ptx_version: int, opt_level: int = 3) -> ir.Attribute:
     return ir.Attribute.parse(
-        f'#nvvm.target<chip = "{chip}", features = "+ptx{ptx_version}", O = {opt_level}>')
+        f'#nvvm.target<chip = "{chip}", features = "+ptx{ptx_version}", O = {opt_level}>'
+    )
 
 
-def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 90,
-                 index_bitwidth: int = 32,
-                 debug: DebugOptions = DebugOptions()) -> list[KernelInfo]:
+def lower_module(
+    module: ir.Operation,
+    chip: str = "sm_90a",
+    ptx_version: int = 90,
+    index_bitwidth: int = 32,
+    debug: DebugOptions = DebugOptions(),
+) -> list[KernelInfo]:
     """Lower every wsc kernel of `module` (in place) into
     `gpu.module @wsc_kernels [#nvvm.target<...>]`; returns their KernelInfo.
     `debug` adds instrumentation (wsc.codegen.debug)."""
@@ -1342,13 +1501,18 @@ def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 
     module = module.operation
     found = kernels(module)
     if not found:
-        raise PassError(module.location, f"found no kernel to lower (a func.func with the "
-                                         f"'{KERNEL_THREADS_ATTR}' attribute)")
+        raise PassError(
+            module.location,
+            f"found no kernel to lower (a func.func with the '{KERNEL_THREADS_ATTR}' attribute)",
+        )
     for op in walk(module):
-        if op.name == "gpu.module" and \
-                ir.StringAttr(op.attributes["sym_name"]).value == GPU_MODULE_NAME:
-            raise PassError(op.location, f"the module already holds a gpu.module "
-                                         f"@{GPU_MODULE_NAME}")
+        if (
+            op.name == "gpu.module"
+            and ir.StringAttr(op.attributes["sym_name"]).value == GPU_MODULE_NAME
+        ):
+            raise PassError(
+                op.location, f"the module already holds a gpu.module @{GPU_MODULE_NAME}"
+            )
     lowerings = [KernelLowering(kernel, index_bitwidth, debug) for kernel in found]
     for lowering in lowerings:
         lowering.analyze()
@@ -1362,7 +1526,8 @@ def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 
         body = module.regions[0].blocks[0]
         with ir.InsertionPoint(body):
             gpu_module = gpu.GPUModuleOp(
-                GPU_MODULE_NAME, targets=ir.ArrayAttr.get([nvvm_target(chip, ptx_version)]))
+                GPU_MODULE_NAME, targets=ir.ArrayAttr.get([nvvm_target(chip, ptx_version)])
+            )
         target_block = gpu_module.regions[0].blocks.append()
         for op in list(scratch.body.operations):
             op = op.operation
@@ -1372,6 +1537,7 @@ def lower_module(module: ir.Operation, chip: str = "sm_90a", ptx_version: int = 
     try:
         gpu_module.operation.verify()
     except ir.MLIRError as error:
-        raise PassError(gpu_module.location,
-                        f"the lowered kernel does not verify (internal error): {error}") from None
+        raise PassError(
+            gpu_module.location, f"the lowered kernel does not verify (internal error): {error}"
+        ) from None
     return infos

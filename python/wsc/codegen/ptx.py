@@ -13,8 +13,10 @@ from wsc.ir_utils import kernels, walk
 #: What runs after --convert-wsc-to-nvvm: the NVVM ops that are PTX snippets
 #: (wgmma.mma_async among them) become llvm.inline_asm, then LLVM's NVPTX
 #: back end (at the target's O level) prints PTX into a gpu.binary.
-PTX_PIPELINE = ("builtin.module(gpu.module(convert-nvvm-to-llvm,reconcile-unrealized-casts),"
-                "gpu-module-to-binary{format=isa})")
+PTX_PIPELINE = (
+    "builtin.module(gpu.module(convert-nvvm-to-llvm,reconcile-unrealized-casts),"
+    "gpu-module-to-binary{format=isa})"
+)
 
 
 class CodegenError(RuntimeError):
@@ -36,14 +38,20 @@ def _working_copy(module) -> tuple[object, ir.Operation]:
 
 def kernel_infos(module: ir.Operation) -> list[KernelInfo]:
     """The KernelInfo of every kernel lowered by --convert-wsc-to-nvvm in `module`."""
-    return [KernelInfo.loads(ir.StringAttr(op.attributes["wsc.kernel_info"]).value)
-            for op in walk(module.operation)
-            if op.name == "llvm.func" and "wsc.kernel_info" in op.attributes]
+    return [
+        KernelInfo.loads(ir.StringAttr(op.attributes["wsc.kernel_info"]).value)
+        for op in walk(module.operation)
+        if op.name == "llvm.func" and "wsc.kernel_info" in op.attributes
+    ]
 
 
-def lower_to_ptx(module, chip: str = "sm_90a", ptx_version: int = 90,
-                 index_bitwidth: int = 32,
-                 debug: DebugOptions = DebugOptions()) -> tuple[str, KernelInfo]:
+def lower_to_ptx(
+    module,
+    chip: str = "sm_90a",
+    ptx_version: int = 90,
+    index_bitwidth: int = 32,
+    debug: DebugOptions = DebugOptions(),
+) -> tuple[str, KernelInfo]:
     """PTX text and launch description of the one kernel in `module`.
 
     `module` is wsc IR, or the output of --convert-wsc-to-nvvm (then the
@@ -58,8 +66,13 @@ def lower_to_ptx(module, chip: str = "sm_90a", ptx_version: int = 90,
     with working.context:
         if kernels(working) or not kernel_infos(working):
             verify_wsc(working)
-            infos = lower_module(working, chip=chip, ptx_version=ptx_version,
-                                 index_bitwidth=index_bitwidth, debug=debug)
+            infos = lower_module(
+                working,
+                chip=chip,
+                ptx_version=ptx_version,
+                index_bitwidth=index_bitwidth,
+                debug=debug,
+            )
         else:  # already lowered by --convert-wsc-to-nvvm: only NVVM -> PTX is left
             infos = kernel_infos(working)
         if len(infos) != 1:
@@ -78,8 +91,10 @@ def _binary_assembly(module: ir.Operation) -> str:
     from mlir.dialects import gpu
 
     for op in walk(module):
-        if op.name == "gpu.binary" and \
-                ir.StringAttr(op.attributes["sym_name"]).value == GPU_MODULE_NAME:
+        if (
+            op.name == "gpu.binary"
+            and ir.StringAttr(op.attributes["sym_name"]).value == GPU_MODULE_NAME
+        ):
             objects = ir.ArrayAttr(op.attributes["objects"])
             data = gpu.ObjectAttr(objects[0]).object
             return data.decode() if isinstance(data, bytes) else str(data)

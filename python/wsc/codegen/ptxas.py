@@ -35,10 +35,15 @@ class PtxasReport:
 
     def as_dict(self) -> dict:
         """The numbers and warnings, JSON-ready (no log, no cubin)."""
-        return {"registers": self.registers, "spill_stores": self.spill_stores,
-                "spill_loads": self.spill_loads, "smem_bytes": self.smem_bytes,
-                "stack_frame": self.stack_frame, "barriers": self.barriers,
-                "warnings": list(self.warnings)}
+        return {
+            "registers": self.registers,
+            "spill_stores": self.spill_stores,
+            "spill_loads": self.spill_loads,
+            "smem_bytes": self.smem_bytes,
+            "stack_frame": self.stack_frame,
+            "barriers": self.barriers,
+            "warnings": list(self.warnings),
+        }
 
 
 def find_ptxas() -> str | None:
@@ -64,8 +69,11 @@ def parse_report(log: str) -> PtxasReport:
     """Registers, spills and shared memory from `ptxas -v` output (one kernel)."""
     # ptxas prints some warnings as "info" lines with a code, e.g.
     # "ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; ...".
-    warnings = [line.strip() for line in log.splitlines()
-                if "warning" in line.lower() or re.search(r"\(C\d{4}\)", line)]
+    warnings = [
+        line.strip()
+        for line in log.splitlines()
+        if "warning" in line.lower() or re.search(r"\(C\d{4}\)", line)
+    ]
     return PtxasReport(
         registers=_int(r"Used (\d+) registers", log),
         spill_stores=_int(r"(\d+) bytes spill stores", log),
@@ -74,11 +82,13 @@ def parse_report(log: str) -> PtxasReport:
         warnings=warnings,
         stack_frame=_int(r"(\d+) bytes stack frame", log),
         barriers=_int(r"used (\d+) barriers", log),
-        log=log)
+        log=log,
+    )
 
 
-def assemble(ptx: str, arch: str = "sm_90a", ptxas: str | None = None,
-             extra_args: tuple[str, ...] = ()) -> PtxasReport:
+def assemble(
+    ptx: str, arch: str = "sm_90a", ptxas: str | None = None, extra_args: tuple[str, ...] = ()
+) -> PtxasReport:
     """Run `ptxas -arch=<arch> -v` on `ptx`; the report carries the cubin.
 
     Raises PtxasError if ptxas is missing, fails, or warns that it ignored

@@ -133,48 +133,72 @@ class MatmulConfig:
             value, expected = getattr(self, name), _FIELD_TYPES[annotation]
             # bool is an int to Python, not to a config: True is no tile size.
             if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
-                raise ValueError(f"{name} must be a{'n' if expected is int else ''} "
-                                 f"{expected.__name__}, got {value!r}")
+                raise ValueError(
+                    f"{name} must be a{'n' if expected is int else ''} "
+                    f"{expected.__name__}, got {value!r}"
+                )
         self._check_ranges()
         if self.ping_pong and not (self.persistent and self.num_consumer_groups == 2):
-            raise ValueError("ping_pong = True needs persistent = True and "
-                             "num_consumer_groups = 2: the two groups take turns over the "
-                             "tiles of a persistent block")
+            raise ValueError(
+                "ping_pong = True needs persistent = True and "
+                "num_consumer_groups = 2: the two groups take turns over the "
+                "tiles of a persistent block"
+            )
         if self.cluster_m not in (1, 2):
             raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
         if self.cluster_m > 1 and self.ping_pong:
             raise ValueError("cluster_m = 2 with ping_pong = True is not supported")
         if not self.rebalance_registers and self.producer != "warpgroup":
-            raise ValueError("rebalance_registers = False only applies to producer = "
-                             "'warpgroup': a producer warp never gives registers away")
+            raise ValueError(
+                "rebalance_registers = False only applies to producer = "
+                "'warpgroup': a producer warp never gives registers away"
+            )
         if self.release not in ("thread", "warp"):
             raise ValueError(f"release must be 'thread' or 'warp', got '{self.release}'")
         if self.tma_store and self.coalesced_store:
-            raise ValueError("tma_store and coalesced_store are two ways to copy the staged "
-                             "tile out: choose one")
+            raise ValueError(
+                "tma_store and coalesced_store are two ways to copy the staged tile out: choose one"
+            )
         if self.persistent and self.wgmma_in_flight and not self.staged_store:
-            raise ValueError("persistent = True with wgmma_in_flight = 1 needs tma_store or "
-                             "coalesced_store = True: with the register-store epilogue ptxas "
-                             "serializes every WGMMA of that kernel (C7514); with a staged one "
-                             "it does not (ptxas 13.0)")
+            raise ValueError(
+                "persistent = True with wgmma_in_flight = 1 needs tma_store or "
+                "coalesced_store = True: with the register-store epilogue ptxas "
+                "serializes every WGMMA of that kernel (C7514); with a staged one "
+                "it does not (ptxas 13.0)"
+            )
 
     def _check_ranges(self) -> None:
         """Each field within what the kernel and the hardware take, named with
         its allowed values (before any IR is built)."""
         rules = (
-            ("block_m", self.block_m % WGMMA_M == 0 and WGMMA_M <= self.block_m <= MAX_TMA_BOX,
-             f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)"),
-            ("block_n", self.block_n % WGMMA_N_STEP == 0 and 0 < self.block_n <= WGMMA_N_MAX,
-             f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)"),
-            ("block_k", self.block_k % WGMMA_K == 0 and 0 < self.block_k <= SWIZZLED_ROW_ELEMENTS,
-             f"a multiple of {WGMMA_K} (the WGMMA K) up to {SWIZZLED_ROW_ELEMENTS} (a "
-             f"{SWIZZLE_BYTES}-byte swizzled row of 16-bit elements)"),
+            (
+                "block_m",
+                self.block_m % WGMMA_M == 0 and WGMMA_M <= self.block_m <= MAX_TMA_BOX,
+                f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)",
+            ),
+            (
+                "block_n",
+                self.block_n % WGMMA_N_STEP == 0 and 0 < self.block_n <= WGMMA_N_MAX,
+                f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)",
+            ),
+            (
+                "block_k",
+                self.block_k % WGMMA_K == 0 and 0 < self.block_k <= SWIZZLED_ROW_ELEMENTS,
+                f"a multiple of {WGMMA_K} (the WGMMA K) up to {SWIZZLED_ROW_ELEMENTS} (a "
+                f"{SWIZZLE_BYTES}-byte swizzled row of 16-bit elements)",
+            ),
             ("num_stages", 1 <= self.num_stages <= MAX_STAGES, f"1 to {MAX_STAGES}"),
-            ("num_consumer_groups", self.num_consumer_groups in CONSUMER_GROUPS,
-             " or ".join(map(str, CONSUMER_GROUPS))),
+            (
+                "num_consumer_groups",
+                self.num_consumer_groups in CONSUMER_GROUPS,
+                " or ".join(map(str, CONSUMER_GROUPS)),
+            ),
             ("producer", self.producer in PRODUCERS, " or ".join(map(repr, PRODUCERS))),
-            ("wgmma_in_flight", self.wgmma_in_flight in WGMMA_IN_FLIGHT,
-             " or ".join(map(str, WGMMA_IN_FLIGHT))),
+            (
+                "wgmma_in_flight",
+                self.wgmma_in_flight in WGMMA_IN_FLIGHT,
+                " or ".join(map(str, WGMMA_IN_FLIGHT)),
+            ),
             ("group_m", self.group_m >= 0, "0 (no grouping) or more tile rows"),
         )
         for name, ok, allowed in rules:
@@ -193,14 +217,18 @@ class MatmulConfig:
         """The rules that depend on the problem: a "kn" B stage is [block_k,
         block_n], whose rows TMA reads as one swizzled box row."""
         if problem.b_layout == "kn" and self.block_n > SWIZZLED_ROW_ELEMENTS:
-            raise ValueError(f"block_n must be at most {SWIZZLED_ROW_ELEMENTS} for B as [K, N] "
-                             f"(b_layout 'kn'): a B tile row is one {SWIZZLE_BYTES}-byte "
-                             f"swizzled TMA box row, got {self.block_n}")
+            raise ValueError(
+                f"block_n must be at most {SWIZZLED_ROW_ELEMENTS} for B as [K, N] "
+                f"(b_layout 'kn'): a B tile row is one {SWIZZLE_BYTES}-byte "
+                f"swizzled TMA box row, got {self.block_n}"
+            )
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
-            raise ValueError(f"{option} = True needs an f16 or bf16 output, got "
-                             f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
-                             f"the output's dtype")
+            raise ValueError(
+                f"{option} = True needs an f16 or bf16 output, got "
+                f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
+                f"the output's dtype"
+            )
 
     @property
     def staged_store(self) -> bool:
@@ -220,9 +248,11 @@ class MatmulProblem:
     b_layout: str = "nk"
 
     def __post_init__(self):
-        for name, value, allowed in (("dtype", self.dtype, INPUT_DTYPES),
-                                     ("out_dtype", self.out_dtype, OUTPUT_DTYPES),
-                                     ("b_layout", self.b_layout, B_LAYOUTS)):
+        for name, value, allowed in (
+            ("dtype", self.dtype, INPUT_DTYPES),
+            ("out_dtype", self.out_dtype, OUTPUT_DTYPES),
+            ("b_layout", self.b_layout, B_LAYOUTS),
+        ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got '{value}'")
 
@@ -233,22 +263,24 @@ def _global(element: str) -> ir.Type:
 
 def _tile_counts(a: ir.Value, c: ir.Value, bm: int, bn: int) -> tuple[ir.Value, ir.Value]:
     """(ceil(M/BM), ceil(N/BN)): the output tiles along M and N."""
-    tiles_m = arith.CeilDivUIOp(memref.DimOp(a, index_constant(0)).result,
-                                index_constant(bm)).result
-    tiles_n = arith.CeilDivUIOp(memref.DimOp(c, index_constant(1)).result,
-                                index_constant(bn)).result
+    tiles_m = arith.CeilDivUIOp(
+        memref.DimOp(a, index_constant(0)).result, index_constant(bm)
+    ).result
+    tiles_n = arith.CeilDivUIOp(
+        memref.DimOp(c, index_constant(1)).result, index_constant(bn)
+    ).result
     return tiles_m, tiles_n
 
 
-def _tile_coordinates(tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value,
-                      group_m: int) -> tuple[ir.Value, ir.Value]:
+def _tile_coordinates(
+    tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value, group_m: int
+) -> tuple[ir.Value, ir.Value]:
     """(tile row, tile column) of tile number `tile`, in the order of the
     module docstring."""
     if group_m == 0:
         return arith.RemUIOp(tile, tiles_m).result, arith.DivUIOp(tile, tiles_m).result
     group_size = arith.MulIOp(index_constant(group_m), tiles_n).result
-    first_row = arith.MulIOp(arith.DivUIOp(tile, group_size).result,
-                             index_constant(group_m)).result
+    first_row = arith.MulIOp(arith.DivUIOp(tile, group_size).result, index_constant(group_m)).result
     # The last group has fewer rows when group_m does not divide tiles_m.
     rows = arith.MinUIOp(arith.SubIOp(tiles_m, first_row).result, index_constant(group_m)).result
     in_group = arith.RemUIOp(tile, group_size).result
@@ -257,8 +289,15 @@ def _tile_coordinates(tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value,
     return tile_row, tile_col
 
 
-def store_through_shared(tile: ir.Value, sc: ir.Value, c: ir.Value, row: ir.Value,
-                         col: ir.Value, wait_first: bool, tma: bool) -> None:
+def store_through_shared(
+    tile: ir.Value,
+    sc: ir.Value,
+    c: ir.Value,
+    row: ir.Value,
+    col: ir.Value,
+    wait_first: bool,
+    tma: bool,
+) -> None:
     """The staged epilogue: stage `tile` in sc[0] and copy it to C, from one
     thread with TMA or from all with coalesced stores. With `wait_first` (a
     buffer reused tile after tile) the copy of the previous tile must have
@@ -289,8 +328,7 @@ def _elected():
         scf.YieldOp([])
 
 
-def build_matmul(problem: MatmulProblem, config: MatmulConfig,
-                 name: str = "matmul") -> ir.Module:
+def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
     config.check_problem(problem)
     bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
@@ -299,8 +337,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
     tx_bytes = (bm * bk + bn * bk) * 2
     module = ir.Module.create()
     with ir.InsertionPoint(module.body):
-        kernel = func.FuncOp(name, ir.FunctionType.get(
-            [_global(element), _global(element), _global(problem.out_dtype)], []))
+        kernel = func.FuncOp(
+            name,
+            ir.FunctionType.get(
+                [_global(element), _global(element), _global(problem.out_dtype)], []
+            ),
+        )
         i32 = ir.IntegerType.get_signless(32)
         kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(i32, WARPGROUP_SIZE)
         ctas = config.cluster_m
@@ -337,8 +379,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
             its store; returns the ring position after it."""
             tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
             if rank is not None:
-                tile_row = arith.AddIOp(arith.MulIOp(tile_row, index_constant(ctas)).result,
-                                        rank).result
+                tile_row = arith.AddIOp(
+                    arith.MulIOp(tile_row, index_constant(ctas)).result, rank
+                ).result
             tile_m = arith.MulIOp(tile_row, index_constant(bm)).result
             tile_n = arith.MulIOp(tile_col, index_constant(bn)).result
             acc = dialect.acc_alloc(dialect.acc_type((bm, bn), "f32"))
@@ -369,8 +412,15 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
             if sc is None:
                 dialect.store(result, c, tile_m, tile_n)
             else:
-                store_through_shared(result, sc, c, tile_m, tile_n, wait_first=config.persistent,
-                                     tma=config.tma_store)
+                store_through_shared(
+                    result,
+                    sc,
+                    c,
+                    tile_m,
+                    tile_n,
+                    wait_first=config.persistent,
+                    tma=config.tma_store,
+                )
             return list(loop.results)
 
         # In a cluster, a unit per cluster: block x / ctas.
@@ -384,13 +434,15 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig,
                 scf.YieldOp(one_tile(units.induction_variable, *units.inner_iter_args))
         else:
             block_y = gpu.BlockIdOp(gpu.Dimension.y).result
-            one_tile(arith.AddIOp(first_unit, arith.MulIOp(block_y, units_m).result).result,
-                     *ring_start)
+            one_tile(
+                arith.AddIOp(first_unit, arith.MulIOp(block_y, units_m).result).result, *ring_start
+            )
         func.ReturnOp([])
     return module
 
 
 # Compiling -------------------------------------------------------------------------------
+
 
 def specialization_passes(config: MatmulConfig) -> list:
     """--warp-specialize then, unless the kernel is persistent,
@@ -398,13 +450,15 @@ def specialization_passes(config: MatmulConfig) -> list:
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
     from wsc.passes.warp_specialize import WarpSpecialize
 
-    specialize = WarpSpecialize(num_stages=config.num_stages,
-                                num_consumer_groups=config.num_consumer_groups,
-                                producer=config.producer,
-                                wgmma_in_flight=config.wgmma_in_flight,
-                                ping_pong=config.ping_pong,
-                                rebalance_registers=config.rebalance_registers,
-                                release=config.release)
+    specialize = WarpSpecialize(
+        num_stages=config.num_stages,
+        num_consumer_groups=config.num_consumer_groups,
+        producer=config.producer,
+        wgmma_in_flight=config.wgmma_in_flight,
+        ping_pong=config.ping_pong,
+        rebalance_registers=config.rebalance_registers,
+        release=config.release,
+    )
     # A persistent kernel's K loops start where the previous tile's stopped:
     # their stages stay run-time values (--unroll-ring-buffer rejects them).
     return [specialize] if config.persistent else [specialize, UnrollRingBuffer()]
@@ -414,18 +468,26 @@ def lowering_pass(config: MatmulConfig):
     """--convert-wsc-to-nvvm with `config`'s debug options."""
     from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
 
-    return ConvertWscToNvvm(wait_spin_limit=config.debug_spin_limit,
-                            delay_role=config.debug_delay_role)
+    return ConvertWscToNvvm(
+        wait_spin_limit=config.debug_spin_limit, delay_role=config.debug_delay_role
+    )
 
 
-def _check_tma_strides(k: int, n: int, problem: MatmulProblem,
-                       config: MatmulConfig | None = None) -> None:
+def _check_tma_strides(
+    k: int, n: int, problem: MatmulProblem, config: MatmulConfig | None = None
+) -> None:
     """A and B are read with TMA, whose global row strides must be multiples
     of 16 bytes; so is C when `config` stores it with TMA (otherwise ordinary
     stores write it and it has no such rule)."""
-    rows = [("A", "K", k, problem.dtype),
-            ("B", "K" if problem.b_layout == "nk" else "N",
-             k if problem.b_layout == "nk" else n, problem.dtype)]
+    rows = [
+        ("A", "K", k, problem.dtype),
+        (
+            "B",
+            "K" if problem.b_layout == "nk" else "N",
+            k if problem.b_layout == "nk" else n,
+            problem.dtype,
+        ),
+    ]
     if config is not None and config.tma_store:
         rows.append(("C", "N", n, problem.out_dtype))
     for tensor, dim, extent, dtype in rows:
@@ -434,12 +496,20 @@ def _check_tma_strides(k: int, n: int, problem: MatmulProblem,
             raise ValueError(
                 f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
                 f"needs a row stride that is a multiple of {TMA_ALIGN} bytes, so {dim} "
-                f"must be a multiple of {TMA_ALIGN // size}")
+                f"must be a multiple of {TMA_ALIGN // size}"
+            )
 
 
-def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: MatmulConfig,
-                   out_dir: str | os.PathLike, dump_dir: str | os.PathLike | None = None,
-                   context: ir.Context | None = None) -> CompileResult:
+def compile_matmul(
+    m: int,
+    n: int,
+    k: int,
+    problem: MatmulProblem,
+    config: MatmulConfig,
+    out_dir: str | os.PathLike,
+    dump_dir: str | os.PathLike | None = None,
+    context: ir.Context | None = None,
+) -> CompileResult:
     """Build, specialize, unroll and lower the matmul for an M x N x K problem and
     write its artifact directory."""
     from wsc.dialect import make_context
@@ -451,20 +521,40 @@ def compile_matmul(m: int, n: int, k: int, problem: MatmulProblem, config: Matmu
     context = context or make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
-        result = compile_module(module, specialization_passes(config), dump_dir,
-                                lowering=lowering_pass(config))
+        result = compile_module(
+            module, specialization_passes(config), dump_dir, lowering=lowering_pass(config)
+        )
     write_matmul_artifact(out_dir, result, m, n, k, problem, config)
     return result
 
 
-def write_matmul_artifact(out_dir: str | os.PathLike, result: CompileResult, m: int, n: int,
-                          k: int, problem: MatmulProblem, config: MatmulConfig) -> Path:
+def write_matmul_artifact(
+    out_dir: str | os.PathLike,
+    result: CompileResult,
+    m: int,
+    n: int,
+    k: int,
+    problem: MatmulProblem,
+    config: MatmulConfig,
+) -> Path:
     """The artifact of a compiled matmul for one M x N x K problem. The kernel
     reads its sizes at run time, so one CompileResult serves every shape
     whose TMA row strides are legal."""
     _check_tma_strides(k, n, problem, config)
-    problem_json = {"m": m, "n": n, "k": k, "dtype": problem.dtype,
-                    "out_dtype": problem.out_dtype, "b_layout": problem.b_layout}
-    return write_artifact(out_dir, result, {"m": m, "n": n, "k": k},
-                          (("m", config.block_m), ("n", config.block_n)), problem_json,
-                          config.as_dict(), persistent=config.persistent)
+    problem_json = {
+        "m": m,
+        "n": n,
+        "k": k,
+        "dtype": problem.dtype,
+        "out_dtype": problem.out_dtype,
+        "b_layout": problem.b_layout,
+    }
+    return write_artifact(
+        out_dir,
+        result,
+        {"m": m, "n": n, "k": k},
+        (("m", config.block_m), ("n", config.block_n)),
+        problem_json,
+        config.as_dict(),
+        persistent=config.persistent,
+    )

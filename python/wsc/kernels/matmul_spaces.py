@@ -9,11 +9,23 @@ from __future__ import annotations
 from wsc.autotune import autotune
 
 
-def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
-                  block_n: int = 256, block_k: int = 64, num_stages: int = 4,
-                  num_consumer_groups: int = 2, producer: str = "warpgroup",
-                  wgmma_in_flight: int = 1, group_m: int = 8, persistent: bool = False,
-                  tma_store: bool = False, coalesced_store: bool = False, cluster_m: int = 1):
+def matmul_kernel(
+    dtype: str,
+    out_dtype: str,
+    b_layout: str,
+    block_m: int = 128,
+    block_n: int = 256,
+    block_k: int = 64,
+    num_stages: int = 4,
+    num_consumer_groups: int = 2,
+    producer: str = "warpgroup",
+    wgmma_in_flight: int = 1,
+    group_m: int = 8,
+    persistent: bool = False,
+    tma_store: bool = False,
+    coalesced_store: bool = False,
+    cluster_m: int = 1,
+):
     """The matmul kernel of wsc.kernels.matmul for one config, specialized and
     ready to compile (a wsc.builder.Kernel)."""
     from mlir import ir
@@ -23,20 +35,38 @@ def matmul_kernel(dtype: str, out_dtype: str, b_layout: str, block_m: int = 128,
     from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
 
     problem = MatmulProblem(dtype, out_dtype, b_layout)
-    config = MatmulConfig(block_m=block_m, block_n=block_n, block_k=block_k,
-                          num_stages=num_stages, num_consumer_groups=num_consumer_groups,
-                          producer=producer, wgmma_in_flight=wgmma_in_flight, group_m=group_m,
-                          persistent=persistent, tma_store=tma_store,
-                          coalesced_store=coalesced_store, cluster_m=cluster_m)
+    config = MatmulConfig(
+        block_m=block_m,
+        block_n=block_n,
+        block_k=block_k,
+        num_stages=num_stages,
+        num_consumer_groups=num_consumer_groups,
+        producer=producer,
+        wgmma_in_flight=wgmma_in_flight,
+        group_m=group_m,
+        persistent=persistent,
+        tma_store=tma_store,
+        coalesced_store=coalesced_store,
+        cluster_m=cluster_m,
+    )
     context = make_context()
     with context, ir.Location.unknown():
         module = build_matmul(problem, config)
     # A persistent kernel's stages stay run-time values: nothing to unroll.
-    simple = Kernel(module, context, "matmul", grid=(("m", block_m), ("n", block_n)),
-                    unroll=not persistent, persistent=persistent)
-    return simple.warp_specialize(num_stages=num_stages,
-                                  num_consumer_groups=num_consumer_groups, producer=producer,
-                                  wgmma_in_flight=wgmma_in_flight)
+    simple = Kernel(
+        module,
+        context,
+        "matmul",
+        grid=(("m", block_m), ("n", block_n)),
+        unroll=not persistent,
+        persistent=persistent,
+    )
+    return simple.warp_specialize(
+        num_stages=num_stages,
+        num_consumer_groups=num_consumer_groups,
+        producer=producer,
+        wgmma_in_flight=wgmma_in_flight,
+    )
 
 
 _TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent"
@@ -55,44 +85,93 @@ _CLUSTERED_TILES = _TILES + ", cluster_m"
 #: the 2-CTA cluster configs (cluster_m = 2) that won their shapes there: short
 #: K, K = 14336, and the ragged shape's K = 8200.
 SPACES = {
-    "nk": autotune(_TILES, [(128, 128, 1, "warp", 4, 1, False),
-                            (128, 256, 2, "warpgroup", 3, 1, False),
-                            (128, 256, 2, "warpgroup", 4, 1, False),
-                            (256, 128, 2, "warpgroup", 4, 1, False),
-                            (128, 128, 2, "warpgroup", 6, 1, False),
-                            (128, 256, 2, "warpgroup", 3, 0, True),
-                            (128, 256, 2, "warpgroup", 4, 0, True)])(
-        autotune("group_m", [0, 8])(matmul_kernel)),
-    "nk-tma": autotune(_CLUSTERED_TILES, [(128, 256, 2, "warpgroup", 3, 1, True, 1),
-                                          (128, 256, 2, "warpgroup", 3, 0, True, 1),
-                                          (128, 256, 2, "warpgroup", 3, 1, False, 1),
-                                          (256, 128, 2, "warpgroup", 3, 1, True, 1),
-                                          (128, 256, 2, "warpgroup", 3, 1, True, 2),
-                                          (128, 256, 2, "warpgroup", 3, 1, False, 2)])(
-        autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel))),
-    "nk-coalesced": autotune(_CLUSTERED_TILES, [(128, 256, 2, "warpgroup", 3, 0, True, 1),
-                                                (128, 256, 2, "warpgroup", 3, 1, True, 1),
-                                                (128, 256, 2, "warpgroup", 3, 1, False, 1),
-                                                (128, 256, 2, "warpgroup", 3, 0, True, 2)])(
-        autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel))),
-    "kn": autotune(_TILES, [(128, 64, 1, "warp", 4, 1, False),
-                            (128, 64, 1, "warp", 6, 1, False),
-                            (256, 64, 2, "warpgroup", 4, 1, False),
-                            (256, 64, 2, "warpgroup", 5, 1, False)])(
-        autotune("group_m", [0, 8])(matmul_kernel)),
+    "nk": autotune(
+        _TILES,
+        [
+            (128, 128, 1, "warp", 4, 1, False),
+            (128, 256, 2, "warpgroup", 3, 1, False),
+            (128, 256, 2, "warpgroup", 4, 1, False),
+            (256, 128, 2, "warpgroup", 4, 1, False),
+            (128, 128, 2, "warpgroup", 6, 1, False),
+            (128, 256, 2, "warpgroup", 3, 0, True),
+            (128, 256, 2, "warpgroup", 4, 0, True),
+        ],
+    )(autotune("group_m", [0, 8])(matmul_kernel)),
+    "nk-tma": autotune(
+        _CLUSTERED_TILES,
+        [
+            (128, 256, 2, "warpgroup", 3, 1, True, 1),
+            (128, 256, 2, "warpgroup", 3, 0, True, 1),
+            (128, 256, 2, "warpgroup", 3, 1, False, 1),
+            (256, 128, 2, "warpgroup", 3, 1, True, 1),
+            (128, 256, 2, "warpgroup", 3, 1, True, 2),
+            (128, 256, 2, "warpgroup", 3, 1, False, 2),
+        ],
+    )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel))),
+    "nk-coalesced": autotune(
+        _CLUSTERED_TILES,
+        [
+            (128, 256, 2, "warpgroup", 3, 0, True, 1),
+            (128, 256, 2, "warpgroup", 3, 1, True, 1),
+            (128, 256, 2, "warpgroup", 3, 1, False, 1),
+            (128, 256, 2, "warpgroup", 3, 0, True, 2),
+        ],
+    )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel))),
+    "kn": autotune(
+        _TILES,
+        [
+            (128, 64, 1, "warp", 4, 1, False),
+            (128, 64, 1, "warp", 6, 1, False),
+            (256, 64, 2, "warpgroup", 4, 1, False),
+            (256, 64, 2, "warpgroup", 5, 1, False),
+        ],
+    )(autotune("group_m", [0, 8])(matmul_kernel)),
 }
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
 DEFAULT_CONFIGS = {
-    "nk": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2, "producer": "warpgroup",
-           "num_stages": 3, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
-    "nk-tma": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2,
-               "producer": "warpgroup", "num_stages": 3, "wgmma_in_flight": 1,
-               "persistent": True, "group_m": 8, "tma_store": True, "cluster_m": 1},
-    "nk-coalesced": {"block_m": 128, "block_n": 256, "num_consumer_groups": 2,
-                     "producer": "warpgroup", "num_stages": 3, "wgmma_in_flight": 0,
-                     "persistent": True, "group_m": 8, "coalesced_store": True,
-                     "cluster_m": 1},
-    "kn": {"block_m": 256, "block_n": 64, "num_consumer_groups": 2, "producer": "warpgroup",
-           "num_stages": 4, "wgmma_in_flight": 1, "persistent": False, "group_m": 8},
+    "nk": {
+        "block_m": 128,
+        "block_n": 256,
+        "num_consumer_groups": 2,
+        "producer": "warpgroup",
+        "num_stages": 3,
+        "wgmma_in_flight": 1,
+        "persistent": False,
+        "group_m": 8,
+    },
+    "nk-tma": {
+        "block_m": 128,
+        "block_n": 256,
+        "num_consumer_groups": 2,
+        "producer": "warpgroup",
+        "num_stages": 3,
+        "wgmma_in_flight": 1,
+        "persistent": True,
+        "group_m": 8,
+        "tma_store": True,
+        "cluster_m": 1,
+    },
+    "nk-coalesced": {
+        "block_m": 128,
+        "block_n": 256,
+        "num_consumer_groups": 2,
+        "producer": "warpgroup",
+        "num_stages": 3,
+        "wgmma_in_flight": 0,
+        "persistent": True,
+        "group_m": 8,
+        "coalesced_store": True,
+        "cluster_m": 1,
+    },
+    "kn": {
+        "block_m": 256,
+        "block_n": 64,
+        "num_consumer_groups": 2,
+        "producer": "warpgroup",
+        "num_stages": 4,
+        "wgmma_in_flight": 1,
+        "persistent": False,
+        "group_m": 8,
+    },
 }

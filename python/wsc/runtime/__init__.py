@@ -102,7 +102,8 @@ class Kernel:
             except CudaError as exc:
                 failures.append(f"{kind}: {exc}")
         raise KernelLoadError(
-            f"cannot load kernel '{self.artifact.kernel_name}' from {self.artifact.directory}:\n" + "\n".join(failures)
+            f"cannot load kernel '{self.artifact.kernel_name}' from {self.artifact.directory}:\n"
+            + "\n".join(failures)
         )
 
     def _check_param_sizes(self) -> None:
@@ -166,15 +167,29 @@ class Kernel:
         self.device.make_current()
         synchronize(stream, timeout_s)
 
-    def run_check(self, seed: int = 0, timeout_s: float = 60.0, bench: bool = False, iters: int = 20,
-                  backend: str = "auto") -> dict:
+    def run_check(
+        self,
+        seed: int = 0,
+        timeout_s: float = 60.0,
+        bench: bool = False,
+        iters: int = 20,
+        backend: str = "auto",
+    ) -> dict:
         """Run the kernel on random matmul inputs and compare with float64.
 
         Returns the report `wsc run` prints (see `wsc.runtime.run_cli`).
         """
         from .run_cli import evaluate
 
-        return evaluate(self, seed=seed, timeout_s=timeout_s, check=True, bench=bench, iters=iters, backend=backend)
+        return evaluate(
+            self,
+            seed=seed,
+            timeout_s=timeout_s,
+            check=True,
+            bench=bench,
+            iters=iters,
+            backend=backend,
+        )
 
     def _checked_info(self, name: str, tensor, stream_handle: int) -> TensorInfo:
         info = describe(tensor, name, stream_handle)
@@ -216,8 +231,15 @@ class PreparedLaunch:
     It holds the tensors it was prepared with, so their memory stays alive.
     """
 
-    def __init__(self, kernel: Kernel, params: PackedParams, stream, tensors: dict,
-                 sources: list | None = None, pointers: dict | None = None):
+    def __init__(
+        self,
+        kernel: Kernel,
+        params: PackedParams,
+        stream,
+        tensors: dict,
+        sources: list | None = None,
+        pointers: dict | None = None,
+    ):
         self.kernel = kernel
         self.params = params
         self.stream = stream
@@ -230,7 +252,12 @@ class PreparedLaunch:
     def launch(self) -> None:
         artifact = self.kernel.artifact
         driver.launch(
-            self.kernel.function, artifact.launch_grid(self.kernel.sm_count), artifact.block, artifact.dynamic_smem_bytes, self.params, self.stream
+            self.kernel.function,
+            artifact.launch_grid(self.kernel.sm_count),
+            artifact.block,
+            artifact.dynamic_smem_bytes,
+            self.params,
+            self.stream,
         )
 
 
@@ -256,7 +283,7 @@ class BoundLaunch:
         self._pointers = [prepared.pointers[name] for name in self.names]
         # Per tensor (in self.names order): its pointer slots and map encoders.
         self._updates: list[list] = [[] for _ in self.names]
-        for slot, (tensor, plan) in zip(prepared.params.slots, prepared.sources):
+        for slot, (tensor, plan) in zip(prepared.params.slots, prepared.sources, strict=True):
             if tensor is None:
                 continue
             index = self.names.index(tensor)
@@ -286,5 +313,7 @@ class BoundLaunch:
                         else:
                             update.value = pointer
                     self._pointers[index] = pointer
-            driver.check_result("cuLaunchKernel", self._launch(
-                self._function, *self._shape, stream, self._params.address, None))
+            driver.check_result(
+                "cuLaunchKernel",
+                self._launch(self._function, *self._shape, stream, self._params.address, None),
+            )

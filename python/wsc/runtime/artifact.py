@@ -56,8 +56,10 @@ class SizesError(ArtifactError):
 def check_sizes(names, sizes: Mapping[str, Any], kernel: str) -> None:
     """Raise SizesError unless `sizes` gives a positive int for each of `names`, and no other."""
     if set(sizes) != set(names):
-        raise SizesError(f"kernel '{kernel}' reads sizes {', '.join(sorted(names)) or 'none'}; "
-                         f"got {', '.join(sorted(sizes)) or 'none'}")
+        raise SizesError(
+            f"kernel '{kernel}' reads sizes {', '.join(sorted(names)) or 'none'}; "
+            f"got {', '.join(sorted(sizes)) or 'none'}"
+        )
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SizesError(f"size {name} must be a positive int, got {value!r}")
@@ -91,8 +93,12 @@ class ParamSpec:
     name: str
 
 
-def tile_grid(sizes: Mapping[str, int], grid_tiles: Sequence[tuple[str, int]], cluster: int = 1,
-              persistent: bool = False) -> tuple[int, int, int]:
+def tile_grid(
+    sizes: Mapping[str, int],
+    grid_tiles: Sequence[tuple[str, int]],
+    cluster: int = 1,
+    persistent: bool = False,
+) -> tuple[int, int, int]:
     """The grid of a kernel whose axes count tiles of the named sizes: one
     block per tile, x rounded up to whole clusters, or for a persistent
     kernel the tile count on x (Artifact.launch_grid caps it at the SM count)."""
@@ -161,25 +167,34 @@ class Artifact:
 
     def size_values(self) -> dict[str, int]:
         """The value of each size this artifact was written for."""
-        return {size: self.tensors[pairs[0][0]].shape[pairs[0][1]]
-                for size, pairs in (self.size_dims or {}).items()}
+        return {
+            size: self.tensors[pairs[0][0]].shape[pairs[0][1]]
+            for size, pairs in (self.size_dims or {}).items()
+        }
 
     def resized(self, **sizes: int) -> Artifact:
         """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
         shapes, grid and problem follow; the kernel reads sizes at run time."""
         if self.size_dims is None or self.grid_tiles is None:
-            raise ArtifactError(f"{self.json_path}: no 'sizes' and 'grid_tiles': written by an "
-                                f"older wsc, it describes one problem only; recompile it")
+            raise ArtifactError(
+                f"{self.json_path}: no 'sizes' and 'grid_tiles': written by an "
+                f"older wsc, it describes one problem only; recompile it"
+            )
         check_sizes(self.size_dims, sizes, self.kernel_name)
         shapes = {name: list(spec.shape) for name, spec in self.tensors.items()}
         for size, pairs in self.size_dims.items():
             for tensor, dim in pairs:
                 shapes[tensor][dim] = sizes[size]
-        tensors = {name: replace(spec, shape=tuple(shapes[name]))
-                   for name, spec in self.tensors.items()}
+        tensors = {
+            name: replace(spec, shape=tuple(shapes[name])) for name, spec in self.tensors.items()
+        }
         problem = {**self.problem, **{k: v for k, v in sizes.items() if k in self.problem}}
-        return replace(self, tensors=tensors, problem=problem,
-                       grid=tile_grid(sizes, self.grid_tiles, self.cluster, self.persistent))
+        return replace(
+            self,
+            tensors=tensors,
+            problem=problem,
+            grid=tile_grid(sizes, self.grid_tiles, self.cluster, self.persistent),
+        )
 
     def leading_dim_tensor(self, param_name: str) -> str | None:
         """The tensor whose row stride an i32 param carries, or None.
@@ -189,7 +204,7 @@ class Artifact:
         """
         if param_name in self.problem or not param_name.startswith(LEADING_DIM_PREFIX):
             return None
-        tensor = param_name[len(LEADING_DIM_PREFIX):]
+        tensor = param_name[len(LEADING_DIM_PREFIX) :]
         return tensor if tensor in self.tensors else None
 
 
@@ -220,7 +235,9 @@ class _Parser:
     def fail(self, key: str, message: str) -> ArtifactError:
         return ArtifactError(f"{self.json_path}: key '{key}': {message}")
 
-    def get(self, obj: Mapping[str, Any], key: str, path: str, kind: type | tuple, required: bool = True):
+    def get(
+        self, obj: Mapping[str, Any], key: str, path: str, kind: type | tuple, required: bool = True
+    ):
         full = f"{path}.{key}" if path else key
         if key not in obj:
             if required:
@@ -231,7 +248,9 @@ class _Parser:
         if isinstance(value, bool) and bool not in _as_tuple(kind):
             raise self.fail(full, f"expected {_kind_name(kind)}, got {value!r}")
         if not isinstance(value, kind):
-            raise self.fail(full, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r}")
+            raise self.fail(
+                full, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r}"
+            )
         return value
 
     def int_list(self, obj, key, path, length=None, minimum=1) -> tuple[int, ...]:
@@ -239,8 +258,12 @@ class _Parser:
         values = self.get(obj, key, path, list)
         if length is not None and len(values) != length:
             raise self.fail(full, f"expected a list of {length} integers, got {values!r}")
-        if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values):
-            raise self.fail(full, f"expected a non-empty list of integers >= {minimum}, got {values!r}")
+        if not values or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values
+        ):
+            raise self.fail(
+                full, f"expected a non-empty list of integers >= {minimum}, got {values!r}"
+            )
         return tuple(values)
 
     def choice(self, obj, key, path, choices, default=None) -> str:
@@ -301,22 +324,36 @@ class _Parser:
             grid_tiles=self.grid_tiles(doc),
         )
         if artifact.cluster < 1 or artifact.grid[0] % artifact.cluster:
-            raise self.fail("cluster", f"expected an integer >= 1 that divides grid x "
-                                       f"({artifact.grid[0]}), got {artifact.cluster}")
+            raise self.fail(
+                "cluster",
+                f"expected an integer >= 1 that divides grid x "
+                f"({artifact.grid[0]}), got {artifact.cluster}",
+            )
         # Params refer to tensors, maps and problem values, so they are
         # checked against the otherwise complete artifact.
-        return replace(artifact, params=self.params(doc, artifact),
-                       size_dims=self.size_dims(doc, tensors, artifact.grid_tiles))
+        return replace(
+            artifact,
+            params=self.params(doc, artifact),
+            size_dims=self.size_dims(doc, tensors, artifact.grid_tiles),
+        )
 
     def grid_tiles(self, doc) -> tuple[tuple[str, int], ...] | None:
         entries = self.get(doc, "grid_tiles", "", list, required=False)
         if entries is None:
             return None
         if not 1 <= len(entries) <= 3 or any(
-                not isinstance(e, list) or len(e) != 2 or not isinstance(e[0], str)
-                or isinstance(e[1], bool) or not isinstance(e[1], int) or e[1] < 1 for e in entries):
-            raise self.fail("grid_tiles", f"expected 1 to 3 [size, tile] pairs with a positive "
-                                          f"tile, got {entries!r}")
+            not isinstance(e, list)
+            or len(e) != 2
+            or not isinstance(e[0], str)
+            or isinstance(e[1], bool)
+            or not isinstance(e[1], int)
+            or e[1] < 1
+            for e in entries
+        ):
+            raise self.fail(
+                "grid_tiles",
+                f"expected 1 to 3 [size, tile] pairs with a positive tile, got {entries!r}",
+            )
         return tuple((size, tile) for size, tile in entries)
 
     def size_dims(self, doc, tensors, grid_tiles) -> dict[str, tuple[tuple[str, int], ...]] | None:
@@ -327,21 +364,31 @@ class _Parser:
         for size, pairs in entries.items():
             path = f"sizes.{size}"
             if not isinstance(pairs, list) or not pairs:
-                raise self.fail(path, f"expected a non-empty list of [tensor, dim] pairs, got {pairs!r}")
+                raise self.fail(
+                    path, f"expected a non-empty list of [tensor, dim] pairs, got {pairs!r}"
+                )
             values = set()
             for pair in pairs:
-                if (not isinstance(pair, list) or len(pair) != 2 or pair[0] not in tensors
-                        or isinstance(pair[1], bool) or not isinstance(pair[1], int)
-                        or not 0 <= pair[1] < len(tensors[pair[0]].shape)):
-                    raise self.fail(path, f"expected [tensor, dim] pairs naming dims of 'tensors', "
-                                          f"got {pair!r}")
+                if (
+                    not isinstance(pair, list)
+                    or len(pair) != 2
+                    or pair[0] not in tensors
+                    or isinstance(pair[1], bool)
+                    or not isinstance(pair[1], int)
+                    or not 0 <= pair[1] < len(tensors[pair[0]].shape)
+                ):
+                    raise self.fail(
+                        path, f"expected [tensor, dim] pairs naming dims of 'tensors', got {pair!r}"
+                    )
                 values.add(tensors[pair[0]].shape[pair[1]])
             if len(values) != 1:
                 raise self.fail(path, f"the dims it names differ in extent: {sorted(values)}")
             sizes[size] = tuple((tensor, dim) for tensor, dim in pairs)
         for size, _ in grid_tiles or ():
             if size not in sizes:
-                raise self.fail("grid_tiles", f"counts tiles of {size!r}, which 'sizes' does not name")
+                raise self.fail(
+                    "grid_tiles", f"counts tiles of {size!r}, which 'sizes' does not name"
+                )
         return sizes
 
     def tensors(self, doc) -> dict[str, TensorSpec]:
@@ -380,7 +427,9 @@ class _Parser:
                 tensor=tensor,
                 box=box,
                 swizzle=self.choice(spec, "swizzle", path, SWIZZLES),
-                l2_promotion=self.choice(spec, "l2_promotion", path, L2_PROMOTIONS, DEFAULT_L2_PROMOTION),
+                l2_promotion=self.choice(
+                    spec, "l2_promotion", path, L2_PROMOTIONS, DEFAULT_L2_PROMOTION
+                ),
             )
         return maps
 
@@ -405,13 +454,17 @@ class _Parser:
         if name in artifact.problem:
             value = artifact.problem[name]
             if isinstance(value, bool) or not isinstance(value, int):
-                raise self.fail(f"problem.{name}", f"i32 kernel parameter needs an integer, got {value!r}")
+                raise self.fail(
+                    f"problem.{name}", f"i32 kernel parameter needs an integer, got {value!r}"
+                )
             if not _INT32_MIN <= value <= _INT32_MAX:
                 raise self.fail(f"problem.{name}", f"value {value} does not fit in i32")
             return
         tensor = artifact.leading_dim_tensor(name)
         if tensor is None:
-            raise self.fail(path, f"i32 parameter {name!r} is neither a key of 'problem' nor 'ld<tensor>'")
+            raise self.fail(
+                path, f"i32 parameter {name!r} is neither a key of 'problem' nor 'ld<tensor>'"
+            )
         if len(artifact.tensors[tensor].shape) < 2:
             raise self.fail(path, f"{name!r} needs a tensor of rank >= 2, '{tensor}' has rank 1")
 

@@ -122,7 +122,9 @@ def get_device(ordinal: int = 0) -> Device:
         if ordinal not in _devices:
             count = call("cuDeviceGetCount")
             if not 0 <= ordinal < count:
-                raise CudaUnavailableError(f"device ordinal {ordinal} out of range: {count} CUDA device(s) present")
+                raise CudaUnavailableError(
+                    f"device ordinal {ordinal} out of range: {count} CUDA device(s) present"
+                )
             _devices[ordinal] = Device(ordinal)
         return _devices[ordinal]
 
@@ -155,7 +157,9 @@ class Device:
     @property
     def max_dynamic_smem_bytes(self) -> int:
         """Largest dynamic shared memory a block may opt in to."""
-        return self.attribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        return self.attribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        )
 
     @property
     def sm_count(self) -> int:
@@ -165,7 +169,9 @@ class Device:
     def pointer_device(self, ptr: int) -> int | None:
         """Ordinal of the device owning `ptr`, or None if the driver does not know it."""
         self.make_current()
-        result = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        result = cu.cuPointerGetAttribute(
+            cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
+        )
         return int(result[1]) if result[0] == cu.CUresult.CUDA_SUCCESS else None
 
 
@@ -219,7 +225,9 @@ class Module:
         result = cu.cuModuleLoadDataEx(image, len(options), options, [log, _JIT_LOG_BYTES])
         if result[0] != cu.CUresult.CUDA_SUCCESS:
             detail = log.split(b"\0")[0].decode(errors="replace").strip()
-            raise CudaError("cuModuleLoadDataEx (PTX JIT)", result[0], f"\n{detail}" if detail else "")
+            raise CudaError(
+                "cuModuleLoadDataEx (PTX JIT)", result[0], f"\n{detail}" if detail else ""
+            )
         self.handle = result[1]
 
     def function(self, name: str) -> Function:
@@ -235,7 +243,9 @@ class DeviceArray:
 
     def __init__(self, shape: Sequence[int], dtype: str, device: int = 0):
         if dtype not in DTYPE_SIZES:
-            raise ValueError(f"DeviceArray: dtype must be one of {', '.join(DTYPE_SIZES)}, got {dtype!r}")
+            raise ValueError(
+                f"DeviceArray: dtype must be one of {', '.join(DTYPE_SIZES)}, got {dtype!r}"
+            )
         self.shape = tuple(int(d) for d in shape)
         self.dtype = dtype
         self.device = device
@@ -359,7 +369,8 @@ def synchronize(stream=None, timeout_s: float = 60.0) -> None:
             return
         if result != cu.CUresult.CUDA_ERROR_NOT_READY:
             raise KernelFault(
-                "cuStreamQuery", result,
+                "cuStreamQuery",
+                result,
                 " (an asynchronous error, usually from the kernel: a trap, e.g. a wait that gave up "
                 "in a wait-spin-limit build after printing which one, or a fault; the context is "
                 "unusable)",
@@ -398,7 +409,9 @@ class PackedParams:
             if kind == "tensor_map":
                 raw = bytes(value)
                 if len(raw) != TENSOR_MAP_BYTES:
-                    raise ValueError(f"param '{name}': tensor map must be {TENSOR_MAP_BYTES} bytes, got {len(raw)}")
+                    raise ValueError(
+                        f"param '{name}': tensor map must be {TENSOR_MAP_BYTES} bytes, got {len(raw)}"
+                    )
                 # ctypes guarantees no 64-byte alignment, so over-allocate and align.
                 buffer = (ctypes.c_ubyte * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
                 base = ctypes.addressof(buffer)
@@ -413,7 +426,9 @@ class PackedParams:
                 buffer = ctypes.c_int32(value)
                 address = ctypes.addressof(buffer)
             else:
-                raise ValueError(f"param '{name}': unknown kind {kind!r}; expected one of {', '.join(PARAM_SIZES)}")
+                raise ValueError(
+                    f"param '{name}': unknown kind {kind!r}; expected one of {', '.join(PARAM_SIZES)}"
+                )
             self._buffers.append(buffer)
             slots.append(ParamSlot(kind, address, PARAM_SIZES[kind]))
         self.slots = tuple(slots)
@@ -426,12 +441,22 @@ class PackedParams:
 
 
 def _check_int_range(name: str, value, low: int, high: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not low <= value <= high
+    ):
         raise ValueError(f"param '{name}': expected an integer in the {what} range, got {value!r}")
 
 
-def launch(function: Function, grid: Sequence[int], block: Sequence[int], smem_bytes: int,
-           params: PackedParams, stream=None) -> None:
+def launch(
+    function: Function,
+    grid: Sequence[int],
+    block: Sequence[int],
+    smem_bytes: int,
+    params: PackedParams,
+    stream=None,
+) -> None:
     """Enqueue `function` on `stream`; returns before the kernel finishes."""
     function.module.device.make_current()
     call(

@@ -67,8 +67,10 @@ def tolerance_for(out_dtype: str, accumulator: str, k: int) -> float:
     with a margin of about 2.5 as 2^-11 * sqrt(K/16)."""
     bound = TOLERANCE[out_dtype]
     if accumulator == "f16":
-        bound = max(bound, 2.0 ** -11 * math.sqrt(k / 16))
+        bound = max(bound, 2.0**-11 * math.sqrt(k / 16))
     return bound
+
+
 NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 #: The line on stderr before each artifact runs.
 STARTING = "wsc run: starting "
@@ -76,17 +78,36 @@ STARTING = "wsc run: starting "
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="wsc run", description=__doc__.split("\n", 1)[0])
-    parser.add_argument("dirs", nargs="+", metavar="dir", help="artifact directory holding kernel.json")
-    parser.add_argument("--size", action="append", default=[], type=_size, metavar="NAME=VALUE",
-                        help="run on this size instead of the artifact's (e.g. --size m=4096)")
+    parser.add_argument(
+        "dirs", nargs="+", metavar="dir", help="artifact directory holding kernel.json"
+    )
+    parser.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        type=_size,
+        metavar="NAME=VALUE",
+        help="run on this size instead of the artifact's (e.g. --size m=4096)",
+    )
     parser.add_argument("--check", action="store_true", help="compare with a float64 reference")
     parser.add_argument("--bench", action="store_true", help="time the kernel with CUDA events")
-    parser.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
-    parser.add_argument("--iters", type=_positive_int, default=20, help="timed launches for --bench (default 20)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a launch counts as hung (default 60)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="random seed for the inputs (default 0)"
+    )
+    parser.add_argument(
+        "--iters", type=_positive_int, default=20, help="timed launches for --bench (default 20)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds before a launch counts as hung (default 60)",
+    )
     parser.add_argument("--device", type=int, default=0, help="CUDA device ordinal (default 0)")
     parser.add_argument(
-        "--backend", choices=("auto", "torch", "driver"), default="auto",
+        "--backend",
+        choices=("auto", "torch", "driver"),
+        default="auto",
         help="device memory from torch or from the CUDA driver directly (default: torch if usable)",
     )
     args = parser.parse_args(argv)
@@ -103,9 +124,16 @@ def main(argv: list[str] | None = None) -> int:
                 artifact = artifact.resized(**{**artifact.size_values(), **sizes})
             report = _base_report(artifact)
             kernel = Kernel(artifact, device=args.device)
-            report = evaluate(kernel, seed=args.seed, timeout_s=args.timeout, check=args.check,
-                              bench=args.bench, iters=args.iters, backend=args.backend,
-                              inputs=inputs)
+            report = evaluate(
+                kernel,
+                seed=args.seed,
+                timeout_s=args.timeout,
+                check=args.check,
+                bench=args.bench,
+                iters=args.iters,
+                backend=args.backend,
+                inputs=inputs,
+            )
         except (LaunchTimeout, KernelFault) as exc:
             _emit({**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
             # Interpreter shutdown would free device memory through the broken
@@ -120,16 +148,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all_ok else 1
 
 
-def evaluate(kernel: Kernel, *, seed: int = 0, timeout_s: float = 60.0, check: bool = True,
-             bench: bool = False, iters: int = 20, backend: str = "auto",
-             inputs: dict | None = None) -> dict:
+def evaluate(
+    kernel: Kernel,
+    *,
+    seed: int = 0,
+    timeout_s: float = 60.0,
+    check: bool = True,
+    bench: bool = False,
+    iters: int = 20,
+    backend: str = "auto",
+    inputs: dict | None = None,
+) -> dict:
     """Run `kernel` once on poisoned output (and time it if `bench`); return the
     report. `inputs`, a dict kept by the caller, lets several kernels of one
     problem share its inputs and reference."""
     problem = MatmulProblem.from_artifact(kernel.artifact)
     memory = _make_backend(backend, kernel.device.ordinal)
-    key = (type(memory).__name__, problem.a_shape, problem.b_shape, problem.dtype,
-           problem.b_layout, seed)
+    key = (
+        type(memory).__name__,
+        problem.a_shape,
+        problem.b_shape,
+        problem.dtype,
+        problem.b_layout,
+        seed,
+    )
     data = inputs.get(key) if inputs is not None else None
     if data is None:
         if inputs is not None:
@@ -147,8 +189,11 @@ def evaluate(kernel: Kernel, *, seed: int = 0, timeout_s: float = 60.0, check: b
     if inputs is not None and not memory.intact(data):
         # It wrote outside C: the next kernels must not see what it wrote.
         inputs.clear()
-        return {**_base_report(kernel.artifact), "ok": False,
-                "error": "the kernel wrote into its inputs (outside C)"}
+        return {
+            **_base_report(kernel.artifact),
+            "ok": False,
+            "error": "the kernel wrote into its inputs (outside C)",
+        }
     ms = tflops = None
     if bench:
         ms = _bench(launch, kernel, iters, timeout_s)
@@ -169,8 +214,18 @@ def evaluate(kernel: Kernel, *, seed: int = 0, timeout_s: float = 60.0, check: b
 class MatmulProblem:
     """The matmul an artifact computes: C[m,n] = A[m,k] @ B (B is [n,k] for "nk", [k,n] for "kn")."""
 
-    def __init__(self, m: int, n: int, k: int, dtype: str, out_dtype: str, b_layout: str, tile_m: int, tile_n: int,
-                 accumulator: str = "f32"):
+    def __init__(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        dtype: str,
+        out_dtype: str,
+        b_layout: str,
+        tile_m: int,
+        tile_n: int,
+        accumulator: str = "f32",
+    ):
         self.m, self.n, self.k = m, n, k
         self.dtype, self.out_dtype, self.b_layout = dtype, out_dtype, b_layout
         self.accumulator = accumulator
@@ -200,9 +255,15 @@ class MatmulProblem:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise fail(f"key 'problem.{key}': expected a positive integer, got {value!r}")
             values[key] = value
-        for key, choices in (("dtype", HOST_DTYPES), ("out_dtype", HOST_DTYPES), ("b_layout", ("nk", "kn"))):
+        for key, choices in (
+            ("dtype", HOST_DTYPES),
+            ("out_dtype", HOST_DTYPES),
+            ("b_layout", ("nk", "kn")),
+        ):
             if problem.get(key) not in choices:
-                raise fail(f"key 'problem.{key}': expected one of {', '.join(choices)}, got {problem.get(key)!r}")
+                raise fail(
+                    f"key 'problem.{key}': expected one of {', '.join(choices)}, got {problem.get(key)!r}"
+                )
             values[key] = problem[key]
         accumulator = problem.get("accumulator", "f32")
         if accumulator not in ("f32", "f16"):
@@ -222,7 +283,9 @@ class MatmulProblem:
         for name, (shape, dtype) in expected.items():
             spec = artifact.tensors.get(name)
             if spec is None:
-                raise fail(f"expected a matmul artifact with tensors a, b, c; 'tensors' has no '{name}'")
+                raise fail(
+                    f"expected a matmul artifact with tensors a, b, c; 'tensors' has no '{name}'"
+                )
             if spec.shape != shape or spec.dtype != dtype:
                 raise fail(
                     f"tensor '{name}' is {spec.dtype} {list(spec.shape)}, but problem "
@@ -231,7 +294,9 @@ class MatmulProblem:
         return result
 
 
-def random_operand(rng: np.random.Generator, shape: tuple[int, ...], dtype: str, scale: float) -> np.ndarray:
+def random_operand(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: str, scale: float
+) -> np.ndarray:
     """Normal random values rounded to `dtype`, as the host array of HOST_DTYPES[dtype]."""
     values = rng.standard_normal(shape, dtype=np.float32)
     values *= np.float32(scale)
@@ -260,8 +325,13 @@ def sample_indices(rng: np.random.Generator, extent: int, count: int, tile: int)
     return np.union1d(rng.choice(extent, size=min(count, extent), replace=False), last_tile)
 
 
-def sampled_relative_error(problem: MatmulProblem, a_host: np.ndarray, b_host: np.ndarray,
-                           c_values: np.ndarray, rng: np.random.Generator) -> float:
+def sampled_relative_error(
+    problem: MatmulProblem,
+    a_host: np.ndarray,
+    b_host: np.ndarray,
+    c_values: np.ndarray,
+    rng: np.random.Generator,
+) -> float:
     """Relative Frobenius error of C against a float64 reference (full or sampled)."""
     a = to_float64(a_host, problem.dtype)
     b = to_float64(b_host, problem.dtype)
@@ -293,7 +363,7 @@ def _bench(launch, kernel: Kernel, iters: int, timeout_s: float) -> float:
 
 def _scale(problem: MatmulProblem) -> float:
     # Scaling each operand by K^-1/4 keeps the products' entries near unit variance.
-    return problem.k ** -0.25
+    return problem.k**-0.25
 
 
 class _DriverMemory:
@@ -307,29 +377,35 @@ class _DriverMemory:
         rng = np.random.default_rng(seed)
         a_host = random_operand(rng, problem.a_shape, problem.dtype, _scale(problem))
         b_host = random_operand(rng, problem.b_shape, problem.dtype, _scale(problem))
-        return {"a": DeviceArray.from_host(a_host, problem.dtype, self.device),
-                "b": DeviceArray.from_host(b_host, problem.dtype, self.device),
-                "a_host": a_host, "b_host": b_host}
+        return {
+            "a": DeviceArray.from_host(a_host, problem.dtype, self.device),
+            "b": DeviceArray.from_host(b_host, problem.dtype, self.device),
+            "a_host": a_host,
+            "b_host": b_host,
+        }
 
     def empty(self, shape, dtype: str):
         return DeviceArray(shape, dtype, self.device)
 
     def intact(self, data: dict) -> bool:
-        return all(np.array_equal(data[f"{name}_host"], data[name].to_host())
-                   for name in ("a", "b"))
+        return all(
+            np.array_equal(data[f"{name}_host"], data[name].to_host()) for name in ("a", "b")
+        )
 
     def poison(self, array, dtype: str) -> None:
         array.fill_bits(NAN_BITS[dtype])
 
-    def compare(self, problem: MatmulProblem, data: dict, c, check: bool,
-                seed: int) -> tuple[int, float | None]:
+    def compare(
+        self, problem: MatmulProblem, data: dict, c, check: bool, seed: int
+    ) -> tuple[int, float | None]:
         c_values = to_float64(c.to_host(), problem.out_dtype)
         nan_count = int(np.isnan(c_values).sum())
         if not check:
             return nan_count, None
         rng = np.random.default_rng(seed + 1)
-        return nan_count, sampled_relative_error(problem, data["a_host"], data["b_host"],
-                                                 c_values, rng)
+        return nan_count, sampled_relative_error(
+            problem, data["a_host"], data["b_host"], c_values, rng
+        )
 
 
 class _TorchMemory:
@@ -365,8 +441,9 @@ class _TorchMemory:
     def poison(self, tensor, dtype: str) -> None:
         tensor.fill_(float("nan"))
 
-    def compare(self, problem: MatmulProblem, data: dict, c, check: bool,
-                seed: int) -> tuple[int, float | None]:
+    def compare(
+        self, problem: MatmulProblem, data: dict, c, check: bool, seed: int
+    ) -> tuple[int, float | None]:
         torch = self.torch
         nan_count = int(torch.isnan(c).sum())
         if not check:
@@ -389,7 +466,9 @@ def _make_backend(name: str, device: int):
         if torch is not None and torch.cuda.is_available():
             return _TorchMemory(torch, device)
         if name == "torch":
-            raise CudaUnavailableError("--backend torch: torch is not installed or sees no CUDA device")
+            raise CudaUnavailableError(
+                "--backend torch: torch is not installed or sees no CUDA device"
+            )
     return _DriverMemory(device)
 
 
@@ -411,7 +490,11 @@ def _base_report(artifact: Artifact) -> dict:
 
 def _config_int(config, key: str) -> int:
     value = config.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_TILE
+    return (
+        value
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0
+        else DEFAULT_TILE
+    )
 
 
 def _finite_or_none(value):

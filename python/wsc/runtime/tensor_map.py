@@ -92,7 +92,9 @@ def plan_tensor_map(spec: TensorMapSpec, info: TensorInfo) -> TensorMapPlan:
     rank = len(info.shape)
     element_size = DTYPE_SIZES.get(info.dtype)
     if element_size is None:
-        raise fail(f"dtype {info.dtype} has no TMA data type; expected one of {', '.join(_DATA_TYPES)}")
+        raise fail(
+            f"dtype {info.dtype} has no TMA data type; expected one of {', '.join(_DATA_TYPES)}"
+        )
     if not 1 <= rank <= MAX_TMA_RANK:
         raise fail(f"rank {rank} is outside 1..{MAX_TMA_RANK}")
     if len(spec.box) != rank:
@@ -119,7 +121,9 @@ def plan_tensor_map(spec: TensorMapSpec, info: TensorInfo) -> TensorMapPlan:
         raise fail(f"box inner extent is {inner_bytes} bytes; it must be a multiple of {TMA_ALIGN}")
     span = SWIZZLE_SPAN_BYTES[spec.swizzle]
     if span is not None and inner_bytes > span:
-        raise fail(f"box inner extent is {inner_bytes} bytes, more than the {span}-byte span of {spec.swizzle} swizzle")
+        raise fail(
+            f"box inner extent is {inner_bytes} bytes, more than the {span}-byte span of {spec.swizzle} swizzle"
+        )
     return TensorMapPlan(
         name=spec.name,
         tensor=spec.tensor,
@@ -167,19 +171,34 @@ class TensorMapEncoder:
             (ctypes.c_uint32 * rank)(*plan.element_strides),
         )
         self._head = (int(_DATA_TYPES[plan.dtype]), rank)
-        self._tail = (int(cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE),
-                      int(_SWIZZLES[plan.swizzle]), int(_L2_PROMOTIONS[plan.l2_promotion]),
-                      int(cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+        self._tail = (
+            int(cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE),
+            int(_SWIZZLES[plan.swizzle]),
+            int(_L2_PROMOTIONS[plan.l2_promotion]),
+            int(cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        )
 
     def encode(self, address: int) -> None:
         """The descriptor of the plan's tensor at `address` (16-byte aligned)."""
         if address % TMA_ALIGN:
-            raise TensorMapError(f"tensor map '{self.plan.name}' (tensor '{self.plan.tensor}'): "
-                                 f"base address {address:#x} is not {TMA_ALIGN}-byte aligned")
+            raise TensorMapError(
+                f"tensor map '{self.plan.name}' (tensor '{self.plan.tensor}'): "
+                f"base address {address:#x} is not {TMA_ALIGN}-byte aligned"
+            )
         dims, strides, box, element_strides = self._arrays
-        check_result("cuTensorMapEncodeTiled", self._calls.encode(
-            self.destination, *self._head, address, dims, strides, box, element_strides,
-            *self._tail))
+        check_result(
+            "cuTensorMapEncodeTiled",
+            self._calls.encode(
+                self.destination,
+                *self._head,
+                address,
+                dims,
+                strides,
+                box,
+                element_strides,
+                *self._tail,
+            ),
+        )
 
 
 def encode_tensor_map(plan: TensorMapPlan) -> TensorMap:

@@ -88,8 +88,14 @@ def describe(obj, name: str, stream: int | None = None) -> TensorInfo:
     )
 
 
-def check(info: TensorInfo, spec: TensorSpec, name: str, *, device: int | None = None,
-          strided_rows: bool = False) -> None:
+def check(
+    info: TensorInfo,
+    spec: TensorSpec,
+    name: str,
+    *,
+    device: int | None = None,
+    strided_rows: bool = False,
+) -> None:
     """Raise unless `info` satisfies `spec`.
 
     `device` is the ordinal the kernel runs on, when known. `strided_rows`
@@ -98,13 +104,19 @@ def check(info: TensorInfo, spec: TensorSpec, name: str, *, device: int | None =
     understands strides (tensor maps, or a pointer with an "ld" parameter).
     """
     if info.device_type not in _CUDA_DEVICE_TYPES:
-        raise ArgumentError(f"argument '{name}': expected a CUDA device tensor, got one on {info.device_type}")
+        raise ArgumentError(
+            f"argument '{name}': expected a CUDA device tensor, got one on {info.device_type}"
+        )
     if device is not None and info.device is not None and info.device != device:
-        raise ArgumentError(f"argument '{name}': expected a tensor on cuda:{device}, got one on cuda:{info.device}")
+        raise ArgumentError(
+            f"argument '{name}': expected a tensor on cuda:{device}, got one on cuda:{info.device}"
+        )
     if info.dtype != spec.dtype:
         raise ArgumentTypeError(f"argument '{name}': expected dtype {spec.dtype}, got {info.dtype}")
     if info.shape != spec.shape:
-        raise ArgumentError(f"argument '{name}': expected shape {list(spec.shape)}, got {list(info.shape)}")
+        raise ArgumentError(
+            f"argument '{name}': expected shape {list(spec.shape)}, got {list(info.shape)}"
+        )
     _check_strides(info, name, strided_rows)
     if info.numel and info.ptr == 0:
         raise ArgumentError(f"argument '{name}': null data pointer")
@@ -113,7 +125,9 @@ def check(info: TensorInfo, spec: TensorSpec, name: str, *, device: int | None =
             f"argument '{name}': base address {info.ptr:#x} is not {BASE_ALIGNMENT}-byte aligned"
         )
     if info.readonly and spec.role != "input":
-        raise ArgumentError(f"argument '{name}': is an {spec.role} of the kernel but its memory is read-only")
+        raise ArgumentError(
+            f"argument '{name}': is an {spec.role} of the kernel but its memory is read-only"
+        )
 
 
 def strided_rows_allowed(artifact: Artifact, tensor: str) -> bool:
@@ -125,7 +139,9 @@ def strided_rows_allowed(artifact: Artifact, tensor: str) -> bool:
     if len(artifact.tensors[tensor].shape) < 2:
         return False
     as_pointer = any(p.kind == "pointer" and p.name == tensor for p in artifact.params)
-    has_ld = any(p.kind == "i32" and artifact.leading_dim_tensor(p.name) == tensor for p in artifact.params)
+    has_ld = any(
+        p.kind == "i32" and artifact.leading_dim_tensor(p.name) == tensor for p in artifact.params
+    )
     return has_ld or not as_pointer
 
 
@@ -139,9 +155,13 @@ def _check_strides(info: TensorInfo, name: str, strided_rows: bool) -> None:
         for dim in range(len(shape) - 3, -1, -1):
             expected[dim] = expected[dim + 1] * shape[dim + 1]
     # A dimension of extent 1 is never stepped over, so its stride is free.
-    if all(s == e or n == 1 for s, e, n in zip(strides, expected, shape)):
+    if all(s == e or n == 1 for s, e, n in zip(strides, expected, shape, strict=True)):
         return
-    wanted = "row-major strides (padded rows allowed)" if strided_rows else "row-major contiguous strides"
+    wanted = (
+        "row-major strides (padded rows allowed)"
+        if strided_rows
+        else "row-major contiguous strides"
+    )
     raise ArgumentError(
         f"argument '{name}': expected {wanted} {list(_contiguous_strides(shape))} (in elements), got {list(strides)}"
     )
@@ -189,7 +209,9 @@ def _describe_cuda_array_interface(cai: dict, name: str) -> TensorInfo:
         typestr = cai["typestr"]
         ptr, readonly = cai["data"]
     except (KeyError, TypeError, ValueError) as exc:
-        raise ArgumentTypeError(f"argument '{name}': malformed __cuda_array_interface__: {exc!r}") from exc
+        raise ArgumentTypeError(
+            f"argument '{name}': malformed __cuda_array_interface__: {exc!r}"
+        ) from exc
     if cai.get("mask") is not None:
         raise ArgumentTypeError(f"argument '{name}': masked arrays are not supported")
     itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
@@ -272,10 +294,16 @@ def _describe_dlpack(obj, name: str, stream: int | None) -> TensorInfo:
         flags = ctypes.c_uint64.from_address(managed + _DL_VERSIONED_TENSOR_OFFSET - 8).value
         readonly = bool(flags & _DL_FLAG_READ_ONLY)
     else:
-        raise ArgumentTypeError(f"argument '{name}': __dlpack__ returned a capsule named {capsule_name!r}")
+        raise ArgumentTypeError(
+            f"argument '{name}': __dlpack__ returned a capsule named {capsule_name!r}"
+        )
     ndim = tensor.ndim
     shape = tuple(tensor.shape[i] for i in range(ndim))
-    strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else _contiguous_strides(shape)
+    strides = (
+        tuple(tensor.strides[i] for i in range(ndim))
+        if tensor.strides
+        else _contiguous_strides(shape)
+    )
     dl_dtype = tensor.dtype
     code = _DL_CODES.get(dl_dtype.code, f"code{dl_dtype.code}_")
     dtype = code if code == "bool" else f"{code}{dl_dtype.bits}"
@@ -286,7 +314,9 @@ def _describe_dlpack(obj, name: str, stream: int | None) -> TensorInfo:
         shape=shape,
         strides=strides,
         dtype=dtype,
-        device_type=_DL_DEVICE_TYPES.get(tensor.device.device_type, f"dlpack device type {tensor.device.device_type}"),
+        device_type=_DL_DEVICE_TYPES.get(
+            tensor.device.device_type, f"dlpack device type {tensor.device.device_type}"
+        ),
         device=tensor.device.device_id,
         readonly=readonly,
     )

@@ -28,6 +28,8 @@ MAX_DYNAMIC_SMEM = 232448
 #: The 128-byte swizzle repeats every 1024 bytes: a swizzled buffer starts on
 #: such a boundary.
 BUFFER_ALIGN = 1024
+
+
 def round_up(value: int, multiple: int) -> int:
     """`value` rounded up to a multiple of `multiple` (an alignment above)."""
     return (value + multiple - 1) // multiple * multiple

@@ -37,8 +37,10 @@ def _config_from_args(args, problem):
     fields = MatmulConfig.__dataclass_fields__
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ValueError(f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
-                         f"(fields: {', '.join(fields)})")
+        raise ValueError(
+            f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
+            f"(fields: {', '.join(fields)})"
+        )
     return MatmulConfig.default_for(problem, **values)
 
 
@@ -47,10 +49,13 @@ def _compile_matmul(args) -> int:
 
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
     config = _config_from_args(args, problem)
-    result = compile_matmul(args.m, args.n, args.k, problem, config, args.output,
-                            dump_dir=args.dump_ir)
-    print(f"wsc compile-matmul: {args.m}x{args.n}x{args.k} {args.dtype}->{args.out_dtype} "
-          f"b={args.b_layout} {config.as_dict()} -> {args.output}")
+    result = compile_matmul(
+        args.m, args.n, args.k, problem, config, args.output, dump_dir=args.dump_ir
+    )
+    print(
+        f"wsc compile-matmul: {args.m}x{args.n}x{args.k} {args.dtype}->{args.out_dtype} "
+        f"b={args.b_layout} {config.as_dict()} -> {args.output}"
+    )
     _print_stages(result)
     return 0
 
@@ -65,9 +70,11 @@ def _compile(args) -> int:
     from wsc.passes.warp_specialize import WarpSpecialize
 
     # The pass's own options: num-stages 0 keeps the ring as written.
-    specialize = WarpSpecialize(num_stages=args.num_stages,
-                                num_consumer_groups=args.num_consumer_groups,
-                                producer=args.producer)
+    specialize = WarpSpecialize(
+        num_stages=args.num_stages,
+        num_consumer_groups=args.num_consumer_groups,
+        producer=args.producer,
+    )
     context = make_context()
     with context, ir.Location.unknown():
         with open(args.input) as source:
@@ -94,7 +101,8 @@ def _hopper_visible() -> bool:
     if err != driver.CUresult.CUDA_SUCCESS or count == 0:
         return False
     err, major = driver.cuDeviceGetAttribute(
-        driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0)
+        driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0
+    )
     return err == driver.CUresult.CUDA_SUCCESS and major == 9
 
 
@@ -108,9 +116,11 @@ def _demo(args) -> int:
     config = MatmulConfig()
     problem = MatmulProblem("f16", "f32", "nk")
     m = n = k = args.size
-    print(f"The tutorial's V3 matmul: C[{m}, {n}] = A[{m}, {k}] B[{n}, {k}]^T, f16 -> f32, "
-          f"{config.block_m}x{config.block_n}x{config.block_k} tiles, "
-          f"{config.num_stages} stages, 1 producer warp + 1 consumer warpgroup")
+    print(
+        f"The tutorial's V3 matmul: C[{m}, {n}] = A[{m}, {k}] B[{n}, {k}]^T, f16 -> f32, "
+        f"{config.block_m}x{config.block_n}x{config.block_k} tiles, "
+        f"{config.num_stages} stages, 1 producer warp + 1 consumer warpgroup"
+    )
     result = compile_matmul(m, n, k, problem, config, out_dir, dump_dir=os.path.join(out_dir, "ir"))
     _print_stages(result)
     print(f"artifact: {out_dir} (IR after each pass in {out_dir}/ir)")
@@ -118,15 +128,18 @@ def _demo(args) -> int:
         print("no Hopper GPU visible: compiled only (run `wsc run DIR --check` on one)")
         return 0
     print("Hopper GPU found: running and checking against a float64 reference")
-    return subprocess.call([sys.executable, "-m", "wsc.runtime.run_cli", out_dir,
-                            "--check", "--bench"])
+    return subprocess.call(
+        [sys.executable, "-m", "wsc.runtime.run_cli", out_dir, "--check", "--bench"]
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wsc", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="compile (and on a Hopper GPU, run) the tutorial's matmul")
+    demo = commands.add_parser(
+        "demo", help="compile (and on a Hopper GPU, run) the tutorial's matmul"
+    )
     demo.add_argument("--size", type=int, default=4096, help="M = N = K")
     demo.add_argument("-o", "--output", help="artifact directory (default: a temporary one)")
 
@@ -138,19 +151,26 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--producer", default="warp", choices=("warp", "warpgroup"))
     compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
 
-    matmul = commands.add_parser("compile-matmul", help="compile a matmul into an artifact directory")
+    matmul = commands.add_parser(
+        "compile-matmul", help="compile a matmul into an artifact directory"
+    )
     for dim in ("m", "n", "k"):
         matmul.add_argument(f"--{dim}", type=int, required=True)
     matmul.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
     matmul.add_argument("--out-dtype", default="f32", choices=("f32", "f16", "bf16"))
-    matmul.add_argument("--b-layout", default="nk", choices=("nk", "kn"),
-                        help="nk: B is a contiguous [N, K] (C = A B^T); kn: a contiguous [K, N]")
+    matmul.add_argument(
+        "--b-layout",
+        default="nk",
+        choices=("nk", "kn"),
+        help="nk: B is a contiguous [N, K] (C = A B^T); kn: a contiguous [K, N]",
+    )
     matmul.add_argument("--config", help='JSON, e.g. \'{"num_stages": 4, "block_n": 128}\'')
     matmul.add_argument("-o", "--output", required=True, help="artifact directory")
     matmul.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
 
-    commands.add_parser("run", help="load an artifact and launch it (see `wsc run -h`)",
-                        add_help=False)
+    commands.add_parser(
+        "run", help="load an artifact and launch it (see `wsc run -h`)", add_help=False
+    )
     return parser
 
 
@@ -175,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         elif isinstance(error, (ValueError, OSError)):
             print(f"wsc {args.command}: error: {error}", file=sys.stderr)
         else:
-            print(f"wsc {args.command}: internal error: {type(error).__name__}: {error} "
-                  f"(set WSC_DEBUG=1 for a traceback)", file=sys.stderr)
+            print(
+                f"wsc {args.command}: internal error: {type(error).__name__}: {error} "
+                f"(set WSC_DEBUG=1 for a traceback)",
+                file=sys.stderr,
+            )
         return 1
 
 

@@ -64,8 +64,9 @@ def _help_text() -> str:
         lines.append(f"  --{flag:<27}{pass_class.SUMMARY}")
         for option in pass_class.OPTIONS:
             default = f" (default: {option.default})"
-            lines.append(f"      {option.name + '=<' + option.type.__name__ + '>':<27}"
-                         f"{option.help}{default}")
+            lines.append(
+                f"      {option.name + '=<' + option.type.__name__ + '>':<27}{option.help}{default}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -106,7 +107,7 @@ def _parse_pipeline(text: str) -> list:
     if not (text.startswith(anchor) and text.endswith(")")):
         raise UsageError(f"pass pipeline must be anchored as 'builtin.module(...)', got '{text}'")
     pipeline = []
-    for element in _split_top_level(text[len(anchor):-1]):
+    for element in _split_top_level(text[len(anchor) : -1]):
         name, _, rest = element.partition("{")
         options = rest[:-1] if rest.endswith("}") else ""
         wsc_pass = _pass_from_flag(name.strip(), options)
@@ -149,8 +150,9 @@ def parse_args(argv: list[str]) -> Options | None:
             flag, _, option_text = arg.lstrip("-").partition("=")
             wsc_pass = _pass_from_flag(flag, option_text)
             if wsc_pass is None:
-                raise UsageError(f"unknown command line argument '{arg}'; "
-                                 f"see 'wsc-opt --help' for the passes")
+                raise UsageError(
+                    f"unknown command line argument '{arg}'; see 'wsc-opt --help' for the passes"
+                )
             options.pipeline.append(wsc_pass)
         else:
             inputs.append(arg)
@@ -175,7 +177,7 @@ def _read_input(path: str) -> tuple[str, str]:
     try:
         return name, data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
+        line = data[: error.start].count(b"\n") + 1
         col = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
         raise UsageError(f"{name}:{line}:{col}: error: input is not valid UTF-8 text") from None
 
@@ -195,8 +197,9 @@ def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
     return chunks
 
 
-def process_chunk(chunk: str, line_offset: int, name: str,
-                  options: Options) -> tuple[str | None, DiagnosticEngine]:
+def process_chunk(
+    chunk: str, line_offset: int, name: str, options: Options
+) -> tuple[str | None, DiagnosticEngine]:
     """Parse, verify and transform one buffer; (printed IR or None, diagnostics)."""
     from mlir import ir
     from mlir.passmanager import PassManager
@@ -285,8 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # an internal error must still not end in a traceback
         if os.environ.get("WSC_DEBUG"):
             traceback.print_exc()
-        print(f"wsc-opt: internal error: {type(error).__name__}: {error} "
-              f"(set WSC_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(
+            f"wsc-opt: internal error: {type(error).__name__}: {error} "
+            f"(set WSC_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

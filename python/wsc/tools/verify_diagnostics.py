@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from wsc.diagnostics import Diagnostic
 
 _EXPECTED = re.compile(
-    r"expected-(error|warning|note|remark)\s*(@below|@above|@[+-]\d+)?\s*\{\{(.*?)\}\}")
+    r"expected-(error|warning|note|remark)\s*(@below|@above|@[+-]\d+)?\s*\{\{(.*?)\}\}"
+)
 
 
 @dataclass
@@ -52,28 +53,38 @@ def _flatten(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return flat
 
 
-def verify(diagnostics: list[Diagnostic], expectations: list[Expectation],
-           filename: str) -> list[str]:
+def verify(
+    diagnostics: list[Diagnostic], expectations: list[Expectation], filename: str
+) -> list[str]:
     """Return the mismatches as error lines (empty when everything matched).
 
     Every error, warning and remark must be expected; a note must be matched
     only when a comment expects it."""
     problems = []
     for diagnostic in _flatten(diagnostics):
-        found = next((e for e in expectations if not e.matched
-                      and e.severity == diagnostic.severity and e.line == diagnostic.line
-                      and e.text in diagnostic.message), None)
+        found = next(
+            (
+                e
+                for e in expectations
+                if not e.matched
+                and e.severity == diagnostic.severity
+                and e.line == diagnostic.line
+                and e.text in diagnostic.message
+            ),
+            None,
+        )
         if found is not None:
             found.matched = True
         elif diagnostic.severity != "note":
             where = f"{diagnostic.filename}:{diagnostic.line}:{diagnostic.col}: "
             if diagnostic.line is None:
                 where = f"{filename}: "
-            problems.append(f"{where}error: unexpected {diagnostic.severity}: "
-                            f"{diagnostic.message}")
+            problems.append(f"{where}error: unexpected {diagnostic.severity}: {diagnostic.message}")
     for expectation in expectations:
         if not expectation.matched:
-            problems.append(f"{filename}:{expectation.comment_line}:1: error: expected "
-                            f"{expectation.severity} \"{expectation.text}\" was not produced "
-                            f"at line {expectation.line}")
+            problems.append(
+                f"{filename}:{expectation.comment_line}:1: error: expected "
+                f'{expectation.severity} "{expectation.text}" was not produced '
+                f"at line {expectation.line}"
+            )
     return problems
