@@ -274,18 +274,19 @@ class Autotuned:
         jobs: int | None = None,
         progress: bool = True,
         retune: bool = False,
+        device: int = 0,
     ) -> TuneResult:
         """Find the fastest correct config for the problem `sizes` (see the module
         docstring). `fixed` are arguments passed to every candidate (e.g. the
         dtype); `problem_class` is what the cached choice is keyed by instead
         of the exact sizes (e.g. shape buckets); `retune` ignores a cached
-        choice."""
+        choice. Candidates are timed on cuda:`device`."""
         from wsc.device import hopper_gpu_visible, run_artifacts
 
         cache = cache or _default_cache()
         fixed = dict(fixed or {})
         jobs = jobs or min(8, os.cpu_count() or 1)
-        gpu = _gpu_identity() if hopper_gpu_visible() else None
+        gpu = _gpu_identity(device) if hopper_gpu_visible(device) else None
         choice_key = {
             "kind": "autotune-choice",
             **self.identity(),
@@ -325,7 +326,7 @@ class Autotuned:
             if gpu is None:
                 return result
             runnable = [c for c in candidates if c.error is None]
-            reports = run_artifacts([c.artifact_dir for c in runnable], sizes=sizes)
+            reports = run_artifacts([c.artifact_dir for c in runnable], sizes=sizes, device=device)
             for candidate, report in zip(runnable, reports, strict=True):
                 candidate.report = report
                 if not report.get("ok"):
@@ -422,10 +423,10 @@ def _compile_into(fn: Callable, arguments: dict, sizes: dict, out: Path) -> None
     kernel.compile().write_artifact(out, **sizes)
 
 
-def _gpu_identity() -> str:
+def _gpu_identity(ordinal: int) -> str:
     from wsc.runtime import driver
 
-    device = driver.get_device(0)
+    device = driver.get_device(ordinal)
     major, minor = device.compute_capability
     return f"{device.name} (sm_{major}{minor})"
 

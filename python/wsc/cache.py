@@ -28,11 +28,14 @@ Layout under the root:
                                  wsc-cache.json (the stamp) beside its files
     tmp/                         directories being built; leftovers of killed
                                  builders older than a day are removed
+    locks/<digest>.lock          the locks of `exclusive`
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -40,7 +43,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import wsc
@@ -138,6 +141,25 @@ class Cache:
         except BaseException:
             Path(handle.name).unlink(missing_ok=True)
             raise
+
+    # -- exclusive work
+
+    @contextlib.contextmanager
+    def exclusive(self, key: dict) -> Iterator[None]:
+        """Hold `key`'s lock for the block: the processes (and threads) that
+        share this root run such blocks for one key one at a time, so work
+        that should happen once, such as a search whose result is `put` under
+        `key`, is done by the first and read from the cache by the rest. The
+        lock is an advisory lock (flock) on a file under locks/; the system
+        drops it when its holder exits, however it exits."""
+        path = self.root / "locks" / f"{self.digest(key)}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     # -- artifact directories
 

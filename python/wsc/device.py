@@ -13,12 +13,12 @@ import subprocess
 import sys
 
 
-def hopper_gpu_visible() -> bool:
-    """Whether device 0 is a Hopper GPU (compute capability 9.x) this process can use."""
+def hopper_gpu_visible(device: int = 0) -> bool:
+    """Whether cuda:`device` is a Hopper GPU (compute capability 9.x) this process can use."""
     from wsc.runtime import WscRuntimeError, driver
 
     try:
-        return driver.get_device(0).compute_capability[0] == 9
+        return driver.get_device(device).compute_capability[0] == 9
     except WscRuntimeError:  # no driver library, no device, or a driver call failed
         return False
 
@@ -32,29 +32,35 @@ def run_artifact(
     bench: bool = True,
     timeout_s: float = 300.0,
     sizes: dict | None = None,
+    device: int = 0,
 ) -> dict:
     """Run a matmul artifact on the GPU in a process of its own (a failed or hung
     launch must not take this one down): random inputs, a NaN-poisoned output,
     a float64 reference and, with `bench`, CUDA-event timings. Returns the
     report of `wsc run` (keys ok, rel_err, nan_count, ms, tflops, ...)."""
-    return run_artifacts([artifact_dir], bench, timeout_s, sizes)[0]
+    return run_artifacts([artifact_dir], bench, timeout_s, sizes, device)[0]
 
 
 def run_artifacts(
-    artifact_dirs: list, bench: bool = True, timeout_s: float = 300.0, sizes: dict | None = None
+    artifact_dirs: list,
+    bench: bool = True,
+    timeout_s: float = 300.0,
+    sizes: dict | None = None,
+    device: int = 0,
 ) -> list[dict]:
     """`run_artifact` for several artifacts of one problem (resized to `sizes`
     where given), all in one process of their own, which shares the inputs
     and reference among them. A kernel that faults or hangs ends that
     process: it is reported as failed and the artifacts after it run in a
     fresh one; one that writes into the inputs fails, and the inputs are
-    drawn again. `timeout_s` bounds each artifact."""
+    drawn again. `timeout_s` bounds each artifact; they run on cuda:`device`."""
     from wsc.runtime.run_cli import STARTING
 
     reports: list[dict] = []
     while len(reports) < len(artifact_dirs):
         rest = [str(path) for path in artifact_dirs[len(reports) :]]
         command = [sys.executable, "-m", "wsc.runtime.run_cli", *rest, "--check"]
+        command.append(f"--device={device}")
         command += [f"--size={name}={value}" for name, value in (sizes or {}).items()]
         if bench:
             command.append("--bench")

@@ -294,31 +294,47 @@ def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
     and (cached) on every later call: the default config is a candidate too,
     so it failed with the rest. A search that could not run (no GPU for the
     tuner, a worker that died) falls back to the default config, with a
-    warning, until the next process searches again."""
+    warning, until the next process searches again.
+
+    Processes and threads sharing the cache search a class one at a time:
+    the first searches, the others wait and take its choice."""
     key = config_key(p, device)
-    entry = cache.get(key)
-    if entry is not None and entry.get("config") in SPACES[p.space].configs():
-        return entry["config"]
-    if entry is not None and entry.get("config") is None and entry.get("failure"):
-        raise _no_correct_kernel(p, entry["failure"], cache)
+    chosen = _cached_choice(p, key, cache)
+    if chosen is not None:
+        return chosen
     if tune is None or not _autotune_enabled() or _class(p) in _untuned:
         return dict(DEFAULT_CONFIGS[p.space])
-    config, failure, final = tune(p)
-    if config is not None:
-        cache.put(key, {"config": config})
-        return config
-    if final:
-        cache.put(key, {"config": None, "failure": failure})
-        raise _no_correct_kernel(p, failure, cache)
+    with cache.exclusive(key):
+        chosen = _cached_choice(p, key, cache)  # searched by another while this one waited
+        if chosen is not None:
+            return chosen
+        config, failure, final = tune(p)
+        if config is not None:
+            cache.put(key, {"config": config})
+            return config
+        if final:
+            cache.put(key, {"config": None, "failure": failure})
+            raise _no_correct_kernel(p, failure, cache)
     _untuned.add(_class(p))
     warnings.warn(
         f"wsc.matmul: autotuning {_describe_plan(p)} could not run "
-        f"({failure or 'no Hopper GPU is device 0, which the tuner times on'}), so "
+        f"({failure or 'the tuner found no Hopper GPU to time candidates on'}), so "
         f"the default config runs; the next process will search again",
         RuntimeWarning,
         stacklevel=_caller_stacklevel(),
     )
     return dict(DEFAULT_CONFIGS[p.space])
+
+
+def _cached_choice(p: MatmulPlan, key: dict, cache) -> dict | None:
+    """The config cached under `key` if it is one of the space's; raises
+    NoCorrectKernel if the cache says no config is correct."""
+    entry = cache.get(key)
+    if entry is not None and entry.get("config") in SPACES[p.space].configs():
+        return entry["config"]
+    if entry is not None and entry.get("config") is None and entry.get("failure"):
+        raise _no_correct_kernel(p, entry["failure"], cache)
+    return None
 
 
 #: Shape classes whose search could not run in this process: not searched again.
@@ -355,14 +371,16 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _tune(p: MatmulPlan) -> tuple[dict | None, str | None, bool]:
-    """Autotune `p`'s problem (progress bar on stderr): (the best config, or
-    None and why, and whether that failure is the kernels')."""
+def _tune(p: MatmulPlan, ordinal: int) -> tuple[dict | None, str | None, bool]:
+    """Autotune `p`'s problem on cuda:`ordinal`, the GPU of the call (progress
+    bar on stderr): (the best config, or None and why, and whether that
+    failure is the kernels')."""
     result = SPACES[p.space].tune(
         {"m": p.m, "n": p.n, "k": p.k},
         fixed=_fixed(p),
         problem_class={"class": shape_class(p.m, p.n, p.k)},
         cache=_cache(),
+        device=ordinal,
     )
     return result.best, result.failure, result.failure_is_final
 
@@ -415,7 +433,7 @@ def _kernel_for(p: MatmulPlan, ordinal: int):
     from wsc.runtime import Kernel
 
     cache = _cache()
-    config = choose_config(p, _device_name(ordinal), cache, _tune)
+    config = choose_config(p, _device_name(ordinal), cache, lambda p: _tune(p, ordinal))
     directory = compiled_kernel_dir(p, config, cache)
     key = (str(directory), ordinal)
     with _state_lock:
@@ -526,7 +544,7 @@ def _matmul_numpy(a, b, out, out_dtype):
     import numpy as np
 
     from wsc.runtime import DeviceArray
-    from wsc.runtime.driver import HOST_DTYPES, synchronize
+    from wsc.runtime.driver import HOST_DTYPES
 
     p = plan(a, b, out, out_dtype)
     if out is not None:
@@ -558,7 +576,7 @@ def _matmul_numpy(a, b, out, out_dtype):
     device_b = upload(b if p.b_layout == "kn" else b.T, p.dtype)
     device_c = DeviceArray((p.m, p.n), p.out_dtype)
     kernel.launch(a=device_a, b=device_b, c=device_c)
-    synchronize()
+    kernel.synchronize()
     result[...] = device_c.to_host().view(result.dtype)
     return result
 

@@ -89,7 +89,8 @@ def launch(directory: Path, timeout: float) -> None:
         outcome = {"outcome": "KernelFault", "error": str(error)}
         # A synchronize is where the driver writes out the device's printf
         # buffer; on a faulted context it returns at once (with the error).
-        cu.cuCtxSynchronize()
+        with kernel.device.current():
+            cu.cuCtxSynchronize()
     except LaunchTimeout as error:
         outcome = {"outcome": "LaunchTimeout", "error": str(error)}
     # The device's printf output sits in the C library's stdout buffer, and

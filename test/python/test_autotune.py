@@ -78,13 +78,14 @@ def test_tune_without_a_gpu_compiles_every_candidate_and_drops_the_bad_ones(cach
     assert again.candidates[1].error == bad.error
 
 
-def on_a_fake_gpu(monkeypatch, run_artifacts):
-    """Tune as on a Hopper GPU whose `wsc run` processes are `run_artifacts`."""
+def on_a_fake_gpu(monkeypatch, run_artifacts, devices=(0,)):
+    """Tune as on Hopper GPUs cuda:`devices` whose `wsc run` processes are
+    `run_artifacts`."""
     import wsc.device
 
-    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda: True)
+    monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda device=0: device in devices)
     monkeypatch.setattr(wsc.device, "run_artifacts", run_artifacts)
-    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda: "Test GPU (sm_90)")
+    monkeypatch.setattr(autotune_module, "_gpu_identity", lambda ordinal: "Test GPU (sm_90)")
 
 
 def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
@@ -101,7 +102,7 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
 
     problem = {"sizes": SIZES}
 
-    def run(directories, bench=True, timeout_s=300.0, sizes=None):
+    def run(directories, bench=True, timeout_s=300.0, sizes=None, device=0):
         assert sizes == problem["sizes"]  # the candidates are resized to the problem
         runs.extend(directories)
         return [
@@ -133,6 +134,26 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
     assert kernel.tune(other, cache=cache, jobs=1, progress=False).best == {"num_stages": 3}
 
 
+def test_candidates_are_timed_on_the_gpu_of_the_search(cache, monkeypatch):
+    """A search for cuda:1 (a rank on the second GPU) times there, and only a
+    Hopper cuda:1 counts: cuda:0 being one does not."""
+    devices = []
+
+    @autotune("num_stages", [2, 3])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    def run(directories, bench=True, timeout_s=300.0, sizes=None, device=0):
+        devices.append(device)
+        return [{"ok": True, "ms": 1.0, "tflops": 1.0} for _ in directories]
+
+    on_a_fake_gpu(monkeypatch, run, devices=(1,))
+    assert kernel.tune(SIZES, cache=cache, jobs=1, progress=False, device=1).best is not None
+    assert devices == [1]
+    untimed = kernel.tune(SIZES, cache=cache, jobs=1, progress=False, device=0)
+    assert untimed.best is None and devices == [1]
+
+
 def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeypatch):
     runs = []
 
@@ -140,7 +161,7 @@ def test_a_search_that_finds_nothing_is_recorded_with_its_reasons(cache, monkeyp
     def kernel(num_stages=2):
         return matmul_v3(num_stages=num_stages)
 
-    def run(directories, bench=True, timeout_s=300.0, sizes=None):
+    def run(directories, bench=True, timeout_s=300.0, sizes=None, device=0):
         runs.extend(directories)
         return [{"ok": False, "error": "KernelFault: illegal address"} for _ in directories]
 
@@ -160,7 +181,7 @@ def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
     def kernel(num_stages=2):
         return matmul_v3(num_stages=num_stages)
 
-    def run(directories, bench=True, timeout_s=300.0, sizes=None):
+    def run(directories, bench=True, timeout_s=300.0, sizes=None, device=0):
         runs.extend(directories)
         return [
             {"ok": False, "error": "CudaError: cuMemAlloc failed: out of memory"},

@@ -49,6 +49,13 @@ def test_one_process_runs_every_artifact(monkeypatch):
     assert len(commands) == 1
     assert commands[0][:3] == [sys.executable, "-m", "wsc.runtime.run_cli"]
     assert "--size=m=64" in commands[0]
+    assert "--device=0" in commands[0]
+
+
+def test_artifacts_run_on_the_device_asked_for(monkeypatch):
+    commands = fake_runs(monkeypatch, {"a": "ok"})
+    assert device.run_artifacts(["a"], device=1)[0]["ok"]
+    assert "--device=1" in commands[0]
 
 
 def test_an_artifact_that_ends_the_process_fails_alone(monkeypatch):

@@ -5,6 +5,8 @@ test/gpu/matmul_cache.py compiles what they need beforehand)."""
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -358,6 +360,60 @@ def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
     assert len(tuned) == 5
 
 
+def test_threads_that_meet_a_class_at_once_search_it_once(cache):
+    searches, chosen = [], []
+    start = threading.Barrier(4)
+    best = SPACES["nk"].configs()[3]
+
+    def slow_search(p):
+        searches.append(p)
+        time.sleep(0.3)  # the others arrive while this one searches
+        return best, None, False
+
+    def call():
+        start.wait()
+        chosen.append(choose_config(P, "GPU", cache, tune=slow_search))
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(searches) == 1 and chosen == [best] * 4
+
+
+def test_processes_that_meet_a_class_at_once_search_it_once(cache, tmp_path):
+    """Two processes on one cache (two ranks of a job): one searches, the other
+    waits for its choice."""
+    log = tmp_path / "searches"
+    code = """if True:
+        import sys, time
+        from wsc.cache import Cache
+        from wsc.matmul import SPACES, MatmulPlan, choose_config
+
+        best = SPACES["nk"].configs()[3]
+
+        def search(p):
+            with open(sys.argv[2], "a") as log:
+                log.write("search\\n")
+            time.sleep(1.0)  # the other process arrives while this one searches
+            return best, None, False
+
+        p = MatmulPlan(1000, 1333, 520, "f16", "f16", "nk")
+        print(choose_config(p, "GPU", Cache(sys.argv[1]), tune=search) == best)
+    """
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(cache.root), str(log)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    assert [rank.communicate(timeout=120)[0].strip() for rank in ranks] == ["True", "True"]
+    assert log.read_text().splitlines() == ["search"]
+
+
 def test_a_choice_outside_the_current_space_is_tuned_again(cache):
     cache.put(config_key(P, "GPU"), {"config": {"num_stages": 99}})
     best = SPACES["nk"].configs()[1]
@@ -395,7 +451,7 @@ def test_the_warning_names_the_caller_s_line(cache, monkeypatch):
     with pytest.warns(RuntimeWarning) as record:
         choose_config(P, "GPU", cache, tune=lambda p: (None, None, False))
     assert record[0].filename == __file__
-    assert "no Hopper GPU is device 0" in str(record[0].message)
+    assert "found no Hopper GPU to time candidates on" in str(record[0].message)
 
 
 def test_autograd_records_the_product_and_its_gradients():
@@ -720,6 +776,37 @@ def test_the_hot_path_encodes_tensor_maps_as_the_driver_binding_does(gpu):
         address = ctypes.addressof(slot) + (-ctypes.addressof(slot)) % 64
         TensorMapEncoder(tensor_plan, address).encode(tensor_plan.global_address)
         assert ctypes.string_at(address, 128) == encode_tensor_map(tensor_plan).raw
+
+
+@pytest.mark.cuda
+def test_a_launch_gives_the_thread_its_own_context_back(gpu):
+    """A bound launch makes its GPU's context current only for itself: a
+    thread with none (or another GPU's, whose device torch reads from it)
+    keeps it."""
+    from cuda.bindings import driver as cu
+
+    from wsc.matmul import _kernel_for
+    from wsc.runtime import BoundLaunch
+
+    a = torch.randn(300, 264, device=gpu).half()
+    w = torch.randn(520, 264, device=gpu).half()
+    out = torch.full((300, 520), float("nan"), device=gpu, dtype=torch.float16)
+    launch = BoundLaunch(_kernel_for(plan(a, w.T, out=out), 0).prepare(a=a, b=w, c=out))
+    stream = torch.cuda.current_stream().cuda_stream
+    torch.cuda.synchronize()
+    after = {}
+
+    def call():
+        cu.cuCtxSetCurrent(cu.CUcontext(0))
+        launch(stream, a.data_ptr(), w.data_ptr(), out.data_ptr())
+        after["context"] = int(cu.cuCtxGetCurrent()[1])
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    torch.cuda.synchronize()
+    assert after["context"] == 0
+    assert_exact_within_tolerance(out, a, w.T)
 
 
 @pytest.mark.cuda

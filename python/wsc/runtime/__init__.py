@@ -79,16 +79,18 @@ class Kernel:
     def __init__(self, artifact: Artifact | str | Path, device: int = 0):
         self.artifact = artifact if isinstance(artifact, Artifact) else load_artifact(artifact)
         self.device = driver.get_device(device)
-        self.function = self._load_function()
-        self._check_param_sizes()
-        smem = self.artifact.dynamic_smem_bytes
-        if smem > self.device.max_dynamic_smem_bytes:
-            raise KernelLoadError(
-                f"kernel '{self.artifact.kernel_name}' needs {smem} bytes of dynamic shared memory; "
-                f"{self.device.name} allows at most {self.device.max_dynamic_smem_bytes}"
-            )
-        if smem:
-            self.function.set_max_dynamic_smem(smem)
+        with self.device.current():
+            self.function = self._load_function()
+            self._check_param_sizes()
+            smem = self.artifact.dynamic_smem_bytes
+            if smem > self.device.max_dynamic_smem_bytes:
+                raise KernelLoadError(
+                    f"kernel '{self.artifact.kernel_name}' needs {smem} bytes of dynamic shared "
+                    f"memory; {self.device.name} allows at most "
+                    f"{self.device.max_dynamic_smem_bytes}"
+                )
+            if smem:
+                self.function.set_max_dynamic_smem(smem)
         self.sm_count = self.device.sm_count
         # Last descriptor per map: repeated launches on the same tensors
         # (benchmarks) skip re-encoding.
@@ -140,8 +142,10 @@ class Kernel:
                 f"kernel '{artifact.kernel_name}' takes tensors {', '.join(expected)}: {'; '.join(problems)}"
             )
         stream_handle = driver.stream_handle(stream)
-        self.device.make_current()
-        infos = {name: self._checked_info(name, tensors[name], stream_handle) for name in expected}
+        with self.device.current():
+            infos = {
+                name: self._checked_info(name, tensors[name], stream_handle) for name in expected
+            }
         values, sources = [], []
         for param in artifact.params:
             if param.kind == "tensor_map":
@@ -164,8 +168,8 @@ class Kernel:
 
     def synchronize(self, stream=None, timeout_s: float = 60.0) -> None:
         """Wait for `stream`; raises LaunchTimeout if the kernel is hung."""
-        self.device.make_current()
-        synchronize(stream, timeout_s)
+        with self.device.current():
+            synchronize(stream, timeout_s)
 
     def run_check(
         self,
@@ -294,6 +298,8 @@ class BoundLaunch:
         self._lock = threading.Lock()
         calls = driver.HotCalls.get()
         self._launch, self._set_context = calls.launch, calls.set_context
+        self._get_context = calls.get_context
+        self._callers_context = ctypes.c_void_p()
         self._function = int(kernel.function.handle)
         grid = artifact.launch_grid(kernel.sm_count)
         self._shape = (*grid, *artifact.block, artifact.dynamic_smem_bytes)
@@ -303,8 +309,6 @@ class BoundLaunch:
         """Launch on the raw stream handle `stream` (0: the legacy default
         stream) with the tensors at `pointers`, in the artifact's order."""
         with self._lock:
-            # The current context is per thread; the caller's may be another.
-            driver.check_result("cuCtxSetCurrent", self._set_context(self._context))
             for index, pointer in enumerate(pointers):
                 if pointer != self._pointers[index]:
                     for update in self._updates[index]:
@@ -313,7 +317,18 @@ class BoundLaunch:
                         else:
                             update.value = pointer
                     self._pointers[index] = pointer
-            driver.check_result(
-                "cuLaunchKernel",
-                self._launch(self._function, *self._shape, stream, self._params.address, None),
-            )
+            # The current context is per thread and the caller's may be
+            # another GPU's: switch to the kernel's, and back after the launch
+            # (torch reads its current device from it).
+            driver.check_result("cuCtxGetCurrent", self._get_context(self._callers_context))
+            callers = self._callers_context.value
+            if callers != self._context:
+                driver.check_result("cuCtxSetCurrent", self._set_context(self._context))
+            try:
+                driver.check_result(
+                    "cuLaunchKernel",
+                    self._launch(self._function, *self._shape, stream, self._params.address, None),
+                )
+            finally:
+                if callers != self._context:
+                    driver.check_result("cuCtxSetCurrent", self._set_context(callers))

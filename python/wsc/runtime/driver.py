@@ -15,11 +15,12 @@ first use.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,16 +141,23 @@ class Device:
         self.ordinal = ordinal
         self.handle = call("cuDeviceGet", ordinal)
         self.context = call("cuDevicePrimaryCtxRetain", self.handle)
-        self.make_current()
         self.name = call("cuDeviceGetName", 256, self.handle).split(b"\0")[0].decode()
         self.compute_capability = (
             self.attribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
             self.attribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
         )
 
-    def make_current(self) -> None:
-        # The current context is per thread, so every entry point sets it.
-        call("cuCtxSetCurrent", self.context)
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        """This device's context current on the calling thread for the block,
+        then the thread's previous one again: the CUDA runtime (torch) takes
+        its current device from the current context, which a call on another
+        GPU must not move."""
+        call("cuCtxPushCurrent", self.context)
+        try:
+            yield
+        finally:
+            call("cuCtxPopCurrent")
 
     def attribute(self, attribute) -> int:
         return call("cuDeviceGetAttribute", attribute, self.handle)
@@ -168,10 +176,10 @@ class Device:
 
     def pointer_device(self, ptr: int) -> int | None:
         """Ordinal of the device owning `ptr`, or None if the driver does not know it."""
-        self.make_current()
-        result = cu.cuPointerGetAttribute(
-            cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
-        )
+        with self.current():
+            result = cu.cuPointerGetAttribute(
+                cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
+            )
         return int(result[1]) if result[0] == cu.CUresult.CUDA_SUCCESS else None
 
 
@@ -208,12 +216,15 @@ class Module:
     """A loaded cubin or PTX image."""
 
     def __init__(self, device: Device, image: bytes, kind: str):
-        device.make_current()
         self.device = device
         self.kind = kind
+        with device.current():
+            self.handle = self._load(image, kind)
+
+    @staticmethod
+    def _load(image: bytes, kind: str):
         if kind == "cubin":
-            self.handle = call("cuModuleLoadData", image)
-            return
+            return call("cuModuleLoadData", image)
         # The JIT explains a rejected PTX only through its log buffer. The
         # binding hands the driver the bytes object's own storage, so the
         # buffer must be a fresh object the driver can write into.
@@ -228,7 +239,7 @@ class Module:
             raise CudaError(
                 "cuModuleLoadDataEx (PTX JIT)", result[0], f"\n{detail}" if detail else ""
             )
-        self.handle = result[1]
+        return result[1]
 
     def function(self, name: str) -> Function:
         return Function(self, name)
@@ -251,9 +262,9 @@ class DeviceArray:
         self.device = device
         self.nbytes = math.prod(self.shape) * DTYPE_SIZES[dtype]
         self._device = get_device(device)
-        self._device.make_current()
         # cuMemAlloc rejects 0 bytes; a 1-byte block keeps the pointer valid.
-        self._ptr = call("cuMemAlloc", max(self.nbytes, 1))
+        with self._device.current():
+            self._ptr = call("cuMemAlloc", max(self.nbytes, 1))
 
     @classmethod
     def from_host(cls, array: np.ndarray, dtype: str, device: int = 0) -> DeviceArray:
@@ -277,31 +288,29 @@ class DeviceArray:
 
     def copy_from_host(self, array: np.ndarray) -> None:
         self._check_host(array, "copy_from_host")
-        self._device.make_current()
-        call("cuMemcpyHtoD", self.ptr, array, self.nbytes)
+        with self._device.current():
+            call("cuMemcpyHtoD", self.ptr, array, self.nbytes)
 
     def to_host(self) -> np.ndarray:
         """A host copy; bf16 arrives as its uint16 bit patterns."""
         out = np.empty(self.shape, dtype=HOST_DTYPES[self.dtype])
-        self._device.make_current()
-        call("cuMemcpyDtoH", out, self.ptr, self.nbytes)
+        with self._device.current():
+            call("cuMemcpyDtoH", out, self.ptr, self.nbytes)
         return out
 
     def fill_bits(self, pattern: int, stream=None) -> None:
         """Set every element to the raw bit `pattern` (e.g. a NaN), asynchronously."""
-        self._device.make_current()
         count = math.prod(self.shape)
         handle = cu.CUstream(stream_handle(stream))
-        if DTYPE_SIZES[self.dtype] == 4:
-            call("cuMemsetD32Async", self.ptr, pattern, count, handle)
-        else:
-            call("cuMemsetD16Async", self.ptr, pattern, count, handle)
+        memset = "cuMemsetD32Async" if DTYPE_SIZES[self.dtype] == 4 else "cuMemsetD16Async"
+        with self._device.current():
+            call(memset, self.ptr, pattern, count, handle)
 
     def free(self) -> None:
         if self._ptr is not None:
             ptr, self._ptr = self._ptr, None
-            self._device.make_current()
-            call("cuMemFree", ptr)
+            with self._device.current():
+                call("cuMemFree", ptr)
 
     def __del__(self):
         # Errors cannot propagate from a finaliser; a dead context frees all.
@@ -458,22 +467,22 @@ def launch(
     stream=None,
 ) -> None:
     """Enqueue `function` on `stream`; returns before the kernel finishes."""
-    function.module.device.make_current()
-    call(
-        "cuLaunchKernel",
-        function.handle,
-        *grid,
-        *block,
-        smem_bytes,
-        cu.CUstream(stream_handle(stream)),
-        params.address,
-        0,
-    )
+    with function.module.device.current():
+        call(
+            "cuLaunchKernel",
+            function.handle,
+            *grid,
+            *block,
+            smem_bytes,
+            cu.CUstream(stream_handle(stream)),
+            params.address,
+            0,
+        )
 
 
 class HotCalls:
     """The driver calls of a launch on the hot path, cuTensorMapEncodeTiled,
-    cuCtxSetCurrent and cuLaunchKernel, called through ctypes with their
+    cuCtxGetCurrent, cuCtxSetCurrent and cuLaunchKernel, called through ctypes with their
     argument arrays built once, where cuda-bindings' wrappers convert every
     array element on every call."""
 
@@ -492,6 +501,9 @@ class HotCalls:
         self.set_context = library.cuCtxSetCurrent
         self.set_context.restype = i
         self.set_context.argtypes = [p]
+        self.get_context = library.cuCtxGetCurrent
+        self.get_context.restype = i
+        self.get_context.argtypes = [ctypes.POINTER(p)]
 
     @classmethod
     def get(cls) -> HotCalls:

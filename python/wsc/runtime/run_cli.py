@@ -124,16 +124,18 @@ def main(argv: list[str] | None = None) -> int:
                 artifact = artifact.resized(**{**artifact.size_values(), **sizes})
             report = _base_report(artifact)
             kernel = Kernel(artifact, device=args.device)
-            report = evaluate(
-                kernel,
-                seed=args.seed,
-                timeout_s=args.timeout,
-                check=args.check,
-                bench=args.bench,
-                iters=args.iters,
-                backend=args.backend,
-                inputs=inputs,
-            )
+            # Events, allocations and the default stream: this GPU's.
+            with kernel.device.current():
+                report = evaluate(
+                    kernel,
+                    seed=args.seed,
+                    timeout_s=args.timeout,
+                    check=args.check,
+                    bench=args.bench,
+                    iters=args.iters,
+                    backend=args.backend,
+                    inputs=inputs,
+                )
         except (LaunchTimeout, KernelFault) as exc:
             _emit({**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
             # Interpreter shutdown would free device memory through the broken
