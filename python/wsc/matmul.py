@@ -60,7 +60,7 @@ class _Operand:
     dtype: str  # wsc name when supported, else the framework's name
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
-    device: str  # "cuda", "cpu", "meta", ...
+    device: str  # "cuda:0", "cuda:1", "cpu", "meta", ...
 
 
 def _describe(value, name: str) -> _Operand:
@@ -72,7 +72,7 @@ def _describe(value, name: str) -> _Operand:
             _TORCH_NAMES.get(dtype, dtype),
             tuple(value.shape),
             tuple(value.stride()),
-            value.device.type,
+            str(value.device),
         )
     if module == "numpy" and hasattr(value, "strides"):
         dtype = value.dtype.name

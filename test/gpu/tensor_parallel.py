@@ -12,6 +12,7 @@ whole MLP (and torch's own linears' error), the shape classes it searched
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -35,7 +36,7 @@ def main(out_dir: Path) -> None:
     torch.cuda.set_device(device)
     import wsc
 
-    matmul_module = sys.modules["wsc.matmul"]
+    matmul_module = importlib.import_module("wsc.matmul")
     searched = []
     tune = matmul_module._tune
 

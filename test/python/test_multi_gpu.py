@@ -6,6 +6,7 @@ the same moment on one shared cache. Results are checked against float64
 with the outputs NaN-poisoned first. On a machine without MLIR, fill the
 cache first with test/gpu/matmul_cache.py (as for test_matmul's GPU tests)."""
 
+import importlib
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ def gpus(monkeypatch):
     """cuda:0 and cuda:1, with no call resolved yet (as in a fresh process)."""
     if _hopper_gpus() < 2:
         pytest.skip("needs two Hopper GPUs")
-    monkeypatch.setattr(sys.modules["wsc.matmul"], "_bound", {})
+    monkeypatch.setattr(importlib.import_module("wsc.matmul"), "_bound", {})
     monkeypatch.setenv("WSC_AUTOTUNE", "0")  # tuning under concurrency: the distributed test
     return torch.device("cuda", 0), torch.device("cuda", 1)
 
@@ -72,9 +73,10 @@ def test_the_second_gpu_alone(gpus, m, n, k):
 
 def test_runs_on_the_current_stream_of_its_tensors_gpu(gpus):
     """The launch follows work queued on cuda:1's current stream (a side
-    stream), while cuda:0 stays the current device: if wsc launched on
-    another stream it would read the inputs before they are written."""
-    _, second = gpus
+    stream) while cuda:0 is the current device: if wsc launched on another
+    stream (cuda:0's, or cuda:1's default) it would read the inputs before
+    they are written."""
+    first, second = gpus
     a, w = random_problem(second, 2048, 2048, 2048, seed=5)
     fresh_a = torch.randn(a.shape, device=second).half()
     out = torch.full((2048, 2048), float("nan"), device=second, dtype=torch.float16)
@@ -85,7 +87,8 @@ def test_runs_on_the_current_stream_of_its_tensors_gpu(gpus):
         out.fill_(float("nan"))
         torch.cuda._sleep(50_000_000)  # tens of milliseconds of queued work first
         a.copy_(fresh_a)
-        wsc.matmul(a, w.T, out=out)
+        with torch.cuda.device(first):
+            wsc.matmul(a, w.T, out=out)
     side.synchronize()
     assert torch.cuda.current_device() == 0
     assert_matches_float64(out, fresh_a, w.T)
@@ -145,10 +148,12 @@ def test_two_gpus_at_once_from_two_threads(gpus):
 
 def test_arguments_on_two_gpus_are_refused(gpus):
     first, second = gpus
-    a, _ = random_problem(first, 128, 128, 64, seed=1)
-    _, w = random_problem(second, 128, 128, 64, seed=2)
-    with pytest.raises(ValueError, match="same device"):
-        wsc.matmul(a, w.T)
+    a, w = random_problem(first, 128, 128, 64, seed=1)
+    with pytest.raises(ValueError, match="same device, got cuda:0 and cuda:1"):
+        wsc.matmul(a, w.to(second).T)
+    out = torch.empty((128, 128), device=second, dtype=torch.float16)
+    with pytest.raises(ValueError, match="out must be on cuda:0 like a and b, got cuda:1"):
+        wsc.matmul(a, w.T, out=out)
 
 
 def _cache_without_choices(destination: Path) -> Path:
