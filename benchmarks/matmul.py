@@ -5,26 +5,29 @@ The GPU machine has no MLIR, so the benchmark runs in two halves:
     python benchmarks/matmul.py compile DIR          # CPU machine: wsc artifacts
     python benchmarks/matmul.py run DIR --out OUT    # GPU machine: wsc.runtime + torch
 
-`compile` builds every candidate of the autotuning space (CANDIDATES) once
-per input dtype, in parallel processes, and writes one artifact directory per
-(candidate, shape): the kernel reads M, N, K at run time, so one compiled
-kernel serves every shape. It records the compile time of each pass.
+`compile` builds every candidate (the configs of wsc.matmul's spaces for
+these problems, SPACE_CANDIDATES) and every variant of the technique log
+(VARIANTS) once per input dtype, in parallel processes, and writes one
+artifact directory per (kernel, shape): the kernel reads M, N, K at run time,
+so one compiled kernel serves every shape. It records the compile time of
+each pass.
 
-`run` first tunes: each candidate runs in its own process (a failed or hung
-launch poisons its CUDA context) over every shape, is checked once per shape
-and timed; the fastest correct candidate of each shape is wsc's autotuned
-best. Each Triton config is likewise first compiled and checked on a small
-problem in a process of its own with a time limit (a first run stalled in
-the Triton phase, see BENCHMARKS.md). Then one process times, on the same
-inputs, cuBLAS (`a @ b.T` through torch.mm), Triton (the configs that passed
-their probe, the best per shape, when triton imports) and wsc's best, and
-writes results.json, results.csv, matmul.png and prints the table.
+`run` first tunes over the candidates: each runs in its own process (a
+failed or hung launch poisons its CUDA context) over every shape, is checked
+once per shape and timed; the fastest correct candidate of each shape is
+wsc's autotuned best. Each Triton config is likewise first compiled and
+checked on a small problem in a process of its own with a time limit (a
+first run stalled in the Triton phase, see BENCHMARKS.md). Then one process
+times, on the same inputs, cuBLAS (`a @ b.T` through torch.mm), Triton (the
+configs that passed their probe, the best per shape, when triton imports)
+and wsc's best, and writes results.json, results.csv, matmul.png and prints
+the table.
 
-`compare DIR A B ...` times candidates against each other in one process,
-interleaved with cuBLAS as in the final comparison, over every shape each of
-them was compiled for: what one technique gains, e.g. a candidate and its
-variant without it (the tuning times each candidate in a process of its own,
-with fewer launches).
+`compare DIR A B ...` times candidates and variants against each other in
+one process, interleaved with cuBLAS as in the final comparison, over every
+shape each of them was compiled for: what one technique gains, e.g. a
+candidate and its variant without it (the tuning times each candidate in a
+process of its own, with fewer launches).
 
 Method: C = A B^T with A [M, K] and B [N, K] ("nk"), C in the input dtype
 (fp32 accumulation everywhere); normal random inputs scaled by K^-1/4;
@@ -55,8 +58,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
-# (name, M, N, K, dtype): the issue's benchmark set. Shape and candidate
-# names are also directory names, so they keep to letters, digits, "x_-".
+from wsc.kernels.matmul.config import MatmulConfig  # noqa: E402 (after the path)
+from wsc.kernels.matmul.space import SPACES  # noqa: E402
+
+# (name, M, N, K, dtype): the issue's benchmark set.
 SHAPES = [
     ("4096x4096x4096", 4096, 4096, 4096, "f16"),
     ("8192x8192x8192", 8192, 8192, 8192, "f16"),
@@ -70,15 +75,42 @@ SHAPES = [
     ("8192x8192x8192-bf16", 8192, 8192, 8192, "bf16"),
 ]
 
+#: The spaces wsc.matmul tunes this benchmark's problems over (B as [N, K], C
+#: in the input dtype): "nk-tma" where C's rows allow a TMA store,
+#: "nk-coalesced" elsewhere (the ragged shape; its candidates are timed on
+#: every shape). Their configs are the candidates `run` tunes over, so the
+#: benchmark's best is one wsc.matmul's tuner can pick.
+BENCHMARK_SPACES = ("nk-tma", "nk-coalesced")
+
+
+def candidate_name(config: dict) -> str:
+    """A space config's name, e.g. 128x256_2g_s3_inflight_group8_persistent_tma."""
+    c = MatmulConfig(**config)
+    parts = [f"{c.block_m}x{c.block_n}_{c.num_consumer_groups}g_s{c.num_stages}"]
+    parts += ["inflight"] if c.wgmma_in_flight else []
+    parts += [f"group{c.group_m}"] if c.group_m else []
+    parts += ["persistent"] if c.persistent else []
+    parts += ["tma"] if c.tma_store else ["coalesced"] if c.coalesced_store else []
+    parts += [f"cluster{c.cluster_m}"] if c.cluster_m > 1 else []
+    return "_".join(parts)
+
+
+SPACE_CANDIDATES = {
+    candidate_name(config): config
+    for space in BENCHMARK_SPACES
+    for config in SPACES[space].configs()
+}
+
 _SEED = dict(block_m=128, block_n=128, block_k=64, num_stages=4)
 _TWO_GROUPS = dict(num_consumer_groups=2, producer="warpgroup")
-# The autotuning space: the seed, then one technique added at a time (the
-# technique log of BENCHMARKS.md compares neighbours), then tile and ring
-# variants of the best combination.
-# Candidates that lost on every shape in earlier tunings (their numbers are
-# in BENCHMARKS.md's technique log) are left out, to keep tuning within one
-# device call.
-CANDIDATES = {
+_BEST_TMA = SPACE_CANDIDATES["128x256_2g_s3_inflight_group16_persistent_tma"]
+_TMA_CLUSTER = SPACE_CANDIDATES["128x256_2g_s3_inflight_group8_persistent_tma_cluster2"]
+_COALESCED_CLUSTER = SPACE_CANDIDATES["128x256_2g_s3_group8_persistent_coalesced_cluster2"]
+#: The technique log's variants (BENCHMARKS.md compares neighbours with
+#: `compare`): the seed, one technique added or taken away at a time, and
+#: schedules that lost on every shape. Compiled with the candidates, never
+#: tuned over.
+VARIANTS = {
     "seed": dict(_SEED),
     "seed_inflight_group8": dict(_SEED, wgmma_in_flight=1, group_m=8),
     "128x256_2g_s3_inflight_group8": dict(
@@ -88,216 +120,50 @@ CANDIDATES = {
         _SEED, block_m=256, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8
     ),
     "128x256_2g_group8": dict(_SEED, block_n=256, **_TWO_GROUPS, group_m=8),
-    # Persistent kernels: with register stores, without a WGMMA group in
+    # Persistent kernels with register stores, without a WGMMA group in
     # flight (MatmulConfig: ptxas would serialize them).
-    "128x256_2g_s3_group4_persistent": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=4, persistent=True
-    ),
-    "128x256_2g_s3_group8_persistent": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True
-    ),
-    "128x256_2g_s3_group16_persistent": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=16, persistent=True
-    ),
+    **{
+        f"128x256_2g_s3_group{group}_persistent": dict(
+            _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=group, persistent=True
+        )
+        for group in (4, 8, 16)
+    },
     # Ping-pong: the two consumer groups take whole 128x128 tiles in turn, so
     # one's epilogue overlaps the other's WGMMAs.
     "128x128_pingpong_group8": dict(
         _SEED, **_TWO_GROUPS, group_m=8, persistent=True, ping_pong=True
     ),
-    # TMA-store epilogue (C staged in shared memory; N must be a multiple of
-    # 8, so not the ragged shape), also persistent with a group in flight.
-    "128x256_2g_s3_inflight_group8_tma": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        tma_store=True,
-    ),
-    "128x256_2g_s3_group8_persistent_tma": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True, tma_store=True
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_tma": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-    ),
-    "128x256_2g_s3_inflight_group16_persistent_tma": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=16,
-        persistent=True,
-        tma_store=True,
-    ),
-    "256x128_2g_s3_inflight_group8_persistent_tma": dict(
-        _SEED,
-        block_m=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-    ),
     "128x128_pingpong_group8_tma": dict(
         _SEED, **_TWO_GROUPS, group_m=8, persistent=True, ping_pong=True, tma_store=True
     ),
-    # Coalesced-store epilogue: C staged in shared memory as for TMA, then
-    # copied out by all threads, 32 consecutive elements per warp store; for
-    # C of any row length (the ragged shape), also timed where TMA could
-    # store C, against the two other epilogues.
-    "128x256_2g_s3_group8_persistent_coalesced": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_coalesced": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-    ),
-    "128x256_2g_s3_inflight_group8_coalesced": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        coalesced_store=True,
-    ),
-    # setmaxnreg's share: two candidates above built without it, every
-    # warpgroup keeping the 168 registers a 384-thread block starts with: the
-    # persistent 8192^3 winner, which fits them (159), and the unrolled kernel,
-    # which spills at 168 (ptxas: 304 bytes a thread).
+    # setmaxnreg's share: every warpgroup keeps the 168 registers a
+    # 384-thread block starts with: the persistent winner fits them, the
+    # unrolled kernel spills.
     "128x256_2g_s3_inflight_group16_persistent_tma_keep_registers": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=16,
-        persistent=True,
-        tma_store=True,
-        rebalance_registers=False,
+        _BEST_TMA, rebalance_registers=False
     ),
     "128x256_2g_s3_inflight_group8_tma_keep_registers": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        tma_store=True,
-        rebalance_registers=False,
+        SPACE_CANDIDATES["128x256_2g_s3_inflight_group8_tma"], rebalance_registers=False
     ),
-    # Clusters of two blocks along M sharing B's tile by multicast (half of
-    # B's L2 reads per block).
-    "128x256_2g_s3_group8_persistent_tma_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_tma_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_group8_persistent_coalesced_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-        cluster_m=2,
-    ),
+    # Clusters without a WGMMA group in flight (TMA store), and with one
+    # (coalesced store).
+    "128x256_2g_s3_group8_persistent_tma_cluster2": dict(_TMA_CLUSTER, wgmma_in_flight=0),
     "128x256_2g_s3_inflight_group8_persistent_coalesced_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_inflight_group8_tma_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        tma_store=True,
-        cluster_m=2,
+        _COALESCED_CLUSTER, wgmma_in_flight=1
     ),
     # One release per consumer warp instead of per thread (8 arrivals a stage
     # instead of 256, 16 instead of 512 in a cluster), on the winners.
-    "128x256_2g_s3_inflight_group16_persistent_tma_warp_release": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=16,
-        persistent=True,
-        tma_store=True,
-        release="warp",
-    ),
+    "128x256_2g_s3_inflight_group16_persistent_tma_warp_release": dict(_BEST_TMA, release="warp"),
     "128x256_2g_s3_group8_persistent_tma_cluster2_warp_release": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-        cluster_m=2,
-        release="warp",
+        _TMA_CLUSTER, wgmma_in_flight=0, release="warp"
     ),
     "128x256_2g_s3_group8_persistent_coalesced_cluster2_warp_release": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-        cluster_m=2,
-        release="warp",
+        _COALESCED_CLUSTER, release="warp"
     ),
 }
+#: Every kernel `compile` builds; shape and candidate names are also directory
+#: names, so they keep to letters, digits, "x_-".
+CANDIDATES = {**SPACE_CANDIDATES, **VARIANTS}
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, how C is
 # stored): "masked" (pointer stores) or "tma" (a TMA descriptor), with the
@@ -340,13 +206,8 @@ def _compile_candidate(job: tuple[str, dict, str, str]) -> dict:
 
     from wsc.compiler import CompileError, compile_module
     from wsc.dialect import make_context
-    from wsc.kernels.matmul import (
-        MatmulConfig,
-        MatmulProblem,
-        build_matmul,
-        specialization_passes,
-        write_matmul_artifact,
-    )
+    from wsc.kernels.matmul.build import build_matmul, specialization_passes, write_matmul_artifact
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     config = MatmulConfig(**config_values)
     problem = MatmulProblem(dtype=dtype, out_dtype=dtype, b_layout="nk")
@@ -400,7 +261,8 @@ def compile_all(out: Path, jobs: int) -> int:
         )
     print(f"{len(work)} kernels in {wall:.1f} s wall with {jobs} processes")
     index = {
-        "candidates": CANDIDATES,
+        "candidates": SPACE_CANDIDATES,
+        "variants": VARIANTS,
         "compile": reports,
         "compile_wall_s": round(wall, 2),
         "jobs": jobs,
@@ -1050,8 +912,9 @@ def compare(artifacts: Path, names: list[str], json_path: Path) -> int:
     first. Writes every record to `json_path`."""
     import torch
 
-    candidates = json.loads((artifacts / "index.json").read_text())["candidates"]
-    unknown = [name for name in names if name not in candidates]
+    index = json.loads((artifacts / "index.json").read_text())
+    kernels = {**index["candidates"], **index.get("variants", {})}
+    unknown = [name for name in names if name not in kernels]
     if unknown:
         raise SystemExit(f"not a candidate of {artifacts}: {', '.join(unknown)}")
     rows = []

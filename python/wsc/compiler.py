@@ -3,7 +3,7 @@
     result = compile_module(module, passes, dump_dir)   # wsc passes, then PTX
     write_artifact(out_dir, result, sizes, grid_tiles, problem, config)
 
-Kernels build on it (`wsc.kernels.matmul.compile_matmul`, `wsc.builder`).
+Kernels build on it (`wsc.kernels.matmul.build.compile_matmul`, `wsc.builder`).
 
 Each pass runs in its own PassManager so the driver can time it, summarise the
 IR after it and dump that IR (`dump_dir`); the stages are the ones

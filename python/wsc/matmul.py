@@ -40,7 +40,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from wsc.kernels.matmul_spaces import DEFAULT_CONFIGS, SPACES
+from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SPACES
 from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN
 from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from wsc.compiler import CompileError
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
+from wsc.kernels.matmul.build import compile_matmul
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.runtime import load_artifact
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

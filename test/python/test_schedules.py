@@ -17,13 +17,8 @@ from wsc.codegen import find_ptxas
 from wsc.compiler import compile_module
 from wsc.dialect import make_context
 from wsc.ir_utils import constant_int
-from wsc.kernels.matmul import (
-    MatmulConfig,
-    MatmulProblem,
-    build_matmul,
-    compile_matmul,
-    specialization_passes,
-)
+from wsc.kernels.matmul.build import build_matmul, compile_matmul, specialization_passes
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.protocol import check_protocol
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,6 @@
 """The config spaces wsc.matmul tunes over, and the kernel function they are
-spaces of. A module of its own, without MLIR at import: the autotuner keys
+spaces of; benchmarks/matmul.py tunes over the same configs. A module of its
+own, without MLIR at import: the autotuner keys
 compiled kernels by this file's source (with the compiler's), so the API
 around it (wsc.matmul) can change without invalidating them.
 """
@@ -26,13 +27,14 @@ def matmul_kernel(
     coalesced_store: bool = False,
     cluster_m: int = 1,
 ):
-    """The matmul kernel of wsc.kernels.matmul for one config, specialized and
-    ready to compile (a wsc.builder.Kernel)."""
+    """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
+    and ready to compile (a wsc.builder.Kernel)."""
     from mlir import ir
 
     from wsc.builder import Kernel
     from wsc.dialect import make_context
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+    from wsc.kernels.matmul.build import build_matmul
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     problem = MatmulProblem(dtype, out_dtype, b_layout)
     config = MatmulConfig(
