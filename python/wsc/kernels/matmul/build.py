@@ -316,20 +316,12 @@ def write_matmul_artifact(
     reads its sizes at run time, so one CompileResult serves every shape
     whose TMA row strides are legal."""
     check_tma_strides(k, n, problem, config)
-    problem_json = {
-        "m": m,
-        "n": n,
-        "k": k,
-        "dtype": problem.dtype,
-        "out_dtype": problem.out_dtype,
-        "b_layout": problem.b_layout,
-    }
     return write_artifact(
         out_dir,
         result,
         {"m": m, "n": n, "k": k},
         (("m", config.block_m), ("n", config.block_n)),
-        problem_json,
         config.as_dict(),
         persistent=config.persistent,
+        check="matmul",
     )

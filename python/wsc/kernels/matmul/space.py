@@ -62,6 +62,7 @@ def matmul_kernel(
         grid=(("m", block_m), ("n", block_n)),
         unroll=not persistent,
         persistent=persistent,
+        check="matmul",
     )
     return simple.warp_specialize(
         num_stages=num_stages,
