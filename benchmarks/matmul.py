@@ -17,7 +17,7 @@ failed or hung launch poisons its CUDA context) over every shape, is checked
 once per shape and timed; the fastest correct candidate of each shape is
 wsc's autotuned best. Each Triton config is likewise first compiled and
 checked on a small problem in a process of its own with a time limit (a
-first run stalled in the Triton phase, see BENCHMARKS.md). Then one process
+config can stall Triton's compiler: results/h200-triton-ws-probe.txt). Then one process
 times, on the same inputs, cuBLAS (`a @ b.T` through torch.mm), Triton (the
 configs that passed their probe, the best per shape, when triton imports)
 and wsc's best, and writes results.json, results.csv, matmul.png and prints
@@ -172,8 +172,8 @@ CANDIDATES = {**SPACE_CANDIDATES, **VARIANTS}
 # descriptors itself (tl.make_tensor_descriptor). Triton 3.6's Hopper
 # warp-specialization pass fails on the notes' best config, (128, 256, 64, 3,
 # 4, warp-specialized), in the host-descriptor kernel (UNREACHABLE in
-# WSDataPartition with a TMA store; no answer within 90 s with masked stores,
-# 2026-11-30, see BENCHMARKS.md) and compiles it in the flat one. A TMA store
+# WSDataPartition with a TMA store; no answer within 90 s with masked stores:
+# results/h200-triton-ws-probe.txt) and compiles it in the flat one. A TMA store
 # needs C's rows 16-byte aligned, so those configs skip the ragged shape.
 TRITON_CONFIGS = [
     (128, 256, 64, 3, 8, True, "masked"),
@@ -591,8 +591,9 @@ if triton is not None:
         TMA descriptors made in the kernel: the form Triton 3.6's Hopper
         warp specialization compiles with 4 warps and 128x256 tiles. The
         tile loop is written out rather than taken from _triton_tile because
-        this is the form that was checked on the GPU; whether the helper or
-        the host-made descriptors break the pass was not isolated. With B_KN,
+        this is the form that compiles (results/h200-triton-ws-probe.txt);
+        whether the helper or the host-made descriptors break the pass was
+        not isolated. With B_KN,
         B is a row-major [K, N] (C = A B)."""
         a_desc = tl.make_tensor_descriptor(
             a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K]
@@ -764,6 +765,9 @@ def _environment(torch) -> dict:
         "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
         "fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
         "python": sys.version.split()[0],
+        # What produced a results file: it states its commit and command.
+        "commit": _commit(),
+        "command": " ".join(sys.argv),
     }
     try:
         query = subprocess.run(
@@ -780,6 +784,29 @@ def _environment(torch) -> dict:
     except (OSError, subprocess.TimeoutExpired) as error:
         env["nvidia_smi"] = f"unavailable: {error}"
     return env
+
+
+def _commit() -> str:
+    """The checkout's commit (with "+changes" when the tree differs), or "not
+    recorded" where there is no git (a copied tree)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "not recorded"
+    if head.returncode != 0:
+        return "not recorded"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def _best_candidates(records: list[dict]) -> dict[str, dict]:

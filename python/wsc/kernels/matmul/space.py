@@ -74,8 +74,9 @@ def matmul_kernel(
 
 _TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent"
 _CLUSTERED_TILES = _TILES + ", cluster_m"
-#: The config space per B layout: the tiles and schedules BENCHMARKS.md measured
-#: best on the H200 (one WGMMA group in flight, or persistent without one),
+#: The config space per B layout: the tiles and schedules fastest on the H200
+#: (BENCHMARKS.md; the tuning is in benchmarks/results/comparison-log.txt): one
+#: WGMMA group in flight, or persistent without one,
 #: each with and without the grouped tile order, which pays off on large
 #: problems and costs a few percent at short K. A "kn" B stage is [64 (K),
 #: block_n], and a TMA box row is at most 128 bytes, so "kn" tiles are 64 wide
