@@ -210,7 +210,11 @@ def _graph(torch, call, sets, calls):
 
 
 def _triton_call(torch, layout):
-    from matmul import TRITON_GROUP_M, bench_triton_matmul_device, use_scratch_once_per_size
+    from matmul_baselines import (
+        TRITON_GROUP_M,
+        bench_triton_matmul_device,
+        use_scratch_once_per_size,
+    )
 
     use_scratch_once_per_size(torch)
 
