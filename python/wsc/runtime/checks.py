@@ -33,12 +33,20 @@ class Check(Protocol):
     A factory builds one from an artifact, raising ArtifactError when the
     artifact does not describe that kind of kernel."""
 
-    #: The scale of the normal random inputs.
-    input_scale: float
-    #: The relative error allowed.
-    tolerance: float
-    #: Floating-point operations of one launch, for TFLOP/s (None: not reported).
-    flops: float | None
+    @property
+    def input_scale(self) -> float:
+        """The scale of the normal random inputs."""
+        ...
+
+    @property
+    def tolerance(self) -> float:
+        """The relative error allowed."""
+        ...
+
+    @property
+    def flops(self) -> float | None:
+        """Floating-point operations of one launch, for TFLOP/s (None: not reported)."""
+        ...
 
     def describe(self) -> dict[str, Any]:
         """The problem, as the report's first keys."""

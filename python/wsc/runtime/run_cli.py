@@ -55,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="run on this size instead of the artifact's (e.g. --size m=4096)",
     )
-    parser.add_argument("--check", action="store_true", help="compare with a float64 reference")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare with the float64 reference of the check the artifact declares",
+    )
     parser.add_argument("--bench", action="store_true", help="time the kernel with CUDA events")
     parser.add_argument(
         "--seed", type=int, default=0, help="random seed for the inputs (default 0)"
