@@ -5,26 +5,34 @@ The GPU machine has no MLIR, so the benchmark runs in two halves:
     python benchmarks/matmul.py compile DIR          # CPU machine: wsc artifacts
     python benchmarks/matmul.py run DIR --out OUT    # GPU machine: wsc.runtime + torch
 
-`compile` builds every candidate of the autotuning space (CANDIDATES) once
-per input dtype, in parallel processes, and writes one artifact directory per
-(candidate, shape): the kernel reads M, N, K at run time, so one compiled
-kernel serves every shape. It records the compile time of each pass.
+`compile` builds every candidate (the configs of wsc.matmul's spaces for
+these problems, SPACE_CANDIDATES) and every variant of the technique log
+(VARIANTS) once per input dtype, in parallel processes, and writes one
+artifact directory per (kernel, shape): the kernel reads M, N, K at run time,
+so one compiled kernel serves every shape. It records the compile time of
+each pass.
 
-`run` first tunes: each candidate runs in its own process (a failed or hung
-launch poisons its CUDA context) over every shape, is checked once per shape
-and timed; the fastest correct candidate of each shape is wsc's autotuned
-best. Each Triton config is likewise first compiled and checked on a small
-problem in a process of its own with a time limit (a first run stalled in
-the Triton phase, see BENCHMARKS.md). Then one process times, on the same
-inputs, cuBLAS (`a @ b.T` through torch.mm), Triton (the configs that passed
-their probe, the best per shape, when triton imports) and wsc's best, and
-writes results.json, results.csv, matmul.png and prints the table.
+`run` first tunes over the candidates: each runs in its own process (a
+failed or hung launch poisons its CUDA context) over every shape, is checked
+once per shape and timed; the fastest correct candidate of each shape is
+wsc's autotuned best. Each Triton config is likewise first compiled and
+checked on a small problem in a process of its own with a time limit (a
+config can stall Triton's compiler: results/h200-triton-ws-probe.txt). Then one process
+times, on the same inputs, cuBLAS (`a @ b.T` through torch.mm), Triton (the
+configs that passed their probe, the best per shape, when triton imports)
+and wsc's best, and writes results.json, results.csv, matmul.png and prints
+the table.
 
-`compare DIR A B ...` times candidates against each other in one process,
-interleaved with cuBLAS as in the final comparison, over every shape each of
-them was compiled for: what one technique gains, e.g. a candidate and its
-variant without it (the tuning times each candidate in a process of its own,
-with fewer launches).
+`compare DIR A B ...` times candidates and variants against each other in
+one process, interleaved with cuBLAS as in the final comparison, over every
+shape each of them was compiled for: what one technique gains, e.g. a
+candidate and its variant without it (the tuning times each candidate in a
+process of its own, with fewer launches).
+
+The benchmark's modules: matmul_candidates.py (shapes, candidates and
+variants), matmul_harness.py (inputs, timing, checks, the environment a
+results file records), matmul_baselines.py (cuBLAS and Triton) and
+matmul_report.py (table, CSV, plot); this file is the command line.
 
 Method: C = A B^T with A [M, K] and B [N, K] ("nk"), C in the input dtype
 (fp32 accumulation everywhere); normal random inputs scaled by K^-1/4;
@@ -39,294 +47,43 @@ columns compared with a float64 reference (relative Frobenius error).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "python"))
+# The benchmark's modules sit beside this script.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# (name, M, N, K, dtype): the issue's benchmark set. Shape and candidate
-# names are also directory names, so they keep to letters, digits, "x_-".
-SHAPES = [
-    ("4096x4096x4096", 4096, 4096, 4096, "f16"),
-    ("8192x8192x8192", 8192, 8192, 8192, "f16"),
-    ("16384x16384x8192", 16384, 16384, 8192, "f16"),
-    ("8192x8192x1024", 8192, 8192, 1024, "f16"),
-    ("llm-8192x4096x4096", 8192, 4096, 4096, "f16"),
-    ("llm-8192x14336x4096", 8192, 14336, 4096, "f16"),
-    ("llm-8192x4096x14336", 8192, 4096, 14336, "f16"),
-    ("llm-8192x28672x8192", 8192, 28672, 8192, "f16"),
-    ("ragged-8191x8193x8200", 8191, 8193, 8200, "f16"),
-    ("8192x8192x8192-bf16", 8192, 8192, 8192, "bf16"),
-]
+from matmul_baselines import (  # noqa: E402 (after the path)
+    TRITON_CONFIGS,
+    cublas_method,
+    triton,
+    triton_method,
+)
+from matmul_candidates import CANDIDATES, SHAPES, SPACE_CANDIDATES, VARIANTS  # noqa: E402
+from matmul_harness import (  # noqa: E402
+    FINAL,
+    SAMPLED,
+    SEED,
+    TOLERANCE,
+    TUNE,
+    Inputs,
+    Shape,
+    checked,
+    environment,
+    shapes,
+    time_together,
+    wsc_method,
+)
+from matmul_report import format_table, plot, row_line, write_csv  # noqa: E402
 
-_SEED = dict(block_m=128, block_n=128, block_k=64, num_stages=4)
-_TWO_GROUPS = dict(num_consumer_groups=2, producer="warpgroup")
-# The autotuning space: the seed, then one technique added at a time (the
-# technique log of BENCHMARKS.md compares neighbours), then tile and ring
-# variants of the best combination.
-# Candidates that lost on every shape in earlier tunings (their numbers are
-# in BENCHMARKS.md's technique log) are left out, to keep tuning within one
-# device call.
-CANDIDATES = {
-    "seed": dict(_SEED),
-    "seed_inflight_group8": dict(_SEED, wgmma_in_flight=1, group_m=8),
-    "128x256_2g_s3_inflight_group8": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8
-    ),
-    "256x128_2g_inflight_group8": dict(
-        _SEED, block_m=256, **_TWO_GROUPS, wgmma_in_flight=1, group_m=8
-    ),
-    "128x256_2g_group8": dict(_SEED, block_n=256, **_TWO_GROUPS, group_m=8),
-    # Persistent kernels: with register stores, without a WGMMA group in
-    # flight (MatmulConfig: ptxas would serialize them).
-    "128x256_2g_s3_group4_persistent": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=4, persistent=True
-    ),
-    "128x256_2g_s3_group8_persistent": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True
-    ),
-    "128x256_2g_s3_group16_persistent": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=16, persistent=True
-    ),
-    # Ping-pong: the two consumer groups take whole 128x128 tiles in turn, so
-    # one's epilogue overlaps the other's WGMMAs.
-    "128x128_pingpong_group8": dict(
-        _SEED, **_TWO_GROUPS, group_m=8, persistent=True, ping_pong=True
-    ),
-    # TMA-store epilogue (C staged in shared memory; N must be a multiple of
-    # 8, so not the ragged shape), also persistent with a group in flight.
-    "128x256_2g_s3_inflight_group8_tma": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        tma_store=True,
-    ),
-    "128x256_2g_s3_group8_persistent_tma": dict(
-        _SEED, block_n=256, num_stages=3, **_TWO_GROUPS, group_m=8, persistent=True, tma_store=True
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_tma": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-    ),
-    "128x256_2g_s3_inflight_group16_persistent_tma": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=16,
-        persistent=True,
-        tma_store=True,
-    ),
-    "256x128_2g_s3_inflight_group8_persistent_tma": dict(
-        _SEED,
-        block_m=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-    ),
-    "128x128_pingpong_group8_tma": dict(
-        _SEED, **_TWO_GROUPS, group_m=8, persistent=True, ping_pong=True, tma_store=True
-    ),
-    # Coalesced-store epilogue: C staged in shared memory as for TMA, then
-    # copied out by all threads, 32 consecutive elements per warp store; for
-    # C of any row length (the ragged shape), also timed where TMA could
-    # store C, against the two other epilogues.
-    "128x256_2g_s3_group8_persistent_coalesced": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_coalesced": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-    ),
-    "128x256_2g_s3_inflight_group8_coalesced": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        coalesced_store=True,
-    ),
-    # setmaxnreg's share: two candidates above built without it, every
-    # warpgroup keeping the 168 registers a 384-thread block starts with: the
-    # persistent 8192^3 winner, which fits them (159), and the unrolled kernel,
-    # which spills at 168 (ptxas: 304 bytes a thread).
-    "128x256_2g_s3_inflight_group16_persistent_tma_keep_registers": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=16,
-        persistent=True,
-        tma_store=True,
-        rebalance_registers=False,
-    ),
-    "128x256_2g_s3_inflight_group8_tma_keep_registers": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        tma_store=True,
-        rebalance_registers=False,
-    ),
-    # Clusters of two blocks along M sharing B's tile by multicast (half of
-    # B's L2 reads per block).
-    "128x256_2g_s3_group8_persistent_tma_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_tma_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_group8_persistent_coalesced_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_inflight_group8_persistent_coalesced_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-        cluster_m=2,
-    ),
-    "128x256_2g_s3_inflight_group8_tma_cluster2": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=8,
-        tma_store=True,
-        cluster_m=2,
-    ),
-    # One release per consumer warp instead of per thread (8 arrivals a stage
-    # instead of 256, 16 instead of 512 in a cluster), on the winners.
-    "128x256_2g_s3_inflight_group16_persistent_tma_warp_release": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        wgmma_in_flight=1,
-        group_m=16,
-        persistent=True,
-        tma_store=True,
-        release="warp",
-    ),
-    "128x256_2g_s3_group8_persistent_tma_cluster2_warp_release": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        tma_store=True,
-        cluster_m=2,
-        release="warp",
-    ),
-    "128x256_2g_s3_group8_persistent_coalesced_cluster2_warp_release": dict(
-        _SEED,
-        block_n=256,
-        num_stages=3,
-        **_TWO_GROUPS,
-        group_m=8,
-        persistent=True,
-        coalesced_store=True,
-        cluster_m=2,
-        release="warp",
-    ),
-}
-
-# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, warp-specialized loop, how C is
-# stored): "masked" (pointer stores) or "tma" (a TMA descriptor), with the
-# descriptors of A and B made on the host and the tile order in a helper;
-# "device-tma" and "device-masked" are a flat kernel that makes its
-# descriptors itself (tl.make_tensor_descriptor). Triton 3.6's Hopper
-# warp-specialization pass fails on the notes' best config, (128, 256, 64, 3,
-# 4, warp-specialized), in the host-descriptor kernel (UNREACHABLE in
-# WSDataPartition with a TMA store; no answer within 90 s with masked stores,
-# 2026-11-30, see BENCHMARKS.md) and compiles it in the flat one. A TMA store
-# needs C's rows 16-byte aligned, so those configs skip the ragged shape.
-TRITON_CONFIGS = [
-    (128, 256, 64, 3, 8, True, "masked"),
-    (128, 256, 64, 3, 8, False, "masked"),
-    (128, 256, 64, 3, 8, True, "tma"),
-    (128, 128, 64, 4, 4, False, "tma"),
-    (128, 128, 64, 4, 4, False, "masked"),
-    (128, 256, 64, 3, 4, True, "device-tma"),
-    (128, 256, 64, 3, 4, True, "device-masked"),
-]
-TRITON_GROUP_M = 8
-
-TUNE = dict(warmup=3, iters=10, sets=2)
-FINAL = dict(warmup=5, iters=30, sets=3)
-SAMPLED = 64  # rows and columns compared with the float64 reference
-SEED = 0
 TUNE_TIMEOUT_S = 150  # one candidate over every shape
 TRITON_PROBE_TIMEOUT_S = 60  # one Triton config: compile and check, both dtypes (~5 s)
-LAUNCH_TIMEOUT_S = 30
 
 
 # ----------------------------------------------------------------------------
@@ -340,13 +97,8 @@ def _compile_candidate(job: tuple[str, dict, str, str]) -> dict:
 
     from wsc.compiler import CompileError, compile_module
     from wsc.dialect import make_context
-    from wsc.kernels.matmul import (
-        MatmulConfig,
-        MatmulProblem,
-        build_matmul,
-        specialization_passes,
-        write_matmul_artifact,
-    )
+    from wsc.kernels.matmul.build import build_matmul, specialization_passes, write_matmul_artifact
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     config = MatmulConfig(**config_values)
     problem = MatmulProblem(dtype=dtype, out_dtype=dtype, b_layout="nk")
@@ -400,7 +152,8 @@ def compile_all(out: Path, jobs: int) -> int:
         )
     print(f"{len(work)} kernels in {wall:.1f} s wall with {jobs} processes")
     index = {
-        "candidates": CANDIDATES,
+        "candidates": SPACE_CANDIDATES,
+        "variants": VARIANTS,
         "compile": reports,
         "compile_wall_s": round(wall, 2),
         "jobs": jobs,
@@ -413,134 +166,6 @@ def compile_all(out: Path, jobs: int) -> int:
 # run (GPU machine; needs torch and wsc.runtime only)
 
 
-@dataclass
-class Shape:
-    name: str
-    m: int
-    n: int
-    k: int
-    dtype: str
-
-    @property
-    def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
-
-
-def _shapes() -> list[Shape]:
-    return [Shape(*row) for row in SHAPES]
-
-
-class Inputs:
-    """`sets` random (A, B) pairs and one C per set, all on the GPU."""
-
-    def __init__(self, torch, shape: Shape, sets: int, seed: int):
-        self.torch = torch
-        self.shape = shape
-        dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[shape.dtype]
-        generator = torch.Generator(device="cuda").manual_seed(seed)
-        scale = shape.k**-0.25  # keeps C's entries near unit variance
-        self.sets = []
-        for _ in range(sets):
-            a = torch.randn(shape.m, shape.k, device="cuda", generator=generator) * scale
-            b = torch.randn(shape.n, shape.k, device="cuda", generator=generator) * scale
-            c = torch.empty(shape.m, shape.n, device="cuda", dtype=dtype)
-            self.sets.append((a.to(dtype), b.to(dtype), c))
-        rows = torch.randperm(shape.m, generator=torch.Generator().manual_seed(seed))[:SAMPLED]
-        cols = torch.randperm(shape.n, generator=torch.Generator().manual_seed(seed + 1))[:SAMPLED]
-        # The last rows and columns too: ragged edges are where tiles go wrong.
-        self.rows = torch.unique(torch.cat([rows, torch.arange(max(0, shape.m - 8), shape.m)]))
-        self.cols = torch.unique(torch.cat([cols, torch.arange(max(0, shape.n - 8), shape.n)]))
-        a, b, _ = self.sets[0]
-        a64, b64 = a.double(), b.double()
-        self.ref_rows = a64[self.rows.cuda()] @ b64.T
-        self.ref_cols = a64 @ b64[self.cols.cuda()].T
-
-    def check(self, run_once) -> dict:
-        """Poison C of set 0, run once, compare with the float64 reference."""
-        torch = self.torch
-        a, b, c = self.sets[0]
-        c.fill_(float("nan"))
-        run_once(a, b, c)
-        torch.cuda.synchronize()
-        nan_count = int(torch.isnan(c).sum())
-        got_rows = c[self.rows.cuda()].double()
-        got_cols = c[:, self.cols.cuda()].double()
-        error = float(
-            ((got_rows - self.ref_rows) ** 2).sum() + ((got_cols - self.ref_cols) ** 2).sum()
-        )
-        norm = float((self.ref_rows**2).sum() + (self.ref_cols**2).sum())
-        rel_err = math.sqrt(error / norm) if norm else math.sqrt(error)
-        tolerance = TOLERANCE[self.shape.dtype]
-        ok = nan_count == 0 and math.isfinite(rel_err) and rel_err <= tolerance
-        return {
-            "ok": ok,
-            "rel_err": rel_err if math.isfinite(rel_err) else None,
-            "nan_count": nan_count,
-            "tol": tolerance,
-        }
-
-    def time(self, methods: list, warmup: int, iters: int) -> list[float]:
-        """Median ms of each method's `iters` launches; methods[j][i]()
-        launches method j on input set i. The methods take turns launch by
-        launch, so each sees the same clocks and temperature (timed one
-        after another, the last one ran on a hotter GPU: see BENCHMARKS.md),
-        and consecutive launches use different input sets."""
-        torch = self.torch
-        sets = len(methods[0])
-        # Launch number `launch` uses set launch % sets, so no launch follows
-        # one on its own inputs, which would find part of them in L2.
-        for i in range(warmup):
-            for j, launchers in enumerate(methods):
-                launchers[(i * len(methods) + j) % sets]()
-        torch.cuda.synchronize()
-        events = [
-            [
-                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                for _ in range(iters)
-            ]
-            for _ in methods
-        ]
-        for i in range(iters):
-            for j, (launchers, pairs) in enumerate(zip(methods, events, strict=True)):
-                start, end = pairs[i]
-                start.record()
-                launchers[(i * len(methods) + j) % sets]()
-                end.record()
-        torch.cuda.synchronize()
-        return [_median([start.elapsed_time(end) for start, end in pairs]) for pairs in events]
-
-
-def _median(values: list[float]) -> float:
-    values = sorted(values)
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else 0.5 * (values[middle - 1] + values[middle])
-
-
-# The output dtype is the input dtype; its rounding alone is ~3e-4 (f16), ~3e-3 (bf16).
-TOLERANCE = {"f16": 1e-3, "bf16": 1e-2}
-
-
-def _wsc_method(torch, artifact_dir: Path, inputs: Inputs):
-    """(run_once(a, b, c), launchers per input set) of a wsc artifact."""
-    from wsc.runtime import Kernel
-
-    kernel = Kernel(artifact_dir)
-
-    def run_once(a, b, c):
-        kernel.launch(a=a, b=b, c=c)
-        kernel.synchronize(timeout_s=LAUNCH_TIMEOUT_S)
-
-    prepared = [kernel.prepare(a=a, b=b, c=c) for a, b, c in inputs.sets]
-    return run_once, [p.launch for p in prepared], kernel
-
-
-def _cublas_method(torch, inputs: Inputs):
-    def run_once(a, b, c):
-        torch.mm(a, b.T, out=c)
-
-    return run_once, [lambda a=a, b=b, c=c: torch.mm(a, b.T, out=c) for a, b, c in inputs.sets]
-
-
 def tune_one(artifacts: Path, candidate: str, out_json: Path) -> int:
     """One candidate over every shape: check once, time, and time cuBLAS on
     the same inputs (a same-process reference); one JSON line per shape."""
@@ -550,18 +175,18 @@ def tune_one(artifacts: Path, candidate: str, out_json: Path) -> int:
 
     out_json.parent.mkdir(parents=True, exist_ok=True)
     with out_json.open("w") as sink:
-        for shape in _shapes():
+        for shape in shapes():
             directory = artifacts / candidate / shape.name
             if not (directory / "kernel.json").exists():
                 continue
             record = {"candidate": candidate, "shape": shape.name}
             try:
                 inputs = Inputs(torch, shape, TUNE["sets"], SEED)
-                run_once, launchers, _ = _wsc_method(torch, directory, inputs)
+                run_once, launchers, _ = wsc_method(torch, directory, inputs)
                 record.update(inputs.check(run_once))
                 if record["ok"]:
                     ms, cublas_ms = inputs.time(
-                        [launchers, _cublas_method(torch, inputs)[1]], TUNE["warmup"], TUNE["iters"]
+                        [launchers, cublas_method(torch, inputs)[1]], TUNE["warmup"], TUNE["iters"]
                     )
                     record.update(
                         ms=ms,
@@ -615,236 +240,6 @@ def _tune_all(artifacts: Path, work: Path) -> list[dict]:
     return records
 
 
-try:  # Triton is optional: without it the Triton column reads n/a.
-    import triton
-    import triton.language as tl
-except ImportError:
-    triton = None
-
-if triton is not None:
-
-    @triton.jit
-    def _triton_tile(
-        a_desc,
-        b_desc,
-        M,
-        N,
-        K,
-        BLOCK_M: tl.constexpr,
-        BLOCK_N: tl.constexpr,
-        BLOCK_K: tl.constexpr,
-        GROUP_M: tl.constexpr,
-        STAGES: tl.constexpr,
-        SPECIALIZE: tl.constexpr,
-    ):
-        """(row0, col0, acc) of this program's tile: grouped tile order, the K
-        loop over TMA-descriptor loads."""
-        block = tl.program_id(0)
-        tiles_m = tl.cdiv(M, BLOCK_M)
-        tiles_n = tl.cdiv(N, BLOCK_N)
-        group_size = GROUP_M * tiles_n
-        first_row = block // group_size * GROUP_M
-        rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
-        in_group = block % group_size
-        row0 = (first_row + in_group % rows_in_group) * BLOCK_M
-        col0 = (in_group // rows_in_group) * BLOCK_N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES, warp_specialize=SPECIALIZE):
-            a = a_desc.load([row0, kt * BLOCK_K])
-            b = b_desc.load([col0, kt * BLOCK_K])
-            acc = tl.dot(a, b.T, acc)
-        return row0, col0, acc
-
-    @triton.jit
-    def bench_triton_matmul(
-        a_desc,
-        b_desc,
-        c_ptr,
-        M,
-        N,
-        K,
-        ldc,
-        BLOCK_M: tl.constexpr,
-        BLOCK_N: tl.constexpr,
-        BLOCK_K: tl.constexpr,
-        GROUP_M: tl.constexpr,
-        STAGES: tl.constexpr,
-        SPECIALIZE: tl.constexpr,
-    ):
-        """C = A B^T, TMA-descriptor loads, masked stores of C."""
-        row0, col0, acc = _triton_tile(
-            a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, SPECIALIZE
-        )
-        rows = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
-        cols = col0 + tl.arange(0, BLOCK_N)
-        inside = (rows[:, None] < M) & (cols[None, :] < N)
-        tl.store(
-            c_ptr + rows[:, None] * ldc + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=inside
-        )
-
-    @triton.jit
-    def bench_triton_matmul_tma_store(
-        a_desc,
-        b_desc,
-        c_desc,
-        M,
-        N,
-        K,
-        BLOCK_M: tl.constexpr,
-        BLOCK_N: tl.constexpr,
-        BLOCK_K: tl.constexpr,
-        GROUP_M: tl.constexpr,
-        STAGES: tl.constexpr,
-        SPECIALIZE: tl.constexpr,
-        OUT_BF16: tl.constexpr,
-    ):
-        """C = A B^T, TMA-descriptor loads and store of C."""
-        row0, col0, acc = _triton_tile(
-            a_desc, b_desc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, SPECIALIZE
-        )
-        if OUT_BF16:
-            c_desc.store([row0, col0], acc.to(tl.bfloat16))
-        else:
-            c_desc.store([row0, col0], acc.to(tl.float16))
-
-    @triton.jit
-    def bench_triton_matmul_device(
-        a_ptr,
-        b_ptr,
-        c_ptr,
-        M,
-        N,
-        K,
-        ldc,
-        BLOCK_M: tl.constexpr,
-        BLOCK_N: tl.constexpr,
-        BLOCK_K: tl.constexpr,
-        GROUP_M: tl.constexpr,
-        STAGES: tl.constexpr,
-        SPECIALIZE: tl.constexpr,
-        TMA_STORE: tl.constexpr,
-        B_KN: tl.constexpr = False,
-    ):
-        """C = A B^T in one function, the tile order of _triton_tile, with the
-        TMA descriptors made in the kernel: the form Triton 3.6's Hopper
-        warp specialization compiles with 4 warps and 128x256 tiles. The
-        tile loop is written out rather than taken from _triton_tile because
-        this is the form that was checked on the GPU; whether the helper or
-        the host-made descriptors break the pass was not isolated. With B_KN,
-        B is a row-major [K, N] (C = A B)."""
-        a_desc = tl.make_tensor_descriptor(
-            a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K]
-        )
-        if B_KN:
-            b_desc = tl.make_tensor_descriptor(
-                b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N]
-            )
-        else:
-            b_desc = tl.make_tensor_descriptor(
-                b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K]
-            )
-        block = tl.program_id(0)
-        tiles_m = tl.cdiv(M, BLOCK_M)
-        tiles_n = tl.cdiv(N, BLOCK_N)
-        group_size = GROUP_M * tiles_n
-        first_row = block // group_size * GROUP_M
-        rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
-        in_group = block % group_size
-        row0 = (first_row + in_group % rows_in_group) * BLOCK_M
-        col0 = (in_group // rows_in_group) * BLOCK_N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES, warp_specialize=SPECIALIZE):
-            a = a_desc.load([row0, kt * BLOCK_K])
-            if B_KN:
-                acc = tl.dot(a, b_desc.load([kt * BLOCK_K, col0]), acc)
-            else:
-                acc = tl.dot(a, b_desc.load([col0, kt * BLOCK_K]).T, acc)
-        if TMA_STORE:
-            c_desc = tl.make_tensor_descriptor(
-                c_ptr, shape=[M, N], strides=[ldc, 1], block_shape=[BLOCK_M, BLOCK_N]
-            )
-            c_desc.store([row0, col0], acc.to(c_ptr.dtype.element_ty))
-        else:
-            rows = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
-            cols = col0 + tl.arange(0, BLOCK_N)
-            inside = (rows[:, None] < M) & (cols[None, :] < N)
-            tl.store(
-                c_ptr + rows[:, None] * ldc + cols[None, :],
-                acc.to(c_ptr.dtype.element_ty),
-                mask=inside,
-            )
-
-
-def use_scratch_once_per_size(torch) -> None:
-    """Triton's allocator for descriptors made in the kernel: a global scratch
-    buffer per size, allocated once, so no launch pays for an allocation (the
-    launches of one stream run in order, so they can share it)."""
-    scratch = {}
-
-    def allocate(size, alignment, stream):
-        if size not in scratch:
-            scratch[size] = torch.empty(size, device="cuda", dtype=torch.int8)
-        return scratch[size]
-
-    triton.set_allocator(allocate)
-
-
-def _triton_method(torch, inputs: Inputs, config):
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    block_m, block_n, block_k, stages, warps, specialize, c_store = config
-    shape = inputs.shape
-    grid = (math.ceil(shape.m / block_m) * math.ceil(shape.n / block_n),)
-    tma_store = c_store in ("tma", "device-tma")
-    if tma_store and shape.n * 2 % 16:
-        raise ValueError(f"a TMA store needs C's rows 16-byte aligned; N = {shape.n}")
-    tiles = dict(
-        BLOCK_M=block_m,
-        BLOCK_N=block_n,
-        BLOCK_K=block_k,
-        GROUP_M=TRITON_GROUP_M,
-        STAGES=stages,
-        SPECIALIZE=specialize,
-        num_warps=warps,
-    )
-
-    def device_launcher(a, b, c):
-        return lambda: bench_triton_matmul_device[grid](
-            a, b, c, shape.m, shape.n, shape.k, c.stride(0), TMA_STORE=tma_store, **tiles
-        )
-
-    def launcher(a, b, c):
-        if c_store.startswith("device"):
-            return device_launcher(a, b, c)
-        a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k])
-        b_desc = TensorDescriptor.from_tensor(b, [block_n, block_k])
-        if tma_store:
-            c_desc = TensorDescriptor.from_tensor(c, [block_m, block_n])
-            out_bf16 = c.dtype == torch.bfloat16
-
-            def launch():
-                bench_triton_matmul_tma_store[grid](
-                    a_desc, b_desc, c_desc, shape.m, shape.n, shape.k, OUT_BF16=out_bf16, **tiles
-                )
-
-            return launch
-
-        def launch():
-            bench_triton_matmul[grid](
-                a_desc, b_desc, c, shape.m, shape.n, shape.k, c.stride(0), **tiles
-            )
-
-        return launch
-
-    if c_store.startswith("device"):
-        use_scratch_once_per_size(torch)
-
-    def run_once(a, b, c):
-        launcher(a, b, c)()
-
-    return run_once, [launcher(a, b, c) for a, b, c in inputs.sets]
-
-
 def triton_probe(config_index: int) -> int:
     """One Triton config in a process of its own: compile and check it on a
     2048^3 problem in each input dtype; prints one JSON line."""
@@ -853,9 +248,7 @@ def triton_probe(config_index: int) -> int:
     records = {}
     for dtype in sorted({dtype for *_, dtype in SHAPES}):
         inputs = Inputs(torch, Shape("probe", 2048, 2048, 2048, dtype), 1, SEED)
-        records[dtype] = inputs.check(
-            _triton_method(torch, inputs, TRITON_CONFIGS[config_index])[0]
-        )
+        records[dtype] = inputs.check(triton_method(torch, inputs, TRITON_CONFIGS[config_index])[0])
     ok = all(r["ok"] for r in records.values())
     print(json.dumps({"config": list(TRITON_CONFIGS[config_index]), "ok": ok, **records}))
     return 0 if ok else 1
@@ -892,34 +285,6 @@ def _probe_triton() -> tuple[list, list[dict]]:
     return passed, records
 
 
-def _environment(torch) -> dict:
-    env = {
-        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "gpu": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "cuda_torch": torch.version.cuda,
-        "triton": getattr(triton, "__version__", None) if triton is not None else None,
-        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
-        "fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "python": sys.version.split()[0],
-    }
-    try:
-        query = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=driver_version,clocks.max.sm,power.limit",
-                "--format=csv,noheader",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        env["nvidia_smi"] = query.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired) as error:
-        env["nvidia_smi"] = f"unavailable: {error}"
-    return env
-
-
 def _best_candidates(records: list[dict]) -> dict[str, dict]:
     best: dict[str, dict] = {}
     for record in records:
@@ -928,26 +293,6 @@ def _best_candidates(records: list[dict]) -> dict[str, dict]:
             if current is None or record["ms"] < current["ms"]:
                 best[record["shape"]] = record
     return best
-
-
-def _checked(inputs: Inputs, label: str, method) -> dict:
-    """The method's correctness record; its launchers ride along under
-    "launchers" until `_time_together` times them."""
-    run_once, launchers = method[0], method[1]
-    return {"method": label, **inputs.check(run_once), "launchers": launchers}
-
-
-def _time_together(inputs: Inputs, records: list[dict]) -> None:
-    """Time every correct method of one shape, interleaved (Inputs.time)."""
-    timed = [r for r in records if r.get("ok")]
-    for record, ms in zip(
-        timed,
-        inputs.time([r["launchers"] for r in timed], FINAL["warmup"], FINAL["iters"]),
-        strict=True,
-    ):
-        record.update(ms=ms, tflops=inputs.shape.flops / ms / 1e9)
-    for record in records:
-        record.pop("launchers", None)
 
 
 def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
@@ -965,11 +310,11 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
     best = _best_candidates(tune)
     candidates = json.loads((artifacts / "index.json").read_text())["candidates"]
 
-    env = _environment(torch)
+    env = environment(torch, triton)
     print(json.dumps(env), flush=True)
     triton_configs, triton_probes = _probe_triton() if triton is not None else ([], [])
     rows = []
-    for shape in _shapes():
+    for shape in shapes():
         inputs = Inputs(torch, shape, FINAL["sets"], SEED + 1)
         row = {
             "shape": shape.name,
@@ -980,11 +325,11 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
             "results": [],
         }
         print(f"{shape.name}: cuBLAS, Triton x{len(triton_configs)}, wsc", flush=True)
-        measured = [_checked(inputs, "cublas", _cublas_method(torch, inputs))]
+        measured = [checked(inputs, "cublas", cublas_method(torch, inputs))]
         options = []
         for config in triton_configs:
             try:
-                record = _checked(inputs, "triton", _triton_method(torch, inputs, config))
+                record = checked(inputs, "triton", triton_method(torch, inputs, config))
             except Exception as error:  # a config Triton cannot compile here
                 record = {
                     "method": "triton",
@@ -997,8 +342,8 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
         wsc_record = None
         if chosen is not None:
             try:
-                method = _wsc_method(torch, artifacts / chosen["candidate"] / shape.name, inputs)
-                wsc_record = _checked(inputs, "wsc", method)
+                method = wsc_method(torch, artifacts / chosen["candidate"] / shape.name, inputs)
+                wsc_record = checked(inputs, "wsc", method)
             except Exception as error:  # it passed tuning; record what went wrong
                 wsc_record = {
                     "method": "wsc",
@@ -1007,7 +352,7 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
                 }
             wsc_record["candidate"] = chosen["candidate"]
             wsc_record["config"] = candidates[chosen["candidate"]]
-        _time_together(inputs, measured + options + ([wsc_record] if wsc_record else []))
+        time_together(inputs, measured + options + ([wsc_record] if wsc_record else []))
         if options:
             timed = [r for r in options if r.get("ms")]
             row["triton_configs"] = options
@@ -1016,7 +361,7 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
             measured.append(wsc_record)
         row["results"] = measured
         rows.append(row)
-        print(_row_line(row), flush=True)
+        print(row_line(row), flush=True)
         del inputs
         torch.cuda.empty_cache()
         # Rewritten after every shape, so a run stopped early still reports.
@@ -1034,7 +379,7 @@ def run_all(artifacts: Path, out: Path, skip_tune: bool) -> int:
             "triton_probes": triton_probes,
         }
         (out / "results.json").write_text(json.dumps(report, indent=1))
-    _write_csv(out / "results.csv", rows)
+    write_csv(out / "results.csv", rows)
     print()
     print(format_table(rows))
     try:
@@ -1050,20 +395,21 @@ def compare(artifacts: Path, names: list[str], json_path: Path) -> int:
     first. Writes every record to `json_path`."""
     import torch
 
-    candidates = json.loads((artifacts / "index.json").read_text())["candidates"]
-    unknown = [name for name in names if name not in candidates]
+    index = json.loads((artifacts / "index.json").read_text())
+    kernels = {**index["candidates"], **index.get("variants", {})}
+    unknown = [name for name in names if name not in kernels]
     if unknown:
         raise SystemExit(f"not a candidate of {artifacts}: {', '.join(unknown)}")
     rows = []
-    for shape in _shapes():
+    for shape in shapes():
         if not all((artifacts / name / shape.name).is_dir() for name in names):
             continue
         inputs = Inputs(torch, shape, FINAL["sets"], SEED + 2)
-        records = [_checked(inputs, "cublas", _cublas_method(torch, inputs))]
+        records = [checked(inputs, "cublas", cublas_method(torch, inputs))]
         for name in names:
-            method = _wsc_method(torch, artifacts / name / shape.name, inputs)
-            records.append({**_checked(inputs, "wsc", method), "candidate": name})
-        _time_together(inputs, records)
+            method = wsc_method(torch, artifacts / name / shape.name, inputs)
+            records.append({**checked(inputs, "wsc", method), "candidate": name})
+        time_together(inputs, records)
         cublas, first = records[0].get("ms"), records[1].get("ms")
         parts = [f"{shape.name}: cuBLAS {cublas or float('nan'):.3f} ms"]
         for record in records[1:]:
@@ -1084,7 +430,7 @@ def compare(artifacts: Path, names: list[str], json_path: Path) -> int:
     json_path.write_text(
         json.dumps(
             {
-                "environment": _environment(torch),
+                "environment": environment(torch, triton),
                 "method": FINAL,
                 "candidates": names,
                 "rows": rows,
@@ -1093,134 +439,6 @@ def compare(artifacts: Path, names: list[str], json_path: Path) -> int:
         )
     )
     return 0 if rows and all(r["ok"] for row in rows for r in row["results"]) else 1
-
-
-def _result(row: dict, method: str) -> dict | None:
-    return next((r for r in row["results"] if r["method"] == method), None)
-
-
-def _row_line(row: dict) -> str:
-    parts = [row["shape"]]
-    for r in row["results"]:
-        parts.append(
-            f"{r['method']} {r.get('ms') or float('nan'):.3f} ms "
-            f"{r.get('tflops') or float('nan'):.0f} TF ok={r['ok']} "
-            f"err={r.get('rel_err') or float('nan'):.1e}"
-        )
-    return " | ".join(parts)
-
-
-def _ratios(row: dict) -> tuple[float | None, float | None]:
-    wsc, cublas, tri = (_result(row, m) for m in ("wsc", "cublas", "triton"))
-
-    def ratio(base):
-        if wsc and wsc.get("ms") and base and base.get("ms"):
-            return base["ms"] / wsc["ms"]
-        return None
-
-    return ratio(cublas), ratio(tri)
-
-
-def format_table(rows: list[dict]) -> str:
-    """Markdown: ms and TFLOPS of each method, wsc's ratio to cuBLAS and to Triton."""
-
-    def cell(r, key, fmt):
-        return format(r[key], fmt) if r and r.get(key) is not None else "n/a"
-
-    lines = [
-        "| shape | dtype | cuBLAS ms | TFLOPS | Triton ms | TFLOPS | wsc ms | TFLOPS "
-        "| wsc/cuBLAS | wsc/Triton | wsc config |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    cublas_ratios = []
-    for row in rows:
-        cub, tri, wsc = (_result(row, m) for m in ("cublas", "triton", "wsc"))
-        vs_cublas, vs_triton = _ratios(row)
-        if vs_cublas:
-            cublas_ratios.append(vs_cublas)
-        lines.append(
-            f"| {row['shape']} | {row['dtype']} | {cell(cub, 'ms', '.3f')} | {cell(cub, 'tflops', '.0f')} "
-            f"| {cell(tri, 'ms', '.3f')} | {cell(tri, 'tflops', '.0f')} | {cell(wsc, 'ms', '.3f')} "
-            f"| {cell(wsc, 'tflops', '.0f')} | {f'{vs_cublas:.2f}' if vs_cublas else 'n/a'} "
-            f"| {f'{vs_triton:.2f}' if vs_triton else 'n/a'} "
-            f"| {wsc.get('candidate', 'n/a') if wsc else 'n/a'} |"
-        )
-    if cublas_ratios:
-        geomean = math.exp(sum(map(math.log, cublas_ratios)) / len(cublas_ratios))
-        lines.append(f"\nwsc/cuBLAS geometric mean over {len(cublas_ratios)} shapes: {geomean:.3f}")
-    return "\n".join(lines)
-
-
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "shape",
-                "m",
-                "n",
-                "k",
-                "dtype",
-                "method",
-                "config",
-                "ms",
-                "tflops",
-                "rel_err",
-                "ok",
-                "wsc_over_cublas",
-                "wsc_over_triton",
-            ]
-        )
-        for row in rows:
-            vs_cublas, vs_triton = _ratios(row)
-            for r in row["results"]:
-                writer.writerow(
-                    [
-                        row["shape"],
-                        row["m"],
-                        row["n"],
-                        row["k"],
-                        row["dtype"],
-                        r["method"],
-                        r.get("candidate") or r.get("config") or "",
-                        r.get("ms"),
-                        r.get("tflops"),
-                        r.get("rel_err"),
-                        r["ok"],
-                        vs_cublas if r["method"] == "wsc" else "",
-                        vs_triton if r["method"] == "wsc" else "",
-                    ]
-                )
-
-
-def plot(rows: list[dict], path: Path, env: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = {"cublas": "cuBLAS (torch.matmul)", "triton": "Triton", "wsc": "wsc (autotuned)"}
-    # Only methods with a timing on some shape get bars (Triton may be absent).
-    methods = [m for m in labels if any((_result(row, m) or {}).get("tflops") for row in rows)]
-    width = 0.8 / len(methods)
-    figure, axes = plt.subplots(figsize=(14, 5.5))
-    for i, method in enumerate(methods):
-        values = [(_result(row, method) or {}).get("tflops") or 0.0 for row in rows]
-        positions = [x + (i - (len(methods) - 1) / 2) * width for x in range(len(rows))]
-        axes.bar(positions, values, width, label=labels[method])
-    axes.set_xticks(range(len(rows)))
-    axes.set_xticklabels([row["shape"] for row in rows], rotation=30, ha="right", fontsize=8)
-    axes.set_ylabel("TFLOP/s (median of CUDA events)")
-    axes.set_ylim(0, axes.get_ylim()[1] * 1.15)  # room for the legend
-    missing = [labels[m] for m in labels if m not in methods]
-    axes.set_title(
-        f"C = A B^T, fp32 accumulation, {env['gpu']}, {env['date_utc']}"
-        + (f" ({', '.join(missing)}: not measured)" if missing else "")
-    )
-    axes.legend(loc="upper left", ncol=len(methods))
-    axes.grid(axis="y", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,6 +108,7 @@ def prepare() -> int:
 
 def _environment(torch) -> dict:
     import triton
+    from matmul_harness import commit
 
     props = torch.cuda.get_device_properties(0)
     smi = subprocess.run(
@@ -123,6 +124,8 @@ def _environment(torch) -> dict:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "python": sys.version.split()[0],
+        "commit": commit(),
+        "command": " ".join(sys.argv),
     }
 
 
@@ -210,7 +213,11 @@ def _graph(torch, call, sets, calls):
 
 
 def _triton_call(torch, layout):
-    from matmul import TRITON_GROUP_M, bench_triton_matmul_device, use_scratch_once_per_size
+    from matmul_baselines import (
+        TRITON_GROUP_M,
+        bench_triton_matmul_device,
+        use_scratch_once_per_size,
+    )
 
     use_scratch_once_per_size(torch)
 

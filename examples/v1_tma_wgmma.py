@@ -25,7 +25,7 @@ from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, f16, f32
 
 
 def matmul_v1(block_m=128, block_n=128, block_k=64):
-    kb = KernelBuilder("matmul", num_warps=4, grid=[("m", block_m), ("n", block_n)])
+    kb = KernelBuilder("matmul", num_warps=4, grid=[("m", block_m), ("n", block_n)], check="matmul")
     a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f32)
     offset_m = kb.block_idx.x * block_m
     offset_n = kb.block_idx.y * block_n

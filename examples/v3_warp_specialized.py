@@ -33,7 +33,7 @@ from wsc.builder import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE, KernelBu
 @autotune("num_stages", [2, 3, 4, 5, 6])
 @autotune("block_n", [64, 128])
 def matmul_v3(num_stages=4, block_m=128, block_n=128, block_k=64):
-    kb = KernelBuilder("matmul", num_warps=5, grid=[("m", block_m), ("n", block_n)])
+    kb = KernelBuilder("matmul", num_warps=5, grid=[("m", block_m), ("n", block_n)], check="matmul")
     a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f32)
     offset_m = kb.block_idx.x * block_m
     offset_n = kb.block_idx.y * block_n

@@ -34,7 +34,9 @@ from wsc.builder import KernelBuilder, f16, f32
 def matmul_v5(num_stages=4, block_m=128, block_n=256, block_k=64, consumer_groups=2):
     rows = block_m // consumer_groups
     num_warps = 4 * consumer_groups + 4
-    kb = KernelBuilder("matmul", num_warps=num_warps, grid=[("m", block_m), ("n", block_n)])
+    kb = KernelBuilder(
+        "matmul", num_warps=num_warps, grid=[("m", block_m), ("n", block_n)], check="matmul"
+    )
     a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f32)
     offset_m = kb.block_idx.x * block_m
     offset_n = kb.block_idx.y * block_n

@@ -45,7 +45,9 @@ PRODUCER_REGISTERS = 24
 def matmul_v6(num_stages=3, block_m=256, block_n=256, block_k=32, consumer_groups=4):
     rows = block_m // consumer_groups
     num_warps = 4 * consumer_groups + 4
-    kb = KernelBuilder("matmul", num_warps=num_warps, grid=[("m", block_m), ("n", block_n)])
+    kb = KernelBuilder(
+        "matmul", num_warps=num_warps, grid=[("m", block_m), ("n", block_n)], check="matmul"
+    )
     a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
     offset_m = kb.block_idx.x * block_m
     offset_n = kb.block_idx.y * block_n

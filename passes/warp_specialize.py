@@ -115,6 +115,7 @@ from wsc.ir_utils import (
     walk,
 )
 from wsc.pass_registry import Option, WscPass
+from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS, RELEASES, WGMMA_IN_FLIGHT
 from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
 
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
@@ -128,13 +129,6 @@ _CONSUMER_OPS = (
     "wsc.wgmma_wait_group",
 )
 _PURE_DIALECTS = ("arith.",)
-
-
-#: The consumer warpgroups, producer roles and WGMMA groups in flight the pass
-#: can build.
-CONSUMER_GROUPS = (1, 2, 4)
-PRODUCERS = ("warp", "warpgroup")
-WGMMA_IN_FLIGHT = (0, 1)
 
 
 class WarpSpecialize(WscPass):
@@ -165,9 +159,7 @@ class WarpSpecialize(WscPass):
             "WGMMA groups left in flight across K tiles (1: release each stage one K tile late)",
             choices=WGMMA_IN_FLIGHT,
         ),
-        Option(
-            "release", str, "thread", "who arrives on an empty barrier", choices=("thread", "warp")
-        ),
+        Option("release", str, "thread", "who arrives on an empty barrier", choices=RELEASES),
         Option("verify", bool, True, "check the mbarrier protocol of the result"),
     )
 

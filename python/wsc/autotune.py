@@ -19,7 +19,8 @@ fixed arguments: the kernels read their sizes at run time, so its artifact
 is resized to each problem (`Artifact.resized`). On a Hopper GPU `tune` then
 runs the compiled candidates in one process of their own, on shared inputs
 (a candidate that faults or hangs ends that process and the rest go on in a
-fresh one), checks each against a float64 reference, times it, and records
+fresh one), checks each against the float64 reference of the check its
+artifact declares (`wsc run --check`), times it, and records
 the fastest correct one in the persistent cache (`wsc.cache`), keyed by the
 function, its source file, the fixed arguments, the problem (or a class of
 problems) and the GPU; if none is correct, it records that, with the
@@ -42,10 +43,12 @@ import os
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 def autotune(names: str, values: Sequence) -> Callable:
@@ -112,10 +115,11 @@ class TuneResult:
         lines = []
         for c in self.candidates:
             config = ", ".join(f"{k}={v}" for k, v in c.config.items())
+            ms = c.ms
             if c.error:
                 outcome = f"dropped: {c.error.splitlines()[0]}"
-            elif c.ms is not None:
-                outcome = f"{c.ms:.3f} ms, {c.report.get('tflops', 0):.0f} TFLOPS"
+            elif ms is not None and c.report is not None:
+                outcome = f"{ms:.3f} ms, {c.report.get('tflops', 0):.0f} TFLOPS"
             else:
                 outcome = "compiled"
             mark = "*" if c.config == self.best else " "
@@ -132,7 +136,7 @@ class Autotuned:
         self.space: list[tuple[tuple[str, ...], list[tuple]]] = []
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
-        self.__module__ = getattr(fn, "__module__", None)
+        self.__module__ = getattr(fn, "__module__", "")
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def _add_dimension(self, keys: tuple[str, ...], points: list[tuple]) -> None:
@@ -158,7 +162,7 @@ class Autotuned:
         """Every point of the space, the first decorator's dimension slowest."""
         result = []
         for combination in itertools.product(*(points for _, points in self.space)):
-            config = {}
+            config: dict = {}
             for (keys, _), point in zip(self.space, combination, strict=True):
                 config.update(zip(keys, point, strict=True))
             result.append(config)
@@ -318,10 +322,11 @@ class Autotuned:
         with _progress_bar(steps, f"autotune {self.__name__}", progress) as advance:
             self._compile_all(to_compile, sizes, fixed, cache, jobs, advance)
             for candidate in to_compile:
-                if (candidate.error or "").startswith(f"{SIZES_ERROR}:"):
+                error = candidate.error or ""
+                if error.startswith(f"{SIZES_ERROR}:"):
                     from wsc.runtime.artifact import SizesError
 
-                    raise SizesError(candidate.error.split(": ", 1)[1])
+                    raise SizesError(error.split(": ", 1)[1])
             result = TuneResult(candidates)
             if gpu is None:
                 return result
@@ -332,16 +337,16 @@ class Autotuned:
                 if not report.get("ok"):
                     candidate.error = "failed its check on the GPU: " + json.dumps(report)
             advance(1)
-        timed = [c for c in candidates if c.ms is not None]
+        timed = [(c, ms) for c in candidates if (ms := c.ms) is not None]
         if timed:
-            fastest = min(timed, key=lambda c: c.ms)
+            fastest, fastest_ms = min(timed, key=lambda pair: pair[1])
             result.best, result.best_artifact = fastest.config, fastest.artifact_dir
             cache.put(
                 choice_key,
                 {
                     "best": fastest.config,
-                    "ms": fastest.ms,
-                    "timings": [{"config": c.config, "ms": c.ms} for c in timed],
+                    "ms": fastest_ms,
+                    "timings": [{"config": c.config, "ms": ms} for c, ms in timed],
                 },
             )
         else:
@@ -361,7 +366,15 @@ class Autotuned:
 #: Modules of the wsc package that do not take part in compiling a kernel or
 #: in the artifact format (running, caching, tuning and calling kernels):
 #: edits of them keep compiled kernels valid.
-NOT_COMPILER = ("runtime", "tools", "matmul.py", "autotune.py", "device.py", "cache.py")
+NOT_COMPILER = (
+    "runtime",
+    "tools",
+    "matmul.py",
+    "autotune.py",
+    "device.py",
+    "cache.py",
+    "kernels/matmul/check.py",
+)
 #: ... but for the artifact format, which the runtime reads back.
 ARTIFACT_FORMAT = "runtime/artifact.py"
 
@@ -376,7 +389,7 @@ def compiler_digest() -> str:
     roots = [
         Path(location)
         for name in ("wsc", "wsc.passes", "wsc.dialects")
-        for location in importlib.util.find_spec(name).submodule_search_locations
+        for location in _package_dirs(name)
     ]
     skipped = {roots[0] / name for name in NOT_COMPILER}
     kept = roots[0] / ARTIFACT_FORMAT
@@ -458,12 +471,19 @@ class _progress_bar:
             self.bar.close()
 
 
+def _package_dirs(name: str) -> list[str]:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        raise ImportError(f"{name} is not an installed package")
+    return list(spec.submodule_search_locations)
+
+
 def _load_function(request: dict) -> Callable:
     """The kernel function a worker request names: imported by module, else
     (a script's `__main__`, or a module only importable from its directory)
     loaded from its file under another name, so an `if __name__ ==
     "__main__":` block does not run."""
-    module = None
+    module: types.ModuleType | None = None
     if request["module"] != "__main__":
         try:
             module = importlib.import_module(request["module"])
@@ -473,10 +493,12 @@ def _load_function(request: dict) -> Callable:
         path = request["file"]
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
         spec = importlib.util.spec_from_file_location("wsc_autotune_script", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the kernel function's file {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
-    target = module
+    target: Any = module
     for part in request["qualname"].split("."):
         target = getattr(target, part)
     return target.fn if isinstance(target, Autotuned) else target

@@ -782,8 +782,10 @@ class KernelBuilder:
     `num_warps` fixes the block size (num_warps * 32 threads). `grid` says how
     many blocks a launch needs: one (size, tile) pair per grid dimension x, y,
     launching cdiv(size, tile) blocks, where size names a problem size the
-    kernel reads ("m", "n" or "k" for a matmul). The builder owns its MLIR
-    context, unless given one."""
+    kernel reads ("m", "n" or "k" for a matmul). `check` names the reference
+    `wsc run --check` compares its artifacts with ("matmul": C = A @ op(B),
+    wsc.kernels.matmul.check). The builder owns its MLIR context, unless
+    given one."""
 
     def __init__(
         self,
@@ -793,6 +795,7 @@ class KernelBuilder:
         grid: Sequence[tuple[str, int]] = (),
         cluster_size: int = 1,
         context: ir.Context | None = None,
+        check: str | None = None,
     ):
         where = _caller()
         if (
@@ -820,6 +823,7 @@ class KernelBuilder:
                 f"grid must be up to 3 (size name, positive tile) pairs, got {list(grid)!r}", where
             )
         self.name = name
+        self.check = check
         self.num_threads = num_warps * WARP_SIZE
         self.context = context or dialect.make_context()
         with self.context, where.mlir():
@@ -1332,7 +1336,14 @@ class KernelBuilder:
                 f"the ring loop at {plain} has no unroll=",
                 plain,
             )
-        kernel = Kernel(self.module, self.context, self.name, self.grid, unroll=True in unrolled)
+        kernel = Kernel(
+            self.module,
+            self.context,
+            self.name,
+            self.grid,
+            unroll=True in unrolled,
+            check=self.check,
+        )
         kernel.verify()
         return kernel
 
@@ -1442,6 +1453,7 @@ class Kernel:
         made_by: str = "builder",
         previous: Kernel | None = None,
         persistent: bool = False,
+        check: str | None = None,
     ):
         self.module = module
         self.context = context
@@ -1452,6 +1464,8 @@ class Kernel:
         #: runtime (Artifact.launch_grid); otherwise one block per tile.
         self.grid = grid
         self.persistent = persistent
+        #: The reference its artifacts are checked with (KernelBuilder), or None.
+        self.check = check
         self.unroll = unroll
         #: "builder", or the flag of the pass that made this kernel from `previous`.
         self.made_by = made_by
@@ -1507,6 +1521,7 @@ class Kernel:
             wsc_pass.ARGUMENT,
             self,
             self.persistent,
+            self.check,
         )
 
     def warp_specialize(self, **options) -> Kernel:
@@ -1567,34 +1582,26 @@ class CompiledKernel:
 
     def write_artifact(self, out_dir: str | os.PathLike | None = None, **sizes: int) -> Path:
         """kernel.ptx and kernel.json for the problem `sizes` (e.g. m=, n=, k=), in
-        `out_dir` or a new temporary directory: tensor shapes from the sizes
-        the kernel reads (KernelInfo.dims), the grid from the kernel's (size,
-        tile) pairs, and for a matmul what `wsc run --check` needs."""
+        `out_dir` or a new temporary directory: the kernel's tensors, sizes,
+        grid and parameters, and the check it declares."""
         from wsc.compiler import write_artifact
 
         info = self.result.info
         grid = self.kernel.grid
-        problem = dict(sizes)
-        config = {f"block_{size}": tile for size, tile in grid}
+        config: dict = {f"block_{size}": tile for size, tile in grid}
         if self.kernel.persistent:
             config["persistent"] = True
         if info.cluster > 1:
             config["cluster_m"] = info.cluster
-        used = {name for name, spec in info.tensors.items() if spec["role"] != "unused"}
-        if {"a", "b", "c"} <= used and {"m", "n", "k"} <= set(sizes):
-            # B is [N, K] when its first dim is N: read from the kernel, not
-            # from the sizes, which cannot tell the layouts apart where N = K.
-            b_layout = "nk" if ["b", 0] in info.dims.get("n", []) else "kn"
-            problem.update(
-                dtype=info.tensors["a"]["dtype"],
-                out_dtype=info.tensors["c"]["dtype"],
-                b_layout=b_layout,
-            )
-            if info.accumulator == "f16":
-                problem["accumulator"] = "f16"
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(
-            out, self.result, dict(sizes), grid, problem, config, persistent=self.kernel.persistent
+            out,
+            self.result,
+            dict(sizes),
+            grid,
+            config,
+            persistent=self.kernel.persistent,
+            check=self.kernel.check,
         )
 
 

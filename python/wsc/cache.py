@@ -48,8 +48,9 @@ from pathlib import Path
 
 import wsc
 
-#: Bumped whenever the layout or an entry's fields change meaning.
-FORMAT_VERSION = 1
+#: Bumped whenever the layout or an entry's fields change meaning (2: artifact
+#: format 2, kernel-agnostic kernel.json; older entries are rebuilt, not misread).
+FORMAT_VERSION = 2
 #: The stamp file of a published artifact directory.
 STAMP_FILE = "wsc-cache.json"
 #: Temporary directories older than this are leftovers of killed builders.

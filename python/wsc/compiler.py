@@ -1,14 +1,17 @@
 """The compile driver, for any kernel: from a module to PTX and an artifact directory.
 
     result = compile_module(module, passes, dump_dir)   # wsc passes, then PTX
-    write_artifact(out_dir, result, sizes, grid_tiles, problem, config)
+    write_artifact(out_dir, result, sizes, grid_tiles, config, check="matmul")
 
-Kernels build on it (`wsc.kernels.matmul.compile_matmul`, `wsc.builder`).
+Kernels build on it (`wsc.kernels.matmul.build.compile_matmul`, `wsc.builder`).
 
 Each pass runs in its own PassManager so the driver can time it, summarise the
 IR after it and dump that IR (`dump_dir`); the stages are the ones
 ARCHITECTURE.md lists. An artifact directory holds `kernel.ptx` and
-`kernel.json`, everything `wsc.runtime` needs to launch without MLIR.
+`kernel.json`, everything `wsc.runtime` needs to launch without MLIR: the
+kernel described by its tensors, sizes, grid and parameters
+(`wsc.runtime.artifact`), with nothing that depends on what it computes but
+the name of its check.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from pathlib import Path
 from mlir import ir
 
 import wsc
+from wsc.codegen.info import KernelInfo
+from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.dialect import TMA_LOAD_OPS
 from wsc.ir_utils import walk
-from wsc.runtime.artifact import check_sizes, tile_grid
+from wsc.runtime.artifact import ARTIFACT_FORMAT, check_sizes, grid_axis
 from wsc.verifier import verify_wsc
 
 
@@ -46,9 +51,10 @@ class StageReport:
 @dataclass
 class CompileResult:
     ptx: str
-    info: object  # wsc.codegen.KernelInfo
+    info: KernelInfo
     stages: list[StageReport] = field(default_factory=list)
-    ptxas: object | None = None  # wsc.codegen.PtxasReport when ptxas ran
+    #: When ptxas ran.
+    ptxas: PtxasReport | None = None
 
 
 def summarize(module: ir.Operation) -> str:
@@ -176,19 +182,21 @@ def write_artifact(
     result: CompileResult,
     sizes: dict[str, int],
     grid_tiles: tuple[tuple[str, int], ...],
-    problem: dict,
     config: dict,
+    *,
     persistent: bool = False,
+    check: str | None = None,
 ) -> Path:
-    """Write kernel.ptx and kernel.json (the launch description) into out_dir
-    for the problem `sizes` (the sizes the kernel reads, KernelInfo.dims),
-    and kernel.cubin when ptxas assembled the PTX (the runtime prefers it: no
-    JIT at load, and it is the very code the ptxas report describes). The
-    grid counts tiles of `grid_tiles`' (size, tile) pairs; a `persistent`
-    kernel's grid counts its work items (Artifact.launch_grid). kernel.json
-    also records which dims each size sets and the grid's tiles, so the
-    runtime can resize the artifact to any other problem
-    (Artifact.resized)."""
+    """Write kernel.ptx and kernel.json (the kernel's description,
+    `wsc.runtime.artifact`) into out_dir for the problem `sizes` (the sizes
+    the kernel reads, KernelInfo.dims), and kernel.cubin when ptxas
+    assembled the PTX (the runtime prefers it: no JIT at load, and it is the
+    very code the ptxas report describes). Each grid axis counts the tiles
+    of one of `grid_tiles`' (size, tile) pairs; a `persistent` kernel's grid
+    counts its work items (Artifact.launch_grid). Tensors name their dims by
+    size, so the runtime can resize the artifact to any other problem
+    (Artifact.resized). `check` names the reference `wsc run --check`
+    compares with (wsc.runtime.checks); `config` is reported as is."""
     info = result.info
     check_sizes(info.dims, sizes, info.name)
     if any(size not in sizes for size, _ in grid_tiles):
@@ -196,24 +204,28 @@ def write_artifact(
             f"the grid counts tiles of {', '.join(s for s, _ in grid_tiles)}; got "
             f"sizes {', '.join(sizes)}"
         )
-    used = {name for name, spec in info.tensors.items() if spec["role"] != "unused"}
-    shapes = {name: [None, None] for name in used}
-    dims = {
-        size: [[tensor, dim] for tensor, dim in pairs if tensor in used]
-        for size, pairs in info.dims.items()
+    used = [name for name, spec in info.tensors.items() if spec["role"] != "unused"]
+    dims: dict[str, list[str | None]] = {
+        name: [None] * len(info.tensors[name]["shape"]) for name in used
     }
-    for size, pairs in dims.items():
+    for size, pairs in info.dims.items():
         for tensor, dim in pairs:
-            shapes[tensor][dim] = sizes[size]
+            if tensor in dims:
+                dims[tensor][dim] = size
     tensors = {}
-    for name in sorted(used, key=list(info.tensors).index):
-        if None in shapes[name]:
+    for name in used:
+        if None in dims[name]:
             raise ValueError(
                 f"kernel '{info.name}': tensor '{name}' has a dim that none of the "
                 f"sizes it reads gives"
             )
         spec = info.tensors[name]
-        tensors[name] = {"shape": shapes[name], "dtype": spec["dtype"], "role": spec["role"]}
+        tensors[name] = {
+            "role": spec["role"],
+            "dtype": spec["dtype"],
+            "shape": dims[name],
+            "layout": "row_major",
+        }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _write_atomically(out / "kernel.ptx", result.ptx)
@@ -227,21 +239,22 @@ def write_artifact(
         os.replace(tmp.name, cubin)
         images["cubin"] = cubin.name
     meta = {
+        "format": ARTIFACT_FORMAT,
         "wsc_version": wsc.__version__,
         "kernel_name": info.name,
         **images,
         "block": list(info.block),
-        "grid": list(tile_grid(sizes, grid_tiles, info.cluster, persistent)),
+        "grid": [grid_axis(size, tile) for size, tile in grid_tiles],
         **({"persistent": True} if persistent else {}),
         **({"cluster": info.cluster} if info.cluster > 1 else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
-        "problem": problem,
-        "config": config,
+        "sizes": dict(sizes),
         "tensors": tensors,
-        "sizes": {size: pairs for size, pairs in dims.items() if pairs},
-        "grid_tiles": [[size, tile] for size, tile in grid_tiles],
         "tensor_maps": info.tensor_maps,
-        "params": info.params,
+        "params": [_param(param, sizes, tensors) for param in info.params],
+        **({"accumulator": info.accumulator} if info.accumulator else {}),
+        **({"check": check} if check is not None else {}),
+        "config": config,
         "compile": {
             "stages": [
                 {"name": s.name, "seconds": round(s.seconds, 4), "summary": s.summary}
@@ -252,3 +265,17 @@ def write_artifact(
     }
     _write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
+
+
+def _param(param: dict[str, str], sizes: dict[str, int], tensors: dict) -> dict[str, str]:
+    """A kernel parameter as the artifact lists it: an i32 says where its
+    value comes from, a size or a tensor's row stride ("ld<tensor>",
+    wsc.codegen.info)."""
+    kind, name = param["kind"], param["name"]
+    if kind != "i32":
+        return {"kind": kind, "name": name}
+    if name in sizes:
+        return {"kind": kind, "name": name, "size": name}
+    if name.startswith("ld") and name[2:] in tensors:
+        return {"kind": kind, "name": name, "row_stride": name[2:]}
+    raise ValueError(f"i32 parameter {name!r} is neither a size nor 'ld<tensor>'")

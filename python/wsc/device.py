@@ -1,5 +1,5 @@
 """This machine's GPU, from the compiler's side: whether it is a Hopper, and
-running a compiled matmul artifact on it in a process of its own.
+running compiled artifacts on it in a process of its own.
 
 No MLIR here, so GPU machines that only run artifacts (and the GPU tests
 there) can import it.
@@ -34,10 +34,11 @@ def run_artifact(
     sizes: dict | None = None,
     device: int = 0,
 ) -> dict:
-    """Run a matmul artifact on the GPU in a process of its own (a failed or hung
-    launch must not take this one down): random inputs, a NaN-poisoned output,
-    a float64 reference and, with `bench`, CUDA-event timings. Returns the
-    report of `wsc run` (keys ok, rel_err, nan_count, ms, tflops, ...)."""
+    """Run an artifact on the GPU in a process of its own (a failed or hung
+    launch must not take this one down): random inputs, NaN-poisoned outputs,
+    the float64 reference of the check it declares and, with `bench`,
+    CUDA-event timings. Returns the report of `wsc run` (keys ok, rel_err,
+    nan_count, ms, tflops, ...)."""
     return run_artifacts([artifact_dir], bench, timeout_s, sizes, device)[0]
 
 

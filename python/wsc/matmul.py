@@ -36,11 +36,13 @@ import importlib.util
 import os
 import sys
 import threading
+import types
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from wsc.kernels.matmul_spaces import DEFAULT_CONFIGS, SPACES
+from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SPACES
 from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN
 from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
@@ -362,7 +364,8 @@ def _caller_stacklevel() -> int:
     """The stacklevel of warnings.warn that names the first frame outside wsc
     and torch (the user's call), from the function that calls warn."""
     package = os.path.dirname(__file__)
-    frame, level = sys._getframe(2), 2
+    frame: types.FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None and (
         frame.f_code.co_filename.startswith(package)
         or f"{os.sep}torch{os.sep}" in frame.f_code.co_filename
@@ -733,15 +736,15 @@ def _register_torch_ops() -> None:
 
 
 #: torch, once the ops are registered (None without torch), and their Library.
-_torch = None
-_library = None
+_torch: Any = None
+_library: Any = None
 #: Tensor types a call may launch with directly; subclasses (fake, functional,
 #: distributed tensors) take the custom op, as their dispatch requires.
 _PLAIN_TENSORS: tuple = ()
 #: The autograd.Function of a call that records gradients, and torch's
 #: getter of the active dispatch mode (both set with the ops).
-_MatmulWithGrad = None
-_dispatch_mode = None
+_MatmulWithGrad: Any = None
+_dispatch_mode: Any = None
 
 if importlib.util.find_spec("torch") is not None:
     # Registered on import, before any call: torch.compile traces calls, and

@@ -319,13 +319,8 @@ def compile_kernel(name: str, out: Path, m: int, n: int, k: int, **debug) -> Pat
 
     from wsc.compiler import compile_module
     from wsc.dialect import make_context, parse_module
-    from wsc.kernels.matmul import (
-        MatmulConfig,
-        MatmulProblem,
-        compile_matmul,
-        lowering_pass,
-        write_matmul_artifact,
-    )
+    from wsc.kernels.matmul.build import compile_matmul, lowering_pass, write_matmul_artifact
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     source, dtype, out_dtype, b_layout, fields = KERNELS[name]
     if source.endswith(".py") or ".py:" in source:

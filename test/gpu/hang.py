@@ -52,7 +52,8 @@ def compile_cases(out: Path) -> int:
     from wsc.codegen import assemble, lower_to_ptx
     from wsc.codegen.debug import DebugOptions, reports_in_ptx
     from wsc.compiler import CompileResult
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, write_matmul_artifact
+    from wsc.kernels.matmul.build import write_matmul_artifact
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     text = KERNEL.read_text()
     for name, limit in CASES.items():

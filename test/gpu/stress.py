@@ -81,12 +81,14 @@ def compile_cases(out: Path) -> int:
 def shapes(artifact, fields: dict, count: int, seed: int) -> list[tuple[int, int, int]]:
     """Edge shapes first, then random ones, all legal for the kernel's TMA
     reads; `fields` are the kernel's gpulib.KERNELS config fields."""
-    problem = artifact.problem
+    from wsc.kernels.matmul.check import MatmulCheck
+
+    problem = MatmulCheck(artifact)
     block_m, block_n = fields["block_m"], fields["block_n"]
     block_k, stages = fields["block_k"], fields["num_stages"]
     # TMA reads B's rows (N of them, for "kn") and writes C's with tma_store:
     # 16-byte rows.
-    n_step = 8 if problem["b_layout"] == "kn" or fields.get("tma_store") else 1
+    n_step = 8 if problem.b_layout == "kn" or fields.get("tma_store") else 1
     edges = [
         (1, n_step, 8),
         (1, n_step, block_k),
@@ -112,20 +114,22 @@ def launch_and_check(kernel, torch, device, seed: int, timeout: float) -> tuple[
     Frobenius error against a float64 product, NaN count). Inputs, output
     and reference stay on the GPU: a CPU reference would take most of the
     time."""
-    problem = kernel.artifact.problem
-    m, n, k = problem["m"], problem["n"], problem["k"]
+    from wsc.kernels.matmul.check import MatmulCheck
+
+    problem = MatmulCheck(kernel.artifact)
+    m, n, k = problem.m, problem.n, problem.k
     dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
     generator = torch.Generator(device=device).manual_seed(seed)
-    scale = k**-0.25  # keeps the products' entries near unit variance, as run_cli does
-    b_shape = (n, k) if problem["b_layout"] == "nk" else (k, n)
-    a = (torch.randn(m, k, generator=generator, device=device) * scale).to(dtypes[problem["dtype"]])
+    scale = problem.input_scale
+    b_shape = (n, k) if problem.b_layout == "nk" else (k, n)
+    a = (torch.randn(m, k, generator=generator, device=device) * scale).to(dtypes[problem.dtype])
     b = (torch.randn(*b_shape, generator=generator, device=device) * scale).to(
-        dtypes[problem["dtype"]]
+        dtypes[problem.dtype]
     )
-    c = torch.full((m, n), float("nan"), dtype=dtypes[problem["out_dtype"]], device=device)
+    c = torch.full((m, n), float("nan"), dtype=dtypes[problem.out_dtype], device=device)
     kernel.launch(a=a, b=b, c=c)
     kernel.synchronize(timeout_s=timeout)
-    reference = a.double() @ (b.double().T if problem["b_layout"] == "nk" else b.double())
+    reference = a.double() @ (b.double().T if problem.b_layout == "nk" else b.double())
     got = c.double()
     nan_count = int(torch.isnan(got).sum())
     norm = float(torch.linalg.vector_norm(reference))
@@ -138,8 +142,8 @@ def run_one(directory: Path, kernel_name: str, launches: int, seed: int, timeout
     JSON summary."""
     import torch
 
+    from wsc.kernels.matmul.check import MatmulCheck
     from wsc.runtime import Kernel, load_artifact
-    from wsc.runtime.run_cli import tolerance_for
 
     base = load_artifact(directory)
     kernel = Kernel(base)
@@ -156,9 +160,7 @@ def run_one(directory: Path, kernel_name: str, launches: int, seed: int, timeout
             kernel, torch, device, seed * 100_003 + index, timeout
         )
         worst = max(worst, rel_err)
-        tolerance = tolerance_for(
-            base.problem["out_dtype"], base.problem.get("accumulator", "f32"), k
-        )
+        tolerance = MatmulCheck(kernel.artifact).tolerance
         loosest = max(loosest, tolerance)
         if nan_count or not rel_err <= tolerance:
             wrong.append({"shape": [m, n, k], "rel_err": rel_err, "nan_count": nan_count})

@@ -97,7 +97,8 @@ CASES = [
 
 
 def compile_cases(out: Path) -> int:
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
+    from wsc.kernels.matmul.build import compile_matmul
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     out.mkdir(parents=True, exist_ok=True)
     index = []

@@ -41,7 +41,7 @@ def kernels():
     for name, (module, function) in EXAMPLES.items():
         build = getattr(importlib.import_module(module), function)
         yield f"example-{name}", build
-    from wsc.matmul import SPACES
+    from wsc.kernels.matmul.space import SPACES
 
     for space, out_dtype in SPACE_OUTPUTS.items():
         for index, config in enumerate(SPACES[space].configs()):

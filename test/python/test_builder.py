@@ -581,7 +581,14 @@ def test_artifact_of_a_built_kernel(tmp_path):
     assert artifact.tensors["b"].shape == (1333, 520)
     assert artifact.tensors["c"].shape == (1000, 1333) and artifact.tensors["c"].dtype == "f32"
     meta = json.loads((directory / "kernel.json").read_text())
-    assert meta["problem"] == {**RAGGED, "dtype": "f16", "out_dtype": "f32", "b_layout": "nk"}
+    assert meta["sizes"] == RAGGED and meta["check"] == "matmul"
+    assert meta["tensors"]["b"] == {
+        "role": "input",
+        "dtype": "f16",
+        "shape": ["n", "k"],
+        "layout": "row_major",
+    }
+    assert meta["grid"] == ["cdiv(m, 128)", "cdiv(n, 128)"]
     assert meta["config"] == {"block_m": 128, "block_n": 128}
     assert [stage.name for stage in compiled.result.stages][:3] == [
         "input",

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from wsc.compiler import CompileError
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
+from wsc.kernels.matmul.build import compile_matmul
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.runtime import load_artifact
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -30,10 +31,12 @@ def test_seed_artifact_loads_in_the_runtime(tmp_path):
     assert time.perf_counter() - start < 5.0
     artifact = load_artifact(tmp_path / "seed")
     meta = json.loads((tmp_path / "seed" / "kernel.json").read_text())
-    assert meta["grid"] == [8, 11, 1]  # ceil(1000 / 128), ceil(1333 / 128)
+    assert meta["grid"] == ["cdiv(m, 128)", "cdiv(n, 128)"]
+    assert artifact.grid == (8, 11, 1)  # ceil(1000 / 128), ceil(1333 / 128)
     assert meta["block"] == [160, 1, 1]
     assert [p["kind"] for p in meta["params"]][:3] == ["tensor_map", "tensor_map", "pointer"]
-    assert meta["tensors"]["b"]["shape"] == [1333, 520]
+    assert meta["tensors"]["b"]["shape"] == ["n", "k"]
+    assert artifact.tensors["b"].shape == (1333, 520)
     assert artifact.kernel_name == result.info.name
     ptx = (tmp_path / "seed" / "kernel.ptx").read_text()
     assert ".target sm_90a" in ptx and "wgmma.mma_async" in ptx
@@ -66,7 +69,8 @@ def test_kn_layout_shapes_b_as_k_by_n(tmp_path):
         tmp_path / "kn",
     )
     meta = json.loads((tmp_path / "kn" / "kernel.json").read_text())
-    assert meta["tensors"]["b"]["shape"] == [128, 192]
+    assert meta["tensors"]["b"]["shape"] == ["k", "n"]
+    assert load_artifact(tmp_path / "kn").tensors["b"].shape == (128, 192)
     assert meta["tensor_maps"]["b"]["box"] == [64, 64]
 
 
@@ -140,7 +144,8 @@ def test_cli_compiles_b_as_k_by_n_with_the_default_config(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     artifact = json.loads((tmp_path / "kernel.json").read_text())
-    assert artifact["problem"]["b_layout"] == "kn" and artifact["config"]["block_n"] == 64
+    assert artifact["tensors"]["b"]["shape"] == ["k", "n"] and artifact["config"]["block_n"] == 64
+    assert artifact["check"] == "matmul"
 
 
 def test_cli_names_a_config_value_out_of_range(tmp_path):

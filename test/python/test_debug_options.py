@@ -13,7 +13,8 @@ from wsc.codegen import find_ptxas, lower_to_ptx
 from wsc.codegen.debug import REPORT_PREFIX, DebugOptions, reports_in_ptx
 from wsc.codegen.ptxas import assemble
 from wsc.diagnostics import PassError
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
+from wsc.kernels.matmul.build import compile_matmul
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.tools.opt import main as wsc_opt
 
 REPO = Path(__file__).resolve().parents[2]

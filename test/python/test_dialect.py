@@ -8,7 +8,8 @@ from mlir.dialects import func, scf
 from wsc import dialect
 from wsc.diagnostics import PassError
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant, index_constant, walk
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+from wsc.kernels.matmul.build import build_matmul
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.verifier import verify_wsc
 
 

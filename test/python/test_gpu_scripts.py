@@ -68,14 +68,22 @@ def test_resized_describes_one_kernel_for_another_problem(hang_cases):
         "b": (136, 72),
         "c": (300, 136),
     }
-    assert (other.problem["m"], other.problem["n"], other.problem["k"]) == (300, 136, 72)
+    assert other.sizes == {"m": 300, "n": 136, "k": 72}
     assert other.ptx_path == artifact.ptx_path
+
+
+def _with_b_layout(artifact, b_layout):
+    """The artifact with B's dims in `b_layout`'s order."""
+    dims = ("n", "k") if b_layout == "nk" else ("k", "n")
+    b = dataclasses.replace(
+        artifact.tensors["b"], dims=dims, shape=tuple(artifact.sizes[d] for d in dims)
+    )
+    return dataclasses.replace(artifact, tensors={**artifact.tensors, "b": b})
 
 
 @pytest.mark.parametrize("b_layout", ["nk", "kn"])
 def test_stress_shapes_are_legal_for_tma(hang_cases, b_layout):
-    artifact = load_artifact(hang_cases / "unbounded")
-    artifact = dataclasses.replace(artifact, problem={**artifact.problem, "b_layout": b_layout})
+    artifact = _with_b_layout(load_artifact(hang_cases / "unbounded"), b_layout)
     shapes = stress.shapes(artifact, gpulib.SEED, 200, seed=1)
     assert len(shapes) == 200 and shapes[0] == (1, 8 if b_layout == "kn" else 1, 8)
     for m, n, k in shapes:
@@ -108,7 +116,7 @@ class _FakeKernel:
         self.artifact, self.torch, self.corrupt = artifact, torch, corrupt
 
     def launch(self, a, b, c):
-        nk = self.artifact.problem["b_layout"] == "nk"
+        nk = self.artifact.tensors["b"].dims == ("n", "k")
         product = a.double() @ (b.double().T if nk else b.double())
         c.copy_(product.to(c.dtype))
         if self.corrupt:
@@ -121,8 +129,7 @@ class _FakeKernel:
 @pytest.mark.parametrize("b_layout", ["nk", "kn"])
 def test_stress_judges_a_launch(hang_cases, b_layout):
     torch = pytest.importorskip("torch")
-    artifact = load_artifact(hang_cases / "unbounded")
-    artifact = dataclasses.replace(artifact, problem={**artifact.problem, "b_layout": b_layout})
+    artifact = _with_b_layout(load_artifact(hang_cases / "unbounded"), b_layout)
     artifact = artifact.resized(m=70, n=24, k=48)
     cpu = torch.device("cpu")
     rel_err, nan_count = stress.launch_and_check(_FakeKernel(artifact, torch), torch, cpu, 1, 5)

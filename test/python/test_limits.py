@@ -15,7 +15,8 @@ import pytest
 
 from wsc.codegen.ptxas import PtxasError, assemble
 from wsc.compiler import CompileError
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
+from wsc.kernels.matmul.build import compile_matmul
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ from mlir import ir
 
 from wsc.diagnostics import DiagnosticEngine
 from wsc.dialect import make_context
-from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+from wsc.kernels.matmul.build import build_matmul
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
 from wsc.passes.warp_specialize import WarpSpecialize
 from wsc.protocol import check_protocol

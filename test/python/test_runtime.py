@@ -26,18 +26,12 @@ from wsc.runtime import (
     TensorMapError,
     load_artifact,
 )
-from wsc.runtime.artifact import TensorMapSpec, TensorSpec, tile_grid
+from wsc.runtime.artifact import ParamSpec, TensorMapSpec, TensorSpec, tile_grid
 from wsc.runtime.driver import PackedParams
-from wsc.runtime.run_cli import (
-    MatmulProblem,
-    float32_to_bf16_bits,
-    main,
-    sample_indices,
-    sampled_relative_error,
-    to_float64,
-)
+from wsc.runtime.memory import float32_to_bf16_bits, to_float64
+from wsc.runtime.run_cli import main
 from wsc.runtime.tensor_map import plan_tensor_map
-from wsc.runtime.tensors import TensorInfo, check, describe, strided_rows_allowed
+from wsc.runtime.tensors import TensorInfo, check, describe
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
@@ -59,28 +53,24 @@ def matmul_doc(
     kernel_name="matmul_kernel",
     params=None,
 ):
-    b_shape = [n, k] if b_layout == "nk" else [k, n]
+    b_dims = ["n", "k"] if b_layout == "nk" else ["k", "n"]
     b_box = [box_n, box_k] if b_layout == "nk" else [box_k, box_n]
     return {
+        "format": 2,
         "wsc_version": "0.1.0",
         "kernel_name": kernel_name,
         "ptx": "kernel.ptx",
         "block": list(block),
-        "grid": list(grid or [max(1, -(-n // box_n)), max(1, -(-m // box_m)), 1]),
+        # The test kernel takes C's tile columns along x.
+        "grid": grid or [f"cdiv(n, {box_n})", f"cdiv(m, {box_m})"],
         "dynamic_smem_bytes": smem,
-        "problem": {
-            "m": m,
-            "n": n,
-            "k": k,
-            "dtype": dtype,
-            "out_dtype": out_dtype,
-            "b_layout": b_layout,
-        },
+        "sizes": {"m": m, "n": n, "k": k},
+        "check": "matmul",
         "config": {"num_stages": 1, "block_m": box_m, "block_n": box_n, "block_k": box_k},
         "tensors": {
-            "a": {"shape": [m, k], "dtype": dtype, "role": "input"},
-            "b": {"shape": b_shape, "dtype": dtype, "role": "input"},
-            "c": {"shape": [m, n], "dtype": out_dtype, "role": "output"},
+            "a": {"shape": ["m", "k"], "dtype": dtype, "role": "input", "layout": "row_major"},
+            "b": {"shape": b_dims, "dtype": dtype, "role": "input", "layout": "row_major"},
+            "c": {"shape": ["m", "n"], "dtype": out_dtype, "role": "output", "layout": "row_major"},
         },
         "tensor_maps": {
             "a": {"tensor": "a", "box": [box_m, box_k], "swizzle": swizzle},
@@ -91,10 +81,10 @@ def matmul_doc(
             {"kind": "tensor_map", "name": "a"},
             {"kind": "tensor_map", "name": "b"},
             {"kind": "pointer", "name": "c"},
-            {"kind": "i32", "name": "m"},
-            {"kind": "i32", "name": "n"},
-            {"kind": "i32", "name": "k"},
-            {"kind": "i32", "name": "ldc"},
+            {"kind": "i32", "name": "m", "size": "m"},
+            {"kind": "i32", "name": "n", "size": "n"},
+            {"kind": "i32", "name": "k", "size": "k"},
+            {"kind": "i32", "name": "ldc", "row_stride": "c"},
         ],
     }
 
@@ -159,15 +149,17 @@ def test_load_valid_artifact(tmp_path):
     assert artifact.kernel_name == "matmul_kernel"
     assert artifact.block == (128, 1, 1)
     assert artifact.grid == (1, 2, 1)
-    assert artifact.tensors["b"] == TensorSpec("b", (128, 64), "f16", "input")
+    assert artifact.sizes == {"m": 256, "n": 128, "k": 64}
+    assert artifact.tensors["b"] == TensorSpec("b", ("n", "k"), (128, 64), "f16", "input")
     assert artifact.tensor_maps["a"] == TensorMapSpec("a", "a", (128, 64), "128B", "auto")
     assert [(p.kind, p.name) for p in artifact.params][:3] == [
         ("tensor_map", "a"),
         ("tensor_map", "b"),
         ("pointer", "c"),
     ]
-    assert artifact.leading_dim_tensor("ldc") == "c"
-    assert artifact.leading_dim_tensor("m") is None
+    assert artifact.params[3] == ParamSpec("i32", "m", size="m")
+    assert artifact.params[6] == ParamSpec("i32", "ldc", row_stride="c")
+    assert artifact.check == "matmul"
     ((kind, image),) = artifact.images()
     assert kind == "ptx" and image == b"// ptx\n\0"
 
@@ -175,8 +167,9 @@ def test_load_valid_artifact(tmp_path):
 def test_a_persistent_kernel_runs_at_most_one_block_per_sm(tmp_path):
     plain = load_artifact(write_artifact(tmp_path / "plain", matmul_doc()))
     assert not plain.persistent and plain.launch_grid(1) == (1, 2, 1)
-    doc = dict(matmul_doc(), grid=[500, 1, 1], persistent=True)
+    doc = dict(matmul_doc(m=64000, box_m=128), grid=["cdiv(m, 128)"], persistent=True)
     persistent = load_artifact(write_artifact(tmp_path / "persistent", doc))
+    assert persistent.grid == (500, 1, 1)
     assert persistent.launch_grid(132) == (132, 1, 1)
     assert persistent.launch_grid(1000) == (500, 1, 1)
 
@@ -190,49 +183,47 @@ def test_tile_grid_counts_tiles():
     assert tile_grid({"m": 1100, "n": 1333}, tiles, cluster=2, persistent=True) == (60, 1, 1)
 
 
-def sized_doc():
-    doc = matmul_doc(m=256, n=128, k=64)
-    doc["sizes"] = {"m": [["a", 0], ["c", 0]], "n": [["b", 0], ["c", 1]], "k": [["a", 1], ["b", 1]]}
-    doc["grid_tiles"] = [["m", 128], ["n", 128]]
-    return doc
-
-
 def test_an_artifact_resizes_to_other_sizes(tmp_path):
-    artifact = load_artifact(write_artifact(tmp_path, sized_doc()))
-    assert artifact.size_values() == {"m": 256, "n": 128, "k": 64}
+    artifact = load_artifact(write_artifact(tmp_path, matmul_doc(m=256, n=128, k=64)))
     other = artifact.resized(m=1000, n=1333, k=520)
     assert other.tensors["a"].shape == (1000, 520) and other.tensors["b"].shape == (1333, 520)
-    assert other.tensors["c"].shape == (1000, 1333) and other.grid == (8, 11, 1)
-    assert other.problem == {**artifact.problem, "m": 1000, "n": 1333, "k": 520}
+    assert other.tensors["c"].shape == (1000, 1333) and other.grid == (11, 8, 1)
+    assert other.sizes == {"m": 1000, "n": 1333, "k": 520}
     with pytest.raises(ArtifactError, match="reads sizes k, m, n; got m"):
         artifact.resized(m=5)
     with pytest.raises(ArtifactError, match="size k must be a positive int, got 0"):
         artifact.resized(m=5, n=5, k=0)
 
 
-def test_an_artifact_without_sizes_describes_one_problem(tmp_path):
-    artifact = load_artifact(write_artifact(tmp_path, matmul_doc()))
-    with pytest.raises(ArtifactError, match="describes one problem only; recompile it"):
-        artifact.resized(m=1, n=1, k=1)
-
-
 @pytest.mark.parametrize(
-    "key, value, message",
+    "path, value, message",
     [
-        (
-            "sizes",
-            {"m": [["a", 0], ["b", 0]]},
-            r"'sizes.m': the dims it names differ in extent: \[128, 256\]",
-        ),
-        ("sizes", {"m": [["x", 0]]}, r"'sizes.m': expected \[tensor, dim\] pairs"),
-        ("grid_tiles", [["m", 0]], r"'grid_tiles': expected 1 to 3 \[size, tile\] pairs"),
-        ("grid_tiles", [["q", 64]], r"'grid_tiles': counts tiles of 'q'"),
+        (("sizes", "m"), 0, r"'sizes.m': expected a positive integer, got 0"),
+        (("tensors", "a", "shape"), ["m", "q"], r"'tensors.a.shape': expected a non-empty list"),
+        (("tensors", "a", "shape"), [256, 64], r"'tensors.a.shape': expected a non-empty list"),
+        (("tensors", "a", "layout"), "col_major", r"'tensors.a.layout': expected one of row_major"),
+        (("grid",), [], r"'grid': expected 1 to 3 axes"),
+        (("grid", 0), "cdiv(m, 0)", r"'grid\[0\]': expected 'cdiv\(<size>, <positive tile>\)'"),
+        (("grid", 0), "m / 128", r"'grid\[0\]': expected 'cdiv"),
+        (("grid", 1), "cdiv(q, 64)", r"'grid\[1\]': counts tiles of 'q', not in 'sizes'"),
+        (("params", 3, "size"), "q", r"'params\[3\].size': names no entry of 'sizes'"),
+        (("params", 6, "row_stride"), "z", r"'params\[6\].row_stride': names no tensor"),
+        (("params", 6, "size"), "m", r"'params\[6\]': an i32 parameter gives one of"),
+        (("params", 3, "size"), KeyError, r"'params\[3\]': an i32 parameter gives one of"),
+        (("sizes", "m"), 2**31, "key 'sizes.m': value 2147483648 does not fit in i32"),
+        (("check",), 3, "key 'check': expected a string"),
+        (("accumulator",), "f64", "key 'accumulator': expected one of"),
     ],
 )
-def test_bad_sizes_and_grid_tiles_are_named(tmp_path, key, value, message):
-    doc = sized_doc()
-    doc[key] = value
+def test_bad_descriptions_are_named(tmp_path, path, value, message):
     with pytest.raises(ArtifactError, match=message):
+        load_artifact(write_artifact(tmp_path, _mutated(matmul_doc(), path, value)))
+
+
+@pytest.mark.parametrize("version", [KeyError, 1, 3])
+def test_an_artifact_of_another_format_is_refused(tmp_path, version):
+    doc = _mutated(matmul_doc(), ("format",), version)
+    with pytest.raises(ArtifactError, match="reads artifact format 2, got .*; recompile"):
         load_artifact(write_artifact(tmp_path, doc))
 
 
@@ -277,18 +268,16 @@ def _mutated(doc, path, value=KeyError):
         ),
         (("tensors", "a", "role"), "scratch", "key 'tensors.a.role'"),
         (("tensors", "c", "shape"), KeyError, "key 'tensors.c.shape': missing required key"),
+        (("tensors", "c", "layout"), KeyError, "key 'tensors.c.layout': missing required key"),
         (("tensor_maps", "a", "tensor"), "z", "key 'tensor_maps.a.tensor': names no tensor"),
         (("tensor_maps", "a", "box"), [128], "key 'tensor_maps.a.box': expected 2 dims"),
         (("tensor_maps", "b", "swizzle"), "256B", "key 'tensor_maps.b.swizzle'"),
         (("params", 2, "name"), "z", "key 'params[2].name': names no entry of 'tensors'"),
         (("params", 0, "name"), "z", "key 'params[0].name': names no entry of 'tensor_maps'"),
         (("params", 3, "kind"), "f64", "key 'params[3].kind'"),
-        (("params", 6, "name"), "ldz", "key 'params[6].name'"),
-        (("problem", "m"), 2**31, "key 'problem.m': value 2147483648 does not fit in i32"),
-        (("problem",), KeyError, "key 'problem': missing required key"),
+        (("sizes",), KeyError, "key 'sizes': missing required key"),
         (("persistent",), 1, "key 'persistent': expected a bool, got int 1"),
-        (("cluster",), 3, "key 'cluster': expected an integer >= 1 that divides grid x"),
-        (("cluster",), 0, "key 'cluster': expected an integer >= 1 that divides grid x"),
+        (("cluster",), 0, "key 'cluster': expected an integer >= 1, got 0"),
     ],
 )
 def test_artifact_errors_name_file_and_key(tmp_path, path, value, expected):
@@ -328,7 +317,7 @@ def test_artifact_errors_are_value_errors():
 
 # ---------------------------------------------------------------- tensors
 
-F16_SPEC = TensorSpec("b", (128, 64), "f16", "input")
+F16_SPEC = TensorSpec("b", ("d0", "d1"), (128, 64), "f16", "input")
 
 
 def test_cuda_array_interface_is_described():
@@ -392,7 +381,7 @@ def test_padded_rows_only_when_allowed():
 
 
 def test_extent_one_dims_ignore_strides():
-    spec = TensorSpec("x", (1, 64), "f16", "input")
+    spec = TensorSpec("x", ("d0", "d1"), (1, 64), "f16", "input")
     check(describe(FakeCudaArray((1, 64), strides=(2, 2)), "x"), spec, "x")
 
 
@@ -409,7 +398,7 @@ def test_null_pointer():
 
 
 def test_readonly_output():
-    spec = TensorSpec("c", (128, 64), "f16", "output")
+    spec = TensorSpec("c", ("d0", "d1"), (128, 64), "f16", "output")
     with pytest.raises(
         ArgumentError, match="argument 'c': is an output of the kernel but its memory is read-only"
     ):
@@ -447,14 +436,14 @@ def test_unsupported_object():
         describe([1, 2, 3], "a")
 
 
-def test_strided_rows_allowed_follows_params(tmp_path):
+def test_strided_rows_follow_params(tmp_path):
     artifact = load_artifact(write_artifact(tmp_path / "with_ld", matmul_doc()))
-    assert strided_rows_allowed(artifact, "a")  # reached through a tensor map
-    assert strided_rows_allowed(artifact, "c")  # pointer plus ldc
+    assert artifact.strided_rows("a")  # reached through a tensor map
+    assert artifact.strided_rows("c")  # pointer plus ldc
     doc = matmul_doc()
     doc["params"] = doc["params"][:-1]
     artifact = load_artifact(write_artifact(tmp_path / "without_ld", doc))
-    assert not strided_rows_allowed(artifact, "c")
+    assert not artifact.strided_rows("c")
 
 
 # ---------------------------------------------------------------- tensor maps
@@ -600,49 +589,6 @@ def test_bf16_rounding_and_decoding():
     assert to_float64(np.array([1.5], dtype=np.float16), "f16").dtype == np.float64
 
 
-def test_sample_indices_cover_last_tile():
-    rng = np.random.default_rng(0)
-    rows = sample_indices(rng, 1000, 64, 128)
-    assert np.all(np.diff(rows) > 0)
-    assert set(range(896, 1000)) <= set(rows.tolist())
-    assert len(rows) >= 104 and rows.max() < 1000
-    assert sample_indices(rng, 10, 64, 128).tolist() == list(range(10))
-
-
-@pytest.mark.parametrize("b_layout", ["nk", "kn"])
-@pytest.mark.parametrize("full", [True, False])
-def test_sampled_relative_error(monkeypatch, b_layout, full):
-    import wsc.runtime.run_cli as run_cli
-
-    if not full:
-        monkeypatch.setattr(run_cli, "FULL_REFERENCE_MAX_WORK", 1)
-    problem = MatmulProblem(200, 150, 40, "f16", "f32", b_layout, 64, 64)
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal(problem.a_shape).astype(np.float16)
-    b = rng.standard_normal(problem.b_shape).astype(np.float16)
-    b_kn = b.astype(np.float64).T if b_layout == "nk" else b.astype(np.float64)
-    exact = a.astype(np.float64) @ b_kn
-    assert sampled_relative_error(problem, a, b, exact, np.random.default_rng(2)) < 1e-12
-    wrong = exact.copy()
-    wrong[-1, :] = 0.0  # a broken ragged last row must be caught, sampled or not
-    assert sampled_relative_error(problem, a, b, wrong, np.random.default_rng(2)) > 1e-2
-
-
-def test_matmul_problem_from_artifact(tmp_path):
-    problem = MatmulProblem.from_artifact(
-        load_artifact(write_artifact(tmp_path / "ok", matmul_doc(b_layout="kn")))
-    )
-    assert (problem.a_shape, problem.b_shape, problem.c_shape) == ((256, 64), (64, 128), (256, 128))
-    assert (problem.tile_m, problem.tile_n) == (128, 128)
-    doc = matmul_doc()
-    doc["tensors"]["b"]["shape"] = [64, 128]
-    with pytest.raises(
-        ArtifactError,
-        match=r"tensor 'b' is f16 \[64, 128\], but problem \(b_layout nk\) implies f16 \[128, 64\]",
-    ):
-        MatmulProblem.from_artifact(load_artifact(write_artifact(tmp_path / "bad", doc)))
-
-
 def test_cli_reports_bad_artifact_as_json(tmp_path, capsys):
     assert main([str(tmp_path / "missing"), "--check"]) == 1
     report = json.loads(capsys.readouterr().out.strip())
@@ -663,7 +609,7 @@ def test_runtime_imports_without_mlir():
                     raise ImportError("mlir is blocked in this test")
                 return None
         sys.meta_path.insert(0, BlockMlir())
-        import wsc.runtime, wsc.runtime.run_cli
+        import wsc.runtime, wsc.runtime.run_cli, wsc.kernels.matmul.check
         loaded = sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir."))
         assert not loaded, loaded
         assert "torch" not in sys.modules
@@ -860,9 +806,9 @@ def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layou
 
 @pytest.mark.cuda
 def test_gpu_cli_sampled_reference(tmp_path, capsys, test_images, monkeypatch):
-    import wsc.runtime.run_cli as run_cli
+    import wsc.kernels.matmul.check as matmul_check
 
-    monkeypatch.setattr(run_cli, "FULL_REFERENCE_MAX_WORK", 1)
+    monkeypatch.setattr(matmul_check, "FULL_REFERENCE_MAX_WORK", 1)
     code, report = _run_cli(
         capsys, [str(_gpu_artifact(tmp_path, test_images)), "--check", "--backend", "driver"]
     )
@@ -872,7 +818,7 @@ def test_gpu_cli_sampled_reference(tmp_path, capsys, test_images, monkeypatch):
 @pytest.mark.cuda
 def test_gpu_cli_detects_unwritten_output(tmp_path, capsys, test_images):
     # One block covers only C's first 64x64 tile: the NaN poison must show.
-    directory = _gpu_artifact(tmp_path, test_images, grid=[1, 1, 1])
+    directory = _gpu_artifact(tmp_path, test_images, grid=["cdiv(m, 512)", "cdiv(n, 512)"])
     code, report = _run_cli(capsys, [str(directory), "--check", "--backend", "driver"])
     assert code == 1 and not report["ok"]
     assert report["nan_count"] == 300 * 200 - 64 * 64
@@ -945,14 +891,17 @@ def test_gpu_param_mismatch_and_bad_ptx(tmp_path, test_images):
 def test_gpu_hung_kernel_times_out(tmp_path, test_images):
     """A kernel that never finishes becomes LaunchTimeout (in a child: the context is lost)."""
     doc = {
+        "format": 2,
         "wsc_version": "0.1.0",
         "kernel_name": "spin_until_set",
         "ptx": "kernel.ptx",
         "block": [1, 1, 1],
-        "grid": [1, 1, 1],
+        "grid": ["cdiv(n, 4)"],
         "dynamic_smem_bytes": 0,
-        "problem": {},
-        "tensors": {"flag": {"shape": [4], "dtype": "f32", "role": "input"}},
+        "sizes": {"n": 4},
+        "tensors": {
+            "flag": {"shape": ["n"], "dtype": "f32", "role": "input", "layout": "row_major"}
+        },
         "params": [{"kind": "pointer", "name": "flag"}],
     }
     directory = write_artifact(tmp_path, doc, ptx=test_images[("nk", "ptx")].read_text())

@@ -7,7 +7,7 @@ by the `wsc run` CLI when it happens to be installed, never required).
     kernel = Kernel("build/matmul")                # load + bind to cuda:0
     kernel.launch(a=a, b=b, c=c)                   # check arguments, enqueue
     kernel.synchronize(timeout_s=30)               # LaunchTimeout if hung
-    report = kernel.run_check(seed=0)              # self-test on random data
+    report = kernel.run_check(seed=0)              # self-test against its check
 """
 
 from __future__ import annotations
@@ -16,9 +16,17 @@ import copy
 import ctypes
 import threading
 from pathlib import Path
+from typing import Any
 
 from . import driver
-from .artifact import Artifact, ArtifactError, TensorMapSpec, WscRuntimeError, load_artifact
+from .artifact import (
+    Artifact,
+    ArtifactError,
+    ParamSpec,
+    TensorMapSpec,
+    WscRuntimeError,
+    load_artifact,
+)
 from .driver import (
     PARAM_SIZES,
     CudaError,
@@ -35,6 +43,7 @@ from .tensor_map import (
     TensorMap,
     TensorMapEncoder,
     TensorMapError,
+    TensorMapPlan,
     encode_tensor_map,
     plan_tensor_map,
 )
@@ -44,7 +53,6 @@ from .tensors import (
     TensorInfo,
     check,
     describe,
-    strided_rows_allowed,
 )
 
 __all__ = [
@@ -146,7 +154,8 @@ class Kernel:
             infos = {
                 name: self._checked_info(name, tensors[name], stream_handle) for name in expected
             }
-        values, sources = [], []
+        values: list[tuple[str, str, Any]] = []
+        sources: list[tuple[str | None, TensorMapPlan | None]] = []
         for param in artifact.params:
             if param.kind == "tensor_map":
                 spec = artifact.tensor_maps[param.name]
@@ -157,7 +166,7 @@ class Kernel:
                 values.append((param.kind, param.name, infos[param.name].ptr))
                 sources.append((param.name, None))
             else:
-                values.append((param.kind, param.name, self._i32_value(param.name, infos)))
+                values.append((param.kind, param.name, self._i32_value(param, infos)))
                 sources.append((None, None))
         pointers = {name: info.ptr for name, info in infos.items()}
         return PreparedLaunch(self, PackedParams(values), stream, tensors, sources, pointers)
@@ -179,7 +188,8 @@ class Kernel:
         iters: int = 20,
         backend: str = "auto",
     ) -> dict:
-        """Run the kernel on random matmul inputs and compare with float64.
+        """Run the kernel on random inputs and compare with the float64
+        reference of the check its artifact declares (wsc.runtime.checks).
 
         Returns the report `wsc run` prints (see `wsc.runtime.run_cli`).
         """
@@ -202,7 +212,7 @@ class Kernel:
             self.artifact.tensors[name],
             name,
             device=self.device.ordinal,
-            strided_rows=strided_rows_allowed(self.artifact, name),
+            strided_rows=self.artifact.strided_rows(name),
         )
         if info.device is None:
             # The interface did not say where the memory lives: ask the driver,
@@ -222,11 +232,11 @@ class Kernel:
             cached = self._tensor_maps[spec.name] = encode_tensor_map(plan)
         return cached
 
-    def _i32_value(self, name: str, infos: dict[str, TensorInfo]) -> int:
-        tensor = self.artifact.leading_dim_tensor(name)
-        if tensor is not None:
-            return infos[tensor].strides[-2]
-        return self.artifact.problem[name]
+    def _i32_value(self, param: ParamSpec, infos: dict[str, TensorInfo]) -> int:
+        if param.row_stride is not None:
+            return infos[param.row_stride].strides[-2]
+        assert param.size is not None  # the parser gives an i32 one of the two
+        return self.artifact.sizes[param.size]
 
 
 class PreparedLaunch:

@@ -6,6 +6,29 @@ that file, so it is validated here, once, with errors that name the file and
 the offending key: a malformed artifact should fail at load time, not as a
 mysterious launch failure on the GPU.
 
+An artifact describes its kernel, whatever it computes:
+
+    "format": 2,                       ARTIFACT_FORMAT; another is refused
+    "sizes": {"m": 4096, "k": 512},    the sizes it was written for (any
+                                       others: Artifact.resized)
+    "tensors": {"a": {"role": "input", "dtype": "f16", "shape": ["m", "k"],
+                      "layout": "row_major"}, ...}
+                                       each dim names a size; row_major: unit
+                                       stride along the last dim
+    "grid": ["cdiv(m, 128)", ...],     1 to 3 axes, each the tiles of a size
+    "params": [{"kind": "tensor_map", "name": "a"},
+               {"kind": "pointer", "name": "c"},
+               {"kind": "i32", "name": "m", "size": "m"},
+               {"kind": "i32", "name": "ldc", "row_stride": "c"}]
+                                       launch order; a scalar parameter says
+                                       where its value comes from
+    "check": "matmul"                  optional: the reference `wsc run
+                                       --check` compares with (wsc.runtime.checks)
+
+plus the kernel's name, images, block, dynamic shared memory, tensor maps,
+cluster, persistence, WGMMA accumulator type and its build config (reported,
+never interpreted).
+
 This module needs neither a GPU nor the MLIR bindings. It also defines the
 runtime's base exception, because every other runtime module imports it.
 """
@@ -15,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,21 +46,25 @@ from typing import Any
 from wsc.target.hopper import ELEMENT_BYTES
 
 ARTIFACT_FILE = "kernel.json"
+#: The version of kernel.json's layout; bumped whenever a key changes meaning.
+ARTIFACT_FORMAT = 2
 
 # Bytes per element of each dtype the kernels may use.
 DTYPE_SIZES: Mapping[str, int] = ELEMENT_BYTES
 
 TENSOR_ROLES = ("input", "output", "inout")
+#: "row_major": the last dim is contiguous; rows may be padded where the
+#: kernel reads the row stride (Artifact.strided_rows).
+TENSOR_LAYOUTS = ("row_major",)
 PARAM_KINDS = ("tensor_map", "pointer", "i32")
 SWIZZLES = ("none", "32B", "64B", "128B")
 #: "auto": decided per tensor when the map is encoded (tensor_map.plan_tensor_map).
 L2_PROMOTIONS = ("auto", "none", "64B", "128B", "256B")
 DEFAULT_L2_PROMOTION = "auto"
-
-# An i32 parameter named "ld<tensor>" carries that tensor's row stride.
-LEADING_DIM_PREFIX = "ld"
+ACCUMULATORS = ("f32", "f16")
 
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+")
+_GRID_AXIS_RE = re.compile(r"^cdiv\(\s*([A-Za-z_]\w*)\s*,\s*([1-9]\d*)\s*\)$")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
@@ -53,9 +80,10 @@ class SizesError(ArtifactError):
     """The sizes given for a kernel are not the ones it reads, or not positive."""
 
 
-def check_sizes(names, sizes: Mapping[str, Any], kernel: str) -> None:
+def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> None:
     """Raise SizesError unless `sizes` gives a positive int for each of `names`, and no other."""
-    if set(sizes) != set(names):
+    names = set(names)
+    if set(sizes) != names:
         raise SizesError(
             f"kernel '{kernel}' reads sizes {', '.join(sorted(names)) or 'none'}; "
             f"got {', '.join(sorted(sizes)) or 'none'}"
@@ -68,9 +96,13 @@ def check_sizes(names, sizes: Mapping[str, Any], kernel: str) -> None:
 @dataclass(frozen=True)
 class TensorSpec:
     name: str
+    #: The size each dim equals, outermost first.
+    dims: tuple[str, ...]
+    #: The extents for the artifact's sizes.
     shape: tuple[int, ...]
     dtype: str
     role: str
+    layout: str = "row_major"
 
     @property
     def element_size(self) -> int:
@@ -89,8 +121,18 @@ class TensorMapSpec:
 
 @dataclass(frozen=True)
 class ParamSpec:
+    """One kernel parameter, in launch order. An i32 is a scalar: the value of
+    the size `size`, or the row stride (in elements) of tensor `row_stride`."""
+
     kind: str
     name: str
+    size: str | None = None
+    row_stride: str | None = None
+
+
+def grid_axis(size: str, tile: int) -> str:
+    """The grid expression of an axis counting the `tile`-sized tiles of `size`."""
+    return f"cdiv({size}, {tile})"
 
 
 def tile_grid(
@@ -120,27 +162,34 @@ class Artifact:
     ptx_path: Path | None
     cubin_path: Path | None
     block: tuple[int, int, int]
-    grid: tuple[int, int, int]
     dynamic_smem_bytes: int
-    problem: Mapping[str, Any]
-    config: Mapping[str, Any]
+    #: The value of each size the kernel reads, for this description.
+    sizes: Mapping[str, int]
     tensors: Mapping[str, TensorSpec]
     tensor_maps: Mapping[str, TensorMapSpec]
     params: tuple[ParamSpec, ...]
+    #: The (size, tile) pair each grid axis counts the tiles of.
+    grid_tiles: tuple[tuple[str, int], ...]
     #: The kernel strides over its grid's work by gridDim.x: `grid` counts
     #: the work items and a launch runs at most one block per SM.
     persistent: bool = False
     #: Blocks per cluster along x (the kernel's .reqnctapercluster).
     cluster: int = 1
-    #: The sizes the kernel reads at run time, each with the (tensor, dim)
-    #: pairs it equals, and the (size, tile) pair each grid axis counts:
-    #: what `resized` needs to launch the same kernel on other sizes.
-    size_dims: Mapping[str, tuple[tuple[str, int], ...]] | None = None
-    grid_tiles: tuple[tuple[str, int], ...] | None = None
+    #: The element type of its WGMMA accumulators ("" without WGMMA).
+    accumulator: str = ""
+    #: The kind of reference `wsc run --check` compares with, or None.
+    check: str | None = None
+    #: How the kernel was built (tile, stages, ...): reported, not interpreted.
+    config: Mapping[str, Any] | None = None
 
     @property
     def json_path(self) -> Path:
         return self.directory / ARTIFACT_FILE
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        """The grid for `sizes` (of work items, for a persistent kernel)."""
+        return tile_grid(self.sizes, self.grid_tiles, self.cluster, self.persistent)
 
     def images(self) -> list[tuple[str, bytes]]:
         """Loadable images as (kind, bytes), preferred first.
@@ -165,47 +214,24 @@ class Artifact:
         blocks = max(sm_count // self.cluster, 1) * self.cluster
         return (min(x * y * z, blocks), 1, 1)
 
-    def size_values(self) -> dict[str, int]:
-        """The value of each size this artifact was written for."""
-        return {
-            size: self.tensors[pairs[0][0]].shape[pairs[0][1]]
-            for size, pairs in (self.size_dims or {}).items()
-        }
-
     def resized(self, **sizes: int) -> Artifact:
         """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
-        shapes, grid and problem follow; the kernel reads sizes at run time."""
-        if self.size_dims is None or self.grid_tiles is None:
-            raise ArtifactError(
-                f"{self.json_path}: no 'sizes' and 'grid_tiles': written by an "
-                f"older wsc, it describes one problem only; recompile it"
-            )
-        check_sizes(self.size_dims, sizes, self.kernel_name)
-        shapes = {name: list(spec.shape) for name, spec in self.tensors.items()}
-        for size, pairs in self.size_dims.items():
-            for tensor, dim in pairs:
-                shapes[tensor][dim] = sizes[size]
+        shapes and grid follow; the kernel reads sizes at run time."""
+        check_sizes(self.sizes, sizes, self.kernel_name)
         tensors = {
-            name: replace(spec, shape=tuple(shapes[name])) for name, spec in self.tensors.items()
+            name: replace(spec, shape=tuple(sizes[dim] for dim in spec.dims))
+            for name, spec in self.tensors.items()
         }
-        problem = {**self.problem, **{k: v for k, v in sizes.items() if k in self.problem}}
-        return replace(
-            self,
-            tensors=tensors,
-            problem=problem,
-            grid=tile_grid(sizes, self.grid_tiles, self.cluster, self.persistent),
-        )
+        return replace(self, sizes=dict(sizes), tensors=tensors)
 
-    def leading_dim_tensor(self, param_name: str) -> str | None:
-        """The tensor whose row stride an i32 param carries, or None.
-
-        A problem value of the same name takes precedence, so "ld..." only
-        means a stride when the problem does not define it.
-        """
-        if param_name in self.problem or not param_name.startswith(LEADING_DIM_PREFIX):
-            return None
-        tensor = param_name[len(LEADING_DIM_PREFIX) :]
-        return tensor if tensor in self.tensors else None
+    def strided_rows(self, tensor: str) -> bool:
+        """Whether the kernel copes with a padded row stride for `tensor`:
+        tensor maps carry real strides; a raw pointer does only when the
+        kernel also receives the tensor's row stride."""
+        if len(self.tensors[tensor].shape) < 2:
+            return False
+        as_pointer = any(p.kind == "pointer" and p.name == tensor for p in self.params)
+        return not as_pointer or any(p.row_stride == tensor for p in self.params)
 
 
 def load_artifact(directory: str | Path) -> Artifact:
@@ -284,12 +310,19 @@ class _Parser:
             raise self.fail(key, f"file {path} does not exist")
         return path
 
-    def artifact(self, doc) -> Artifact:
+    def artifact(self, doc: Any) -> Artifact:
         if not isinstance(doc, dict):
             raise ArtifactError(f"{self.json_path}: expected a JSON object at top level")
-        version = self.get(doc, "wsc_version", "", str)
-        if not _VERSION_RE.match(version):
-            raise self.fail("wsc_version", f"expected a version like '0.1.0', got {version!r}")
+        version = self.get(doc, "format", "", int, required=False)
+        if version != ARTIFACT_FORMAT:
+            raise self.fail(
+                "format",
+                f"this runtime reads artifact format {ARTIFACT_FORMAT}, got "
+                f"{'none (an older wsc)' if version is None else version}; recompile the kernel",
+            )
+        wsc_version = self.get(doc, "wsc_version", "", str)
+        if not _VERSION_RE.match(wsc_version):
+            raise self.fail("wsc_version", f"expected a version like '0.1.0', got {wsc_version!r}")
         kernel_name = self.get(doc, "kernel_name", "", str)
         if not kernel_name:
             raise self.fail("kernel_name", "must not be empty")
@@ -300,108 +333,78 @@ class _Parser:
         smem = self.get(doc, "dynamic_smem_bytes", "", int)
         if smem < 0:
             raise self.fail("dynamic_smem_bytes", f"expected an integer >= 0, got {smem}")
-        problem = self.get(doc, "problem", "", dict)
-        config = self.get(doc, "config", "", dict, required=False) or {}
-        tensors = self.tensors(doc)
-        tensor_maps = self.tensor_maps(doc, tensors)
+        sizes = self.sizes(doc)
+        tensors = self.tensors(doc, sizes)
         cluster = self.get(doc, "cluster", "", int, required=False)
+        block = self.int_list(doc, "block", "", length=3)
         artifact = Artifact(
             directory=self.directory,
-            wsc_version=version,
+            wsc_version=wsc_version,
             kernel_name=kernel_name,
             ptx_path=ptx_path,
             cubin_path=cubin_path,
-            block=self.int_list(doc, "block", "", length=3),
-            grid=self.int_list(doc, "grid", "", length=3),
+            block=(block[0], block[1], block[2]),
             dynamic_smem_bytes=smem,
-            problem=problem,
-            config=config,
+            sizes=sizes,
             tensors=tensors,
-            tensor_maps=tensor_maps,
+            tensor_maps=self.tensor_maps(doc, tensors),
             params=(),
+            grid_tiles=self.grid(doc, sizes),
             persistent=bool(self.get(doc, "persistent", "", bool, required=False)),
             cluster=1 if cluster is None else cluster,
-            grid_tiles=self.grid_tiles(doc),
+            accumulator=self.choice(doc, "accumulator", "", ("", *ACCUMULATORS), ""),
+            check=self.get(doc, "check", "", str, required=False),
+            config=self.get(doc, "config", "", dict, required=False) or {},
         )
-        if artifact.cluster < 1 or artifact.grid[0] % artifact.cluster:
-            raise self.fail(
-                "cluster",
-                f"expected an integer >= 1 that divides grid x "
-                f"({artifact.grid[0]}), got {artifact.cluster}",
-            )
-        # Params refer to tensors, maps and problem values, so they are
-        # checked against the otherwise complete artifact.
-        return replace(
-            artifact,
-            params=self.params(doc, artifact),
-            size_dims=self.size_dims(doc, tensors, artifact.grid_tiles),
-        )
+        if artifact.cluster < 1:
+            raise self.fail("cluster", f"expected an integer >= 1, got {artifact.cluster}")
+        # Params refer to tensors, maps and sizes, so they are checked against
+        # the otherwise complete artifact.
+        return replace(artifact, params=self.params(doc, artifact))
 
-    def grid_tiles(self, doc) -> tuple[tuple[str, int], ...] | None:
-        entries = self.get(doc, "grid_tiles", "", list, required=False)
-        if entries is None:
-            return None
-        if not 1 <= len(entries) <= 3 or any(
-            not isinstance(e, list)
-            or len(e) != 2
-            or not isinstance(e[0], str)
-            or isinstance(e[1], bool)
-            or not isinstance(e[1], int)
-            or e[1] < 1
-            for e in entries
-        ):
-            raise self.fail(
-                "grid_tiles",
-                f"expected 1 to 3 [size, tile] pairs with a positive tile, got {entries!r}",
-            )
-        return tuple((size, tile) for size, tile in entries)
+    def sizes(self, doc: dict) -> dict[str, int]:
+        sizes = self.get(doc, "sizes", "", dict)
+        for name, value in sizes.items():
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                raise self.fail(f"sizes.{name}", "a size's name is an identifier")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise self.fail(f"sizes.{name}", f"expected a positive integer, got {value!r}")
+        return dict(sizes)
 
-    def size_dims(self, doc, tensors, grid_tiles) -> dict[str, tuple[tuple[str, int], ...]] | None:
-        entries = self.get(doc, "sizes", "", dict, required=False)
-        if entries is None:
-            return None
-        sizes = {}
-        for size, pairs in entries.items():
-            path = f"sizes.{size}"
-            if not isinstance(pairs, list) or not pairs:
+    def grid(self, doc: dict, sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+        axes = self.get(doc, "grid", "", list)
+        if not 1 <= len(axes) <= 3:
+            raise self.fail("grid", f"expected 1 to 3 axes, got {axes!r}")
+        tiles = []
+        for index, axis in enumerate(axes):
+            match = _GRID_AXIS_RE.match(axis) if isinstance(axis, str) else None
+            if match is None:
                 raise self.fail(
-                    path, f"expected a non-empty list of [tensor, dim] pairs, got {pairs!r}"
+                    f"grid[{index}]", f"expected 'cdiv(<size>, <positive tile>)', got {axis!r}"
                 )
-            values = set()
-            for pair in pairs:
-                if (
-                    not isinstance(pair, list)
-                    or len(pair) != 2
-                    or pair[0] not in tensors
-                    or isinstance(pair[1], bool)
-                    or not isinstance(pair[1], int)
-                    or not 0 <= pair[1] < len(tensors[pair[0]].shape)
-                ):
-                    raise self.fail(
-                        path, f"expected [tensor, dim] pairs naming dims of 'tensors', got {pair!r}"
-                    )
-                values.add(tensors[pair[0]].shape[pair[1]])
-            if len(values) != 1:
-                raise self.fail(path, f"the dims it names differ in extent: {sorted(values)}")
-            sizes[size] = tuple((tensor, dim) for tensor, dim in pairs)
-        for size, _ in grid_tiles or ():
-            if size not in sizes:
-                raise self.fail(
-                    "grid_tiles", f"counts tiles of {size!r}, which 'sizes' does not name"
-                )
-        return sizes
+            if match[1] not in sizes:
+                raise self.fail(f"grid[{index}]", f"counts tiles of {match[1]!r}, not in 'sizes'")
+            tiles.append((match[1], int(match[2])))
+        return tuple(tiles)
 
-    def tensors(self, doc) -> dict[str, TensorSpec]:
+    def tensors(self, doc: dict, sizes: Mapping[str, int]) -> dict[str, TensorSpec]:
         tensors = {}
         for name, spec in self.get(doc, "tensors", "", dict).items():
             path = f"tensors.{name}"
             if not isinstance(spec, dict):
                 raise self.fail(path, f"expected an object, got {spec!r}")
+            dims = self.get(spec, "shape", path, list)
+            if not dims or any(not isinstance(dim, str) or dim not in sizes for dim in dims):
+                raise self.fail(
+                    f"{path}.shape", f"expected a non-empty list of names of 'sizes', got {dims!r}"
+                )
             tensors[name] = TensorSpec(
                 name=name,
-                shape=self.int_list(spec, "shape", path),
+                dims=tuple(dims),
+                shape=tuple(sizes[dim] for dim in dims),
                 dtype=self.choice(spec, "dtype", path, tuple(DTYPE_SIZES)),
                 role=self.choice(spec, "role", path, TENSOR_ROLES),
+                layout=self.choice(spec, "layout", path, TENSOR_LAYOUTS),
             )
         if not tensors:
             raise self.fail("tensors", "expected at least one tensor")
@@ -433,7 +436,7 @@ class _Parser:
             )
         return maps
 
-    def params(self, doc, artifact: Artifact) -> tuple[ParamSpec, ...]:
+    def params(self, doc: dict, artifact: Artifact) -> tuple[ParamSpec, ...]:
         params = []
         for index, spec in enumerate(self.get(doc, "params", "", list)):
             path = f"params[{index}]"
@@ -445,28 +448,27 @@ class _Parser:
                 raise self.fail(f"{path}.name", f"names no entry of 'tensor_maps': {name!r}")
             if kind == "pointer" and name not in artifact.tensors:
                 raise self.fail(f"{path}.name", f"names no entry of 'tensors': {name!r}")
+            size = row_stride = None
             if kind == "i32":
-                self.check_i32(artifact, name, f"{path}.name")
-            params.append(ParamSpec(kind=kind, name=name))
+                size = self.get(spec, "size", path, str, required=False)
+                row_stride = self.get(spec, "row_stride", path, str, required=False)
+                if (size is None) == (row_stride is None):
+                    raise self.fail(path, "an i32 parameter gives one of 'size' or 'row_stride'")
+                if size is not None and size not in artifact.sizes:
+                    raise self.fail(f"{path}.size", f"names no entry of 'sizes': {size!r}")
+                if size is not None and artifact.sizes[size] > _INT32_MAX:
+                    raise self.fail(
+                        f"sizes.{size}", f"value {artifact.sizes[size]} does not fit in i32"
+                    )
+                if row_stride is not None and (
+                    row_stride not in artifact.tensors
+                    or len(artifact.tensors[row_stride].shape) < 2
+                ):
+                    raise self.fail(
+                        f"{path}.row_stride", f"names no tensor of rank >= 2: {row_stride!r}"
+                    )
+            params.append(ParamSpec(kind=kind, name=name, size=size, row_stride=row_stride))
         return tuple(params)
-
-    def check_i32(self, artifact: Artifact, name: str, path: str) -> None:
-        if name in artifact.problem:
-            value = artifact.problem[name]
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise self.fail(
-                    f"problem.{name}", f"i32 kernel parameter needs an integer, got {value!r}"
-                )
-            if not _INT32_MIN <= value <= _INT32_MAX:
-                raise self.fail(f"problem.{name}", f"value {value} does not fit in i32")
-            return
-        tensor = artifact.leading_dim_tensor(name)
-        if tensor is None:
-            raise self.fail(
-                path, f"i32 parameter {name!r} is neither a key of 'problem' nor 'ld<tensor>'"
-            )
-        if len(artifact.tensors[tensor].shape) < 2:
-            raise self.fail(path, f"{name!r} needs a tensor of rank >= 2, '{tensor}' has rank 1")
 
 
 def _as_tuple(kind) -> tuple:

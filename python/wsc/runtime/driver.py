@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from cuda.bindings import driver as cu
@@ -201,7 +202,7 @@ class Function:
 
     def param_sizes(self) -> list[int]:
         """Byte size of each kernel parameter, from the image's metadata."""
-        sizes = []
+        sizes: list[int] = []
         while True:
             result = cu.cuFuncGetParamInfo(self.handle, len(sizes))
             # The driver reports an index past the last parameter as invalid.
@@ -410,9 +411,9 @@ class PackedParams:
     buffers live as long as this object.
     """
 
-    def __init__(self, params: Sequence[tuple[str, str, object]]):
+    def __init__(self, params: Sequence[tuple[str, str, Any]]):
         """`params`: (kind, name, value) in kernel order; a tensor map's value is its 128 raw bytes."""
-        self._buffers = []
+        self._buffers: list[object] = []
         slots = []
         for kind, name, value in params:
             if kind == "tensor_map":
@@ -422,23 +423,25 @@ class PackedParams:
                         f"param '{name}': tensor map must be {TENSOR_MAP_BYTES} bytes, got {len(raw)}"
                     )
                 # ctypes guarantees no 64-byte alignment, so over-allocate and align.
-                buffer = (ctypes.c_ubyte * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
-                base = ctypes.addressof(buffer)
+                bytes_buffer = (ctypes.c_ubyte * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
+                base = ctypes.addressof(bytes_buffer)
                 address = base + (-base) % TENSOR_MAP_ALIGN
                 ctypes.memmove(address, raw, TENSOR_MAP_BYTES)
+                self._buffers.append(bytes_buffer)
             elif kind == "pointer":
                 _check_int_range(name, value, 0, 2**64 - 1, "u64 pointer")
-                buffer = ctypes.c_uint64(value)
-                address = ctypes.addressof(buffer)
+                pointer_buffer = ctypes.c_uint64(value)
+                address = ctypes.addressof(pointer_buffer)
+                self._buffers.append(pointer_buffer)
             elif kind == "i32":
                 _check_int_range(name, value, -(2**31), 2**31 - 1, "i32")
-                buffer = ctypes.c_int32(value)
-                address = ctypes.addressof(buffer)
+                i32_buffer = ctypes.c_int32(value)
+                address = ctypes.addressof(i32_buffer)
+                self._buffers.append(i32_buffer)
             else:
                 raise ValueError(
                     f"param '{name}': unknown kind {kind!r}; expected one of {', '.join(PARAM_SIZES)}"
                 )
-            self._buffers.append(buffer)
             slots.append(ParamSlot(kind, address, PARAM_SIZES[kind]))
         self.slots = tuple(slots)
         self._pointers = (ctypes.c_void_p * max(len(slots), 1))(*(slot.address for slot in slots))

@@ -20,7 +20,7 @@ import ctypes
 import math
 from dataclasses import dataclass
 
-from .artifact import Artifact, TensorSpec, WscRuntimeError
+from .artifact import TensorSpec, WscRuntimeError
 from .driver import DeviceArray
 
 # Base addresses must allow 16-byte vector and TMA accesses.
@@ -128,21 +128,6 @@ def check(
         raise ArgumentError(
             f"argument '{name}': is an {spec.role} of the kernel but its memory is read-only"
         )
-
-
-def strided_rows_allowed(artifact: Artifact, tensor: str) -> bool:
-    """Whether the kernel copes with a padded row stride for `tensor`.
-
-    Tensor maps carry real strides; a raw pointer does only when the kernel
-    also receives the tensor's "ld" parameter.
-    """
-    if len(artifact.tensors[tensor].shape) < 2:
-        return False
-    as_pointer = any(p.kind == "pointer" and p.name == tensor for p in artifact.params)
-    has_ld = any(
-        p.kind == "i32" and artifact.leading_dim_tensor(p.name) == tensor for p in artifact.params
-    )
-    return has_ld or not as_pointer
 
 
 def _check_strides(info: TensorInfo, name: str, strided_rows: bool) -> None:

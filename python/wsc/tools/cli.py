@@ -24,7 +24,7 @@ def _print_stages(result) -> None:
 
 
 def _config_from_args(args, problem):
-    from wsc.kernels.matmul import MatmulConfig
+    from wsc.kernels.matmul.config import MatmulConfig
 
     values = {}
     if args.config:
@@ -45,7 +45,8 @@ def _config_from_args(args, problem):
 
 
 def _compile_matmul(args) -> int:
-    from wsc.kernels.matmul import MatmulProblem, compile_matmul
+    from wsc.kernels.matmul.build import compile_matmul
+    from wsc.kernels.matmul.config import MatmulProblem
 
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
     config = _config_from_args(args, problem)
@@ -110,7 +111,8 @@ def _demo(args) -> int:
     import subprocess
     import tempfile
 
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, compile_matmul
+    from wsc.kernels.matmul.build import compile_matmul
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     out_dir = args.output or tempfile.mkdtemp(prefix="wsc-demo-")
     config = MatmulConfig()

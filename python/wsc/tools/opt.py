@@ -129,9 +129,10 @@ def parse_args(argv: list[str]) -> Options | None:
             print(f"wsc-opt {wsc.__version__}")
             return None
         if arg in ("-o", "--o"):
-            options.output = next(args, None)
-            if options.output is None:
+            output = next(args, None)
+            if output is None:
                 raise UsageError("-o needs a file name")
+            options.output = output
         elif arg.startswith(("-o=", "--o=")):
             options.output = arg.split("=", 1)[1]
         elif arg in ("--split-input-file", "-split-input-file"):
@@ -186,7 +187,9 @@ def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
     """(chunk, line offset) pairs of the input."""
     if not split:
         return [(text, 0)]
-    chunks, current, start = [], [], 0
+    chunks: list[tuple[str, int]] = []
+    current: list[str] = []
+    start = 0
     for number, line in enumerate(text.splitlines(keepends=True)):
         if line.strip() == SPLIT_MARKER:
             chunks.append(("".join(current), start))

@@ -1,5 +1,6 @@
 """The config spaces wsc.matmul tunes over, and the kernel function they are
-spaces of. A module of its own, without MLIR at import: the autotuner keys
+spaces of; benchmarks/matmul.py tunes over the same configs. A module of its
+own, without MLIR at import: the autotuner keys
 compiled kernels by this file's source (with the compiler's), so the API
 around it (wsc.matmul) can change without invalidating them.
 """
@@ -26,13 +27,14 @@ def matmul_kernel(
     coalesced_store: bool = False,
     cluster_m: int = 1,
 ):
-    """The matmul kernel of wsc.kernels.matmul for one config, specialized and
-    ready to compile (a wsc.builder.Kernel)."""
+    """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
+    and ready to compile (a wsc.builder.Kernel)."""
     from mlir import ir
 
     from wsc.builder import Kernel
     from wsc.dialect import make_context
-    from wsc.kernels.matmul import MatmulConfig, MatmulProblem, build_matmul
+    from wsc.kernels.matmul.build import build_matmul
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     problem = MatmulProblem(dtype, out_dtype, b_layout)
     config = MatmulConfig(
@@ -60,6 +62,7 @@ def matmul_kernel(
         grid=(("m", block_m), ("n", block_n)),
         unroll=not persistent,
         persistent=persistent,
+        check="matmul",
     )
     return simple.warp_specialize(
         num_stages=num_stages,
@@ -71,8 +74,9 @@ def matmul_kernel(
 
 _TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent"
 _CLUSTERED_TILES = _TILES + ", cluster_m"
-#: The config space per B layout: the tiles and schedules BENCHMARKS.md measured
-#: best on the H200 (one WGMMA group in flight, or persistent without one),
+#: The config space per B layout: the tiles and schedules fastest on the H200
+#: (BENCHMARKS.md; the tuning is in benchmarks/results/comparison-log.txt): one
+#: WGMMA group in flight, or persistent without one,
 #: each with and without the grouped tile order, which pays off on large
 #: problems and costs a few percent at short K. A "kn" B stage is [64 (K),
 #: block_n], and a TMA box row is at most 128 bytes, so "kn" tiles are 64 wide

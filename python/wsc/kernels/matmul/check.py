@@ -1,0 +1,157 @@
+"""The check of matmul artifacts ("check": "matmul"): the problem an artifact
+computes, read from its tensors, and the float64 reference `wsc run --check`
+compares it with. No MLIR: GPU machines run it without the bindings.
+
+    C[M, N] = A[M, K] @ op(B),  B as [N, K] ("nk") or [K, N] ("kn")
+
+The layout is read from B's dims (which size each one is), never from their
+extents, which cannot tell the layouts apart where N = K. With torch the
+reference is the full product computed on the GPU; without it, it is
+computed on the CPU, in full for small problems, otherwise for a random
+sample of whole rows and columns plus the last row/column tile (where ragged
+edges and TMA zero-fill matter).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from wsc.runtime.artifact import Artifact, ArtifactError
+from wsc.runtime.memory import Inputs, Memory, TorchMemory, to_float64
+from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
+
+# Problems up to this many multiply-adds get a full reference; beyond it
+# the float64 product would take too long on a CPU, so rows/cols are sampled.
+FULL_REFERENCE_MAX_WORK = 2048**3
+SAMPLED_ROWS = 64
+SAMPLED_COLS = 64
+#: The tile whose last rows/columns are always sampled, where the grid does
+#: not say (an axis of the grid counting M's or N's tiles).
+DEFAULT_TILE = 128
+# Relative Frobenius error allowed. A bf16 output alone rounds with a relative
+# error near 3e-3, so it gets a looser bound than f16/f32 outputs.
+TOLERANCE = {"f32": 1e-3, "f16": 1e-3, "bf16": 1e-2}
+
+
+def tolerance_for(out_dtype: str, accumulator: str, k: int) -> float:
+    """The relative error allowed for a K-deep product. With f16 accumulators
+    the running sum rounds to f16 once per k16 WGMMA step: relative error
+    about 2^-10/sqrt(12) * sqrt(K/32), allowed with a margin of about 2.5 as
+    2^-11 * sqrt(K/16)."""
+    bound = TOLERANCE[out_dtype]
+    if accumulator == "f16":
+        bound = max(bound, 2.0**-11 * math.sqrt(k / 16))
+    return bound
+
+
+class MatmulCheck:
+    """The matmul a matmul artifact computes, and its reference."""
+
+    def __init__(self, artifact: Artifact):
+        def fail(message: str) -> ArtifactError:
+            return ArtifactError(f"{artifact.json_path}: check 'matmul': {message}")
+
+        tensors = artifact.tensors
+        for name in ("a", "b", "c"):
+            if name not in tensors:
+                raise fail(f"expected tensors a, b, c; 'tensors' has no '{name}'")
+            if len(tensors[name].dims) != 2:
+                raise fail(f"tensor '{name}' has rank {len(tensors[name].dims)}, expected 2")
+        a, b, c = tensors["a"], tensors["b"], tensors["c"]
+        m, k = a.dims
+        if c.dims[0] != m:
+            raise fail(f"c's rows are size {c.dims[0]!r}, a's are {m!r}: expected C = A @ op(B)")
+        n = c.dims[1]
+        if b.dims == (n, k):
+            self.b_layout = "nk"
+        elif b.dims == (k, n):
+            self.b_layout = "kn"
+        else:
+            raise fail(
+                f"b's dims are {list(b.dims)}; expected [{n}, {k}] or [{k}, {n}] for "
+                f"a [{m}, {k}] and c [{m}, {n}]"
+            )
+        if a.dtype != b.dtype or a.dtype not in OPERAND_DTYPES:
+            raise fail(
+                f"a and b must share a dtype of {', '.join(OPERAND_DTYPES)}, got "
+                f"{a.dtype} and {b.dtype}"
+            )
+        if c.dtype not in RESULT_DTYPES:
+            raise fail(f"c's dtype must be one of {', '.join(RESULT_DTYPES)}, got {c.dtype}")
+        self.m, self.n, self.k = (artifact.sizes[size] for size in (m, n, k))
+        self.dtype, self.out_dtype = a.dtype, c.dtype
+        self.accumulator = artifact.accumulator or "f32"
+        tiles = dict(artifact.grid_tiles)
+        self.tile_m, self.tile_n = tiles.get(m, DEFAULT_TILE), tiles.get(n, DEFAULT_TILE)
+
+    @property
+    def input_scale(self) -> float:
+        # Scaling each operand by K^-1/4 keeps the products' entries near unit variance.
+        return float(self.k**-0.25)
+
+    @property
+    def tolerance(self) -> float:
+        return tolerance_for(self.out_dtype, self.accumulator, self.k)
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "shape": [self.m, self.n, self.k],
+            "dtype": self.dtype,
+            "out_dtype": self.out_dtype,
+            "b_layout": self.b_layout,
+        }
+
+    def relative_error(
+        self, memory: Memory, inputs: Inputs, outputs: dict[str, Any], seed: int
+    ) -> float:
+        if isinstance(memory, TorchMemory):
+            torch = memory.torch
+            if "reference" not in inputs.cache:
+                a, b = inputs.arrays["a"].double(), inputs.arrays["b"].double()
+                inputs.cache["reference"] = a @ (b.T if self.b_layout == "nk" else b)
+            reference = inputs.cache["reference"]
+            error = torch.linalg.norm(outputs["c"].double() - reference)
+            norm = torch.linalg.norm(reference)
+            return float(error / norm) if float(norm) else float(error)
+        c_values = memory.float64(outputs["c"], self.out_dtype)
+        rng = np.random.default_rng(seed + 1)
+        return sampled_relative_error(self, inputs.hosts["a"], inputs.hosts["b"], c_values, rng)
+
+
+#: The factory wsc.runtime.checks finds for "check": "matmul".
+CHECK = MatmulCheck
+
+
+def sample_indices(rng: np.random.Generator, extent: int, count: int, tile: int) -> np.ndarray:
+    """`count` random indices below `extent` plus all of the last `tile`-sized tile, sorted."""
+    last_tile = np.arange((extent - 1) // tile * tile, extent)
+    return np.union1d(rng.choice(extent, size=min(count, extent), replace=False), last_tile)
+
+
+def sampled_relative_error(
+    problem: MatmulCheck,
+    a_host: np.ndarray,
+    b_host: np.ndarray,
+    c_values: np.ndarray,
+    rng: np.random.Generator,
+) -> float:
+    """Relative Frobenius error of C against a float64 reference (full or sampled)."""
+    a = to_float64(a_host, problem.dtype)
+    b = to_float64(b_host, problem.dtype)
+    b_kn = b.T if problem.b_layout == "nk" else b
+    if problem.m * problem.n * problem.k <= FULL_REFERENCE_MAX_WORK:
+        pairs = [(c_values, a @ b_kn)]
+    else:
+        rows = sample_indices(rng, problem.m, SAMPLED_ROWS, problem.tile_m)
+        cols = sample_indices(rng, problem.n, SAMPLED_COLS, problem.tile_n)
+        pairs = [(c_values[rows, :], a[rows, :] @ b_kn), (c_values[:, cols], a @ b_kn[:, cols])]
+    error = sum(float(np.sum((got - want) ** 2)) for got, want in pairs)
+    norm = sum(float(np.sum(want**2)) for _, want in pairs)
+    return math.sqrt(error / norm) if norm else math.sqrt(error)

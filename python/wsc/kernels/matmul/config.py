@@ -1,0 +1,234 @@
+"""The matmul's problem and config: what it computes and its tile shape and
+schedule, with the checks that need no IR. No MLIR here: wsc.matmul and the
+GPU side use it without the bindings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS, RELEASES, WGMMA_IN_FLIGHT
+from wsc.target.hopper import (
+    ELEMENT_BYTES,
+    MAX_STAGES,
+    MAX_TMA_BOX,
+    OPERAND_DTYPES,
+    RESULT_DTYPES,
+    SWIZZLE_BYTES,
+    TMA_ALIGN,
+    WGMMA_K,
+    WGMMA_M,
+    WGMMA_N_MAX,
+    WGMMA_N_STEP,
+)
+
+INPUT_DTYPES = OPERAND_DTYPES
+OUTPUT_DTYPES = RESULT_DTYPES
+#: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row,
+#: and so is a "kn" B tile's N extent.
+SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // 2
+B_LAYOUTS = ("nk", "kn")
+
+
+#: MatmulConfig's field annotations (strings, see `annotations` above) and the
+#: types their values must have.
+_FIELD_TYPES = {"int": int, "bool": bool, "str": str}
+
+
+@dataclass(frozen=True)
+class MatmulConfig:
+    """The tile shape and schedule of one matmul kernel."""
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 64
+    num_stages: int = 4
+    num_consumer_groups: int = 1
+    producer: str = "warp"
+    #: WGMMA groups a consumer leaves in flight across K tiles (0 or 1; see
+    #: --warp-specialize's wgmma-in-flight).
+    wgmma_in_flight: int = 0
+    #: Tile rows per group of the grouped tile order (0: block id = tile).
+    group_m: int = 0
+    #: One block per SM looping over tiles (see wsc.kernels.matmul.build).
+    persistent: bool = False
+    #: A persistent kernel's two consumer groups take whole tiles in turn
+    #: (--warp-specialize's ping-pong): one stores while the other multiplies.
+    ping_pong: bool = False
+    #: The epilogue stages the tile in shared memory and one thread stores it
+    #: with TMA (16-bit outputs; see wsc.kernels.matmul.build).
+    tma_store: bool = False
+    #: The epilogue stages the tile in shared memory and all threads store it
+    #: row by row (16-bit outputs, any row length; see wsc.kernels.matmul.build).
+    coalesced_store: bool = False
+    #: Blocks per cluster along M, sharing B's tile by multicast (1 or 2; see
+    #: wsc.kernels.matmul.build).
+    cluster_m: int = 1
+    #: A warpgroup producer gives registers to the consumers with setmaxnreg
+    #: (--warp-specialize's rebalance-registers); False keeps the launch
+    #: budget in every role.
+    rebalance_registers: bool = True
+    #: Who releases a stage: every consumer thread ("thread") or one arrival
+    #: per consumer warp ("warp"; --warp-specialize's release).
+    release: str = "thread"
+    #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
+    #: many failed probes, printing which wait it was (0: waits are unbounded).
+    debug_spin_limit: int = 0
+    #: Debug builds: random delays before the mbarrier ops of this role, e.g.
+    #: "producer" or "consumer" ("": none).
+    debug_delay_role: str = ""
+
+    def __post_init__(self):
+        for name, annotation in self.__annotations__.items():
+            value, expected = getattr(self, name), _FIELD_TYPES[annotation]
+            # bool is an int to Python, not to a config: True is no tile size.
+            if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+                raise ValueError(
+                    f"{name} must be a{'n' if expected is int else ''} "
+                    f"{expected.__name__}, got {value!r}"
+                )
+        self._check_ranges()
+        if self.ping_pong and not (self.persistent and self.num_consumer_groups == 2):
+            raise ValueError(
+                "ping_pong = True needs persistent = True and "
+                "num_consumer_groups = 2: the two groups take turns over the "
+                "tiles of a persistent block"
+            )
+        if self.cluster_m not in (1, 2):
+            raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
+        if self.cluster_m > 1 and self.ping_pong:
+            raise ValueError("cluster_m = 2 with ping_pong = True is not supported")
+        if not self.rebalance_registers and self.producer != "warpgroup":
+            raise ValueError(
+                "rebalance_registers = False only applies to producer = "
+                "'warpgroup': a producer warp never gives registers away"
+            )
+        if self.release not in RELEASES:
+            raise ValueError(f"release must be 'thread' or 'warp', got '{self.release}'")
+        if self.tma_store and self.coalesced_store:
+            raise ValueError(
+                "tma_store and coalesced_store are two ways to copy the staged tile out: choose one"
+            )
+        if self.persistent and self.wgmma_in_flight and not self.staged_store:
+            raise ValueError(
+                "persistent = True with wgmma_in_flight = 1 needs tma_store or "
+                "coalesced_store = True: with the register-store epilogue ptxas "
+                "serializes every WGMMA of that kernel (C7514); with a staged one "
+                "it does not (ptxas 13.0)"
+            )
+
+    def _check_ranges(self) -> None:
+        """Each field within what the kernel and the hardware take, named with
+        its allowed values (before any IR is built)."""
+        rules = (
+            (
+                "block_m",
+                self.block_m % WGMMA_M == 0 and WGMMA_M <= self.block_m <= MAX_TMA_BOX,
+                f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)",
+            ),
+            (
+                "block_n",
+                self.block_n % WGMMA_N_STEP == 0 and 0 < self.block_n <= WGMMA_N_MAX,
+                f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)",
+            ),
+            (
+                "block_k",
+                self.block_k % WGMMA_K == 0 and 0 < self.block_k <= SWIZZLED_ROW_ELEMENTS,
+                f"a multiple of {WGMMA_K} (the WGMMA K) up to {SWIZZLED_ROW_ELEMENTS} (a "
+                f"{SWIZZLE_BYTES}-byte swizzled row of 16-bit elements)",
+            ),
+            ("num_stages", 1 <= self.num_stages <= MAX_STAGES, f"1 to {MAX_STAGES}"),
+            (
+                "num_consumer_groups",
+                self.num_consumer_groups in CONSUMER_GROUPS,
+                " or ".join(map(str, CONSUMER_GROUPS)),
+            ),
+            ("producer", self.producer in PRODUCERS, " or ".join(map(repr, PRODUCERS))),
+            (
+                "wgmma_in_flight",
+                self.wgmma_in_flight in WGMMA_IN_FLIGHT,
+                " or ".join(map(str, WGMMA_IN_FLIGHT)),
+            ),
+            ("group_m", self.group_m >= 0, "0 (no grouping) or more tile rows"),
+        )
+        for name, ok, allowed in rules:
+            if not ok:
+                raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+
+    @classmethod
+    def default_for(cls, problem: MatmulProblem, **fields) -> MatmulConfig:
+        """The default config with `fields` set, its B tile narrowed to what
+        the problem's layout takes unless `fields` set block_n."""
+        if problem.b_layout == "kn" and "block_n" not in fields:
+            fields["block_n"] = SWIZZLED_ROW_ELEMENTS
+        return cls(**fields)
+
+    def check_problem(self, problem: MatmulProblem) -> None:
+        """The rules that depend on the problem: a "kn" B stage is [block_k,
+        block_n], whose rows TMA reads as one swizzled box row."""
+        if problem.b_layout == "kn" and self.block_n > SWIZZLED_ROW_ELEMENTS:
+            raise ValueError(
+                f"block_n must be at most {SWIZZLED_ROW_ELEMENTS} for B as [K, N] "
+                f"(b_layout 'kn'): a B tile row is one {SWIZZLE_BYTES}-byte "
+                f"swizzled TMA box row, got {self.block_n}"
+            )
+        if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
+            option = "tma_store" if self.tma_store else "coalesced_store"
+            raise ValueError(
+                f"{option} = True needs an f16 or bf16 output, got "
+                f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
+                f"the output's dtype"
+            )
+
+    @property
+    def staged_store(self) -> bool:
+        """The epilogue goes through a shared-memory staging tile."""
+        return self.tma_store or self.coalesced_store
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MatmulProblem:
+    """What the kernel computes: dtypes and B's layout (shapes are run-time)."""
+
+    dtype: str = "f16"
+    out_dtype: str = "f32"
+    b_layout: str = "nk"
+
+    def __post_init__(self):
+        for name, value, allowed in (
+            ("dtype", self.dtype, INPUT_DTYPES),
+            ("out_dtype", self.out_dtype, OUTPUT_DTYPES),
+            ("b_layout", self.b_layout, B_LAYOUTS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got '{value}'")
+
+
+def check_tma_strides(
+    k: int, n: int, problem: MatmulProblem, config: MatmulConfig | None = None
+) -> None:
+    """A and B are read with TMA, whose global row strides must be multiples
+    of 16 bytes; so is C when `config` stores it with TMA (otherwise ordinary
+    stores write it and it has no such rule)."""
+    rows = [
+        ("A", "K", k, problem.dtype),
+        (
+            "B",
+            "K" if problem.b_layout == "nk" else "N",
+            k if problem.b_layout == "nk" else n,
+            problem.dtype,
+        ),
+    ]
+    if config is not None and config.tma_store:
+        rows.append(("C", "N", n, problem.out_dtype))
+    for tensor, dim, extent, dtype in rows:
+        size = ELEMENT_BYTES[dtype]
+        if extent * size % TMA_ALIGN:
+            raise ValueError(
+                f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
+                f"needs a row stride that is a multiple of {TMA_ALIGN} bytes, so {dim} "
+                f"must be a multiple of {TMA_ALIGN // size}"
+            )

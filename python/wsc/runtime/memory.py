@@ -1,0 +1,156 @@
+"""Device memory for `wsc run`: random inputs, NaN-poisoned outputs, and the
+reads a check needs, for any kernel's tensors.
+
+Two kinds: torch's (when it is importable and sees a GPU), on its default
+(legacy) stream as the launches, inputs drawn on the GPU; or this runtime's
+own `DeviceArray`, inputs drawn by numpy on the host, whose copies stay for
+the checks. Inputs are normal random values times a scale, drawn tensor by
+tensor in the artifact's order from one generator seeded by the seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .artifact import TensorSpec
+from .driver import HOST_DTYPES, CudaUnavailableError, DeviceArray
+
+NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+
+
+@dataclass
+class Inputs:
+    """A kernel's input tensors, drawn once and shared by the artifacts of one problem."""
+
+    #: Device arrays by tensor name.
+    arrays: dict[str, Any]
+    #: Host copies by tensor name (DriverMemory), as HOST_DTYPES hold them.
+    hosts: dict[str, np.ndarray] = field(default_factory=dict)
+    #: What a check keeps across the artifacts of one problem (e.g. its reference).
+    cache: dict[str, Any] = field(default_factory=dict)
+    #: A fingerprint of the device arrays, to tell whether a kernel wrote into them.
+    digest: list[int] = field(default_factory=list)
+
+
+def random_operand(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: str, scale: float
+) -> np.ndarray:
+    """Normal random values rounded to `dtype`, as the host array of HOST_DTYPES[dtype]."""
+    values = rng.standard_normal(shape, dtype=np.float32)
+    values *= np.float32(scale)
+    if dtype == "bf16":
+        return float32_to_bf16_bits(values)
+    return values.astype(HOST_DTYPES[dtype], copy=False)
+
+
+def float32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
+    """Round float32 to bf16 (nearest, ties to even); returns the uint16 bit patterns."""
+    bits = values.astype(np.float32, copy=False).view(np.uint32)
+    rounding = np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return ((bits + rounding) >> np.uint32(16)).astype(np.uint16)
+
+
+def to_float64(host: np.ndarray, dtype: str) -> np.ndarray:
+    """Exact float64 values of a host array holding `dtype` data."""
+    if dtype == "bf16":
+        return (host.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return host.astype(np.float64)
+
+
+class DriverMemory:
+    """Device memory through `DeviceArray` (no torch needed); inputs from numpy."""
+
+    kind = "driver"
+
+    def __init__(self, device: int):
+        self.device = device
+
+    def inputs(self, specs: list[TensorSpec], scale: float, seed: int) -> Inputs:
+        rng = np.random.default_rng(seed)
+        hosts = {spec.name: random_operand(rng, spec.shape, spec.dtype, scale) for spec in specs}
+        arrays = {
+            spec.name: DeviceArray.from_host(hosts[spec.name], spec.dtype, self.device)
+            for spec in specs
+        }
+        return Inputs(arrays, hosts)
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> DeviceArray:
+        return DeviceArray(shape, dtype, self.device)
+
+    def intact(self, inputs: Inputs) -> bool:
+        return all(
+            np.array_equal(host, inputs.arrays[name].to_host())
+            for name, host in inputs.hosts.items()
+        )
+
+    def poison(self, array: DeviceArray, dtype: str) -> None:
+        array.fill_bits(NAN_BITS[dtype])
+
+    def float64(self, array: DeviceArray, dtype: str) -> np.ndarray:
+        """The array's values on the host, exactly, as float64."""
+        return to_float64(array.to_host(), dtype)
+
+    def nan_count(self, array: DeviceArray, dtype: str) -> int:
+        return int(np.isnan(self.float64(array, dtype)).sum())
+
+
+class TorchMemory:
+    """Device memory through torch, on its default (legacy) stream, as the
+    launches; inputs drawn on the GPU."""
+
+    kind = "torch"
+
+    def __init__(self, torch: Any, device: int):
+        self.torch = torch
+        self.device = torch.device("cuda", device)
+        self.dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+    def inputs(self, specs: list[TensorSpec], scale: float, seed: int) -> Inputs:
+        generator = self.torch.Generator(device=self.device).manual_seed(seed)
+        arrays = {}
+        for spec in specs:
+            values = self.torch.randn(spec.shape, generator=generator, device=self.device)
+            arrays[spec.name] = (values * scale).to(self.dtypes[spec.dtype])
+        inputs = Inputs(arrays)
+        inputs.digest = self._digest(inputs)
+        return inputs
+
+    def _digest(self, inputs: Inputs) -> list[int]:
+        torch = self.torch
+        return [int(t.view(torch.int16).sum(dtype=torch.int64)) for t in inputs.arrays.values()]
+
+    def intact(self, inputs: Inputs) -> bool:
+        return self._digest(inputs) == inputs.digest
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
+        return self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.device)
+
+    def poison(self, tensor: Any, dtype: str) -> None:
+        tensor.fill_(float("nan"))
+
+    def nan_count(self, tensor: Any, dtype: str) -> int:
+        return int(self.torch.isnan(tensor).sum())
+
+
+Memory = DriverMemory | TorchMemory
+
+
+def make_memory(name: str, device: int) -> Memory:
+    """The memory `--backend name` asks for: "torch", "driver", or "auto"
+    (torch if it is importable and sees a GPU)."""
+    if name in ("auto", "torch"):
+        torch: Any
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None and torch.cuda.is_available():
+            return TorchMemory(torch, device)
+        if name == "torch":
+            raise CudaUnavailableError(
+                "--backend torch: torch is not installed or sees no CUDA device"
+            )
+    return DriverMemory(device)

@@ -1,0 +1,286 @@
+"""`wsc run` for any kernel: the check an artifact declares (wsc.runtime.checks),
+the matmul's (wsc.kernels.matmul.check), and evaluate/main dispatching to
+them, on fake devices (numpy arrays stand in for device memory)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import wsc.kernels.matmul.check as matmul_check
+import wsc.runtime.checks as checks
+import wsc.runtime.run_cli as run_cli
+from wsc.kernels.matmul.check import MatmulCheck, sample_indices, sampled_relative_error
+from wsc.runtime import ArtifactError, load_artifact
+from wsc.runtime.checks import UnknownCheckError, find_check, register_check
+from wsc.runtime.driver import HOST_DTYPES
+from wsc.runtime.memory import Inputs, random_operand, to_float64
+
+
+def artifact_doc(b_layout="nk", out_dtype="f32", check="matmul", m=300, n=200, k=136):
+    b_dims = ["n", "k"] if b_layout == "nk" else ["k", "n"]
+    doc = {
+        "format": 2,
+        "wsc_version": "0.1.0",
+        "kernel_name": "matmul",
+        "ptx": "kernel.ptx",
+        "block": [128, 1, 1],
+        "grid": ["cdiv(m, 64)", "cdiv(n, 32)"],
+        "dynamic_smem_bytes": 0,
+        "sizes": {"m": m, "n": n, "k": k},
+        "tensors": {
+            "a": {"role": "input", "dtype": "f16", "shape": ["m", "k"], "layout": "row_major"},
+            "b": {"role": "input", "dtype": "f16", "shape": b_dims, "layout": "row_major"},
+            "c": {"role": "output", "dtype": out_dtype, "shape": ["m", "n"], "layout": "row_major"},
+        },
+        "params": [
+            {"kind": "pointer", "name": "a"},
+            {"kind": "pointer", "name": "b"},
+            {"kind": "pointer", "name": "c"},
+        ],
+        "config": {"block_m": 64},
+    }
+    if check is not None:
+        doc["check"] = check
+    return doc
+
+
+def write(directory: Path, doc: dict) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "kernel.ptx").write_text("// ptx\n")
+    (directory / "kernel.json").write_text(json.dumps(doc))
+    return directory
+
+
+def load(tmp_path, **fields):
+    return load_artifact(write(tmp_path / "artifact", artifact_doc(**fields)))
+
+
+# ---------------------------------------------------------------- finding the check
+
+
+def test_an_artifact_without_a_check_has_none(tmp_path):
+    assert find_check(load(tmp_path, check=None)) is None
+
+
+@pytest.mark.parametrize("name", ["nope", "Not-A-Module"])
+def test_an_unknown_check_is_named(tmp_path, name):
+    with pytest.raises(UnknownCheckError, match=f"key 'check': no check named '{name}'"):
+        find_check(load(tmp_path, check=name))
+
+
+def test_the_matmul_check_is_found_in_its_package(tmp_path):
+    assert isinstance(find_check(load(tmp_path)), MatmulCheck)
+
+
+def test_a_registered_check_serves_its_artifacts(tmp_path, monkeypatch):
+    monkeypatch.setattr(checks, "_registered", {})
+    register_check("mine", lambda artifact: ("mine", artifact.kernel_name))
+    assert find_check(load(tmp_path, check="mine")) == ("mine", "matmul")
+
+
+# ---------------------------------------------------------------- the matmul check
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_the_matmul_is_read_from_the_tensors(tmp_path, b_layout):
+    check = MatmulCheck(load(tmp_path, b_layout=b_layout))
+    assert check.describe() == {
+        "shape": [300, 200, 136],
+        "dtype": "f16",
+        "out_dtype": "f32",
+        "b_layout": b_layout,
+    }
+    assert (check.tile_m, check.tile_n) == (64, 32)
+    assert check.flops == 2.0 * 300 * 200 * 136
+    assert check.input_scale == pytest.approx(136**-0.25)
+    assert check.tolerance == 1e-3
+
+
+def test_the_layout_comes_from_the_dims_not_the_extents(tmp_path):
+    """N = K: the extents cannot tell "nk" from "kn"; the dims' names can."""
+    assert MatmulCheck(load(tmp_path, b_layout="kn", n=128, k=128)).b_layout == "kn"
+
+
+def test_f16_accumulators_allow_more_error(tmp_path):
+    doc = artifact_doc(out_dtype="f16", k=8192)
+    doc["accumulator"] = "f16"
+    check = MatmulCheck(load_artifact(write(tmp_path / "f16acc", doc)))
+    assert check.tolerance == pytest.approx(2.0**-11 * (8192 / 16) ** 0.5)
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (("tensors", "b", "shape"), ["m", "k"], r"b's dims are \['m', 'k'\]; expected"),
+        (("tensors", "c", "shape"), ["n", "m"], r"c's rows are size 'n', a's are 'm'"),
+        (("tensors", "b", "dtype"), "bf16", "a and b must share a dtype"),
+        (("tensors", "a", "shape"), ["m"], "tensor 'a' has rank 1, expected 2"),
+    ],
+)
+def test_an_artifact_that_is_no_matmul_is_named(tmp_path, path, value, message):
+    doc = artifact_doc()
+    doc[path[0]][path[1]][path[2]] = value
+    with pytest.raises(ArtifactError, match=f"check 'matmul': {message}"):
+        MatmulCheck(load_artifact(write(tmp_path / "bad", doc)))
+
+
+def test_a_matmul_without_c_is_named(tmp_path):
+    doc = artifact_doc()
+    doc["tensors"]["d"] = doc["tensors"].pop("c")
+    doc["params"][2]["name"] = "d"
+    with pytest.raises(ArtifactError, match="expected tensors a, b, c; 'tensors' has no 'c'"):
+        MatmulCheck(load_artifact(write(tmp_path / "bad", doc)))
+
+
+def test_sample_indices_cover_last_tile():
+    rng = np.random.default_rng(0)
+    rows = sample_indices(rng, 1000, 64, 128)
+    assert np.all(np.diff(rows) > 0)
+    assert set(range(896, 1000)) <= set(rows.tolist())
+    assert len(rows) >= 104 and rows.max() < 1000
+    assert sample_indices(rng, 10, 64, 128).tolist() == list(range(10))
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+@pytest.mark.parametrize("full", [True, False])
+def test_sampled_relative_error(tmp_path, monkeypatch, b_layout, full):
+    if not full:
+        monkeypatch.setattr(matmul_check, "FULL_REFERENCE_MAX_WORK", 1)
+    problem = MatmulCheck(load(tmp_path, b_layout=b_layout, m=200, n=150, k=40))
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((200, 40)).astype(np.float16)
+    b = rng.standard_normal((150, 40) if b_layout == "nk" else (40, 150)).astype(np.float16)
+    b_kn = b.astype(np.float64).T if b_layout == "nk" else b.astype(np.float64)
+    exact = a.astype(np.float64) @ b_kn
+    assert sampled_relative_error(problem, a, b, exact, np.random.default_rng(2)) < 1e-12
+    wrong = exact.copy()
+    wrong[-1, :] = 0.0  # a broken ragged last row must be caught, sampled or not
+    assert sampled_relative_error(problem, a, b, wrong, np.random.default_rng(2)) > 1e-2
+
+
+# ---------------------------------------------------------------- wsc run on fake devices
+
+
+class HostMemory:
+    """Device memory played by numpy arrays, drawn like DriverMemory's."""
+
+    kind = "host"
+
+    def __init__(self):
+        self.draws = 0
+
+    def inputs(self, specs, scale, seed):
+        self.draws += 1
+        rng = np.random.default_rng(seed)
+        hosts = {s.name: random_operand(rng, s.shape, s.dtype, scale) for s in specs}
+        return Inputs({name: host.copy() for name, host in hosts.items()}, hosts)
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, HOST_DTYPES[dtype])
+
+    def poison(self, array, dtype):
+        array[...] = np.nan
+
+    def float64(self, array, dtype):
+        return to_float64(array, dtype)
+
+    def nan_count(self, array, dtype):
+        return int(np.isnan(self.float64(array, dtype)).sum())
+
+    def intact(self, inputs):
+        return all(np.array_equal(h, inputs.arrays[n]) for n, h in inputs.hosts.items())
+
+
+class FakeDevice:
+    ordinal = 0
+
+    def current(self):
+        return contextlib.nullcontext()
+
+
+class FakeKernel:
+    """Launching computes C = A @ op(B) on the host, or with `rows` only C's
+    first rows (a kernel that leaves elements unwritten)."""
+
+    def __init__(self, artifact, device=0, rows=None):
+        self.artifact = (
+            artifact if not isinstance(artifact, (str, Path)) else load_artifact(artifact)
+        )
+        self.device = FakeDevice()
+        self.rows = rows
+
+    def prepare(self, **tensors):
+        kernel, nk = self, self.artifact.tensors["b"].dims[0] == "n"
+
+        class Launch:
+            stream = None
+
+            def launch(self):
+                a = tensors["a"].astype(np.float64)
+                b = tensors["b"].astype(np.float64)
+                product = a @ (b.T if nk else b)
+                rows = kernel.rows or product.shape[0]
+                tensors["c"][:rows] = product[:rows]
+
+        return Launch()
+
+    def synchronize(self, stream=None, timeout_s=60.0):
+        pass
+
+
+@pytest.fixture
+def memory(monkeypatch):
+    memory = HostMemory()
+    monkeypatch.setattr(run_cli, "make_memory", lambda backend, device: memory)
+    return memory
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_evaluate_checks_with_the_declared_check(tmp_path, memory, b_layout):
+    report = run_cli.evaluate(FakeKernel(load(tmp_path, b_layout=b_layout)))
+    assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-6, report
+    assert report["shape"] == [300, 200, 136] and report["b_layout"] == b_layout
+    assert report["tol"] == 1e-3 and report["config"] == {"block_m": 64}
+
+
+def test_evaluate_counts_unwritten_elements(tmp_path, memory):
+    report = run_cli.evaluate(FakeKernel(load(tmp_path), rows=100))
+    assert not report["ok"] and report["nan_count"] == 200 * 200
+    assert report["rel_err"] is None  # NaN is no error to report
+
+
+def test_artifacts_of_one_problem_share_their_inputs(tmp_path, memory):
+    inputs: dict = {}
+    artifact = load(tmp_path)
+    for _ in range(2):
+        assert run_cli.evaluate(FakeKernel(artifact), inputs=inputs)["ok"]
+    assert memory.draws == 1
+    run_cli.evaluate(FakeKernel(artifact.resized(m=64, n=64, k=64)), inputs=inputs)
+    assert memory.draws == 2
+
+
+def test_without_a_check_a_kernel_runs_unchecked(tmp_path, memory):
+    artifact = load(tmp_path, check=None)
+    report = run_cli.evaluate(FakeKernel(artifact), check=False)
+    assert report["ok"] and report["tol"] is None and report["rel_err"] is None
+    assert report["kernel"] == "matmul" and report["sizes"] == {"m": 300, "n": 200, "k": 136}
+    with pytest.raises(ArtifactError, match="declares no 'check': there is no reference"):
+        run_cli.evaluate(FakeKernel(artifact), check=True)
+
+
+def test_wsc_run_reports_each_artifact(tmp_path, memory, monkeypatch, capsys):
+    monkeypatch.setattr(run_cli, "Kernel", FakeKernel)
+    good = write(tmp_path / "good", artifact_doc())
+    unknown = write(tmp_path / "unknown", artifact_doc(check="nope"))
+    unchecked = write(tmp_path / "unchecked", artifact_doc(check=None))
+    code = run_cli.main([str(good), str(unknown), str(unchecked), "--check", "--size", "m=64"])
+    reports = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 1
+    assert reports[0]["ok"] and reports[0]["shape"] == [64, 200, 136]
+    assert "UnknownCheckError" in reports[1]["error"] and "'nope'" in reports[1]["error"]
+    assert "declares no 'check'" in reports[2]["error"]
