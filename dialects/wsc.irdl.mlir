@@ -76,7 +76,10 @@ irdl.dialect @wsc {
   // attribute `per_warp`, each executing warp arrives once instead, from its
   // first lane after the warp's threads synchronize (their earlier accesses
   // are ordered before the arrival); not under a condition that can split a
-  // warp (one computed from wsc.elect or the thread id).
+  // warp (one computed from wsc.elect or the thread id). With the unit
+  // attribute `every_cta` (kernel attribute wsc.cluster_size = n), each
+  // arrival reaches barriers[stage] of every CTA of the cluster, this one
+  // included: the release of a stage that other CTAs' copies write.
   irdl.operation @mbarrier_arrive {
     %bars = irdl.base @wsc::@mbarriers
     %stage = irdl.is index
@@ -120,6 +123,12 @@ irdl.dialect @wsc {
   // One TMA copy of the tile src[row:row+R, col:col+C] into dst[stage]
   // (R x C = dst's trailing dims; out-of-bounds elements are zero-filled),
   // completing its R*C*sizeof(T) bytes on barriers[stage]. Issued by one thread.
+  // With the unit attribute `multicast` the tile is shared by every CTA of
+  // the cluster (kernel attribute wsc.cluster_size = n): the CTA of rank r
+  // copies rows [r*R/n, (r+1)*R/n) of it, from global rows row + r*R/n, into
+  // those rows of dst[stage] in every CTA of the cluster, each copy
+  // completing its bytes on that CTA's barriers[stage]. So every CTA's
+  // barrier receives the whole tile's bytes, from n copies.
   irdl.operation @tma_load {
     %src = irdl.base "!builtin.memref"
     %row = irdl.is index
@@ -128,33 +137,6 @@ irdl.dialect @wsc {
     %stage = irdl.is index
     %bars = irdl.base @wsc::@mbarriers
     irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %bars)
-  }
-
-  // "wsc.tma_load_multicast"(%a, %row, %col, %sa, %stage, %full)
-  // The tile of wsc.tma_load, shared by every CTA of the cluster (kernel
-  // attribute wsc.cluster_size = n): the CTA of rank r copies rows
-  // [r*R/n, (r+1)*R/n) of it, from global rows row + r*R/n, into those rows
-  // of dst[stage] in every CTA of the cluster, each copy completing its bytes
-  // on that CTA's barriers[stage]. So every CTA's barrier receives the whole
-  // tile's bytes, from n copies.
-  irdl.operation @tma_load_multicast {
-    %src = irdl.base "!builtin.memref"
-    %row = irdl.is index
-    %col = irdl.is index
-    %dst = irdl.base "!builtin.memref"
-    %stage = irdl.is index
-    %barriers = irdl.base @wsc::@mbarriers
-    irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %barriers)
-  }
-
-  // "wsc.mbarrier_arrive_cluster"(%empty, %stage)
-  // wsc.mbarrier_arrive on barriers[stage] of every CTA of the cluster, this
-  // one included: the release of a stage that other CTAs' copies write
-  // (`per_warp` as for wsc.mbarrier_arrive).
-  irdl.operation @mbarrier_arrive_cluster {
-    %barriers = irdl.base @wsc::@mbarriers
-    %stage = irdl.is index
-    irdl.operands(barriers: %barriers, stage: %stage)
   }
 
   // %rank = "wsc.cluster_rank"() : () -> index

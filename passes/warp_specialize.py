@@ -21,7 +21,7 @@ holds
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
-include `wsc.tma_load_multicast`s, which write every CTA's stages.
+include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
 `wsc.store_shared`. A staged epilogue writes the tile into a one-stage buffer
 of the accumulator's shape (`wsc.store_shared`, then `wsc.sync`) and copies
@@ -50,7 +50,7 @@ After: the same computation, specialized (the seed's V3, generalised):
     releases the last K tile's stage, (k_tiles - 1) mod N, before storing.
     Every filled stage is still released exactly once, one K tile later, so
     the producer and its drain are unchanged. In a cluster of n CTAs every
-    release is a `wsc.mbarrier_arrive_cluster` (all CTAs' producers write
+    release is an `every_cta` `wsc.mbarrier_arrive` (all CTAs' producers write
     the stage) and the empty barriers count n times the arrivals. With
     release = warp a release is one arrival per consumer warp (`per_warp`:
     the warp's wait_group has retired its lanes' WGMMAs), and the empty
@@ -296,7 +296,7 @@ class _Specializer:
         for op in self.loop_body.operations:
             op = op.operation
             name = op.name
-            if name == "scf.if" and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op)):
+            if name == "scf.if" and any(n.name == "wsc.tma_load" for n in walk(op)):
                 self._match_copies(op)
                 self.producer_anchors.append(op)
             elif name in _CONSUMER_OPS:
@@ -339,8 +339,8 @@ class _Specializer:
             self._fail(if_op, "TMA copies must be issued under a wsc.elect")
         self.elect = guard
         for op in walk(if_op):
-            if op.name in (*dialect.TMA_LOAD_OPS, "wsc.mbarrier_arrive_expect_tx"):
-                barriers = op.operands[5] if op.name in dialect.TMA_LOAD_OPS else op.operands[0]
+            if op.name in ("wsc.tma_load", "wsc.mbarrier_arrive_expect_tx"):
+                barriers = op.operands[5] if op.name == "wsc.tma_load" else op.operands[0]
                 if self.full is not None and barriers != self.full:
                     self._fail(op, "all copies of a K tile must complete on one barrier array")
                 self.full = barriers
@@ -776,10 +776,7 @@ class _Specializer:
         """A consumer's release of `stage`: on every CTA's empty barrier in a
         cluster, whose producers all write it."""
         per_warp = self.options.release == "warp"
-        if self.ctas > 1:
-            dialect.mbarrier_arrive_cluster(empty, stage, per_warp)
-        else:
-            dialect.mbarrier_arrive(empty, stage, per_warp)
+        dialect.mbarrier_arrive(empty, stage, per_warp, every_cta=self.ctas > 1)
 
     def _store_rows(self, group: int, first_row: int, mapping: dict) -> None:
         """The epilogue for the group's rows of the tile, from `first_row`;
@@ -869,7 +866,7 @@ def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
         op.operation
         for op in block.operations
         if op.operation.name == "scf.for"
-        and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op.operation))
+        and any(n.name == "wsc.tma_load" for n in walk(op.operation))
     ]
 
 

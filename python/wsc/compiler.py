@@ -24,7 +24,6 @@ from mlir import ir
 
 import wsc
 from wsc.diagnostics import DiagnosticEngine, PassError
-from wsc.dialect import TMA_LOAD_OPS
 from wsc.ir_utils import walk
 from wsc.runtime.artifact import check_sizes, tile_grid
 from wsc.verifier import verify_wsc
@@ -78,7 +77,7 @@ def summarize(module: ir.Operation) -> str:
         )
     for names, label in (
         (("scf.for",), "loops"),
-        (TMA_LOAD_OPS, "tma copies"),
+        (("wsc.tma_load",), "tma copies"),
         (("wsc.wgmma",), "wgmma"),
         (("wsc.mbarrier_wait",), "waits"),
         (("nvvm.wgmma.mma_async",), "wgmma.mma_async"),

@@ -29,12 +29,14 @@ PRODUCER_INITIAL_PHASE = True
 #: first phase completes, i.e. until the stage's first copy has landed.
 CONSUMER_INITIAL_PHASE = False
 
-#: The TMA loads into a ring stage: of a tile, or of a cluster's slices of one.
-TMA_LOAD_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
-#: The plain arrivals: on this CTA's barrier, or on that of every CTA of the cluster.
-ARRIVE_OPS = ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_cluster")
-#: Unit attribute of an ARRIVE_OPS op: one arrival per executing warp.
+#: Unit attribute of wsc.mbarrier_arrive: one arrival per executing warp.
 PER_WARP_ATTR = "per_warp"
+#: Unit attribute of wsc.mbarrier_arrive: the arrival reaches the barrier of
+#: every CTA of the cluster.
+EVERY_CTA_ATTR = "every_cta"
+#: Unit attribute of wsc.tma_load: each CTA of the cluster copies its slice of
+#: the tile into every CTA's stage.
+MULTICAST_ATTR = "multicast"
 
 
 def load_dialect(context: ir.Context) -> None:
@@ -224,11 +226,17 @@ def mbarrier_alloc(arrival_count: int, num_barriers: int) -> ir.Value:
     ).result
 
 
-def mbarrier_arrive(barriers: ir.Value, stage: ir.Value, per_warp: bool = False) -> ir.Operation:
+def _unit_attrs(**flags: bool) -> dict[str, ir.Attribute]:
+    return {name: ir.UnitAttr.get() for name, on in flags.items() if on}
+
+
+def mbarrier_arrive(
+    barriers: ir.Value, stage: ir.Value, per_warp: bool = False, every_cta: bool = False
+) -> ir.Operation:
     return _create(
         "wsc.mbarrier_arrive",
         operands=[barriers, stage],
-        attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None,
+        attributes=_unit_attrs(**{PER_WARP_ATTR: per_warp, EVERY_CTA_ATTR: every_cta}),
     )
 
 
@@ -256,24 +264,18 @@ def ring_advance(stage: ir.Value, phase: ir.Value, num_stages: int) -> tuple[ir.
 
 
 def tma_load(
-    src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value, stage: ir.Value, barriers: ir.Value
-) -> ir.Operation:
-    return _create("wsc.tma_load", operands=[src, row, col, dst, stage, barriers])
-
-
-def tma_load_multicast(
-    src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value, stage: ir.Value, barriers: ir.Value
-) -> ir.Operation:
-    return _create("wsc.tma_load_multicast", operands=[src, row, col, dst, stage, barriers])
-
-
-def mbarrier_arrive_cluster(
-    barriers: ir.Value, stage: ir.Value, per_warp: bool = False
+    src: ir.Value,
+    row: ir.Value,
+    col: ir.Value,
+    dst: ir.Value,
+    stage: ir.Value,
+    barriers: ir.Value,
+    multicast: bool = False,
 ) -> ir.Operation:
     return _create(
-        "wsc.mbarrier_arrive_cluster",
-        operands=[barriers, stage],
-        attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None,
+        "wsc.tma_load",
+        operands=[src, row, col, dst, stage, barriers],
+        attributes=_unit_attrs(**{MULTICAST_ATTR: multicast}),
     )
 
 

@@ -102,7 +102,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from wsc.diagnostics import PassError
-from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
+from wsc.dialect import EVERY_CTA_ATTR, MULTICAST_ATTR, PER_WARP_ATTR, parse_acc_type
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
     cluster_size,
@@ -463,7 +463,7 @@ class _Compiler:
                 operand_names.setdefault(
                     op.operands[1 if op.name == "wsc.store_shared" else 0], "C staging"
                 )
-        full = {op.operands[5] for op in ops if op.name in TMA_LOAD_OPS}
+        full = {op.operands[5] for op in ops if op.name == "wsc.tma_load"}
         for op in ops:
             if op.name == "wsc.alloc_shared":
                 stages, rows, cols = ir.MemRefType(op.result.type).shape
@@ -495,7 +495,7 @@ class _Compiler:
                 (
                     ir.MemRefType(op.operands[3].type).shape[2]
                     for op in ops
-                    if op.name in TMA_LOAD_OPS
+                    if op.name == "wsc.tma_load"
                 ),
                 1,
             )
@@ -508,7 +508,7 @@ class _Compiler:
         (None) on the dim its TMA tiles advance along K, one tile elsewhere."""
         extents = {}
         for op in ops:
-            if op.name in TMA_LOAD_OPS:
+            if op.name == "wsc.tma_load":
                 src, dst = op.operands[0], op.operands[3]
                 tile = list(ir.MemRefType(dst.type).shape[1:])
                 tile[k_dims.get(dst, 1)] = None
@@ -818,7 +818,7 @@ class _Compiler:
         )
         barriers, stage = args
         elected = context.elected
-        every_cta = op.name == "wsc.mbarrier_arrive_cluster"
+        every_cta = EVERY_CTA_ATTR in op.attributes
         per_warp = PER_WARP_ATTR in op.attributes
         if elected and per_warp:
             raise _unsupported(op, f" with '{PER_WARP_ATTR}' under wsc.elect")
@@ -833,8 +833,6 @@ class _Compiler:
             )
 
         return _Effect(op, act)
-
-    _mbarrier_arrive_cluster = _mbarrier_arrive
 
     def _mbarrier_arrive_expect_tx(self, op, context, args, results):
         barriers, stage = args
@@ -862,7 +860,7 @@ class _Compiler:
     def _tma_load(self, op, context, args, results):
         self.copy_issuers.add(context.role)
         _, _, _, ring, stage, barriers = args
-        multicast = op.name == "wsc.tma_load_multicast"
+        multicast = MULTICAST_ATTR in op.attributes
 
         def act(process, frame):
             return process.simulation.tma_load(
@@ -870,8 +868,6 @@ class _Compiler:
             )
 
         return _Effect(op, act)
-
-    _tma_load_multicast = _tma_load
 
     def _wgmma(self, op, context, args, results):
         for operand in op.operands[:2]:

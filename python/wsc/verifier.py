@@ -13,7 +13,13 @@ from __future__ import annotations
 from mlir import ir
 
 from wsc.diagnostics import PassError
-from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
+from wsc.dialect import (
+    EVERY_CTA_ATTR,
+    MULTICAST_ATTR,
+    PER_WARP_ATTR,
+    SHARED_MEMORY_SPACE,
+    parse_acc_type,
+)
 from wsc.ir_utils import (
     CLUSTER_SIZE_ATTR,
     KERNEL_THREADS_ATTR,
@@ -137,14 +143,30 @@ def _per_thread_source(value: ir.Value) -> str | None:
     return None
 
 
+#: The unit attributes of wsc ops, and the op that takes each.
+_UNIT_ATTRS = {
+    PER_WARP_ATTR: "wsc.mbarrier_arrive",
+    EVERY_CTA_ATTR: "wsc.mbarrier_arrive",
+    MULTICAST_ATTR: "wsc.tma_load",
+}
+
+
+def _verify_unit_attrs(op: ir.Operation) -> None:
+    for attr, owner in _UNIT_ATTRS.items():
+        if attr not in op.attributes:
+            continue
+        if op.name != owner:
+            _fail(op, f"'{attr}' applies to {owner} only")
+        if not isinstance(op.attributes[attr], ir.UnitAttr):
+            _fail(op, f"'{attr}' must be a unit attribute, got {op.attributes[attr]}")
+
+
 def _verify_per_warp(op: ir.Operation) -> None:
-    """`per_warp` is a unit attribute, and whole warps must execute the op: a
-    warp's threads synchronize before one of them arrives for all, so no
-    enclosing condition may split a warp."""
+    """Whole warps must execute a `per_warp` arrive: a warp's threads
+    synchronize before one of them arrives for all, so no enclosing condition
+    may split a warp."""
     if PER_WARP_ATTR not in op.attributes:
         return
-    if not isinstance(op.attributes[PER_WARP_ATTR], ir.UnitAttr):
-        _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got {op.attributes[PER_WARP_ATTR]}")
     split = enclosing(op, lambda p: p.name == "scf.if" and _per_thread_source(p.operands[0]))
     if split is not None:
         _fail(
@@ -254,8 +276,7 @@ def _barrier_count(op: ir.Operation, barriers: ir.Value) -> int | None:
 
 def _verify_op(op: ir.Operation) -> None:
     name = op.name
-    if PER_WARP_ATTR in op.attributes and name not in ARRIVE_OPS:
-        _fail(op, f"'{PER_WARP_ATTR}' applies to {' and '.join(ARRIVE_OPS)} only")
+    _verify_unit_attrs(op)
     if name == "wsc.role":
         _verify_role(op)
     elif name == "wsc.alloc_shared":
@@ -278,12 +299,10 @@ def _verify_op(op: ir.Operation) -> None:
         "wsc.mbarrier_arrive",
         "wsc.mbarrier_arrive_expect_tx",
         "wsc.mbarrier_wait",
-        "wsc.mbarrier_arrive_cluster",
     ):
-        if name == "wsc.mbarrier_arrive_cluster":
+        if EVERY_CTA_ATTR in op.attributes:
             _verify_clustered(op)
-        if name in ARRIVE_OPS:
-            _verify_per_warp(op)
+        _verify_per_warp(op)
         count = _barrier_count(op, op.operands[0])
         if count is not None:
             _verify_stage(op, op.operands[1], count)
@@ -306,8 +325,8 @@ def _verify_op(op: ir.Operation) -> None:
             )
     elif name == "wsc.tma_load":
         _verify_tma_load(op)
-    elif name == "wsc.tma_load_multicast":
-        _verify_tma_load(op)
+        if MULTICAST_ATTR not in op.attributes:
+            return
         ctas = _verify_clustered(op)
         rows = ir.MemRefType(op.operands[3].type).shape[1]
         if rows % (8 * ctas):

@@ -30,11 +30,11 @@ How each wsc op is lowered:
   adds the random delays of DebugOptions.delay_role).
 * wsc.tma_load: cp.async.bulk.tensor.2d per 128/64/32-byte-wide atom of the
   tile, coordinates (col, row), completing on barriers[stage].
-* wsc.tma_load_multicast: the same for the executing CTA's slice of the
+  A `multicast` wsc.tma_load: the same for the executing CTA's slice of the
   tile's rows (rank * R/n onwards, where the box is R/n rows), into that
   slice of every CTA's stage (multicast mask of all n CTAs).
-  wsc.mbarrier_arrive_cluster: a local arrive, then one on the same barrier
-  of each other CTA through mapa (release at CTA scope). wsc.cluster_rank:
+  An `every_cta` wsc.mbarrier_arrive: a local arrive, then one on the same
+  barrier of each other CTA through mapa (release at CTA scope). wsc.cluster_rank:
   %cluster_ctarank; wsc.cluster_sync: barrier.cluster.arrive/wait.aligned.
 * wsc.tma_store: the same per atom from shared to global, then one
   cp.async.bulk.commit_group; wsc.tma_store_wait is
@@ -91,7 +91,7 @@ from wsc.codegen.layout import (
     TileLayout,
 )
 from wsc.diagnostics import PassError
-from wsc.dialect import PER_WARP_ATTR, TMA_LOAD_OPS, parse_acc_type
+from wsc.dialect import EVERY_CTA_ATTR, MULTICAST_ATTR, PER_WARP_ATTR, parse_acc_type
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
     cluster_size,
@@ -303,12 +303,11 @@ class KernelLowering:
                     )
                 self.barrier_ops.append(op)
             elif name in (
-                *TMA_LOAD_OPS,
+                "wsc.tma_load",
                 "wsc.tma_store",
                 "wsc.coalesced_store",
                 "wsc.wgmma",
                 "wsc.mbarrier_arrive",
-                "wsc.mbarrier_arrive_cluster",
                 "wsc.mbarrier_arrive_expect_tx",
                 "wsc.mbarrier_wait",
             ):
@@ -391,7 +390,6 @@ class KernelLowering:
     def _check_shared_uses(self, op: ir.Operation) -> None:
         allowed = {
             ("wsc.tma_load", 3),
-            ("wsc.tma_load_multicast", 3),
             ("wsc.wgmma", 0),
             ("wsc.wgmma", 1),
             ("wsc.tma_store", 0),
@@ -410,12 +408,10 @@ class KernelLowering:
     def _check_sources(self, op: ir.Operation) -> None:
         expected = {
             "wsc.tma_load": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
-            "wsc.tma_load_multicast": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
             "wsc.tma_store": {0: "wsc.alloc_shared"},
             "wsc.coalesced_store": {0: "wsc.alloc_shared"},
             "wsc.wgmma": {0: "wsc.alloc_shared", 1: "wsc.alloc_shared", 3: "wsc.acc_alloc"},
             "wsc.mbarrier_arrive": {0: "wsc.mbarrier_alloc"},
-            "wsc.mbarrier_arrive_cluster": {0: "wsc.mbarrier_alloc"},
             "wsc.mbarrier_arrive_expect_tx": {0: "wsc.mbarrier_alloc"},
             "wsc.mbarrier_wait": {0: "wsc.mbarrier_alloc"},
         }[op.name]
@@ -425,7 +421,7 @@ class KernelLowering:
                 raise _fail(
                     op, f"operand #{position} must be defined by {producer} (in this kernel)"
                 )
-        if op.name in TMA_LOAD_OPS and op.operands[0] not in self.args:
+        if op.name == "wsc.tma_load" and op.operands[0] not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
         if op.name in ("wsc.tma_store", "wsc.coalesced_store") and op.operands[2] not in self.args:
             raise _fail(op, "destination must be a tensor argument of the kernel")
@@ -438,7 +434,7 @@ class KernelLowering:
             for use in arg.uses:
                 owner = _owner(use)
                 key = (owner.name, use.operand_number)
-                if owner.name in TMA_LOAD_OPS and use.operand_number == 0:
+                if owner.name == "wsc.tma_load" and use.operand_number == 0:
                     self.tma_args.add(position)
                 elif key == ("wsc.tma_store", 2):
                     self.tma_store_args.add(position)
@@ -597,9 +593,9 @@ class KernelLowering:
         first_copy: dict[int, ir.Operation] = {}
         for op in self.ops:
             box_rows = None
-            if op.name in TMA_LOAD_OPS:
+            if op.name == "wsc.tma_load":
                 tensor, buffer = op.operands[0], op.operands[3]
-                if op.name == "wsc.tma_load_multicast":
+                if MULTICAST_ATTR in op.attributes:
                     # Each CTA copies its slice of the tile's rows.
                     box_rows = self.buffers[defining_op(buffer)].tile.rows // self.cluster
             elif op.name == "wsc.tma_store":
@@ -628,7 +624,7 @@ class KernelLowering:
         labels: dict[tuple[int, int], str] = {}
         loads_into: dict[ir.Operation, set[int]] = {}
         for op in self.ops:
-            if op.name in TMA_LOAD_OPS:
+            if op.name == "wsc.tma_load":
                 loads_into.setdefault(defining_op(op.operands[3]), set()).add(
                     self.args.index(op.operands[0])
                 )
@@ -1002,12 +998,6 @@ class KernelLowering:
         with E.then_body(guard):
             yield
 
-    def _lower_mbarrier_arrive(self, op):
-        self._maybe_delay(op)
-        address, _ = self._barrier(op.operands[0], op.operands[1])
-        with self._arriving_threads(op):
-            E.mbarrier_arrive(address)
-
     def _lower_mbarrier_arrive_expect_tx(self, op):
         self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
@@ -1053,7 +1043,7 @@ class KernelLowering:
         barrier, _ = self._barrier(bars, stage)
         row32, col32 = self._i32(row), self._i32(col)
         slice_bytes = mask = None
-        if op.name == "wsc.tma_load_multicast":
+        if MULTICAST_ATTR in op.attributes:
             first_row = E.muli(E.cluster_rank(), E.const(tile.rows // self.cluster, E.i32()))
             row32 = E.addi(row32, first_row)
             slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
@@ -1068,21 +1058,20 @@ class KernelLowering:
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
             E.tma_load_2d(target, tensor_map, [column, row32], barrier, multicast_mask=mask)
 
-    _lower_tma_load_multicast = _lower_tma_load
-
-    def _lower_mbarrier_arrive_cluster(self, op):
-        """An arrive on this CTA's barrier, then on the same barrier of each
-        other CTA of the cluster (ranks rank+1, rank+2, ... mod n)."""
+    def _lower_mbarrier_arrive(self, op):
+        """An arrive on this CTA's barrier; with every_cta, then on the same
+        barrier of each other CTA of the cluster (ranks rank+1, rank+2, ... mod n)."""
         self._maybe_delay(op)
         address, _ = self._barrier(op.operands[0], op.operands[1])
         with self._arriving_threads(op):
             E.mbarrier_arrive(address)
-            rank = E.cluster_rank()
-            for offset in range(1, self.cluster):
-                peer = E.remui(
-                    E.addi(rank, E.const(offset, E.i32())), E.const(self.cluster, E.i32())
-                )
-                E.mbarrier_arrive_remote(address, peer)
+            if EVERY_CTA_ATTR in op.attributes:
+                rank = E.cluster_rank()
+                for offset in range(1, self.cluster):
+                    peer = E.remui(
+                        E.addi(rank, E.const(offset, E.i32())), E.const(self.cluster, E.i32())
+                    )
+                    E.mbarrier_arrive_remote(address, peer)
 
     def _lower_cluster_rank(self, op):
         self._replace(op, E.index_castui(E.cluster_rank(), ir.IndexType.get()))
