@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import irdl
 
 from wsc.dialects import IRDL_PATH
+from wsc.ops import DEFINITIONS
 
 _IRDL_TEXT = IRDL_PATH.read_text()
 
@@ -55,9 +56,7 @@ def make_context() -> ir.Context:
 
 
 #: The ops of the dialect, as `wsc.<name>`.
-OP_NAMES = frozenset(
-    f"wsc.{name}" for name in re.findall(r"^\s*irdl\.operation @(\w+)", _IRDL_TEXT, re.M)
-)
+OP_NAMES = frozenset(DEFINITIONS)
 _OP_NAME_TOKEN = re.compile(r"(?<![\w.!#$@%\"-])wsc\.\w+")
 
 

@@ -35,6 +35,7 @@ from wsc.ir_utils import (
     memref_space,
     walk,
 )
+from wsc.ops import DEFINITIONS, INTEGER_BASE, UNIT_BASE
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     MAX_BLOCK_THREADS,
@@ -143,22 +144,28 @@ def _per_thread_source(value: ir.Value) -> str | None:
     return None
 
 
-#: The unit attributes of wsc ops, and the op that takes each.
-_UNIT_ATTRS = {
-    PER_WARP_ATTR: "wsc.mbarrier_arrive",
-    EVERY_CTA_ATTR: "wsc.mbarrier_arrive",
-    MULTICAST_ATTR: "wsc.tma_load",
+#: Each optional attribute of the dialect, and the ops that declare it.
+_OPTIONAL_ATTR_OWNERS = {
+    attr: [d.name for d in DEFINITIONS.values() if attr in d.optional_attributes]
+    for d in DEFINITIONS.values()
+    for attr in d.optional_attributes
 }
 
 
-def _verify_unit_attrs(op: ir.Operation) -> None:
-    for attr, owner in _UNIT_ATTRS.items():
+def _verify_optional_attrs(op: ir.Operation) -> None:
+    """The optional attributes IRDL cannot check: only on the ops that declare
+    them, and of the declared base."""
+    declared = DEFINITIONS[op.name].optional_attributes
+    for attr, owners in _OPTIONAL_ATTR_OWNERS.items():
         if attr not in op.attributes:
             continue
-        if op.name != owner:
-            _fail(op, f"'{attr}' applies to {owner} only")
-        if not isinstance(op.attributes[attr], ir.UnitAttr):
-            _fail(op, f"'{attr}' must be a unit attribute, got {op.attributes[attr]}")
+        if attr not in declared:
+            _fail(op, f"'{attr}' applies to {' and '.join(owners)} only")
+        value = op.attributes[attr]
+        if declared[attr] == UNIT_BASE and not isinstance(value, ir.UnitAttr):
+            _fail(op, f"'{attr}' must be a unit attribute, got {value}")
+        if declared[attr] == INTEGER_BASE and not isinstance(value, ir.IntegerAttr):
+            _fail(op, f"'{attr}' must be an integer attribute, got {value}")
 
 
 def _verify_per_warp(op: ir.Operation) -> None:
@@ -276,7 +283,7 @@ def _barrier_count(op: ir.Operation, barriers: ir.Value) -> int | None:
 
 def _verify_op(op: ir.Operation) -> None:
     name = op.name
-    _verify_unit_attrs(op)
+    _verify_optional_attrs(op)
     if name == "wsc.role":
         _verify_role(op)
     elif name == "wsc.alloc_shared":

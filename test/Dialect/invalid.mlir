@@ -378,3 +378,25 @@ func.func @per_warp_on_a_wait() attributes {wsc.num_threads = 128 : i32} {
   "wsc.mbarrier_wait"(%full, %c0, %false) {per_warp} : (!wsc.mbarriers, index, i1) -> ()
   return
 }
+// -----
+func.func @multicast_on_a_store(%c: memref<?x?xf16>) attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  // expected-error @below {{'wsc.tma_store' op 'multicast' applies to wsc.tma_load only}}
+  "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) {multicast} : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}
+// -----
+func.func @every_cta_not_a_unit() attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 256 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.mbarrier_arrive' op 'every_cta' must be a unit attribute, got "yes"}}
+  "wsc.mbarrier_arrive"(%empty, %c0) {every_cta = "yes"} : (!wsc.mbarriers, index) -> ()
+  return
+}
+// -----
+func.func @register_budget_not_an_integer() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.role' op 'max_registers' must be an integer attribute, got "many"}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = "many"} : () -> i1
+  return
+}
