@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import irdl
 
+from wsc import ops
 from wsc.dialects import IRDL_PATH
-from wsc.ops import DEFINITIONS
 
 _IRDL_TEXT = IRDL_PATH.read_text()
 
@@ -29,15 +29,6 @@ PRODUCER_INITIAL_PHASE = True
 #: The phase a consumer starts with: a wait for parity 0 blocks until the
 #: first phase completes, i.e. until the stage's first copy has landed.
 CONSUMER_INITIAL_PHASE = False
-
-#: Unit attribute of wsc.mbarrier_arrive: one arrival per executing warp.
-PER_WARP_ATTR = "per_warp"
-#: Unit attribute of wsc.mbarrier_arrive: the arrival reaches the barrier of
-#: every CTA of the cluster.
-EVERY_CTA_ATTR = "every_cta"
-#: Unit attribute of wsc.tma_load: each CTA of the cluster copies its slice of
-#: the tile into every CTA's stage.
-MULTICAST_ATTR = "multicast"
 
 
 def load_dialect(context: ir.Context) -> None:
@@ -56,7 +47,7 @@ def make_context() -> ir.Context:
 
 
 #: The ops of the dialect, as `wsc.<name>`.
-OP_NAMES = frozenset(DEFINITIONS)
+OP_NAMES = frozenset(ops.DEFINITIONS)
 _OP_NAME_TOKEN = re.compile(r"(?<![\w.!#$@%\"-])wsc\.\w+")
 
 
@@ -226,6 +217,7 @@ def mbarrier_alloc(arrival_count: int, num_barriers: int) -> ir.Value:
 
 
 def _unit_attrs(**flags: bool) -> dict[str, ir.Attribute]:
+    """The unit attributes named by the keywords that are true."""
     return {name: ir.UnitAttr.get() for name, on in flags.items() if on}
 
 
@@ -235,7 +227,7 @@ def mbarrier_arrive(
     return _create(
         "wsc.mbarrier_arrive",
         operands=[barriers, stage],
-        attributes=_unit_attrs(**{PER_WARP_ATTR: per_warp, EVERY_CTA_ATTR: every_cta}),
+        attributes=_unit_attrs(per_warp=per_warp, every_cta=every_cta),
     )
 
 
@@ -253,13 +245,15 @@ def mbarrier_wait(barriers: ir.Value, stage: ir.Value, phase: ir.Value) -> ir.Op
 
 def ring_advance(stage: ir.Value, phase: ir.Value, num_stages: int) -> tuple[ir.Value, ir.Value]:
     """`wsc.ring_advance`: (next stage, next phase) in a ring of num_stages."""
-    op = _create(
-        "wsc.ring_advance",
-        operands=[stage, phase],
-        results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
-        attributes={"num_stages": _i32(num_stages)},
+    advance = ops.RingAdvance(
+        _create(
+            "wsc.ring_advance",
+            operands=[stage, phase],
+            results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
+            attributes={"num_stages": _i32(num_stages)},
+        )
     )
-    return op.results[0], op.results[1]
+    return advance.next_stage, advance.next_phase
 
 
 def tma_load(
@@ -274,7 +268,7 @@ def tma_load(
     return _create(
         "wsc.tma_load",
         operands=[src, row, col, dst, stage, barriers],
-        attributes=_unit_attrs(**{MULTICAST_ATTR: multicast}),
+        attributes=_unit_attrs(multicast=multicast),
     )
 
 

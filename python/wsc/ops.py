@@ -1,10 +1,22 @@
-"""The wsc ops as `dialects/wsc.irdl.mlir` defines them: each op's operands,
-results, required attributes and optional attributes by name, read from the
-IRDL definition at import time (the one place that states them)."""
+"""Typed views of the wsc ops: operands, results and attributes by the names
+`dialects/wsc.irdl.mlir` gives them, never by position.
+
+The IRDL definition is the one place that orders an op's operands and names
+its attributes; `DEFINITIONS` is read from it at import time. Each view class
+names the fields of one op, and a class whose fields differ from its op's
+definition (a name missing, one too many) fails at import, so views cannot
+drift from the dialect. Ops without operands, results or attributes need no
+view.
+
+    load = TmaLoad(op)        # op: an ir.Operation named wsc.tma_load
+    load.barriers             # the ir.Value of its `barriers` operand
+    load.multicast            # its unit attribute, as a bool
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from mlir import ir
 
@@ -74,3 +86,258 @@ def _read_definitions(text: str) -> dict[str, OpDefinition]:
 
 #: Every op of the dialect, by its full name.
 DEFINITIONS: dict[str, OpDefinition] = _read_definitions(IRDL_PATH.read_text())
+
+
+def operand_name(op: ir.Operation, number: int) -> str | None:
+    """The name of `op`'s operand `number` (e.g. a use's operand_number), or
+    None for an op that is not a wsc op."""
+    definition = DEFINITIONS.get(op.name)
+    return definition.operands[number] if definition is not None else None
+
+
+def operand_number(op_name: str, operand: str) -> int:
+    """The position of operand `operand` of op `op_name`."""
+    return DEFINITIONS[op_name].operands.index(operand)
+
+
+# Fields ---------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class _Field(Generic[T]):
+    """A named part of an op, read (and for some written) through a view."""
+
+    name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def bind(self, definition: OpDefinition) -> None:
+        """Resolve the field against its op's definition (at class creation)."""
+
+    @overload
+    def __get__(self, view: None, owner: type) -> _Field[T]: ...
+    @overload
+    def __get__(self, view: WscOp, owner: type) -> T: ...
+    def __get__(self, view: WscOp | None, owner: type) -> _Field[T] | T:
+        if view is None:
+            return self
+        return self.read(view.op)
+
+    def read(self, op: ir.Operation) -> T:
+        raise NotImplementedError
+
+
+class Operand(_Field[ir.Value]):
+    index = -1
+
+    def bind(self, definition: OpDefinition) -> None:
+        self.index = definition.operands.index(self.name)
+
+    def read(self, op: ir.Operation) -> ir.Value:
+        return op.operands[self.index]
+
+    def __set__(self, view: WscOp, value: ir.Value) -> None:
+        view.op.operands[self.index] = value
+
+
+class Result(_Field[ir.Value]):
+    index = -1
+
+    def bind(self, definition: OpDefinition) -> None:
+        self.index = definition.results.index(self.name)
+
+    def read(self, op: ir.Operation) -> ir.Value:
+        return op.results[self.index]
+
+
+def _i32(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value)
+
+
+class IntAttr(_Field[int]):
+    def read(self, op: ir.Operation) -> int:
+        return int(ir.IntegerAttr(op.attributes[self.name]).value)
+
+    def __set__(self, view: WscOp, value: int) -> None:
+        view.op.attributes[self.name] = _i32(value)
+
+
+class OptionalIntAttr(_Field[int | None]):
+    def read(self, op: ir.Operation) -> int | None:
+        if self.name not in op.attributes:
+            return None
+        return int(ir.IntegerAttr(op.attributes[self.name]).value)
+
+
+class StrAttr(_Field[str]):
+    def read(self, op: ir.Operation) -> str:
+        return str(ir.StringAttr(op.attributes[self.name]).value)
+
+
+class Flag(_Field[bool]):
+    """A unit attribute: present or not."""
+
+    def read(self, op: ir.Operation) -> bool:
+        return self.name in op.attributes
+
+
+# Views ----------------------------------------------------------------------
+
+_VIEWS: dict[str, type[WscOp]] = {}
+
+
+class WscOp:
+    """A view of one wsc op; subclasses declare `name=` and one field per
+    operand, result and attribute of the op's definition."""
+
+    NAME: ClassVar[str]
+    DEFINITION: ClassVar[OpDefinition]
+
+    def __init_subclass__(cls, name: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        definition = DEFINITIONS[name]
+        fields = {n: f for n, f in vars(cls).items() if isinstance(f, _Field)}
+        if set(fields) != definition.fields:
+            raise TypeError(
+                f"view {cls.__name__} names {sorted(fields)}, but {name} defines "
+                f"{sorted(definition.fields)} ({IRDL_PATH.name})"
+            )
+        for field in fields.values():
+            field.bind(definition)
+        cls.NAME, cls.DEFINITION = name, definition
+        _VIEWS[name] = cls
+
+    def __init__(self, op: ir.Operation | ir.OpView) -> None:
+        op = op.operation
+        if op.name != self.NAME:
+            raise ValueError(f"{type(self).__name__} views {self.NAME}, not {op.name}")
+        self.op: ir.Operation = op
+
+    @property
+    def location(self) -> ir.Location:
+        return self.op.location
+
+
+class Role(WscOp, name="wsc.role"):
+    role = StrAttr()
+    thread_begin = IntAttr()
+    num_threads = IntAttr()
+    max_registers = OptionalIntAttr()
+    is_member = Result()
+
+
+class Elect(WscOp, name="wsc.elect"):
+    is_elected = Result()
+
+
+class AllocShared(WscOp, name="wsc.alloc_shared"):
+    buffer = Result()
+
+
+class MbarrierAlloc(WscOp, name="wsc.mbarrier_alloc"):
+    arrival_count = IntAttr()
+    num_barriers = IntAttr()
+    barriers = Result()
+
+
+class MbarrierArrive(WscOp, name="wsc.mbarrier_arrive"):
+    barriers = Operand()
+    stage = Operand()
+    per_warp = Flag()
+    every_cta = Flag()
+
+
+class MbarrierArriveExpectTx(WscOp, name="wsc.mbarrier_arrive_expect_tx"):
+    barriers = Operand()
+    stage = Operand()
+    tx_bytes = IntAttr()
+
+
+class MbarrierWait(WscOp, name="wsc.mbarrier_wait"):
+    barriers = Operand()
+    stage = Operand()
+    phase = Operand()
+
+
+class RingAdvance(WscOp, name="wsc.ring_advance"):
+    stage = Operand()
+    phase = Operand()
+    num_stages = IntAttr()
+    next_stage = Result()
+    next_phase = Result()
+
+
+class TmaLoad(WscOp, name="wsc.tma_load"):
+    src = Operand()
+    row = Operand()
+    col = Operand()
+    dst = Operand()
+    stage = Operand()
+    barriers = Operand()
+    multicast = Flag()
+
+
+class ClusterRank(WscOp, name="wsc.cluster_rank"):
+    rank = Result()
+
+
+class TmaStore(WscOp, name="wsc.tma_store"):
+    src = Operand()
+    stage = Operand()
+    dst = Operand()
+    row = Operand()
+    col = Operand()
+
+
+class CoalescedStore(WscOp, name="wsc.coalesced_store"):
+    src = Operand()
+    stage = Operand()
+    dst = Operand()
+    row = Operand()
+    col = Operand()
+
+
+class TmaStoreWait(WscOp, name="wsc.tma_store_wait"):
+    pending = IntAttr()
+
+
+class AccAlloc(WscOp, name="wsc.acc_alloc"):
+    tile = Result()
+
+
+class Wgmma(WscOp, name="wsc.wgmma"):
+    a = Operand()
+    b = Operand()
+    stage = Operand()
+    acc = Operand()
+    a_row = IntAttr()
+    b_layout = StrAttr()
+
+
+class WgmmaWaitGroup(WscOp, name="wsc.wgmma_wait_group"):
+    pending = IntAttr()
+
+
+class Cast(WscOp, name="wsc.cast"):
+    src = Operand()
+    result = Result()
+
+
+class StoreShared(WscOp, name="wsc.store_shared"):
+    tile = Operand()
+    dst = Operand()
+    stage = Operand()
+
+
+class Store(WscOp, name="wsc.store"):
+    tile = Operand()
+    dst = Operand()
+    row = Operand()
+    col = Operand()
+
+
+_UNVIEWED = [d.name for d in DEFINITIONS.values() if d.fields and d.name not in _VIEWS]
+if _UNVIEWED:
+    raise TypeError(f"ops {_UNVIEWED} have operands, results or attributes but no view here")

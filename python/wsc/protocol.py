@@ -101,15 +101,14 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from wsc import ops
 from wsc.diagnostics import PassError
-from wsc.dialect import EVERY_CTA_ATTR, MULTICAST_ATTR, PER_WARP_ATTR, parse_acc_type
+from wsc.dialect import parse_acc_type
 from wsc.ir_utils import (
-    KERNEL_THREADS_ATTR,
     cluster_size,
     defining_op,
-    int_attr,
+    kernel_threads,
     kernels,
-    str_attr,
     walk,
 )
 from wsc.target.hopper import WARP_SIZE
@@ -421,7 +420,7 @@ class _Compiler:
     def __init__(self, kernel: ir.Operation):
         self.kernel = kernel
         self.slots: dict[ir.Value, int] = {}
-        self.block_threads = int_attr(kernel, KERNEL_THREADS_ATTR)
+        self.block_threads = kernel_threads(kernel)
         self.processes: dict[ir.Operation, _ProcessSpec] = {}
         self.rings: dict[ir.Value, _RingSpec] = {}
         self.barriers: dict[ir.Value, _BarrierSpec] = {}
@@ -437,11 +436,12 @@ class _Compiler:
     # -- what the kernel contains, before any node is built
 
     def _survey(self, kernel: ir.Operation) -> None:
-        ops = list(walk(kernel))
-        for op in ops:
+        kernel_ops = list(walk(kernel))
+        for op in kernel_ops:
             if op.name == "wsc.role":
-                begin, count = int_attr(op, "thread_begin"), int_attr(op, "num_threads")
-                name = f"{str_attr(op, 'role')} role [{begin}, {begin + count})"
+                role = ops.Role(op)
+                begin, count = role.thread_begin, role.num_threads
+                name = f"{role.role} role [{begin}, {begin + count})"
                 self.processes[op] = _ProcessSpec(name, count, op)
         outside = self.block_threads - sum(p.num_threads for p in self.processes.values())
         self.outside = None
@@ -451,29 +451,32 @@ class _Compiler:
         # WGMMA, the full barriers copies complete on, the empty ones.
         operand_names = {}
         k_dims = {}
-        for op in ops:
+        for op in kernel_ops:
             if op.name == "wsc.wgmma":
-                a, b = op.operands[0], op.operands[1]
-                operand_names.setdefault(a, "A")
-                operand_names.setdefault(b, "B")
-                k_dims[a] = 1
-                k_dims[b] = 1 if str_attr(op, "b_layout") == "nk" else 0
-        for op in ops:
-            if op.name in ("wsc.store_shared", "wsc.tma_store", "wsc.coalesced_store"):
-                operand_names.setdefault(
-                    op.operands[1 if op.name == "wsc.store_shared" else 0], "C staging"
-                )
-        full = {op.operands[5] for op in ops if op.name == "wsc.tma_load"}
-        for op in ops:
+                wgmma = ops.Wgmma(op)
+                operand_names.setdefault(wgmma.a, "A")
+                operand_names.setdefault(wgmma.b, "B")
+                k_dims[wgmma.a] = 1
+                k_dims[wgmma.b] = 1 if wgmma.b_layout == "nk" else 0
+        for op in kernel_ops:
+            if op.name == "wsc.store_shared":
+                operand_names.setdefault(ops.StoreShared(op).dst, "C staging")
+            elif op.name == "wsc.tma_store":
+                operand_names.setdefault(ops.TmaStore(op).src, "C staging")
+            elif op.name == "wsc.coalesced_store":
+                operand_names.setdefault(ops.CoalescedStore(op).src, "C staging")
+        full = {ops.TmaLoad(op).barriers for op in kernel_ops if op.name == "wsc.tma_load"}
+        for op in kernel_ops:
             if op.name == "wsc.alloc_shared":
                 stages, rows, cols = ir.MemRefType(op.result.type).shape
                 element = ir.MemRefType(op.result.type).element_type
                 name = operand_names.get(op.result, f"ring{len(self.rings)}")
                 self.rings[op.result] = _RingSpec(name, stages, rows * cols * element.width // 8)
             elif op.name == "wsc.mbarrier_alloc":
-                name = "full" if op.result in full else "empty"
-                self.barriers[op.result] = _BarrierSpec(
-                    name, int_attr(op, "arrival_count"), int_attr(op, "num_barriers")
+                alloc = ops.MbarrierAlloc(op)
+                name = "full" if alloc.barriers in full else "empty"
+                self.barriers[alloc.barriers] = _BarrierSpec(
+                    name, alloc.arrival_count, alloc.num_barriers
                 )
         for kind in ("full", "empty"):
             same = [b for b in self.barriers.values() if b.name == kind]
@@ -493,32 +496,32 @@ class _Compiler:
             if a_rings
             else next(
                 (
-                    ir.MemRefType(op.operands[3].type).shape[2]
-                    for op in ops
+                    ir.MemRefType(ops.TmaLoad(op).dst.type).shape[2]
+                    for op in kernel_ops
                     if op.name == "wsc.tma_load"
                 ),
                 1,
             )
         )
-        self.extents = self._global_extents(ops, k_dims)
+        self.extents = self._global_extents(kernel_ops, k_dims)
 
     @staticmethod
-    def _global_extents(ops, k_dims) -> dict:
+    def _global_extents(kernel_ops, k_dims) -> dict:
         """The extent memref.dim gives each dim of a global memref: the K extent
         (None) on the dim its TMA tiles advance along K, one tile elsewhere."""
         extents = {}
-        for op in ops:
+        for op in kernel_ops:
             if op.name == "wsc.tma_load":
-                src, dst = op.operands[0], op.operands[3]
-                tile = list(ir.MemRefType(dst.type).shape[1:])
-                tile[k_dims.get(dst, 1)] = None
-                extents[src] = tuple(tile)
+                load = ops.TmaLoad(op)
+                tile = list(ir.MemRefType(load.dst.type).shape[1:])
+                tile[k_dims.get(load.dst, 1)] = None
+                extents[load.src] = tuple(tile)
             elif op.name == "wsc.store":
-                extents.setdefault(op.operands[1], parse_acc_type(op.operands[0].type)[0])
+                store = ops.Store(op)
+                extents.setdefault(store.dst, parse_acc_type(store.tile.type)[0])
             elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
-                extents.setdefault(
-                    op.operands[2], tuple(ir.MemRefType(op.operands[0].type).shape[1:])
-                )
+                copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
+                extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))
         return extents
 
     # -- nodes
@@ -630,11 +633,11 @@ class _Compiler:
             ctas = cluster_size(self.kernel)
             return _Compute(op, lambda: ctas, [], results[0])
         if name == "memref.dim":
-            return self._dim(op, args, results)
+            return self._dim(op, results)
         if name == "scf.for":
-            return self._for(op, context, args, results)
+            return self._for(op, context, results)
         if name == "scf.if":
-            return self._if(op, context, args, results)
+            return self._if(op, context, results)
         if name in ("wsc.role", "wsc.elect"):
             return _Compute(op, lambda: 1, [], results[0])
         if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store"):
@@ -642,7 +645,7 @@ class _Compiler:
         handler = getattr(self, "_" + name.removeprefix("wsc."), None)
         if not name.startswith("wsc.") or handler is None:
             raise _unsupported(op)
-        return handler(op, context, args, results)
+        return handler(op, context)
 
     @staticmethod
     def _arith(op: ir.Operation) -> Callable:
@@ -655,18 +658,18 @@ class _Compiler:
             predicate = ir.IntegerAttr(op.attributes["predicate"]).value
             compare = _CMPI[predicate]
             if predicate in _SIGNED_CMPI:
-                width = _int_width(op.operands[0].type)
+                width = _int_width(op.opview.lhs.type)
                 return lambda a, b: int(compare(_signed(a, width), _signed(b, width)))
             return lambda a, b: int(compare(a, b))
         if name == "arith.select":
             return lambda condition, a, b: a if condition else b
         if name == "arith.index_cast":
-            width = _int_width(op.operands[0].type)
+            width = _int_width(op.opview.in_.type)
             return lambda a: _signed(a, width) & mask
         return lambda a: a & mask  # trunci, extui
 
-    def _dim(self, op, args, results):
-        source = op.operands[0]
+    def _dim(self, op, results):
+        source = op.opview.source
         shape = ir.MemRefType(source.type).shape
         known = self.extents.get(source)
         extents = tuple(
@@ -680,16 +683,19 @@ class _Compiler:
                 "neither loaded by wsc.tma_load nor stored by wsc.store, "
                 "wsc.tma_store or wsc.coalesced_store",
             )
-        return _Dim(op, extents, args[1], results[0])
+        return _Dim(op, extents, self.slot(op.opview.index), results[0])
 
-    def _for(self, op, context, args, results):
+    def _for(self, op, context, results):
         body_block = op.regions[0].blocks[0]
         iv, *iter_args = [self.slot(a) for a in body_block.arguments]
         body, yields = self.block(body_block, context)
-        return _For(op, args[:3], args[3:], iv, iter_args, body, yields, results)
+        loop = op.opview
+        bounds = [self.slot(v) for v in (loop.lowerBound, loop.upperBound, loop.step)]
+        inits = [self.slot(v) for v in loop.initArgs]
+        return _For(op, bounds, inits, iv, iter_args, body, yields, results)
 
-    def _if(self, op, context, args, results):
-        condition = defining_op(op.operands[0])
+    def _if(self, op, context, results):
+        condition = defining_op(op.opview.condition)
         inner = context
         if condition is not None and condition.name == "wsc.role":
             role = self.processes[condition]
@@ -705,7 +711,7 @@ class _Compiler:
             def taken(process, frame):
                 return True
         else:
-            condition_slot = args[0]
+            condition_slot = self.slot(op.opview.condition)
 
             def taken(process, frame):
                 return frame[condition_slot]
@@ -718,23 +724,25 @@ class _Compiler:
 
     # -- wsc ops with an effect on the shared state
 
-    def _alloc_shared(self, op, context, args, results):
-        ring, slot = self.rings[op.result], results[0]
+    def _alloc_shared(self, op, context):
+        buffer = ops.AllocShared(op).buffer
+        ring, slot = self.rings[buffer], self.slot(buffer)
 
         def act(process, frame):
             frame[slot] = process.simulation.rings[process.cta][ring]
 
         return _Effect(op, act)
 
-    def _mbarrier_alloc(self, op, context, args, results):
-        spec, slot = self.barriers[op.result], results[0]
+    def _mbarrier_alloc(self, op, context):
+        barriers = ops.MbarrierAlloc(op).barriers
+        spec, slot = self.barriers[barriers], self.slot(barriers)
 
         def act(process, frame):
             frame[slot] = process.simulation.allocate(process, spec)
 
         return _Effect(op, act)
 
-    def _cluster_sync(self, op, context, args, results):
+    def _cluster_sync(self, op, context):
         if context.role is not None:
             raise _unsupported(op, " inside a role: every thread of the cluster must reach it")
 
@@ -744,7 +752,7 @@ class _Compiler:
 
         return _Effect(op, act)
 
-    def _sync(self, op, context, args, results):
+    def _sync(self, op, context):
         if context.role is not None:
             # A barrier of the role's own threads, which run as one process:
             # it only orders their staging writes and waits.
@@ -762,38 +770,41 @@ class _Compiler:
     # The staged epilogues: each op moves a staging stage's state (see
     # _Simulation.staging).
 
-    def _store_shared(self, op, context, args, results):
-        _, ring, stage = args
+    def _store_shared(self, op, context):
+        store = ops.StoreShared(op)
+        ring, stage = self.slot(store.dst), self.slot(store.stage)
 
         def act(process, frame):
             process.simulation.store_shared(process, op, frame[ring], frame[stage])
 
         return _Effect(op, act)
 
-    def _fence_proxy_async(self, op, context, args, results):
+    def _fence_proxy_async(self, op, context):
         def act(process, frame):
             process.simulation.staging_fence(process)
 
         return _Effect(op, act)
 
-    def _tma_store(self, op, context, args, results):
-        ring, stage = args[0], args[1]
+    def _tma_store(self, op, context):
+        store = ops.TmaStore(op)
+        ring, stage = self.slot(store.src), self.slot(store.stage)
 
         def act(process, frame):
             process.simulation.tma_store(process, op, frame[ring], frame[stage])
 
         return _Effect(op, act)
 
-    def _coalesced_store(self, op, context, args, results):
-        ring, stage = args[0], args[1]
+    def _coalesced_store(self, op, context):
+        store = ops.CoalescedStore(op)
+        ring, stage = self.slot(store.src), self.slot(store.stage)
 
         def act(process, frame):
             process.simulation.coalesced_store(process, op, frame[ring], frame[stage])
 
         return _Effect(op, act)
 
-    def _tma_store_wait(self, op, context, args, results):
-        pending = int_attr(op, "pending")
+    def _tma_store_wait(self, op, context):
+        pending = ops.TmaStoreWait(op).pending
 
         def act(process, frame):
             if pending == 0:
@@ -801,27 +812,28 @@ class _Compiler:
 
         return _Effect(op, act)
 
-    def _mbarrier_wait(self, op, context, args, results):
+    def _mbarrier_wait(self, op, context):
+        wait = ops.MbarrierWait(op)
         self.waits.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, op.operands[0])
+            self._allocated(self.barriers, op, wait.barriers)
         )
-        barriers, stage, phase = args
+        barriers, stage, phase = (self.slot(v) for v in (wait.barriers, wait.stage, wait.phase))
 
         def act(process, frame):
             return process.simulation.wait(op, frame[barriers], frame[stage], frame[phase])
 
         return _Effect(op, act)
 
-    def _mbarrier_arrive(self, op, context, args, results):
+    def _mbarrier_arrive(self, op, context):
+        arrive = ops.MbarrierArrive(op)
         self.releases.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, op.operands[0])
+            self._allocated(self.barriers, op, arrive.barriers)
         )
-        barriers, stage = args
+        barriers, stage = self.slot(arrive.barriers), self.slot(arrive.stage)
         elected = context.elected
-        every_cta = EVERY_CTA_ATTR in op.attributes
-        per_warp = PER_WARP_ATTR in op.attributes
+        every_cta, per_warp = arrive.every_cta, arrive.per_warp
         if elected and per_warp:
-            raise _unsupported(op, f" with '{PER_WARP_ATTR}' under wsc.elect")
+            raise _unsupported(op, " with 'per_warp' under wsc.elect")
 
         def act(process, frame):
             if elected:
@@ -834,33 +846,37 @@ class _Compiler:
 
         return _Effect(op, act)
 
-    def _mbarrier_arrive_expect_tx(self, op, context, args, results):
-        barriers, stage = args
-        tx_bytes = int_attr(op, "tx_bytes")
+    def _mbarrier_arrive_expect_tx(self, op, context):
+        arrive = ops.MbarrierArriveExpectTx(op)
+        barriers, stage = self.slot(arrive.barriers), self.slot(arrive.stage)
+        tx_bytes = arrive.tx_bytes
 
         def act(process, frame):
             return process.simulation.arrive_expect_tx(op, frame[barriers], frame[stage], tx_bytes)
 
         return _Effect(op, act)
 
-    def _ring_advance(self, op, context, args, results):
-        num_stages = int_attr(op, "num_stages")
+    def _ring_advance(self, op, context):
+        ring_advance = ops.RingAdvance(op)
+        num_stages = ring_advance.num_stages
 
         def advance(stage, phase):
             return (0, phase ^ 1) if stage + 1 >= num_stages else (stage + 1, phase)
 
-        stage, phase = args
-        next_stage, next_phase = results
+        stage, phase = self.slot(ring_advance.stage), self.slot(ring_advance.phase)
+        next_stage = self.slot(ring_advance.next_stage)
+        next_phase = self.slot(ring_advance.next_phase)
 
         def act(process, frame):
             frame[next_stage], frame[next_phase] = advance(frame[stage], frame[phase])
 
         return _Effect(op, act)
 
-    def _tma_load(self, op, context, args, results):
+    def _tma_load(self, op, context):
         self.copy_issuers.add(context.role)
-        _, _, _, ring, stage, barriers = args
-        multicast = MULTICAST_ATTR in op.attributes
+        load = ops.TmaLoad(op)
+        ring, stage, barriers = (self.slot(v) for v in (load.dst, load.stage, load.barriers))
+        multicast = load.multicast
 
         def act(process, frame):
             return process.simulation.tma_load(
@@ -869,27 +885,28 @@ class _Compiler:
 
         return _Effect(op, act)
 
-    def _wgmma(self, op, context, args, results):
-        for operand in op.operands[:2]:
+    def _wgmma(self, op, context):
+        wgmma = ops.Wgmma(op)
+        for operand in (wgmma.a, wgmma.b):
             ring = self._allocated(self.rings, op, operand)
             self.readers.setdefault(ring, set()).add(context.role)
-        first = int_attr(op, "a_row")
-        self.a_rows.append((context.role, first, first + parse_acc_type(op.operands[3].type)[0][0]))
-        a, b, stage, _ = args
+        first = wgmma.a_row
+        self.a_rows.append((context.role, first, first + parse_acc_type(wgmma.acc.type)[0][0]))
+        a, b, stage = (self.slot(v) for v in (wgmma.a, wgmma.b, wgmma.stage))
 
         def act(process, frame):
             process.simulation.wgmma(process, op, frame[a], frame[b], frame[stage])
 
         return _Effect(op, act)
 
-    def _wgmma_commit_group(self, op, context, args, results):
+    def _wgmma_commit_group(self, op, context):
         def act(process, frame):
             process.commit_group()
 
         return _Effect(op, act)
 
-    def _wgmma_wait_group(self, op, context, args, results):
-        pending = int_attr(op, "pending")
+    def _wgmma_wait_group(self, op, context):
+        pending = ops.WgmmaWaitGroup(op).pending
 
         def act(process, frame):
             process.wait_group(pending)

@@ -77,6 +77,7 @@ from mlir.dialects import func as func_d
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
+from wsc import ops
 from wsc.codegen import emit as E
 from wsc.codegen.debug import DebugEmitter, DebugOptions, barrier_names
 from wsc.codegen.descriptors import OperandDescriptors
@@ -91,16 +92,15 @@ from wsc.codegen.layout import (
     TileLayout,
 )
 from wsc.diagnostics import PassError
-from wsc.dialect import EVERY_CTA_ATTR, MULTICAST_ATTR, PER_WARP_ATTR, parse_acc_type
+from wsc.dialect import parse_acc_type
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
     cluster_size,
     constant_int,
     defining_op,
-    int_attr,
+    kernel_threads,
     memref_shape,
     memref_space,
-    str_attr,
     walk,
 )
 from wsc.target.hopper import (
@@ -243,7 +243,7 @@ class KernelLowering:
     def analyze(self) -> None:
         kernel = self.kernel
         self.name = ir.StringAttr(kernel.attributes["sym_name"]).value
-        self.threads = int_attr(kernel, KERNEL_THREADS_ATTR)
+        self.threads = kernel_threads(kernel)
         self.cluster = cluster_size(kernel)
         if len(kernel.regions[0].blocks) != 1:
             raise _fail(kernel, "kernel body must be a single block (structured control flow only)")
@@ -313,14 +313,21 @@ class KernelLowering:
             ):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
-                    self.wgmma_accumulators.add(op.operands[3])
+                    self.wgmma_accumulators.add(ops.Wgmma(op).acc)
             elif name in ("wsc.store", "wsc.store_shared", "wsc.cast"):
-                source = defining_op(op.operands[0])
+                tile = (
+                    ops.Store(op).tile
+                    if name == "wsc.store"
+                    else ops.StoreShared(op).tile
+                    if name == "wsc.store_shared"
+                    else ops.Cast(op).src
+                )
+                source = defining_op(tile)
                 if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
                     raise _fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
                 if name == "wsc.cast":
-                    _, src_element = parse_acc_type(op.operands[0].type)
-                    _, dst_element = parse_acc_type(op.result.type)
+                    _, src_element = parse_acc_type(tile.type)
+                    _, dst_element = parse_acc_type(ops.Cast(op).result.type)
                     if src_element != dst_element and src_element != "f32":
                         raise _fail(
                             op,
@@ -332,17 +339,17 @@ class KernelLowering:
                 raise _fail(op, "is guarded by a role defined after it")
             return
         if name == "scf.if":
-            condition = defining_op(op.operands[0])
+            condition = defining_op(op.opview.condition)
             if condition is not None and condition.name == "wsc.role":
                 role = self.roles[condition]
                 if role.guard is None:
                     role.guard = op
             return
         if name == "memref.dim":
-            source = op.operands[0]
+            source = op.opview.source
             if source not in self.args:
                 raise _fail(op, "is only supported on the kernel's tensor arguments")
-            dim = constant_int(op.operands[1])
+            dim = constant_int(op.opview.index)
             if dim not in (0, 1):
                 raise _fail(op, "needs a constant dimension index 0 or 1")
             return
@@ -361,7 +368,7 @@ class KernelLowering:
         while parent is not None and parent.operation != self.kernel:
             parent = parent.operation
             if parent.name == "scf.if":
-                condition = defining_op(parent.operands[0])
+                condition = defining_op(parent.opview.condition)
                 if condition is not None and condition.name == "wsc.role":
                     if child.block == parent.regions[0].blocks[0]:
                         return condition
@@ -378,27 +385,28 @@ class KernelLowering:
     def _add_role(self, op: ir.Operation) -> None:
         if len(self.roles) + 1 >= NAMED_BARRIERS:
             raise _fail(op, f"needs a named barrier but only {NAMED_BARRIERS - 1} exist")
+        role = ops.Role(op)
         self.roles[op] = RoleInfo(
             op,
-            str_attr(op, "role"),
-            int_attr(op, "thread_begin"),
-            int_attr(op, "num_threads"),
-            int_attr(op, "max_registers"),
+            role.role,
+            role.thread_begin,
+            role.num_threads,
+            role.max_registers,
             len(self.roles) + 1,
         )
 
     def _check_shared_uses(self, op: ir.Operation) -> None:
         allowed = {
-            ("wsc.tma_load", 3),
-            ("wsc.wgmma", 0),
-            ("wsc.wgmma", 1),
-            ("wsc.tma_store", 0),
-            ("wsc.coalesced_store", 0),
-            ("wsc.store_shared", 1),
+            ("wsc.tma_load", "dst"),
+            ("wsc.wgmma", "a"),
+            ("wsc.wgmma", "b"),
+            ("wsc.tma_store", "src"),
+            ("wsc.coalesced_store", "src"),
+            ("wsc.store_shared", "dst"),
         }
-        for use in op.result.uses:
+        for use in ops.AllocShared(op).buffer.uses:
             owner = _owner(use)
-            if (owner.name, use.operand_number) not in allowed:
+            if (owner.name, ops.operand_name(owner, use.operand_number)) not in allowed:
                 raise _fail(
                     owner,
                     "uses a wsc.alloc_shared buffer in a way --convert-wsc-to-nvvm cannot lower",
@@ -407,23 +415,26 @@ class KernelLowering:
 
     def _check_sources(self, op: ir.Operation) -> None:
         expected = {
-            "wsc.tma_load": {3: "wsc.alloc_shared", 5: "wsc.mbarrier_alloc"},
-            "wsc.tma_store": {0: "wsc.alloc_shared"},
-            "wsc.coalesced_store": {0: "wsc.alloc_shared"},
-            "wsc.wgmma": {0: "wsc.alloc_shared", 1: "wsc.alloc_shared", 3: "wsc.acc_alloc"},
-            "wsc.mbarrier_arrive": {0: "wsc.mbarrier_alloc"},
-            "wsc.mbarrier_arrive_expect_tx": {0: "wsc.mbarrier_alloc"},
-            "wsc.mbarrier_wait": {0: "wsc.mbarrier_alloc"},
+            "wsc.tma_load": {"dst": "wsc.alloc_shared", "barriers": "wsc.mbarrier_alloc"},
+            "wsc.tma_store": {"src": "wsc.alloc_shared"},
+            "wsc.coalesced_store": {"src": "wsc.alloc_shared"},
+            "wsc.wgmma": {"a": "wsc.alloc_shared", "b": "wsc.alloc_shared", "acc": "wsc.acc_alloc"},
+            "wsc.mbarrier_arrive": {"barriers": "wsc.mbarrier_alloc"},
+            "wsc.mbarrier_arrive_expect_tx": {"barriers": "wsc.mbarrier_alloc"},
+            "wsc.mbarrier_wait": {"barriers": "wsc.mbarrier_alloc"},
         }[op.name]
-        for position, producer in expected.items():
+        for operand, producer in expected.items():
+            position = ops.operand_number(op.name, operand)
             source = defining_op(op.operands[position])
             if source is None or source.name != producer:
                 raise _fail(
                     op, f"operand #{position} must be defined by {producer} (in this kernel)"
                 )
-        if op.name == "wsc.tma_load" and op.operands[0] not in self.args:
+        if op.name == "wsc.tma_load" and ops.TmaLoad(op).src not in self.args:
             raise _fail(op, "source must be a tensor argument of the kernel")
-        if op.name in ("wsc.tma_store", "wsc.coalesced_store") and op.operands[2] not in self.args:
+        if op.name == "wsc.tma_store" and ops.TmaStore(op).dst not in self.args:
+            raise _fail(op, "destination must be a tensor argument of the kernel")
+        if op.name == "wsc.coalesced_store" and ops.CoalescedStore(op).dst not in self.args:
             raise _fail(op, "destination must be a tensor argument of the kernel")
 
     def _check_argument_uses(self) -> None:
@@ -433,12 +444,12 @@ class KernelLowering:
         for position, arg in enumerate(self.args):
             for use in arg.uses:
                 owner = _owner(use)
-                key = (owner.name, use.operand_number)
-                if owner.name == "wsc.tma_load" and use.operand_number == 0:
+                key = (owner.name, ops.operand_name(owner, use.operand_number))
+                if key == ("wsc.tma_load", "src"):
                     self.tma_args.add(position)
-                elif key == ("wsc.tma_store", 2):
+                elif key == ("wsc.tma_store", "dst"):
                     self.tma_store_args.add(position)
-                elif key in (("wsc.store", 1), ("wsc.coalesced_store", 2)):
+                elif key in (("wsc.store", "dst"), ("wsc.coalesced_store", "dst")):
                     self.store_args.add(position)
                 elif owner.name == "memref.dim":
                     pass
@@ -518,7 +529,7 @@ class KernelLowering:
         self.buffers: dict[ir.Operation, BufferSlot] = {}
         self.barriers: dict[ir.Operation, BarrierSlot] = {}
         for position, op in enumerate(self.buffer_ops):
-            memref = ir.MemRefType(op.result.type)
+            memref = ir.MemRefType(ops.AllocShared(op).buffer.type)
             stages, rows, cols = memref.shape
             try:
                 tile = TileLayout.choose(rows, cols, memref.element_type.width // 8)
@@ -526,8 +537,9 @@ class KernelLowering:
                 raise _fail(op, str(error)) from None
             self.buffers[op] = self.layout.add_buffer(f"buffer{position}", stages, tile)
         for position, op in enumerate(self.barrier_ops):
+            alloc = ops.MbarrierAlloc(op)
             self.barriers[op] = self.layout.add_barriers(
-                f"barriers{position}", int_attr(op, "num_barriers"), int_attr(op, "arrival_count")
+                f"barriers{position}", alloc.num_barriers, alloc.arrival_count
             )
         total = self.layout.dynamic_smem_bytes
         if total > MAX_DYNAMIC_SMEM:
@@ -553,7 +565,7 @@ class KernelLowering:
         for op in self.ops:
             if op.name != "wsc.coalesced_store":
                 continue
-            tile = self.buffers[defining_op(op.operands[0])].tile
+            tile = self.buffers[defining_op(ops.CoalescedStore(op).src)].tile
             warps = self._executing_threads(op) // WARP_SIZE
             if tile.rows % (8 * warps):
                 raise _fail(
@@ -594,12 +606,14 @@ class KernelLowering:
         for op in self.ops:
             box_rows = None
             if op.name == "wsc.tma_load":
-                tensor, buffer = op.operands[0], op.operands[3]
-                if MULTICAST_ATTR in op.attributes:
+                load = ops.TmaLoad(op)
+                tensor, buffer = load.src, load.dst
+                if load.multicast:
                     # Each CTA copies its slice of the tile's rows.
                     box_rows = self.buffers[defining_op(buffer)].tile.rows // self.cluster
             elif op.name == "wsc.tma_store":
-                tensor, buffer = op.operands[2], op.operands[0]
+                store = ops.TmaStore(op)
+                tensor, buffer = store.dst, store.src
             else:
                 continue
             position = self.args.index(tensor)
@@ -625,17 +639,17 @@ class KernelLowering:
         loads_into: dict[ir.Operation, set[int]] = {}
         for op in self.ops:
             if op.name == "wsc.tma_load":
-                loads_into.setdefault(defining_op(op.operands[3]), set()).add(
-                    self.args.index(op.operands[0])
-                )
+                load = ops.TmaLoad(op)
+                loads_into.setdefault(defining_op(load.dst), set()).add(self.args.index(load.src))
         matmul = False
         for op in self.ops:
             if op.name != "wsc.wgmma":
                 continue
-            a_tensors = loads_into.get(defining_op(op.operands[0]), set())
-            b_tensors = loads_into.get(defining_op(op.operands[1]), set())
-            c_tensors = self._stored_tensors(op.operands[3])
-            kn = ir.StringAttr(op.attributes["b_layout"]).value == "kn"
+            wgmma = ops.Wgmma(op)
+            a_tensors = loads_into.get(defining_op(wgmma.a), set())
+            b_tensors = loads_into.get(defining_op(wgmma.b), set())
+            c_tensors = self._stored_tensors(wgmma.acc)
+            kn = wgmma.b_layout == "kn"
             b_k, b_n = (0, 1) if kn else (1, 0)
             for label, nodes in (
                 ("m", [(t, 0) for t in a_tensors] + [(t, 0) for t in c_tensors]),
@@ -652,9 +666,10 @@ class KernelLowering:
         used: list[tuple[int, int]] = []
         for op in self.ops:
             if op.name == "memref.dim":
-                node = (self.args.index(op.operands[0]), constant_int(op.operands[1]))
+                node = (self.args.index(op.opview.source), constant_int(op.opview.index))
             elif op.name in ("wsc.store", "wsc.coalesced_store"):
-                position = self.args.index(op.operands[1 if op.name == "wsc.store" else 2])
+                store = ops.Store(op) if op.name == "wsc.store" else ops.CoalescedStore(op)
+                position = self.args.index(store.dst)
                 for node in ((position, 0), (position, 1)):
                     if node not in used:
                         used.append(node)
@@ -724,18 +739,19 @@ class KernelLowering:
             value = pending.pop()
             for use in value.uses:
                 owner = _owner(use)
-                if owner.name == "wsc.store" and use.operand_number == 0:
-                    found.add(self.args.index(owner.operands[1]))
-                elif owner.name == "wsc.store_shared" and use.operand_number == 0:
-                    for copy in owner.operands[1].uses:
+                key = (owner.name, ops.operand_name(owner, use.operand_number))
+                if key == ("wsc.store", "tile"):
+                    found.add(self.args.index(ops.Store(owner).dst))
+                elif key == ("wsc.store_shared", "tile"):
+                    for copy in ops.StoreShared(owner).dst.uses:
                         copy_op = _owner(copy)
-                        if (
-                            copy_op.name in ("wsc.tma_store", "wsc.coalesced_store")
-                            and copy.operand_number == 0
-                        ):
-                            found.add(self.args.index(copy_op.operands[2]))
+                        copy_key = (copy_op.name, ops.operand_name(copy_op, copy.operand_number))
+                        if copy_key == ("wsc.tma_store", "src"):
+                            found.add(self.args.index(ops.TmaStore(copy_op).dst))
+                        elif copy_key == ("wsc.coalesced_store", "src"):
+                            found.add(self.args.index(ops.CoalescedStore(copy_op).dst))
                 elif owner.name == "wsc.cast":
-                    pending.append(owner.result)
+                    pending.append(ops.Cast(owner).result)
         return found
 
     # ------------------------------------------------------------------- results
@@ -918,8 +934,8 @@ class KernelLowering:
             result.replace_all_uses_with(value)
 
     def _lower_dim(self, op):
-        position = self.args.index(op.operands[0])
-        size = self._size(position, constant_int(op.operands[1]))
+        position = self.args.index(op.opview.source)
+        size = self._size(position, constant_int(op.opview.index))
         self._replace(op, E.index_castui(size, E.index()))
 
     def _gpu_dim(self, op) -> str:
@@ -989,7 +1005,7 @@ class KernelLowering:
     def _arriving_threads(self, op):
         """The threads that perform `op`'s arrivals: every executing thread,
         or with per_warp each warp's first lane once the warp has synchronized."""
-        if PER_WARP_ATTR not in op.attributes:
+        if not ops.MbarrierArrive(op).per_warp:
             yield
             return
         E.warp_sync()
@@ -1000,12 +1016,14 @@ class KernelLowering:
 
     def _lower_mbarrier_arrive_expect_tx(self, op):
         self._maybe_delay(op)
-        address, _ = self._barrier(op.operands[0], op.operands[1])
-        E.mbarrier_arrive_expect_tx(address, int_attr(op, "tx_bytes"))
+        arrive = ops.MbarrierArriveExpectTx(op)
+        address, _ = self._barrier(arrive.barriers, arrive.stage)
+        E.mbarrier_arrive_expect_tx(address, arrive.tx_bytes)
 
     def _lower_mbarrier_wait(self, op):
         self._maybe_delay(op)
-        bars, stage, phase = op.operands
+        wait = ops.MbarrierWait(op)
+        bars, stage, phase = wait.barriers, wait.stage, wait.phase
         _, offset = self._barrier(bars, stage)
         address32 = E.addi(self.smem_aligned32, offset)
         parity32 = E.extui(phase, E.i32())
@@ -1024,8 +1042,8 @@ class KernelLowering:
         )
 
     def _lower_ring_advance(self, op):
-        stage, phase = op.operands
-        stages = int_attr(op, "num_stages")
+        ring = ops.RingAdvance(op)
+        stage, phase, stages = ring.stage, ring.phase, ring.num_stages
         following = E.addi(stage, E.const(1))
         wrapped = E.cmpi("eq", following, E.const(stages))
         self._replace(op, E.select(wrapped, E.const(0), following), E.xori(phase, wrapped))
@@ -1036,14 +1054,16 @@ class KernelLowering:
         r of n (the box is R/n rows), into the same rows of every CTA's stage
         (multicast mask: all n CTAs), completing on each CTA's barrier at
         this one's offset."""
-        src, row, col, dst, stage, bars = op.operands
+        load = ops.TmaLoad(op)
+        src, row, col, dst, stage = load.src, load.row, load.col, load.dst, load.stage
+        bars = load.barriers
         slot = self.buffers[defining_op(dst)]
         tile = slot.tile
         tensor_map = self._param("tensor_map", tensor_name(self.args.index(src)))
         barrier, _ = self._barrier(bars, stage)
         row32, col32 = self._i32(row), self._i32(col)
         slice_bytes = mask = None
-        if MULTICAST_ATTR in op.attributes:
+        if load.multicast:
             first_row = E.muli(E.cluster_rank(), E.const(tile.rows // self.cluster, E.i32()))
             row32 = E.addi(row32, first_row)
             slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
@@ -1062,10 +1082,11 @@ class KernelLowering:
         """An arrive on this CTA's barrier; with every_cta, then on the same
         barrier of each other CTA of the cluster (ranks rank+1, rank+2, ... mod n)."""
         self._maybe_delay(op)
-        address, _ = self._barrier(op.operands[0], op.operands[1])
+        arrive = ops.MbarrierArrive(op)
+        address, _ = self._barrier(arrive.barriers, arrive.stage)
         with self._arriving_threads(op):
             E.mbarrier_arrive(address)
-            if EVERY_CTA_ATTR in op.attributes:
+            if arrive.every_cta:
                 rank = E.cluster_rank()
                 for offset in range(1, self.cluster):
                     peer = E.remui(
@@ -1102,8 +1123,9 @@ class KernelLowering:
         return slot
 
     def _lower_acc_alloc(self, op):
-        _, element = parse_acc_type(op.result.type)
-        slot = self._acc_slot(op.result, element, wgmma_form=element in ("f32", "f16"))
+        tile = ops.AccAlloc(op).tile
+        _, element = parse_acc_type(tile.type)
+        slot = self._acc_slot(tile, element, wgmma_form=element in ("f32", "f16"))
         for i in range(slot.fragment.subtiles):
             E.store(E.zero(slot.sub_type), slot.subtile_address(i))
 
@@ -1117,16 +1139,17 @@ class KernelLowering:
         return E.ori(E.extui(field, E.i64()), E.const(_signed64(operand.static_bits), E.i64()))
 
     def _lower_wgmma(self, op):
-        a, b, stage, acc = op.operands
+        wgmma = ops.Wgmma(op)
+        a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
         a_slot = self.buffers[defining_op(a)]
         b_slot = self.buffers[defining_op(b)]
-        k_major_b = ir.StringAttr(op.attributes["b_layout"]).value == "nk"
+        k_major_b = wgmma.b_layout == "nk"
         a_desc = OperandDescriptors(a_slot.tile, k_major=True)
         b_desc = OperandDescriptors(b_slot.tile, k_major=k_major_b)
         acc_slot = self.slots[acc]
         fragment = acc_slot.fragment
         input_type = str(ir.MemRefType(a.type).element_type)
-        a_row = int_attr(op, "a_row")
+        a_row = wgmma.a_row
         a_base = self._descriptor_base(a_slot, stage, a_desc)
         b_base = self._descriptor_base(b_slot, stage, b_desc)
         values = [
@@ -1151,7 +1174,8 @@ class KernelLowering:
             E.store(value, acc_slot.subtile_address(i))
 
     def _lower_tma_store(self, op):
-        src, stage, dst, row, col = op.operands
+        store = ops.TmaStore(op)
+        src, stage, dst, row, col = store.src, store.stage, store.dst, store.row, store.col
         slot = self.buffers[defining_op(src)]
         tile = slot.tile
         tensor_map = self._param("tensor_map", tensor_name(self.args.index(dst)))
@@ -1172,7 +1196,8 @@ class KernelLowering:
         The shared-memory reads of a warp fall in one 128-byte line: no bank
         conflicts. Rows within a warp's share are static, so their swizzle
         keys are too."""
-        src, stage, dst, row0, col0 = op.operands
+        store = ops.CoalescedStore(op)
+        src, stage, dst, row0, col0 = store.src, store.stage, store.dst, store.row, store.col
         buffer = self.buffers[defining_op(src)]
         tile = buffer.tile
         position = self.args.index(dst)
@@ -1229,7 +1254,7 @@ class KernelLowering:
             store_rows(checked=True)
 
     def _lower_tma_store_wait(self, op):
-        E.bulk_wait_group_read(int_attr(op, "pending"))
+        E.bulk_wait_group_read(ops.TmaStoreWait(op).pending)
 
     def _lower_fence_proxy_async(self, op):
         E.fence_proxy_async_shared()
@@ -1239,7 +1264,8 @@ class KernelLowering:
         buffer's swizzled layout puts them. A warp's store covers 8 rows of
         one 16-byte chunk column, which the swizzle spreads over 8 different
         chunks: no bank conflicts with the 128-byte swizzle."""
-        tile_value, dst, stage = op.operands
+        store = ops.StoreShared(op)
+        tile_value, dst, stage = store.tile, store.dst, store.stage
         slot = self.slots[tile_value]
         fragment = slot.fragment
         buffer = self.buffers[defining_op(dst)]
@@ -1283,7 +1309,7 @@ class KernelLowering:
         E.wgmma_commit_group()
 
     def _lower_wgmma_wait_group(self, op):
-        pending = int_attr(op, "pending")
+        pending = ops.WgmmaWaitGroup(op).pending
         E.wgmma_wait_group(pending)
         if pending:
             return
@@ -1305,9 +1331,10 @@ class KernelLowering:
                     E.store(fenced, address)
 
     def _lower_cast(self, op):
-        source = self.slots[op.operands[0]]
-        _, element = parse_acc_type(op.result.type)
-        target = self._acc_slot(op.result, element, wgmma_form=False)
+        cast = ops.Cast(op)
+        source = self.slots[cast.src]
+        _, element = parse_acc_type(cast.result.type)
+        target = self._acc_slot(cast.result, element, wgmma_form=False)
         dst_scalar = E.float_type(element)
         for i in range(source.fragment.subtiles):
             for r in range(source.fragment.regs_per_subtile):
@@ -1317,7 +1344,8 @@ class KernelLowering:
                 target.store_element(i, r, value)
 
     def _lower_store(self, op):
-        tile, dst, row0, col0 = op.operands
+        store = ops.Store(op)
+        tile, dst, row0, col0 = store.tile, store.dst, store.row, store.col
         slot = self.slots[tile]
         fragment = slot.fragment
         position = self.args.index(dst)
