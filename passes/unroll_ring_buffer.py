@@ -69,12 +69,10 @@ class UnrollRingBuffer(WscPass):
             with kernel.location:
                 # Drains first: they read the main loops' results, which the
                 # main loops' rewrite replaces.
-                for drain in [
-                    op
-                    for op in walk(kernel)
-                    if op.name == "scf.for" and _drain_source(op) is not None
-                ]:
-                    _unroll_drain(drain)
+                drains = [(op, _drain_source(op)) for op in walk(kernel) if op.name == "scf.for"]
+                for drain, source in drains:
+                    if source is not None:
+                        _unroll_drain(drain, source)
                 for loop in [
                     op
                     for op in walk(kernel)
@@ -229,8 +227,8 @@ def _clone_copy(
         clone_remapped(op, mapping)
 
 
-def _unroll_drain(drain: ir.Operation) -> None:
-    source = _drain_source(drain)
+def _unroll_drain(drain: ir.Operation, source: ir.Operation) -> None:
+    """Unroll the drain `drain` of ring loop `source`."""
     num_stages = _num_stages(_ring_advance(source))
     guard = _body(drain).operations[2].operation
     wait = next(op for op in walk(guard) if op.name == "wsc.mbarrier_wait")

@@ -210,6 +210,13 @@ class _Specializer:
         raise PassError(op.location, f"--warp-specialize: {message}")
 
     @property
+    def _persistent_tile_loop(self) -> ir.Operation:
+        """The tile loop, where the kernel is persistent (the caller's premise)."""
+        if self.tile_loop is None:
+            raise ValueError("the kernel has no tile loop")
+        return self.tile_loop
+
+    @property
     def _k_tiles(self) -> ir.Value:
         """The K loop's trip count."""
         return self.loop.opview.upperBound
@@ -256,11 +263,11 @@ class _Specializer:
         self.acc_alloc = accs[0]
         self._match_loop()
         if self.tile_loop is not None:
-            self._match_tile_loop()
+            self._match_tile_loop(self.tile_loop)
         self._match_epilogue()
 
-    def _match_tile_loop(self) -> None:
-        tile_loop, loop = self.tile_loop, self.loop
+    def _match_tile_loop(self, tile_loop: ir.Operation) -> None:
+        loop = self.loop
         body = tile_loop.regions[0].blocks[0]
         args = list(body.arguments)
         yield_op = body.operations[len(body.operations) - 1].operation
@@ -357,15 +364,15 @@ class _Specializer:
             self._fail(if_op, "TMA copies must be issued under a wsc.elect")
         self.elect = guard
         for op in walk(if_op):
-            copy = {
-                "wsc.tma_load": ops.TmaLoad,
-                "wsc.mbarrier_arrive_expect_tx": ops.MbarrierArriveExpectTx,
-            }.get(op.name)
-            if copy is not None:
-                barriers = copy(op).barriers
-                if self.full is not None and barriers != self.full:
-                    self._fail(op, "all copies of a K tile must complete on one barrier array")
-                self.full = barriers
+            if op.name == "wsc.tma_load":
+                barriers = ops.TmaLoad(op).barriers
+            elif op.name == "wsc.mbarrier_arrive_expect_tx":
+                barriers = ops.MbarrierArriveExpectTx(op).barriers
+            else:
+                continue
+            if self.full is not None and barriers != self.full:
+                self._fail(op, "all copies of a K tile must complete on one barrier array")
+            self.full = barriers
         full_alloc = defining_op(self.full)
         if full_alloc is None or full_alloc.name != "wsc.mbarrier_alloc":
             self._fail(if_op, "the full barriers must come from a wsc.mbarrier_alloc")
@@ -424,7 +431,7 @@ class _Specializer:
         if self.staging is not None and buffer != self.staging:
             self._fail(op, "the epilogue stages the tile in more than one buffer")
         shape = ir.MemRefType(buffer.type).shape
-        acc_shape, _ = dialect.parse_acc_type(self.acc_alloc.result.type)
+        acc_shape, _ = dialect.acc_type_parameters(self.acc_alloc.result.type)
         if (
             alloc is None
             or alloc.name != "wsc.alloc_shared"
@@ -544,7 +551,7 @@ class _Specializer:
                 f"needs at least 2 stages: with {num_stages} the stage "
                 f"a WGMMA group still reads is the one released",
             )
-        acc_shape, acc_element = dialect.parse_acc_type(self.acc_alloc.result.type)
+        acc_shape, acc_element = dialect.acc_type_parameters(self.acc_alloc.result.type)
         block_m, block_n = acc_shape
         self.ping_pong = self.options.ping_pong
         if self.ping_pong:
@@ -668,9 +675,10 @@ class _Specializer:
     ) -> list:
         """A copy of the tile loop from `lower` in steps of `step`, up to the
         tile count, carrying `inits` through `build_tile` (see _per_tile)."""
-        tiles = scf.ForOp(lower, self.tile_loop.opview.upperBound, step, inits)
+        tile_loop = self._persistent_tile_loop
+        tiles = scf.ForOp(lower, tile_loop.opview.upperBound, step, inits)
         with ir.InsertionPoint(tiles.body):
-            tile = self.tile_loop.regions[0].blocks[0].arguments[0]
+            tile = tile_loop.regions[0].blocks[0].arguments[0]
             scf.YieldOp(build_tile({tile: tiles.induction_variable}, *tiles.inner_iter_args))
         return list(tiles.results)
 
@@ -744,7 +752,8 @@ class _Specializer:
         # starts past the tiles before the first of them. Group 0's first turn
         # wait passes on the fresh barrier (parity 1), group 1's waits for
         # group 0's first arrival.
-        lower, step = self.tile_loop.opview.lowerBound, self.tile_loop.opview.step
+        tile_loop = self._persistent_tile_loop.opview
+        lower, step = tile_loop.lowerBound, tile_loop.step
         phase0 = bool_constant(dialect.CONSUMER_INITIAL_PHASE)
         start = [stage0, phase0]
         if group:
@@ -820,7 +829,7 @@ class _Specializer:
             if op.name == "wsc.cast":
                 # The group's tile has rows/G rows: rebuild the cast for that shape.
                 cast = ops.Cast(op)
-                _, element = dialect.parse_acc_type(cast.result.type)
+                _, element = dialect.acc_type_parameters(cast.result.type)
                 mapping[cast.result] = dialect.cast(mapping[cast.src], element)
                 continue
             clone = clone_remapped(op, mapping)

@@ -160,6 +160,15 @@ def parse_acc_type(type_: ir.Type) -> tuple[tuple[int, ...], str] | None:
     return dims, match.group(2).strip()
 
 
+def acc_type_parameters(type_: ir.Type) -> tuple[tuple[int, ...], str]:
+    """(shape, element type name) of a type that must be `!wsc.acc`, as every
+    register tile of verified IR is."""
+    parsed = parse_acc_type(type_)
+    if parsed is None:
+        raise ValueError(f"{type_} is not a !wsc.acc type")
+    return parsed
+
+
 def is_mbarriers(type_: ir.Type) -> bool:
     return str(type_) == "!wsc.mbarriers"
 
@@ -332,7 +341,7 @@ def sync() -> ir.Operation:
 
 
 def cast(src: ir.Value, element: str) -> ir.Value:
-    shape, _ = parse_acc_type(src.type)
+    shape, _ = acc_type_parameters(src.type)
     return _create("wsc.cast", operands=[src], results=[acc_type(shape, element)]).result
 
 

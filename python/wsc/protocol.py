@@ -103,7 +103,7 @@ from mlir import ir
 
 from wsc import ops
 from wsc.diagnostics import PassError
-from wsc.dialect import parse_acc_type
+from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
     cluster_size,
     defining_op,
@@ -272,7 +272,7 @@ def _ceildiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_BINARY = {
+_BINARY: dict[str, Callable[[int, int], int]] = {
     "arith.addi": operator.add,
     "arith.subi": operator.sub,
     "arith.muli": operator.mul,
@@ -449,8 +449,8 @@ class _Compiler:
             self.outside = _ProcessSpec(f"{outside} threads outside every role", outside, kernel)
         # Ring and barrier names read as the protocol: the A and B operands of
         # WGMMA, the full barriers copies complete on, the empty ones.
-        operand_names = {}
-        k_dims = {}
+        operand_names: dict[ir.Value, str] = {}
+        k_dims: dict[ir.Value, int] = {}
         for op in kernel_ops:
             if op.name == "wsc.wgmma":
                 wgmma = ops.Wgmma(op)
@@ -518,7 +518,7 @@ class _Compiler:
                 extents[load.src] = tuple(tile)
             elif op.name == "wsc.store":
                 store = ops.Store(op)
-                extents.setdefault(store.dst, parse_acc_type(store.tile.type)[0])
+                extents.setdefault(store.dst, acc_type_parameters(store.tile.type)[0])
             elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
                 copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
                 extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))
@@ -891,7 +891,7 @@ class _Compiler:
             ring = self._allocated(self.rings, op, operand)
             self.readers.setdefault(ring, set()).add(context.role)
         first = wgmma.a_row
-        self.a_rows.append((context.role, first, first + parse_acc_type(wgmma.acc.type)[0][0]))
+        self.a_rows.append((context.role, first, first + acc_type_parameters(wgmma.acc.type)[0][0]))
         a, b, stage = (self.slot(v) for v in (wgmma.a, wgmma.b, wgmma.stage))
 
         def act(process, frame):
@@ -1020,7 +1020,7 @@ class _Ring:
         self.spec = spec
         self.copies = [0] * spec.num_stages
         self.latest: list[_Copy | None] = [None] * spec.num_stages
-        self.readers = []
+        self.readers: list = []
         self.taken = [0] * spec.num_stages
         self.fills: list[dict] = [{} for _ in range(spec.num_stages)]
         self.issued: list[dict] = [{} for _ in range(spec.num_stages)]  # issuing CTA -> fills
@@ -1073,6 +1073,10 @@ class _Preempt:
         return True
 
 
+def _stuck_with_part_of_its_arrivals(pause: object) -> bool:
+    return isinstance(pause, _Wait) and 0 < pause.barrier.arrived < pause.barrier.arrival_count
+
+
 class _Process:
     """One thread group running the kernel body as a generator that pauses at
     every step the scheduler must order."""
@@ -1080,7 +1084,7 @@ class _Process:
     def __init__(self, simulation, spec: _ProcessSpec, kernel: _Kernel, cta: int = 0):
         self.simulation, self.spec, self.cta = simulation, spec, cta
         self.finished = False
-        self.pause = None
+        self.pause: _Wait | _Rendezvous | type[_Preempt] | None = None
         self.paused_at = 0  # scheduler step of the current pause
         self.syncs_reached = 0
         self.cluster_syncs_reached = 0
@@ -1312,7 +1316,7 @@ class _Simulation:
         barrier.last_arrive = op
         self._settle(barrier, op)
 
-    def arrive(self, process, op, array, stage, count, every_cta: bool = False) -> _Preempt:
+    def arrive(self, process, op, array, stage, count, every_cta: bool = False) -> type[_Preempt]:
         """An arrive on barriers[stage] of `array`, or with `every_cta` on that
         barrier of every CTA of the cluster."""
         targets = (
@@ -1333,7 +1337,7 @@ class _Simulation:
             self._arrive(op, barrier, count)
         return _Preempt
 
-    def arrive_expect_tx(self, op, array, stage, tx_bytes) -> _Preempt:
+    def arrive_expect_tx(self, op, array, stage, tx_bytes) -> type[_Preempt]:
         barrier = self._barrier(op, array, stage)
         self._check_arrival(op, barrier, 1)
         barrier.declared += tx_bytes  # the bytes are expected before the arrival counts
@@ -1418,7 +1422,7 @@ class _Simulation:
 
     def tma_load(
         self, op, ring: _Ring, stage: int, array, multicast: bool, process: _Process
-    ) -> _Preempt:
+    ) -> type[_Preempt]:
         """A TMA copy of a tile into `ring`; `multicast`: the issuing CTA's
         slice of it into that ring of every CTA of the cluster, completing on
         each CTA's barrier."""
@@ -1562,23 +1566,25 @@ class _Simulation:
         if mismatch:
             return mismatch
         waits = [p for p in self.processes if isinstance(p.pause, _Wait)]
-        stuck = [p for p in waits if 0 < p.pause.barrier.arrived < p.pause.barrier.arrival_count]
+        stuck = [p for p in waits if _stuck_with_part_of_its_arrivals(p.pause)]
         blamed = max(
             stuck or waits or [p for p in self.processes if not p.finished],
             key=lambda p: p.paused_at,
         )
-        if not isinstance(blamed.pause, _Wait):
+        pause = blamed.pause
+        if isinstance(pause, _Rendezvous):
             what = (
                 "wsc.cluster_sync is never reached by every thread group of the cluster"
-                if blamed.pause.cluster
+                if pause.cluster
                 else "block-wide wsc.sync is never reached by every thread group"
             )
-            return _Violation(DEADLOCK, blamed.pause.op, f"deadlock: this {what}")
-        barrier = blamed.pause.barrier
+            return _Violation(DEADLOCK, pause.op, f"deadlock: this {what}")
+        assert isinstance(pause, _Wait)  # a blocked process waits or meets
+        barrier = pause.barrier
         return _Violation(
             DEADLOCK,
-            blamed.pause.op,
-            f"deadlock: this wait for parity {blamed.pause.parity} on "
+            pause.op,
+            f"deadlock: this wait for parity {pause.parity} on "
             f"{barrier.name} never returns: every thread group is blocked and no "
             f"copy is in flight ({barrier.status()})",
         )

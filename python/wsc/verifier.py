@@ -85,11 +85,8 @@ def _verify_kernel(kernel: ir.Operation) -> int:
             f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}",
         )
     if CLUSTER_SIZE_ATTR in kernel.attributes:
-        ctas = int_attr(kernel, CLUSTER_SIZE_ATTR)
-        if (
-            not isinstance(kernel.attributes[CLUSTER_SIZE_ATTR], ir.IntegerAttr)
-            or not 1 <= ctas <= MAX_PORTABLE_CLUSTER
-        ):
+        ctas = kernel.attributes[CLUSTER_SIZE_ATTR]
+        if not isinstance(ctas, ir.IntegerAttr) or not 1 <= ctas.value <= MAX_PORTABLE_CLUSTER:
             _fail(
                 kernel,
                 f"attribute '{CLUSTER_SIZE_ATTR}' must be an integer in [1, "
@@ -117,7 +114,8 @@ def _per_thread_source(value: ir.Value) -> str | None:
     """The name of an op of _PER_THREAD_OPS that `value` is computed from, if
     any; through scf.for's loop-carried values too (their initial and yielded
     values), and any other loop's block argument counts as per thread."""
-    pending, seen = [value], []
+    pending: list[ir.Value] = [value]
+    seen: list[ir.Value] = []
     while pending:
         value = pending.pop()
         if any(value == other for other in seen):
@@ -136,7 +134,7 @@ def _per_thread_source(value: ir.Value) -> str | None:
             terminator = body.operations[len(body.operations) - 1]
             pending += [loop.opview.initArgs[carried], terminator.operands[carried]]
             continue
-        op = defining_op(value)
+        op = value.owner.operation  # not a block argument: an op's result
         if op.name in _PER_THREAD_OPS:
             return op.name
         pending.extend(op.operands)

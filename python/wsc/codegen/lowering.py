@@ -92,7 +92,7 @@ from wsc.codegen.layout import (
     TileLayout,
 )
 from wsc.diagnostics import PassError
-from wsc.dialect import parse_acc_type
+from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
     cluster_size,
@@ -142,6 +142,14 @@ def _allocated(registers: int) -> int:
 
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _dim_index(op: ir.Operation) -> int:
+    """The dimension a memref.dim reads: a constant 0 or 1."""
+    dim = constant_int(op.opview.index)
+    if dim is None or dim not in (0, 1):
+        raise _fail(op, "needs a constant dimension index 0 or 1")
+    return dim
 
 
 def _owner(use) -> ir.Operation:
@@ -326,8 +334,8 @@ class KernelLowering:
                 if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
                     raise _fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
                 if name == "wsc.cast":
-                    _, src_element = parse_acc_type(tile.type)
-                    _, dst_element = parse_acc_type(ops.Cast(op).result.type)
+                    _, src_element = acc_type_parameters(tile.type)
+                    _, dst_element = acc_type_parameters(ops.Cast(op).result.type)
                     if src_element != dst_element and src_element != "f32":
                         raise _fail(
                             op,
@@ -349,9 +357,7 @@ class KernelLowering:
             source = op.opview.source
             if source not in self.args:
                 raise _fail(op, "is only supported on the kernel's tensor arguments")
-            dim = constant_int(op.opview.index)
-            if dim not in (0, 1):
-                raise _fail(op, "needs a constant dimension index 0 or 1")
+            _dim_index(op)
             return
         if name in GPU_INDEX_OPS or name == "func.return" or dialect in PASSTHROUGH_DIALECTS:
             return
@@ -666,7 +672,7 @@ class KernelLowering:
         used: list[tuple[int, int]] = []
         for op in self.ops:
             if op.name == "memref.dim":
-                node = (self.args.index(op.opview.source), constant_int(op.opview.index))
+                node = (self.args.index(op.opview.source), _dim_index(op))
             elif op.name in ("wsc.store", "wsc.coalesced_store"):
                 store = ops.Store(op) if op.name == "wsc.store" else ops.CoalescedStore(op)
                 position = self.args.index(store.dst)
@@ -701,12 +707,12 @@ class KernelLowering:
         self.size_param: dict[tuple[int, int], str] = {}
         self.dims: dict[str, list[list]] = {name: [] for name in order}
         for node in list(classes.parent) + used:
-            name = class_name.get(classes.find(node))
-            if name is not None:
-                self.size_param[node] = name
+            param = class_name.get(classes.find(node))
+            if param is not None:
+                self.size_param[node] = param
                 entry = [tensor_name(node[0]), node[1]]
-                if entry not in self.dims[name]:
-                    self.dims[name].append(entry)
+                if entry not in self.dims[param]:
+                    self.dims[param].append(entry)
         for name in self.dims:
             self.dims[name].sort()
 
@@ -814,7 +820,7 @@ class KernelLowering:
 
     def _accumulator_element(self) -> str:
         """The WGMMA accumulators' element type: f16 if any is f16."""
-        elements = {parse_acc_type(value.type)[1] for value in self.wgmma_accumulators}
+        elements = {acc_type_parameters(value.type)[1] for value in self.wgmma_accumulators}
         return "f16" if "f16" in elements else "f32" if elements else ""
 
     # ---------------------------------------------------------------------- build
@@ -922,7 +928,11 @@ class KernelLowering:
             with ir.InsertionPoint(terminator), self.kernel.location:
                 E.bulk_wait_group_read(0)
         for role in self.roles.values():
-            if role.max_registers is not None and role.max_registers != self.entry_registers:
+            if (
+                role.max_registers is not None
+                and role.max_registers != self.entry_registers
+                and role.guard is not None
+            ):
                 then_block = role.guard.regions[0].blocks[0]
                 with ir.InsertionPoint.at_block_begin(then_block), role.op.location:
                     E.set_max_registers(role.max_registers, role.increase)
@@ -935,7 +945,7 @@ class KernelLowering:
 
     def _lower_dim(self, op):
         position = self.args.index(op.opview.source)
-        size = self._size(position, constant_int(op.opview.index))
+        size = self._size(position, _dim_index(op))
         self._replace(op, E.index_castui(size, E.index()))
 
     def _gpu_dim(self, op) -> str:
@@ -1101,7 +1111,7 @@ class KernelLowering:
         E.cluster_sync()
 
     def _acc_slot(self, value: ir.Value, element: str, wgmma_form: bool) -> AccSlot:
-        (rows, cols), _ = parse_acc_type(value.type)
+        (rows, cols), _ = acc_type_parameters(value.type)
         fragment = AccumulatorFragment(rows, cols)
         scalar = E.float_type(element)
         packed = False
@@ -1124,7 +1134,7 @@ class KernelLowering:
 
     def _lower_acc_alloc(self, op):
         tile = ops.AccAlloc(op).tile
-        _, element = parse_acc_type(tile.type)
+        _, element = acc_type_parameters(tile.type)
         slot = self._acc_slot(tile, element, wgmma_form=element in ("f32", "f16"))
         for i in range(slot.fragment.subtiles):
             E.store(E.zero(slot.sub_type), slot.subtile_address(i))
@@ -1333,7 +1343,7 @@ class KernelLowering:
     def _lower_cast(self, op):
         cast = ops.Cast(op)
         source = self.slots[cast.src]
-        _, element = parse_acc_type(cast.result.type)
+        _, element = acc_type_parameters(cast.result.type)
         target = self._acc_slot(cast.result, element, wgmma_form=False)
         dst_scalar = E.float_type(element)
         for i in range(source.fragment.subtiles):
