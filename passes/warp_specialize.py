@@ -100,7 +100,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from wsc import dialect, ops
-from wsc.codegen.lowering import entry_register_cap
+from wsc.codegen.plan import entry_register_cap
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
