@@ -15,6 +15,15 @@
 // Every constraint value below is used by exactly one operand, result or
 // attribute: IRDL unifies all uses of one constraint value, so sharing one
 // would force those types or attributes to be equal.
+//
+// Attributes: `irdl.attributes` declares the required ones, and IRDL has no
+// optional attributes, so an op's optional attributes are declared in the
+// `optional_attributes` dictionary of its irdl.operation, each with its
+// base ("#builtin.unit" or "#builtin.integer"); python/wsc/verifier.py
+// checks them. python/wsc/ops.py reads every name from here. Kernels are
+// func.funcs with the discardable attributes wsc.num_threads (threads per
+// block, i32) and, launched in clusters, wsc.cluster_size (CTAs per
+// cluster along x, i32).
 irdl.dialect @wsc {
 
   // An array of mbarriers in shared memory (their count and arrival count
@@ -35,7 +44,8 @@ irdl.dialect @wsc {
   // True in the threads [thread_begin, thread_begin + num_threads) of the
   // block; guards the scf.if that holds the role's code. An optional
   // `max_registers` attribute is the role's setmaxnreg budget.
-  irdl.operation @role {
+  irdl.operation @role attributes {
+      optional_attributes = {max_registers = "#builtin.integer"}} {
     %role = irdl.base "#builtin.string"
     %begin = irdl.base "#builtin.integer"
     %count = irdl.base "#builtin.integer"
@@ -76,8 +86,12 @@ irdl.dialect @wsc {
   // attribute `per_warp`, each executing warp arrives once instead, from its
   // first lane after the warp's threads synchronize (their earlier accesses
   // are ordered before the arrival); not under a condition that can split a
-  // warp (one computed from wsc.elect or the thread id).
-  irdl.operation @mbarrier_arrive {
+  // warp (one computed from wsc.elect or the thread id). With the unit
+  // attribute `every_cta` (kernel attribute wsc.cluster_size = n), each
+  // arrival reaches barriers[stage] of every CTA of the cluster, this one
+  // included: the release of a stage that other CTAs' copies write.
+  irdl.operation @mbarrier_arrive attributes {
+      optional_attributes = {every_cta = "#builtin.unit", per_warp = "#builtin.unit"}} {
     %bars = irdl.base @wsc::@mbarriers
     %stage = irdl.is index
     irdl.operands(barriers: %bars, stage: %stage)
@@ -120,7 +134,14 @@ irdl.dialect @wsc {
   // One TMA copy of the tile src[row:row+R, col:col+C] into dst[stage]
   // (R x C = dst's trailing dims; out-of-bounds elements are zero-filled),
   // completing its R*C*sizeof(T) bytes on barriers[stage]. Issued by one thread.
-  irdl.operation @tma_load {
+  // With the unit attribute `multicast` the tile is shared by every CTA of
+  // the cluster (kernel attribute wsc.cluster_size = n): the CTA of rank r
+  // copies rows [r*R/n, (r+1)*R/n) of it, from global rows row + r*R/n, into
+  // those rows of dst[stage] in every CTA of the cluster, each copy
+  // completing its bytes on that CTA's barriers[stage]. So every CTA's
+  // barrier receives the whole tile's bytes, from n copies.
+  irdl.operation @tma_load attributes {
+      optional_attributes = {multicast = "#builtin.unit"}} {
     %src = irdl.base "!builtin.memref"
     %row = irdl.is index
     %col = irdl.is index
@@ -128,33 +149,6 @@ irdl.dialect @wsc {
     %stage = irdl.is index
     %bars = irdl.base @wsc::@mbarriers
     irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %bars)
-  }
-
-  // "wsc.tma_load_multicast"(%a, %row, %col, %sa, %stage, %full)
-  // The tile of wsc.tma_load, shared by every CTA of the cluster (kernel
-  // attribute wsc.cluster_size = n): the CTA of rank r copies rows
-  // [r*R/n, (r+1)*R/n) of it, from global rows row + r*R/n, into those rows
-  // of dst[stage] in every CTA of the cluster, each copy completing its bytes
-  // on that CTA's barriers[stage]. So every CTA's barrier receives the whole
-  // tile's bytes, from n copies.
-  irdl.operation @tma_load_multicast {
-    %src = irdl.base "!builtin.memref"
-    %row = irdl.is index
-    %col = irdl.is index
-    %dst = irdl.base "!builtin.memref"
-    %stage = irdl.is index
-    %barriers = irdl.base @wsc::@mbarriers
-    irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %barriers)
-  }
-
-  // "wsc.mbarrier_arrive_cluster"(%empty, %stage)
-  // wsc.mbarrier_arrive on barriers[stage] of every CTA of the cluster, this
-  // one included: the release of a stage that other CTAs' copies write
-  // (`per_warp` as for wsc.mbarrier_arrive).
-  irdl.operation @mbarrier_arrive_cluster {
-    %barriers = irdl.base @wsc::@mbarriers
-    %stage = irdl.is index
-    irdl.operands(barriers: %barriers, stage: %stage)
   }
 
   // %rank = "wsc.cluster_rank"() : () -> index

@@ -83,7 +83,7 @@ class ConvertWscToNvvm(WscPass):
             raise ValueError(f"pass '{self.ARGUMENT}': {error}") from None
 
     def run(self, module: ir.Module) -> None:
-        from wsc.codegen.lowering import lower_module
+        from wsc.codegen.convert import lower_module
 
         lower_module(
             module.operation,

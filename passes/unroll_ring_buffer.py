@@ -43,7 +43,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from wsc import dialect
+from wsc import dialect, ops
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (
     bool_constant,
@@ -51,7 +51,6 @@ from wsc.ir_utils import (
     constant_int,
     defining_op,
     index_constant,
-    int_attr,
     kernels,
     walk,
 )
@@ -70,12 +69,10 @@ class UnrollRingBuffer(WscPass):
             with kernel.location:
                 # Drains first: they read the main loops' results, which the
                 # main loops' rewrite replaces.
-                for drain in [
-                    op
-                    for op in walk(kernel)
-                    if op.name == "scf.for" and _drain_source(op) is not None
-                ]:
-                    _unroll_drain(drain)
+                drains = [(op, _drain_source(op)) for op in walk(kernel) if op.name == "scf.for"]
+                for drain, source in drains:
+                    if source is not None:
+                        _unroll_drain(drain, source)
                 for loop in [
                     op
                     for op in walk(kernel)
@@ -99,25 +96,27 @@ def _body(loop: ir.Operation) -> ir.Block:
 def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
     """The wsc.ring_advance a ring loop yields, or None if `loop` is no ring loop."""
     body = _body(loop)
-    ops = [op.operation for op in body.operations]
-    advances = [op for op in ops if op.name == "wsc.ring_advance"]
+    body_ops = [op.operation for op in body.operations]
+    advances = [op for op in body_ops if op.name == "wsc.ring_advance"]
     if not advances:
         return None
     args = list(body.arguments)
     advance = advances[0]
+    ring = ops.RingAdvance(advance)
     if (
         len(advances) != 1
         or len(args) != 3
-        or list(advance.operands) != args[1:]
-        or list(ops[-1].operands) != list(advance.results)
+        or [ring.stage, ring.phase] != args[1:]
+        or list(body_ops[-1].operands) != [ring.next_stage, ring.next_phase]
     ):
         _fail(
             loop,
             "a ring loop must carry exactly (stage, phase) and yield one wsc.ring_advance of them",
         )
-    if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
+    bounds = loop.opview
+    if constant_int(bounds.lowerBound) != 0 or constant_int(bounds.step) != 1:
         _fail(loop, "a ring loop must count from 0 in steps of 1")
-    if constant_int(loop.operands[3]) != 0:
+    if constant_int(bounds.initArgs[0]) != 0:
         _fail(
             loop,
             "a ring loop must start at stage 0: one that starts where an earlier "
@@ -133,8 +132,8 @@ def _drain_source(loop: ir.Operation) -> ir.Operation | None:
     N trips from that loop's final position, each waiting on barriers[stage]
     only where a fill happened N positions earlier, then advancing (the form
     --warp-specialize emits)."""
-    init_stage = loop.operands[3] if len(loop.operands) == 5 else None
-    source = defining_op(init_stage) if init_stage is not None else None
+    inits = list(loop.opview.initArgs)
+    source = defining_op(inits[0]) if len(inits) == 2 else None
     if source is None or source.name != "scf.for" or _ring_advance(source) is None:
         return None
     body = [op.operation for op in _body(loop).operations]
@@ -147,8 +146,8 @@ def _drain_source(loop: ir.Operation) -> ir.Operation | None:
     if (
         names != ["arith.addi", "arith.cmpi", "scf.if", "wsc.ring_advance", "scf.yield"]
         or guard_ops != ["wsc.mbarrier_wait", "scf.yield"]
-        or list(loop.operands[3:5]) != list(source.results)
-        or body[0].operands[1] != source.operands[1]
+        or inits != list(source.results)
+        or body[0].opview.rhs != source.opview.upperBound
     ):
         _fail(
             loop,
@@ -160,7 +159,7 @@ def _drain_source(loop: ir.Operation) -> ir.Operation | None:
 
 
 def _num_stages(advance: ir.Operation) -> int:
-    return int_attr(advance, "num_stages")
+    return ops.RingAdvance(advance).num_stages
 
 
 def _not(value: ir.Value) -> ir.Value:
@@ -170,12 +169,13 @@ def _not(value: ir.Value) -> ir.Value:
 def _final_position(source: ir.Operation, num_stages: int) -> tuple[ir.Value, ir.Value]:
     """(stage, phase) after `source` ran its %n trips: %n mod N and the initial
     phase flipped once per completed wrap, i.e. (%n / N) times."""
-    trips = source.operands[1]
+    loop = source.opview
+    trips = loop.upperBound
     stages = index_constant(num_stages)
     stage = arith.RemUIOp(trips, stages).result
     wraps = arith.DivUIOp(trips, stages).result
     odd = arith.IndexCastOp(ir.IntegerType.get_signless(1), wraps).result
-    phase = arith.XOrIOp(source.operands[4], odd).result
+    phase = arith.XOrIOp(loop.initArgs[1], odd).result
     return stage, phase
 
 
@@ -189,11 +189,12 @@ def _unroll_ring_loop(loop: ir.Operation) -> None:
         for op in body.operations
         if op.operation.name not in ("wsc.ring_advance", "scf.yield")
     ]
-    trips = loop.operands[1]
+    trips = loop.opview.upperBound
     with ir.InsertionPoint(loop):
         stages = index_constant(num_stages)
         rounds = arith.CeilDivUIOp(trips, stages).result
-        unrolled = scf.ForOp(index_constant(0), rounds, index_constant(1), [loop.operands[4]])
+        initial_phase = loop.opview.initArgs[1]
+        unrolled = scf.ForOp(index_constant(0), rounds, index_constant(1), [initial_phase])
     with ir.InsertionPoint(unrolled.body):
         phase = unrolled.inner_iter_args[0]
         first_tile = arith.MulIOp(unrolled.induction_variable, stages).result
@@ -217,19 +218,22 @@ def _unroll_ring_loop(loop: ir.Operation) -> None:
     loop.erase()
 
 
-def _clone_copy(ops: list[ir.Operation], mapping: dict, stage_arg: ir.Value, stage: int) -> None:
+def _clone_copy(
+    body_ops: list[ir.Operation], mapping: dict, stage_arg: ir.Value, stage: int
+) -> None:
     """One unrolled copy of a ring loop's body, at stage `stage`."""
     mapping[stage_arg] = index_constant(stage)
-    for op in ops:
+    for op in body_ops:
         clone_remapped(op, mapping)
 
 
-def _unroll_drain(drain: ir.Operation) -> None:
-    source = _drain_source(drain)
+def _unroll_drain(drain: ir.Operation, source: ir.Operation) -> None:
+    """Unroll the drain `drain` of ring loop `source`."""
     num_stages = _num_stages(_ring_advance(source))
     guard = _body(drain).operations[2].operation
-    barriers = next(op for op in walk(guard) if op.name == "wsc.mbarrier_wait").operands[0]
-    trips = source.operands[1]
+    wait = next(op for op in walk(guard) if op.name == "wsc.mbarrier_wait")
+    barriers = ops.MbarrierWait(wait).barriers
+    trips = source.opview.upperBound
     with ir.InsertionPoint(drain):
         final_stage, final_phase = _final_position(source, num_stages)
         for stage in range(num_stages):

@@ -21,7 +21,7 @@ holds
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
-include `wsc.tma_load_multicast`s, which write every CTA's stages.
+include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
 `wsc.store_shared`. A staged epilogue writes the tile into a one-stage buffer
 of the accumulator's shape (`wsc.store_shared`, then `wsc.sync`) and copies
@@ -50,7 +50,7 @@ After: the same computation, specialized (the seed's V3, generalised):
     releases the last K tile's stage, (k_tiles - 1) mod N, before storing.
     Every filled stage is still released exactly once, one K tile later, so
     the producer and its drain are unchanged. In a cluster of n CTAs every
-    release is a `wsc.mbarrier_arrive_cluster` (all CTAs' producers write
+    release is an `every_cta` `wsc.mbarrier_arrive` (all CTAs' producers write
     the stage) and the empty barriers count n times the arrivals. With
     release = warp a release is one arrival per consumer warp (`per_warp`:
     the warp's wait_group has retired its lanes' WGMMAs), and the empty
@@ -94,11 +94,13 @@ verify               run the protocol check on the result
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from wsc import dialect
-from wsc.codegen.lowering import entry_register_cap
+from wsc import dialect, ops
+from wsc.codegen.plan import entry_register_cap
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
@@ -108,7 +110,7 @@ from wsc.ir_utils import (
     constant_int,
     defining_op,
     index_constant,
-    int_attr,
+    kernel_threads,
     kernels,
     operands_deep,
     set_int_attr,
@@ -129,6 +131,16 @@ _CONSUMER_OPS = (
     "wsc.wgmma_wait_group",
 )
 _PURE_DIALECTS = ("arith.",)
+#: The epilogue's stores, whose global row and staging stage a consumer group
+#: rewrites to its own.
+_EPILOGUE_STORES: dict[
+    str, type[ops.Store | ops.TmaStore | ops.CoalescedStore | ops.StoreShared]
+] = {
+    "wsc.store": ops.Store,
+    "wsc.tma_store": ops.TmaStore,
+    "wsc.coalesced_store": ops.CoalescedStore,
+    "wsc.store_shared": ops.StoreShared,
+}
 
 
 class WarpSpecialize(WscPass):
@@ -186,14 +198,26 @@ class _Specializer:
 
     # Matching the input form ------------------------------------------------
 
-    def _fail(self, op: ir.Operation, message: str) -> None:
+    def _fail(self, op: ir.Operation, message: str) -> NoReturn:
         raise PassError(op.location, f"--warp-specialize: {message}")
+
+    @property
+    def _persistent_tile_loop(self) -> ir.Operation:
+        """The tile loop, where the kernel is persistent (the caller's premise)."""
+        if self.tile_loop is None:
+            raise ValueError("the kernel has no tile loop")
+        return self.tile_loop
+
+    @property
+    def _k_tiles(self) -> ir.Value:
+        """The K loop's trip count."""
+        return self.loop.opview.upperBound
 
     def _match(self) -> None:
         kernel = self.kernel
         if any(op.name == "wsc.role" for op in walk(kernel)):
             self._fail(kernel, "kernel is already specialized (it has wsc.role ops)")
-        if int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
+        if kernel_threads(kernel) != WARPGROUP_SIZE:
             self._fail(
                 kernel,
                 f"expects a non-specialized kernel of one warpgroup "
@@ -221,9 +245,9 @@ class _Specializer:
             loops = inner
         self.loop = loops[0]
         self.loop_body = self.loop.regions[0].blocks[0]
-        ops = [op.operation for op in tile_block.operations]
-        self.prologue = ops[: ops.index(self.loop)]
-        self.epilogue = ops[ops.index(self.loop) + 1 : -1]
+        block_ops = [op.operation for op in tile_block.operations]
+        self.prologue = block_ops[: block_ops.index(self.loop)]
+        self.epilogue = block_ops[block_ops.index(self.loop) + 1 : -1]
 
         accs = [op for op in self.prologue if op.name == "wsc.acc_alloc"]
         if len(accs) != 1:
@@ -231,17 +255,17 @@ class _Specializer:
         self.acc_alloc = accs[0]
         self._match_loop()
         if self.tile_loop is not None:
-            self._match_tile_loop()
+            self._match_tile_loop(self.tile_loop)
         self._match_epilogue()
 
-    def _match_tile_loop(self) -> None:
-        tile_loop, loop = self.tile_loop, self.loop
+    def _match_tile_loop(self, tile_loop: ir.Operation) -> None:
+        loop = self.loop
         body = tile_loop.regions[0].blocks[0]
         args = list(body.arguments)
         yield_op = body.operations[len(body.operations) - 1].operation
         if (
             len(args) != 3
-            or list(loop.operands[3:5]) != args[1:]
+            or list(loop.opview.initArgs) != args[1:]
             or list(yield_op.operands) != list(loop.results)
         ):
             self._fail(
@@ -273,12 +297,13 @@ class _Specializer:
             )
         self.advance = advances[0]
         self.iv, self.stage, self.phase = args
-        if constant_int(loop.operands[0]) != 0 or constant_int(loop.operands[2]) != 1:
+        if constant_int(loop.opview.lowerBound) != 0 or constant_int(loop.opview.step) != 1:
             self._fail(loop, "the K loop must count K tiles from 0 in steps of 1")
         yield_op = self.loop_body.operations[len(self.loop_body.operations) - 1].operation
-        if list(self.advance.operands) != [self.stage, self.phase] or list(
+        advance = ops.RingAdvance(self.advance)
+        if [advance.stage, advance.phase] != [self.stage, self.phase] or list(
             yield_op.operands
-        ) != list(self.advance.results):
+        ) != [advance.next_stage, advance.next_phase]:
             self._fail(
                 self.advance, "the loop must yield wsc.ring_advance of its own (stage, phase)"
             )
@@ -288,12 +313,12 @@ class _Specializer:
         for op in self.loop_body.operations:
             op = op.operation
             name = op.name
-            if name == "scf.if" and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op)):
+            if name == "scf.if" and any(n.name == "wsc.tma_load" for n in walk(op)):
                 self._match_copies(op)
                 self.producer_anchors.append(op)
             elif name in _CONSUMER_OPS:
                 self.consumer_anchors.append(op)
-                if name == "wsc.wgmma_wait_group" and int_attr(op, "pending") != 0:
+                if name == "wsc.wgmma_wait_group" and ops.WgmmaWaitGroup(op).pending != 0:
                     self._fail(
                         op,
                         "only wgmma_wait_group {pending = 0} is supported in the "
@@ -314,7 +339,7 @@ class _Specializer:
         if self.full is None:
             self._fail(loop, "found no elected TMA copies in the K loop")
         waits = [op for op in self.consumer_anchors if op.name == "wsc.mbarrier_wait"]
-        if len(waits) != 1 or waits[0].operands[0] != self.full:
+        if len(waits) != 1 or ops.MbarrierWait(waits[0]).barriers != self.full:
             self._fail(
                 loop, "the K loop must wait once on the full barriers its copies complete on"
             )
@@ -322,28 +347,33 @@ class _Specializer:
         if not self.wgmmas:
             self._fail(loop, "found no wsc.wgmma in the K loop")
         for op in self.wgmmas:
-            if op.operands[3] != self.acc_alloc.result:
+            if ops.Wgmma(op).acc != self.acc_alloc.result:
                 self._fail(op, "every wsc.wgmma must accumulate into the kernel's wsc.acc_alloc")
 
     def _match_copies(self, if_op: ir.Operation) -> None:
-        guard = defining_op(if_op.operands[0])
+        guard = defining_op(if_op.opview.condition)
         if guard is None or guard.name != "wsc.elect":
             self._fail(if_op, "TMA copies must be issued under a wsc.elect")
         self.elect = guard
         for op in walk(if_op):
-            if op.name in (*dialect.TMA_LOAD_OPS, "wsc.mbarrier_arrive_expect_tx"):
-                barriers = op.operands[5] if op.name in dialect.TMA_LOAD_OPS else op.operands[0]
-                if self.full is not None and barriers != self.full:
-                    self._fail(op, "all copies of a K tile must complete on one barrier array")
-                self.full = barriers
+            if op.name == "wsc.tma_load":
+                barriers = ops.TmaLoad(op).barriers
+            elif op.name == "wsc.mbarrier_arrive_expect_tx":
+                barriers = ops.MbarrierArriveExpectTx(op).barriers
+            else:
+                continue
+            if self.full is not None and barriers != self.full:
+                self._fail(op, "all copies of a K tile must complete on one barrier array")
+            self.full = barriers
         full_alloc = defining_op(self.full)
         if full_alloc is None or full_alloc.name != "wsc.mbarrier_alloc":
             self._fail(if_op, "the full barriers must come from a wsc.mbarrier_alloc")
-        if int_attr(full_alloc, "arrival_count") != 1:
+        arrival_count = ops.MbarrierAlloc(full_alloc).arrival_count
+        if arrival_count != 1:
             self._fail(
                 full_alloc,
                 f"the full barriers must expect 1 arrival (the elected "
-                f"producer thread), not {int_attr(full_alloc, 'arrival_count')}",
+                f"producer thread), not {arrival_count}",
             )
         self.full_alloc = full_alloc
 
@@ -363,7 +393,7 @@ class _Specializer:
                     f"wsc.store and wsc.store_shared, not '{op.name}'",
                 )
             elif op.name == "scf.if":
-                guard = defining_op(op.operands[0])
+                guard = defining_op(op.opview.condition)
                 inner = [n.name for n in walk(op) if n.name != "scf.yield"]
                 if (
                     guard is None
@@ -388,12 +418,12 @@ class _Specializer:
 
     def _match_staging(self, op: ir.Operation) -> None:
         """The staged epilogue's buffer: one stage of the whole tile."""
-        buffer = op.operands[1]
+        buffer = ops.StoreShared(op).dst
         alloc = defining_op(buffer)
         if self.staging is not None and buffer != self.staging:
             self._fail(op, "the epilogue stages the tile in more than one buffer")
         shape = ir.MemRefType(buffer.type).shape
-        acc_shape, _ = dialect.parse_acc_type(self.acc_alloc.result.type)
+        acc_shape, _ = dialect.acc_type_parameters(self.acc_alloc.result.type)
         if (
             alloc is None
             or alloc.name != "wsc.alloc_shared"
@@ -432,7 +462,7 @@ class _Specializer:
 
     def _resize_ring(self, num_stages: int) -> int:
         """Rebuild the ring buffers and barrier arrays with num_stages stages."""
-        written = int_attr(self.full_alloc, "num_barriers")
+        written = ops.MbarrierAlloc(self.full_alloc).num_barriers
         if num_stages in (0, written):
             return written
         for op in [op.operation for op in self.body.operations]:
@@ -448,8 +478,8 @@ class _Specializer:
                 op.result.replace_all_uses_with(resized)
                 op.erase()
             elif op.name == "wsc.mbarrier_alloc":
-                set_int_attr(op, "num_barriers", num_stages)
-        set_int_attr(self.advance, "num_stages", num_stages)
+                ops.MbarrierAlloc(op).num_barriers = num_stages
+        ops.RingAdvance(self.advance).num_stages = num_stages
         return num_stages
 
     def _register_budgets(self, groups: int, threads: int) -> tuple[int | None, int | None]:
@@ -513,7 +543,7 @@ class _Specializer:
                 f"needs at least 2 stages: with {num_stages} the stage "
                 f"a WGMMA group still reads is the one released",
             )
-        acc_shape, acc_element = dialect.parse_acc_type(self.acc_alloc.result.type)
+        acc_shape, acc_element = dialect.acc_type_parameters(self.acc_alloc.result.type)
         block_m, block_n = acc_shape
         self.ping_pong = self.options.ping_pong
         if self.ping_pong:
@@ -605,7 +635,7 @@ class _Specializer:
                 "ping-pong is built and checked without a WGMMA group in flight: "
                 "use wgmma-in-flight = 0",
             )
-        if _inside(defining_op(self.loop.operands[1]), self.tile_loop):
+        if _inside(defining_op(self._k_tiles), self.tile_loop):
             self._fail(
                 self.loop,
                 "ping-pong needs the K loop's trip count defined before the "
@@ -624,9 +654,12 @@ class _Specializer:
         of the tile loop carrying them. Returns the values after the last tile."""
         if self.tile_loop is None:
             return build_tile({}, stage0, initial_phase, *extra)
-        lower, _, step = self.tile_loop.operands[0:3]
+        tile_loop = self.tile_loop.opview
         return self._tile_loop_copy(
-            lower, step, [stage0, bool_constant(initial_phase), *extra], build_tile
+            tile_loop.lowerBound,
+            tile_loop.step,
+            [stage0, bool_constant(initial_phase), *extra],
+            build_tile,
         )
 
     def _tile_loop_copy(
@@ -634,9 +667,10 @@ class _Specializer:
     ) -> list:
         """A copy of the tile loop from `lower` in steps of `step`, up to the
         tile count, carrying `inits` through `build_tile` (see _per_tile)."""
-        tiles = scf.ForOp(lower, self.tile_loop.operands[1], step, inits)
+        tile_loop = self._persistent_tile_loop
+        tiles = scf.ForOp(lower, tile_loop.opview.upperBound, step, inits)
         with ir.InsertionPoint(tiles.body):
-            tile = self.tile_loop.regions[0].blocks[0].arguments[0]
+            tile = tile_loop.regions[0].blocks[0].arguments[0]
             scf.YieldOp(build_tile({tile: tiles.induction_variable}, *tiles.inner_iter_args))
         return list(tiles.results)
 
@@ -651,7 +685,10 @@ class _Specializer:
 
     def _ring_loop(self, stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:
         """A copy of the K loop carrying (stage, phase) from the given position."""
-        lower, upper, step = (mapping.get(v, v) for v in self.loop.operands[0:3])
+        bounds = self.loop.opview
+        lower, upper, step = (
+            mapping.get(v, v) for v in (bounds.lowerBound, bounds.upperBound, bounds.step)
+        )
         if isinstance(phase, bool):
             phase = bool_constant(phase)
         return scf.ForOp(lower, upper, step, [stage, phase])
@@ -696,7 +733,7 @@ class _Specializer:
             self._store_rows(group, first_row, mapping)
             # The other group's tile comes next in the ring: step past it.
             return [
-                *_skip_positions(*loop.results, self.loop.operands[1], num_stages),
+                *_skip_positions(*loop.results, self._k_tiles, num_stages),
                 arith.XOrIOp(turn_phase, bool_constant(True)).result,
             ]
 
@@ -707,12 +744,13 @@ class _Specializer:
         # starts past the tiles before the first of them. Group 0's first turn
         # wait passes on the fresh barrier (parity 1), group 1's waits for
         # group 0's first arrival.
-        lower, _, step = self.tile_loop.operands[0:3]
+        tile_loop = self._persistent_tile_loop.opview
+        lower, step = tile_loop.lowerBound, tile_loop.step
         phase0 = bool_constant(dialect.CONSUMER_INITIAL_PHASE)
         start = [stage0, phase0]
         if group:
             lower = arith.AddIOp(lower, step).result
-            start = _skip_positions(stage0, phase0, self.loop.operands[1], num_stages)
+            start = _skip_positions(stage0, phase0, self._k_tiles, num_stages)
         double_step = arith.MulIOp(step, index_constant(2)).result
         self._tile_loop_copy(lower, double_step, [*start, bool_constant(group == 0)], tile)
 
@@ -731,9 +769,10 @@ class _Specializer:
             self._clone_body(loop, self._slice(self.consumer_anchors), mapping)
             for op in walk(loop.operation):
                 if op.name == "wsc.wgmma":
-                    set_int_attr(op, "a_row", int_attr(op, "a_row") + first_row)
+                    wgmma = ops.Wgmma(op)
+                    wgmma.a_row = wgmma.a_row + first_row
                 elif op.name == "wsc.wgmma_wait_group":
-                    set_int_attr(op, "pending", in_flight)
+                    ops.WgmmaWaitGroup(op).pending = in_flight
             stage = mapping[self.stage]
             if in_flight:
                 # wait_group 1 retired the previous K tile's group, so its
@@ -754,7 +793,7 @@ class _Specializer:
             # The last K tile's group is still in flight: retire it, then
             # release its stage, the one before the loop's final stage.
             dialect.wgmma_wait_group(0)
-            k_tiles = self.loop.operands[1]
+            k_tiles = self._k_tiles
             any_tiles = arith.CmpIOp(
                 arith.CmpIPredicate.ugt, mapping.get(k_tiles, k_tiles), index_constant(0)
             ).result
@@ -768,10 +807,7 @@ class _Specializer:
         """A consumer's release of `stage`: on every CTA's empty barrier in a
         cluster, whose producers all write it."""
         per_warp = self.options.release == "warp"
-        if self.ctas > 1:
-            dialect.mbarrier_arrive_cluster(empty, stage, per_warp)
-        else:
-            dialect.mbarrier_arrive(empty, stage, per_warp)
+        dialect.mbarrier_arrive(empty, stage, per_warp, every_cta=self.ctas > 1)
 
     def _store_rows(self, group: int, first_row: int, mapping: dict) -> None:
         """The epilogue for the group's rows of the tile, from `first_row`;
@@ -784,26 +820,21 @@ class _Specializer:
         for op in self.epilogue:
             if op.name == "wsc.cast":
                 # The group's tile has rows/G rows: rebuild the cast for that shape.
-                _, element = dialect.parse_acc_type(op.result.type)
-                mapping[op.result] = dialect.cast(mapping[op.operands[0]], element)
+                cast = ops.Cast(op)
+                _, element = dialect.acc_type_parameters(cast.result.type)
+                mapping[cast.result] = dialect.cast(mapping[cast.src], element)
                 continue
             clone = clone_remapped(op, mapping)
             for target in (clone, *walk(clone)):
-                # The global row: wsc.store's operand 2, the copies' 3.
-                row_operand = {"wsc.store": 2, "wsc.tma_store": 3, "wsc.coalesced_store": 3}.get(
-                    target.name
-                )
-                if row_operand is not None and row_offset is not None:
+                view = _EPILOGUE_STORES.get(target.name)
+                if view is None:
+                    continue
+                store = view(target)
+                if row_offset is not None and not isinstance(store, ops.StoreShared):
                     with ir.InsertionPoint(target):
-                        row = arith.AddIOp(target.operands[row_operand], row_offset).result
-                    target.operands[row_operand] = row
-                stage_operand = {
-                    "wsc.store_shared": 2,
-                    "wsc.tma_store": 1,
-                    "wsc.coalesced_store": 1,
-                }.get(target.name)
-                if stage_operand is not None:
-                    target.operands[stage_operand] = own_stage
+                        store.row = arith.AddIOp(store.row, row_offset).result
+                if not isinstance(store, ops.Store):
+                    store.stage = own_stage
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
         def tile(mapping, stage, phase, *filled):
@@ -815,7 +846,7 @@ class _Specializer:
                 self._clone_body(loop, self._slice(self.producer_anchors), mapping)
                 next_stage, next_phase = clone_remapped(self.advance, mapping).results
                 scf.YieldOp([next_stage, next_phase])
-            k_tiles = mapping.get(self.loop.operands[1], self.loop.operands[1])
+            k_tiles = mapping.get(self._k_tiles, self._k_tiles)
             if filled:  # a tile loop counts the fills of every tile so far
                 return [*loop.results, arith.AddIOp(filled[0], k_tiles).result]
             return [*loop.results, k_tiles]
@@ -861,7 +892,7 @@ def _loops_with_copies(block: ir.Block) -> list[ir.Operation]:
         op.operation
         for op in block.operations
         if op.operation.name == "scf.for"
-        and any(n.name in dialect.TMA_LOAD_OPS for n in walk(op.operation))
+        and any(n.name == "wsc.tma_load" for n in walk(op.operation))
     ]
 
 

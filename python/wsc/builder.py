@@ -585,10 +585,7 @@ class _Mbarrier:
                 _caller(),
             )
         with kb._at():
-            if every_cta:
-                dialect.mbarrier_arrive_cluster(ref.barriers.value, ref.stage, per_warp)
-            else:
-                dialect.mbarrier_arrive(ref.barriers.value, ref.stage, per_warp)
+            dialect.mbarrier_arrive(ref.barriers.value, ref.stage, per_warp, every_cta)
 
     def arrive_and_expect_tx(self, barrier: BarrierRef, transaction_bytes: int) -> None:
         """Arrive once and add `transaction_bytes` to the bytes `barrier` waits for."""
@@ -665,9 +662,10 @@ class _Tma:
                     where,
                 )
         row, col = kb._offsets(offsets, what)
-        load = dialect.tma_load_multicast if multicast else dialect.tma_load
         with kb._at(where):
-            load(src.value, row, col, dst.ring.value, dst.stage, ref.barriers.value)
+            dialect.tma_load(
+                src.value, row, col, dst.ring.value, dst.stage, ref.barriers.value, multicast
+            )
 
     def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
         """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],

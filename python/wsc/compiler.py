@@ -29,7 +29,6 @@ import wsc
 from wsc.codegen.info import KernelInfo
 from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
-from wsc.dialect import TMA_LOAD_OPS
 from wsc.ir_utils import walk
 from wsc.runtime.artifact import ARTIFACT_FORMAT, check_sizes, grid_axis
 from wsc.verifier import verify_wsc
@@ -84,7 +83,7 @@ def summarize(module: ir.Operation) -> str:
         )
     for names, label in (
         (("scf.for",), "loops"),
-        (TMA_LOAD_OPS, "tma copies"),
+        (("wsc.tma_load",), "tma copies"),
         (("wsc.wgmma",), "wgmma"),
         (("wsc.mbarrier_wait",), "waits"),
         (("nvvm.wgmma.mma_async",), "wgmma.mma_async"),

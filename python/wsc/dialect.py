@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import irdl
 
+from wsc import ops
 from wsc.dialects import IRDL_PATH
 
 _IRDL_TEXT = IRDL_PATH.read_text()
@@ -28,13 +29,6 @@ PRODUCER_INITIAL_PHASE = True
 #: The phase a consumer starts with: a wait for parity 0 blocks until the
 #: first phase completes, i.e. until the stage's first copy has landed.
 CONSUMER_INITIAL_PHASE = False
-
-#: The TMA loads into a ring stage: of a tile, or of a cluster's slices of one.
-TMA_LOAD_OPS = ("wsc.tma_load", "wsc.tma_load_multicast")
-#: The plain arrivals: on this CTA's barrier, or on that of every CTA of the cluster.
-ARRIVE_OPS = ("wsc.mbarrier_arrive", "wsc.mbarrier_arrive_cluster")
-#: Unit attribute of an ARRIVE_OPS op: one arrival per executing warp.
-PER_WARP_ATTR = "per_warp"
 
 
 def load_dialect(context: ir.Context) -> None:
@@ -53,9 +47,7 @@ def make_context() -> ir.Context:
 
 
 #: The ops of the dialect, as `wsc.<name>`.
-OP_NAMES = frozenset(
-    f"wsc.{name}" for name in re.findall(r"^\s*irdl\.operation @(\w+)", _IRDL_TEXT, re.M)
-)
+OP_NAMES = frozenset(ops.DEFINITIONS)
 _OP_NAME_TOKEN = re.compile(r"(?<![\w.!#$@%\"-])wsc\.\w+")
 
 
@@ -168,6 +160,15 @@ def parse_acc_type(type_: ir.Type) -> tuple[tuple[int, ...], str] | None:
     return dims, match.group(2).strip()
 
 
+def acc_type_parameters(type_: ir.Type) -> tuple[tuple[int, ...], str]:
+    """(shape, element type name) of a type that must be `!wsc.acc`, as every
+    register tile of verified IR is."""
+    parsed = parse_acc_type(type_)
+    if parsed is None:
+        raise ValueError(f"{type_} is not a !wsc.acc type")
+    return parsed
+
+
 def is_mbarriers(type_: ir.Type) -> bool:
     return str(type_) == "!wsc.mbarriers"
 
@@ -224,11 +225,18 @@ def mbarrier_alloc(arrival_count: int, num_barriers: int) -> ir.Value:
     ).result
 
 
-def mbarrier_arrive(barriers: ir.Value, stage: ir.Value, per_warp: bool = False) -> ir.Operation:
+def _unit_attrs(**flags: bool) -> dict[str, ir.Attribute]:
+    """The unit attributes named by the keywords that are true."""
+    return {name: ir.UnitAttr.get() for name, on in flags.items() if on}
+
+
+def mbarrier_arrive(
+    barriers: ir.Value, stage: ir.Value, per_warp: bool = False, every_cta: bool = False
+) -> ir.Operation:
     return _create(
         "wsc.mbarrier_arrive",
         operands=[barriers, stage],
-        attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None,
+        attributes=_unit_attrs(per_warp=per_warp, every_cta=every_cta),
     )
 
 
@@ -246,34 +254,30 @@ def mbarrier_wait(barriers: ir.Value, stage: ir.Value, phase: ir.Value) -> ir.Op
 
 def ring_advance(stage: ir.Value, phase: ir.Value, num_stages: int) -> tuple[ir.Value, ir.Value]:
     """`wsc.ring_advance`: (next stage, next phase) in a ring of num_stages."""
-    op = _create(
-        "wsc.ring_advance",
-        operands=[stage, phase],
-        results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
-        attributes={"num_stages": _i32(num_stages)},
+    advance = ops.RingAdvance(
+        _create(
+            "wsc.ring_advance",
+            operands=[stage, phase],
+            results=[ir.IndexType.get(), ir.IntegerType.get_signless(1)],
+            attributes={"num_stages": _i32(num_stages)},
+        )
     )
-    return op.results[0], op.results[1]
+    return advance.next_stage, advance.next_phase
 
 
 def tma_load(
-    src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value, stage: ir.Value, barriers: ir.Value
-) -> ir.Operation:
-    return _create("wsc.tma_load", operands=[src, row, col, dst, stage, barriers])
-
-
-def tma_load_multicast(
-    src: ir.Value, row: ir.Value, col: ir.Value, dst: ir.Value, stage: ir.Value, barriers: ir.Value
-) -> ir.Operation:
-    return _create("wsc.tma_load_multicast", operands=[src, row, col, dst, stage, barriers])
-
-
-def mbarrier_arrive_cluster(
-    barriers: ir.Value, stage: ir.Value, per_warp: bool = False
+    src: ir.Value,
+    row: ir.Value,
+    col: ir.Value,
+    dst: ir.Value,
+    stage: ir.Value,
+    barriers: ir.Value,
+    multicast: bool = False,
 ) -> ir.Operation:
     return _create(
-        "wsc.mbarrier_arrive_cluster",
-        operands=[barriers, stage],
-        attributes={PER_WARP_ATTR: ir.UnitAttr.get()} if per_warp else None,
+        "wsc.tma_load",
+        operands=[src, row, col, dst, stage, barriers],
+        attributes=_unit_attrs(multicast=multicast),
     )
 
 
@@ -337,7 +341,7 @@ def sync() -> ir.Operation:
 
 
 def cast(src: ir.Value, element: str) -> ir.Value:
-    shape, _ = parse_acc_type(src.type)
+    shape, _ = acc_type_parameters(src.type)
     return _create("wsc.cast", operands=[src], results=[acc_type(shape, element)]).result
 
 

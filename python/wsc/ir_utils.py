@@ -6,6 +6,11 @@ from collections.abc import Iterator
 
 from mlir import ir
 
+# Registers the views (`op.opview`) that name the operands of upstream ops
+# (scf.for's lowerBound and initArgs, scf.if's condition, memref.dim's
+# source, arith.cmpi's lhs, ...): the wsc modules read them by name.
+from mlir.dialects import arith, memref, scf  # noqa: F401
+
 KERNEL_THREADS_ATTR = "wsc.num_threads"
 #: A kernel attribute: the CTAs of a cluster (along x), 1 when absent.
 CLUSTER_SIZE_ATTR = "wsc.cluster_size"
@@ -83,7 +88,7 @@ def role_of_if(if_op: ir.Operation) -> ir.Operation | None:
     """The wsc.role op whose predicate guards scf.if `if_op`, if any."""
     if if_op.name != "scf.if":
         return None
-    condition = defining_op(if_op.operands[0])
+    condition = defining_op(if_op.opview.condition)
     return condition if condition is not None and condition.name == "wsc.role" else None
 
 
@@ -97,11 +102,18 @@ def enclosing_kernel(op: ir.Operation) -> ir.Operation | None:
     return enclosing(op, lambda p: p.name == "func.func" and KERNEL_THREADS_ATTR in p.attributes)
 
 
+def kernel_threads(kernel: ir.Operation) -> int:
+    """The threads per block of `kernel` (its wsc.num_threads)."""
+    threads = int_attr(kernel, KERNEL_THREADS_ATTR)
+    if threads is None:
+        raise ValueError(f"{kernel.name} has no '{KERNEL_THREADS_ATTR}': not a kernel")
+    return threads
+
+
 def cluster_size(kernel: ir.Operation) -> int:
     """The CTAs per cluster of `kernel` (its wsc.cluster_size, 1 when absent)."""
-    if CLUSTER_SIZE_ATTR not in kernel.attributes:
-        return 1
-    return int_attr(kernel, CLUSTER_SIZE_ATTR)
+    ctas = int_attr(kernel, CLUSTER_SIZE_ATTR)
+    return 1 if ctas is None else ctas
 
 
 def memref_shape(type_: ir.Type) -> list[int] | None:
@@ -146,14 +158,10 @@ def operands_deep(op: ir.Operation) -> list[ir.Value]:
 
 
 def index_constant(value: int) -> ir.Value:
-    from mlir.dialects import arith
-
     return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def bool_constant(value: bool) -> ir.Value:
-    from mlir.dialects import arith
-
     return arith.ConstantOp(ir.IntegerType.get_signless(1), int(value)).result
 
 

@@ -10,10 +10,14 @@ so passes may assume it holds; the first violation is raised as a PassError.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NoReturn
+
 from mlir import ir
 
+from wsc import ops
 from wsc.diagnostics import PassError
-from wsc.dialect import ARRIVE_OPS, PER_WARP_ATTR, SHARED_MEMORY_SPACE, parse_acc_type
+from wsc.dialect import SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.ir_utils import (
     CLUSTER_SIZE_ATTR,
     KERNEL_THREADS_ATTR,
@@ -24,11 +28,13 @@ from wsc.ir_utils import (
     enclosing_kernel,
     enclosing_role,
     int_attr,
+    kernel_threads,
     kernels,
     memref_shape,
     memref_space,
     walk,
 )
+from wsc.ops import DEFINITIONS, INTEGER_BASE, UNIT_BASE
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     MAX_BLOCK_THREADS,
@@ -53,7 +59,7 @@ from wsc.target.hopper import (
 )
 
 
-def _fail(op: ir.Operation, message: str) -> None:
+def _fail(op: ir.Operation, message: str) -> NoReturn:
     raise PassError(op.location, f"'{op.name}' op {message}")
 
 
@@ -79,11 +85,8 @@ def _verify_kernel(kernel: ir.Operation) -> int:
             f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}",
         )
     if CLUSTER_SIZE_ATTR in kernel.attributes:
-        ctas = int_attr(kernel, CLUSTER_SIZE_ATTR)
-        if (
-            not isinstance(kernel.attributes[CLUSTER_SIZE_ATTR], ir.IntegerAttr)
-            or not 1 <= ctas <= MAX_PORTABLE_CLUSTER
-        ):
+        ctas = kernel.attributes[CLUSTER_SIZE_ATTR]
+        if not isinstance(ctas, ir.IntegerAttr) or not 1 <= ctas.value <= MAX_PORTABLE_CLUSTER:
             _fail(
                 kernel,
                 f"attribute '{CLUSTER_SIZE_ATTR}' must be an integer in [1, "
@@ -111,7 +114,8 @@ def _per_thread_source(value: ir.Value) -> str | None:
     """The name of an op of _PER_THREAD_OPS that `value` is computed from, if
     any; through scf.for's loop-carried values too (their initial and yielded
     values), and any other loop's block argument counts as per thread."""
-    pending, seen = [value], []
+    pending: list[ir.Value] = [value]
+    seen: list[ir.Value] = []
     while pending:
         value = pending.pop()
         if any(value == other for other in seen):
@@ -128,39 +132,46 @@ def _per_thread_source(value: ir.Value) -> str | None:
             carried = value.arg_number - 1
             body = value.owner
             terminator = body.operations[len(body.operations) - 1]
-            pending += [loop.operands[3 + carried], terminator.operands[carried]]
+            pending += [loop.opview.initArgs[carried], terminator.operands[carried]]
             continue
-        op = defining_op(value)
+        op = value.owner.operation  # not a block argument: an op's result
         if op.name in _PER_THREAD_OPS:
             return op.name
         pending.extend(op.operands)
     return None
 
 
-def _verify_per_warp(op: ir.Operation) -> None:
-    """`per_warp` is a unit attribute, and whole warps must execute the op: a
-    warp's threads synchronize before one of them arrives for all, so no
-    enclosing condition may split a warp."""
-    if PER_WARP_ATTR not in op.attributes:
-        return
-    if not isinstance(op.attributes[PER_WARP_ATTR], ir.UnitAttr):
-        _fail(op, f"'{PER_WARP_ATTR}' must be a unit attribute, got {op.attributes[PER_WARP_ATTR]}")
-    split = enclosing(op, lambda p: p.name == "scf.if" and _per_thread_source(p.operands[0]))
-    if split is not None:
-        _fail(
-            op,
-            f"'{PER_WARP_ATTR}' under a condition computed from "
-            f"{_per_thread_source(split.operands[0])}, which can split a warp: every "
-            f"thread of each warp must execute the arrive",
-        )
+#: Each optional attribute of the dialect, and the ops that declare it.
+_OPTIONAL_ATTR_OWNERS = {
+    attr: [d.name for d in DEFINITIONS.values() if attr in d.optional_attributes]
+    for d in DEFINITIONS.values()
+    for attr in d.optional_attributes
+}
+
+
+def _verify_optional_attrs(op: ir.Operation) -> None:
+    """The optional attributes IRDL cannot check: only on the ops that declare
+    them, and of the declared base."""
+    declared = DEFINITIONS[op.name].optional_attributes
+    for attr, owners in _OPTIONAL_ATTR_OWNERS.items():
+        if attr not in op.attributes:
+            continue
+        if attr not in declared:
+            _fail(op, f"'{attr}' applies to {' and '.join(owners)} only")
+        value = op.attributes[attr]
+        if declared[attr] == UNIT_BASE and not isinstance(value, ir.UnitAttr):
+            _fail(op, f"'{attr}' must be a unit attribute, got {value}")
+        if declared[attr] == INTEGER_BASE and not isinstance(value, ir.IntegerAttr):
+            _fail(op, f"'{attr}' must be an integer attribute, got {value}")
 
 
 def _verify_role(op: ir.Operation) -> None:
+    role = ops.Role(op)
     kernel = enclosing_kernel(op)
     if kernel is None:
         _fail(op, f"must be inside a func.func with '{KERNEL_THREADS_ATTR}'")
-    block_threads = int_attr(kernel, KERNEL_THREADS_ATTR)
-    begin, count = int_attr(op, "thread_begin"), int_attr(op, "num_threads")
+    block_threads = kernel_threads(kernel)
+    begin, count = role.thread_begin, role.num_threads
     if begin < 0 or count < WARP_SIZE or begin % WARP_SIZE or count % WARP_SIZE:
         _fail(
             op,
@@ -173,7 +184,7 @@ def _verify_role(op: ir.Operation) -> None:
             f"thread range [{begin}, {begin + count}) is outside the block of "
             f"{block_threads} threads",
         )
-    registers = int_attr(op, "max_registers")
+    registers = role.max_registers
     if registers is not None and (
         registers < MIN_SETMAXNREG or registers > MAX_SETMAXNREG or registers % SETMAXNREG_STEP
     ):
@@ -182,7 +193,7 @@ def _verify_role(op: ir.Operation) -> None:
             f"max_registers must be a multiple of {SETMAXNREG_STEP} in [{MIN_SETMAXNREG}, "
             f"{MAX_SETMAXNREG}], got {registers}",
         )
-    for user in op.result.uses:
+    for user in role.is_member.uses:
         if user.owner.name != "scf.if":
             _fail(op, "result may only be used as the condition of an scf.if")
 
@@ -192,8 +203,9 @@ def _verify_roles_disjoint(kernel: ir.Operation) -> None:
     for op in walk(kernel):
         if op.name != "wsc.role":
             continue
-        begin = int_attr(op, "thread_begin")
-        end = begin + int_attr(op, "num_threads")
+        role = ops.Role(op)
+        begin = role.thread_begin
+        end = begin + role.num_threads
         for other_begin, other_end, other in seen:
             if begin < other_end and other_begin < end:
                 raise PassError(
@@ -247,101 +259,121 @@ def _verify_stage(op: ir.Operation, stage: ir.Value, num_stages: int) -> None:
         _fail(op, f"stage {index} is outside the ring of {num_stages} stages")
 
 
-def _barrier_count(op: ir.Operation, barriers: ir.Value) -> int | None:
+def _barrier_count(barriers: ir.Value) -> int | None:
+    """The barriers of the array `barriers`, when its wsc.mbarrier_alloc is in sight."""
     alloc = defining_op(barriers)
-    return int_attr(alloc, "num_barriers") if alloc is not None else None
+    if alloc is None or alloc.name != "wsc.mbarrier_alloc":
+        return None
+    return ops.MbarrierAlloc(alloc).num_barriers
 
 
-def _verify_op(op: ir.Operation) -> None:
-    name = op.name
-    if PER_WARP_ATTR in op.attributes and name not in ARRIVE_OPS:
-        _fail(op, f"'{PER_WARP_ATTR}' applies to {' and '.join(ARRIVE_OPS)} only")
-    if name == "wsc.role":
-        _verify_role(op)
-    elif name == "wsc.alloc_shared":
-        _verify_shared_buffer(op, op.result.type, "result")
-    elif name == "wsc.mbarrier_alloc":
-        if not 1 <= int_attr(op, "num_barriers") <= MAX_STAGES:
-            _fail(
-                op,
-                f"num_barriers must be in [1, {MAX_STAGES}] (one per stage; a ring has "
-                f"at most {MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} "
-                f"bytes of shared memory), got {int_attr(op, 'num_barriers')}",
-            )
-        if not 1 <= int_attr(op, "arrival_count") <= MAX_MBARRIER_COUNT:
-            _fail(
-                op,
-                f"arrival_count must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
-                f"arrival count limit), got {int_attr(op, 'arrival_count')}",
-            )
-    elif name in (
-        "wsc.mbarrier_arrive",
-        "wsc.mbarrier_arrive_expect_tx",
-        "wsc.mbarrier_wait",
-        "wsc.mbarrier_arrive_cluster",
-    ):
-        if name == "wsc.mbarrier_arrive_cluster":
-            _verify_clustered(op)
-        if name in ARRIVE_OPS:
-            _verify_per_warp(op)
-        count = _barrier_count(op, op.operands[0])
-        if count is not None:
-            _verify_stage(op, op.operands[1], count)
-        if (
-            name == "wsc.mbarrier_arrive_expect_tx"
-            and not 1 <= int_attr(op, "tx_bytes") <= MAX_MBARRIER_COUNT
-        ):
-            _fail(
-                op,
-                f"tx_bytes must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
-                f"transaction count limit), got {int_attr(op, 'tx_bytes')}",
-            )
-    elif name == "wsc.ring_advance":
-        if not 1 <= int_attr(op, "num_stages") <= MAX_STAGES:
-            _fail(
-                op,
-                f"num_stages must be in [1, {MAX_STAGES}] (a ring has at most "
-                f"{MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} bytes of "
-                f"shared memory), got {int_attr(op, 'num_stages')}",
-            )
-    elif name == "wsc.tma_load":
-        _verify_tma_load(op)
-    elif name == "wsc.tma_load_multicast":
-        _verify_tma_load(op)
-        ctas = _verify_clustered(op)
-        rows = ir.MemRefType(op.operands[3].type).shape[1]
-        if rows % (8 * ctas):
-            _fail(
-                op,
-                f"a {rows}-row tile cannot be split over {ctas} CTAs in slices of whole "
-                f"8-row swizzle periods",
-            )
-    elif name in ("wsc.cluster_rank", "wsc.cluster_sync"):
+def _verify_barrier_stage(op: ir.Operation, barriers: ir.Value, stage: ir.Value) -> None:
+    count = _barrier_count(barriers)
+    if count is not None:
+        _verify_stage(op, stage, count)
+
+
+def _verify_mbarrier_alloc(op: ir.Operation) -> None:
+    alloc = ops.MbarrierAlloc(op)
+    if not 1 <= alloc.num_barriers <= MAX_STAGES:
+        _fail(
+            op,
+            f"num_barriers must be in [1, {MAX_STAGES}] (one per stage; a ring has "
+            f"at most {MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} "
+            f"bytes of shared memory), got {alloc.num_barriers}",
+        )
+    if not 1 <= alloc.arrival_count <= MAX_MBARRIER_COUNT:
+        _fail(
+            op,
+            f"arrival_count must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
+            f"arrival count limit), got {alloc.arrival_count}",
+        )
+
+
+def _verify_mbarrier_arrive(op: ir.Operation) -> None:
+    arrive = ops.MbarrierArrive(op)
+    if arrive.every_cta:
         _verify_clustered(op)
-    elif name == "wsc.tma_store":
-        _verify_tma_store(op)
-    elif name == "wsc.coalesced_store":
-        src, stage, dst, _, _ = op.operands
-        _verify_stage_copy(op, src, dst, stage, shared_is_dst=False)
-    elif name == "wsc.tma_store_wait":
-        if int_attr(op, "pending") < 0:
-            _fail(op, f"pending must be non-negative, got {int_attr(op, 'pending')}")
-    elif name == "wsc.store_shared":
-        _verify_store_shared(op)
-    elif name == "wsc.wgmma":
-        _verify_wgmma(op)
-    elif name == "wsc.wgmma_wait_group":
-        if int_attr(op, "pending") < 0:
-            _fail(op, f"pending must be non-negative, got {int_attr(op, 'pending')}")
-    elif name == "wsc.acc_alloc":
-        _verify_acc(op, op.result.type)
-    elif name == "wsc.cast":
-        _verify_acc(op, op.operands[0].type)
-        _verify_acc(op, op.result.type)
-    elif name == "wsc.store":
-        _verify_global(op, op.operands[1].type, "destination")
-        _, element = _verify_acc(op, op.operands[0].type)
-        _verify_tile_element(op, element, op.operands[1])
+    if arrive.per_warp:
+        # A warp's threads synchronize before one of them arrives for all, so
+        # no enclosing condition may split a warp.
+        split = enclosing(
+            op, lambda p: p.name == "scf.if" and _per_thread_source(p.opview.condition)
+        )
+        if split is not None:
+            _fail(
+                op,
+                f"'per_warp' under a condition computed from "
+                f"{_per_thread_source(split.opview.condition)}, which can split a warp: "
+                f"every thread of each warp must execute the arrive",
+            )
+    _verify_barrier_stage(op, arrive.barriers, arrive.stage)
+
+
+def _verify_mbarrier_arrive_expect_tx(op: ir.Operation) -> None:
+    arrive = ops.MbarrierArriveExpectTx(op)
+    _verify_barrier_stage(op, arrive.barriers, arrive.stage)
+    if not 1 <= arrive.tx_bytes <= MAX_MBARRIER_COUNT:
+        _fail(
+            op,
+            f"tx_bytes must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
+            f"transaction count limit), got {arrive.tx_bytes}",
+        )
+
+
+def _verify_mbarrier_wait(op: ir.Operation) -> None:
+    wait = ops.MbarrierWait(op)
+    _verify_barrier_stage(op, wait.barriers, wait.stage)
+
+
+def _verify_ring_advance(op: ir.Operation) -> None:
+    num_stages = ops.RingAdvance(op).num_stages
+    if not 1 <= num_stages <= MAX_STAGES:
+        _fail(
+            op,
+            f"num_stages must be in [1, {MAX_STAGES}] (a ring has at most "
+            f"{MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} bytes of "
+            f"shared memory), got {num_stages}",
+        )
+
+
+def _verify_pending(op: ir.Operation, pending: int) -> None:
+    if pending < 0:
+        _fail(op, f"pending must be non-negative, got {pending}")
+
+
+def _verify_tma_store_wait(op: ir.Operation) -> None:
+    _verify_pending(op, ops.TmaStoreWait(op).pending)
+
+
+def _verify_wgmma_wait_group(op: ir.Operation) -> None:
+    _verify_pending(op, ops.WgmmaWaitGroup(op).pending)
+
+
+def _verify_alloc_shared(op: ir.Operation) -> None:
+    _verify_shared_buffer(op, ops.AllocShared(op).buffer.type, "result")
+
+
+def _verify_acc_alloc(op: ir.Operation) -> None:
+    _verify_acc(op, ops.AccAlloc(op).tile.type)
+
+
+def _verify_coalesced_store(op: ir.Operation) -> None:
+    store = ops.CoalescedStore(op)
+    _verify_stage_copy(op, store.src, store.dst, store.stage, shared_is_dst=False)
+
+
+def _verify_cast(op: ir.Operation) -> None:
+    cast = ops.Cast(op)
+    _verify_acc(op, cast.src.type)
+    _verify_acc(op, cast.result.type)
+
+
+def _verify_store(op: ir.Operation) -> None:
+    store = ops.Store(op)
+    _verify_global(op, store.dst.type, "destination")
+    _, element = _verify_acc(op, store.tile.type)
+    _verify_tile_element(op, element, store.dst)
 
 
 def _verify_stage_copy(
@@ -361,8 +393,9 @@ def _verify_stage_copy(
 
 
 def _verify_tma_load(op: ir.Operation) -> None:
-    src, _, _, dst, stage, barriers = op.operands
-    shape = _verify_stage_copy(op, src, dst, stage, shared_is_dst=True)
+    load = ops.TmaLoad(op)
+    dst = load.dst
+    shape = _verify_stage_copy(op, load.src, dst, load.stage, shared_is_dst=True)
     rows, cols = shape[1], shape[2]
     if rows > MAX_TMA_BOX or cols > MAX_TMA_BOX:
         _fail(op, f"TMA box {rows}x{cols} exceeds {MAX_TMA_BOX} elements in a dimension")
@@ -373,14 +406,22 @@ def _verify_tma_load(op: ir.Operation) -> None:
             f"TMA box inner extent is {inner_bytes} bytes, more than the "
             f"{SWIZZLE_BYTES}-byte swizzle span",
         )
-    count = _barrier_count(op, barriers)
+    count = _barrier_count(load.barriers)
     if count is not None and count != shape[0]:
         _fail(op, f"the ring has {shape[0]} stages but its barrier array has {count}")
+    if load.multicast:
+        ctas = _verify_clustered(op)
+        if rows % (8 * ctas):
+            _fail(
+                op,
+                f"a {rows}-row tile cannot be split over {ctas} CTAs in slices of whole "
+                f"8-row swizzle periods",
+            )
 
 
 def _verify_tma_store(op: ir.Operation) -> None:
-    src, stage, dst, _, _ = op.operands
-    shape = _verify_stage_copy(op, src, dst, stage, shared_is_dst=False)
+    store = ops.TmaStore(op)
+    shape = _verify_stage_copy(op, store.src, store.dst, store.stage, shared_is_dst=False)
     if shape[1] > MAX_TMA_BOX:
         _fail(op, f"TMA box of {shape[1]} rows exceeds {MAX_TMA_BOX}")
 
@@ -397,7 +438,8 @@ def _verify_tile_element(op: ir.Operation, element: str, dst: ir.Value) -> None:
 
 
 def _verify_store_shared(op: ir.Operation) -> None:
-    tile, dst, stage = op.operands
+    store = ops.StoreShared(op)
+    tile, dst, stage = store.tile, store.dst, store.stage
     (rows, cols), element = _verify_acc(op, tile.type)
     shape = _verify_shared_buffer(op, dst.type, "destination")
     _verify_stage(op, stage, shape[0])
@@ -441,7 +483,8 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]
 
 
 def _verify_wgmma(op: ir.Operation) -> None:
-    a, b, stage, acc = op.operands
+    wgmma = ops.Wgmma(op)
+    a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
     a_shape = _verify_shared_buffer(op, a.type, "A")
     b_shape = _verify_shared_buffer(op, b.type, "B")
     (m, n), element = _verify_acc(op, acc.type)
@@ -457,7 +500,7 @@ def _verify_wgmma(op: ir.Operation) -> None:
     _verify_stage(op, stage, a_shape[0])
     if str(ir.MemRefType(a.type).element_type) != str(ir.MemRefType(b.type).element_type):
         _fail(op, "A and B element types differ")
-    a_row = int_attr(op, "a_row")
+    a_row = wgmma.a_row
     block_k = a_shape[2]
     if block_k % WGMMA_K:
         _fail(op, f"K tile {block_k} is not a multiple of {WGMMA_K} (the WGMMA K)")
@@ -467,27 +510,28 @@ def _verify_wgmma(op: ir.Operation) -> None:
             f"rows [{a_row}, {a_row + m}) of A are outside its {a_shape[1]}-row tile "
             f"or not {WGMMA_M}-aligned",
         )
-    layout = ir.StringAttr(op.attributes["b_layout"]).value
+    layout = wgmma.b_layout
     b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
     if b_n != n or b_k != block_k:
         _fail(
             op,
             f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
         )
-    role = enclosing_role(op)
-    if role is not None:
-        begin, count = int_attr(role, "thread_begin"), int_attr(role, "num_threads")
+    role_op = enclosing_role(op)
+    if role_op is not None:
+        role = ops.Role(role_op)
+        begin, count = role.thread_begin, role.num_threads
         if begin % WARPGROUP_SIZE or count != WARPGROUP_SIZE:
             raise PassError(
                 op.location,
                 f"'wsc.wgmma' op must run in one warpgroup-aligned role "
                 f"(4 warps starting at a multiple of {WARPGROUP_SIZE} threads); "
                 f"its role covers threads [{begin}, {begin + count})",
-                notes=[(role.location, "role defined here")],
+                notes=[(role_op.location, "role defined here")],
             )
     else:
         kernel = enclosing_kernel(op)
-        if kernel is not None and int_attr(kernel, KERNEL_THREADS_ATTR) != WARPGROUP_SIZE:
+        if kernel is not None and kernel_threads(kernel) != WARPGROUP_SIZE:
             _fail(
                 op,
                 f"outside a role needs a block of exactly one warpgroup ({WARPGROUP_SIZE} threads)",
@@ -501,4 +545,31 @@ def verify_wsc(module: ir.Operation) -> None:
         _verify_roles_disjoint(kernel)
     for op in walk(module):
         if op.name.startswith("wsc."):
-            _verify_op(op)
+            _verify_optional_attrs(op)
+            rule = _RULES.get(op.name)
+            if rule is not None:
+                rule(op)
+
+
+#: The rule of each wsc op beyond what IRDL checks (ops not named need none).
+_RULES: dict[str, Callable[[ir.Operation], object]] = {
+    "wsc.role": _verify_role,
+    "wsc.alloc_shared": _verify_alloc_shared,
+    "wsc.mbarrier_alloc": _verify_mbarrier_alloc,
+    "wsc.mbarrier_arrive": _verify_mbarrier_arrive,
+    "wsc.mbarrier_arrive_expect_tx": _verify_mbarrier_arrive_expect_tx,
+    "wsc.mbarrier_wait": _verify_mbarrier_wait,
+    "wsc.ring_advance": _verify_ring_advance,
+    "wsc.tma_load": _verify_tma_load,
+    "wsc.cluster_rank": _verify_clustered,
+    "wsc.cluster_sync": _verify_clustered,
+    "wsc.tma_store": _verify_tma_store,
+    "wsc.coalesced_store": _verify_coalesced_store,
+    "wsc.tma_store_wait": _verify_tma_store_wait,
+    "wsc.store_shared": _verify_store_shared,
+    "wsc.wgmma": _verify_wgmma,
+    "wsc.wgmma_wait_group": _verify_wgmma_wait_group,
+    "wsc.acc_alloc": _verify_acc_alloc,
+    "wsc.cast": _verify_cast,
+    "wsc.store": _verify_store,
+}

@@ -312,8 +312,8 @@ func.func @multicast_slices(%b: memref<?x?xf16>) attributes {wsc.cluster_size = 
   %c0 = arith.constant 0 : index
   %sb = "wsc.alloc_shared"() : () -> memref<2x48x64xf16, 3>
   %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
-  // expected-error @below {{'wsc.tma_load_multicast' op a 48-row tile cannot be split over 4 CTAs in slices of whole 8-row swizzle periods}}
-  "wsc.tma_load_multicast"(%b, %c0, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<2x48x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  // expected-error @below {{'wsc.tma_load' op a 48-row tile cannot be split over 4 CTAs in slices of whole 8-row swizzle periods}}
+  "wsc.tma_load"(%b, %c0, %c0, %sb, %c0, %full) {multicast} : (memref<?x?xf16>, index, index, memref<2x48x64xf16, 3>, index, !wsc.mbarriers) -> ()
   return
 }
 // -----
@@ -348,8 +348,8 @@ func.func @per_warp_under_a_thread_condition() attributes {wsc.cluster_size = 2 
   %tid = gpu.thread_id x
   %half = arith.cmpi ult, %tid, %c16 : index
   scf.if %half {
-    // expected-error @below {{'wsc.mbarrier_arrive_cluster' op 'per_warp' under a condition computed from gpu.thread_id, which can split a warp: every thread of each warp must execute the arrive}}
-    "wsc.mbarrier_arrive_cluster"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+    // expected-error @below {{'wsc.mbarrier_arrive' op 'per_warp' under a condition computed from gpu.thread_id, which can split a warp: every thread of each warp must execute the arrive}}
+    "wsc.mbarrier_arrive"(%empty, %c0) {every_cta, per_warp} : (!wsc.mbarriers, index) -> ()
   }
   return
 }
@@ -374,7 +374,29 @@ func.func @per_warp_on_a_wait() attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %false = arith.constant false
   %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
-  // expected-error @below {{'wsc.mbarrier_wait' op 'per_warp' applies to wsc.mbarrier_arrive and wsc.mbarrier_arrive_cluster only}}
+  // expected-error @below {{'wsc.mbarrier_wait' op 'per_warp' applies to wsc.mbarrier_arrive only}}
   "wsc.mbarrier_wait"(%full, %c0, %false) {per_warp} : (!wsc.mbarriers, index, i1) -> ()
+  return
+}
+// -----
+func.func @multicast_on_a_store(%c: memref<?x?xf16>) attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  // expected-error @below {{'wsc.tma_store' op 'multicast' applies to wsc.tma_load only}}
+  "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) {multicast} : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  return
+}
+// -----
+func.func @every_cta_not_a_unit() attributes {wsc.cluster_size = 2 : i32, wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 256 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.mbarrier_arrive' op 'every_cta' must be a unit attribute, got "yes"}}
+  "wsc.mbarrier_arrive"(%empty, %c0) {every_cta = "yes"} : (!wsc.mbarriers, index) -> ()
+  return
+}
+// -----
+func.func @register_budget_not_an_integer() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.role' op 'max_registers' must be an integer attribute, got "many"}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = "many"} : () -> i1
   return
 }

@@ -85,9 +85,9 @@ func.func @cluster_ops(%b: memref<?x?xf16>)
   "wsc.cluster_sync"() : () -> ()
   // CHECK: "wsc.cluster_rank"() : () -> index
   %rank = "wsc.cluster_rank"() : () -> index
-  // CHECK: "wsc.tma_load_multicast"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-  "wsc.tma_load_multicast"(%b, %rank, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-  // CHECK: "wsc.mbarrier_arrive_cluster"(%{{.*}}, %{{.*}}) : (!wsc.mbarriers, index) -> ()
-  "wsc.mbarrier_arrive_cluster"(%full, %c0) : (!wsc.mbarriers, index) -> ()
+  // CHECK: "wsc.tma_load"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  "wsc.tma_load"(%b, %rank, %c0, %sb, %c0, %full) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  // CHECK: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) {every_cta} : (!wsc.mbarriers, index) -> ()
+  "wsc.mbarrier_arrive"(%full, %c0) {every_cta} : (!wsc.mbarriers, index) -> ()
   return
 }

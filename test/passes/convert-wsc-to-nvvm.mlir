@@ -290,7 +290,7 @@ func.func @cluster_of_two(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2:
       "wsc.wgmma"(%1, %2, %arg4, %9) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
       "wsc.wgmma_commit_group"() : () -> ()
       "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
-      "wsc.mbarrier_arrive_cluster"(%4, %arg4) : (!wsc.mbarriers, index) -> ()
+      "wsc.mbarrier_arrive"(%4, %arg4) {every_cta} : (!wsc.mbarriers, index) -> ()
       %11:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %11#0, %11#1 : index, i1
     }
@@ -306,7 +306,7 @@ func.func @cluster_of_two(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2:
       scf.if %12 {
         "wsc.mbarrier_arrive_expect_tx"(%3, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
         "wsc.tma_load"(%arg0, %6, %11, %1, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-        "wsc.tma_load_multicast"(%arg1, %c0, %11, %2, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%arg1, %c0, %11, %2, %arg4, %3) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
       }
       %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %13#0, %13#1 : index, i1
@@ -347,7 +347,7 @@ func.func @per_warp_release() attributes {wsc.cluster_size = 2 : i32, wsc.num_th
   %c0 = arith.constant 0 : index
   %empty = "wsc.mbarrier_alloc"() {arrival_count = 8 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
   "wsc.cluster_sync"() : () -> ()
-  "wsc.mbarrier_arrive_cluster"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
+  "wsc.mbarrier_arrive"(%empty, %c0) {every_cta, per_warp} : (!wsc.mbarriers, index) -> ()
   "wsc.mbarrier_arrive"(%empty, %c0) {per_warp} : (!wsc.mbarriers, index) -> ()
   return
 }

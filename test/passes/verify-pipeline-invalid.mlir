@@ -1698,7 +1698,7 @@ func.func @cluster_release_to_one_cta(%arg0: memref<?x?xf16>, %arg1: memref<?x?x
       scf.if %12 {
         "wsc.mbarrier_arrive_expect_tx"(%3, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
         "wsc.tma_load"(%arg0, %6, %11, %1, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-        "wsc.tma_load_multicast"(%arg1, %c0, %11, %2, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%arg1, %c0, %11, %2, %arg4, %3) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
       }
       %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %13#0, %13#1 : index, i1
@@ -1750,7 +1750,7 @@ func.func @cluster_barriers_published_to_one_cta(%arg0: memref<?x?xf16>, %arg1: 
       "wsc.wgmma"(%1, %2, %arg4, %9) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
       "wsc.wgmma_commit_group"() : () -> ()
       "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
-      "wsc.mbarrier_arrive_cluster"(%4, %arg4) : (!wsc.mbarriers, index) -> ()
+      "wsc.mbarrier_arrive"(%4, %arg4) {every_cta} : (!wsc.mbarriers, index) -> ()
       %11:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %11#0, %11#1 : index, i1
     }
@@ -1767,7 +1767,7 @@ func.func @cluster_barriers_published_to_one_cta(%arg0: memref<?x?xf16>, %arg1: 
         "wsc.mbarrier_arrive_expect_tx"(%3, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
         "wsc.tma_load"(%arg0, %6, %11, %1, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
         // expected-error @below {{full of another CTA is used before its initialization is visible to this one: no wsc.cluster_sync between its wsc.mbarrier_alloc and this op (k_tiles = 1, num_stages = 2)}}
-        "wsc.tma_load_multicast"(%arg1, %c0, %11, %2, %arg4, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%arg1, %c0, %11, %2, %arg4, %3) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
       }
       %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
       scf.yield %13#0, %13#1 : index, i1

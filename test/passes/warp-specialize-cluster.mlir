@@ -30,7 +30,7 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
     scf.if %elected {
       "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
       "wsc.tma_load"(%a, %row, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-      "wsc.tma_load_multicast"(%b, %c0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %c0, %k0, %sb, %stage, %full) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
     }
     "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
     "wsc.wgmma_fence"() : () -> ()
@@ -52,22 +52,22 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // CHECK-NEXT: "wsc.cluster_sync"()
 // CHECK: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
 // CHECK: "wsc.wgmma_wait_group"() {pending = 0 : i32}
-// CHECK-NEXT: "wsc.mbarrier_arrive_cluster"([[EMPTY]], {{%.*}})
+// CHECK-NEXT: "wsc.mbarrier_arrive"([[EMPTY]], {{%.*}}) {every_cta}
 // CHECK: "wsc.role"() {num_threads = 32 : i32, role = "producer"
 // CHECK: "wsc.mbarrier_wait"([[EMPTY]],
 // CHECK: "wsc.tma_load"(%arg0,
-// CHECK-NEXT: "wsc.tma_load_multicast"(%arg1,
+// CHECK-NEXT: "wsc.tma_load"(%arg1, {{.*}}) {multicast}
 // CHECK-NOT: "wsc.cluster_sync"
 // CHECK: return
 
 // Two consumer groups: 2 x 256 releases per stage and phase.
 // G2: "wsc.mbarrier_alloc"() {arrival_count = 512 : i32, num_barriers = 2 : i32}
-// G2-COUNT-2: "wsc.mbarrier_arrive_cluster"
+// G2-COUNT-2: "wsc.mbarrier_arrive"({{.*}}) {every_cta}
 // G2-NOT: "wsc.mbarrier_arrive"(
 
 // One release per consumer warp: 2 x 8 per stage and phase.
 // WARP: "wsc.mbarrier_alloc"() {arrival_count = 16 : i32, num_barriers = 2 : i32}
-// WARP-COUNT-2: "wsc.mbarrier_arrive_cluster"(%{{.*}}, %{{.*}}) {per_warp}
+// WARP-COUNT-2: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) {every_cta, per_warp}
 
 // Ping-pong groups take whole tiles in turn; pairs of blocks in lockstep are
 // not built for that.

@@ -276,7 +276,7 @@ def _lower(text, **options):
 
 
 def test_entry_register_cap_matches_ptxas():
-    from wsc.codegen.lowering import entry_register_cap
+    from wsc.codegen.plan import entry_register_cap
 
     # Values ptxas 13.0 reported for kernels with setmaxnreg.
     assert [entry_register_cap(t) for t in (160, 288, 384, 416)] == [255, 168, 168, 128]

@@ -5,7 +5,7 @@ import pytest
 from mlir import ir
 from mlir.dialects import func, scf
 
-from wsc import dialect
+from wsc import dialect, ops
 from wsc.diagnostics import PassError
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant, index_constant, walk
 from wsc.kernels.matmul.build import build_matmul
@@ -45,7 +45,7 @@ def build_every_op() -> ir.Module:
             dialect.wgmma_commit_group()
             dialect.wgmma_wait_group(0)
             dialect.mbarrier_arrive(empty, zero)
-            dialect.mbarrier_arrive_cluster(empty, zero)
+            dialect.mbarrier_arrive(empty, zero, every_cta=True)
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)
@@ -63,7 +63,7 @@ def build_every_op() -> ir.Module:
                 dialect.mbarrier_arrive_expect_tx(full, stage, 32768)
                 dialect.tma_load(a, zero, zero, sa, stage, full)
                 dialect.tma_load(b, zero, zero, sb, stage, full)
-                dialect.tma_load_multicast(b, dialect.cluster_rank(), zero, sb, stage, full)
+                dialect.tma_load(b, dialect.cluster_rank(), zero, sb, stage, full, multicast=True)
                 scf.YieldOp([])
             scf.YieldOp([])
         func.ReturnOp([])
@@ -81,11 +81,54 @@ def test_every_builder_verifies_and_round_trips(context):
     assert module.operation.verify()
     verify_wsc(module.operation)
     built = {op.name for op in walk(module.operation) if op.name.startswith("wsc.")}
-    declared = set(dialect._IRDL_TEXT.split("irdl.operation @")[1:])
-    declared = {"wsc." + text.split()[0] for text in declared}
-    assert built == declared, f"ops without a builder test: {declared - built}"
+    assert built == dialect.OP_NAMES, f"ops without a builder test: {dialect.OP_NAMES - built}"
     text = str(module)
     assert str(ir.Module.parse(text)) == text
+
+
+def test_views_read_and_write_ops_by_name(context):
+    module = build_every_op()
+    found: dict[str, ir.Operation] = {}
+    for op in walk(module.operation):
+        found.setdefault(op.name, op)
+    role = ops.Role(found["wsc.role"])
+    assert (role.role, role.thread_begin, role.num_threads) == ("consumer", 0, 128)
+    assert role.max_registers == 232
+    loads = [ops.TmaLoad(op) for op in walk(module.operation) if op.name == "wsc.tma_load"]
+    assert [load.multicast for load in loads] == [False, False, True]
+    assert all(dialect.is_mbarriers(load.barriers.type) for load in loads)
+    assert loads[2].row == ops.ClusterRank(found["wsc.cluster_rank"]).rank
+    wgmma = ops.Wgmma(found["wsc.wgmma"])
+    wgmma.a_row = 64
+    assert ir.IntegerAttr(found["wsc.wgmma"].attributes["a_row"]).value == 64
+    assert wgmma.b_layout == "nk"
+    with pytest.raises(ValueError, match="TmaLoad views wsc.tma_load, not wsc.wgmma"):
+        ops.TmaLoad(found["wsc.wgmma"])
+
+
+def test_the_definitions_come_from_irdl():
+    assert ops.DEFINITIONS["wsc.tma_load"].operands == (
+        "src",
+        "row",
+        "col",
+        "dst",
+        "stage",
+        "barriers",
+    )
+    assert ops.DEFINITIONS["wsc.mbarrier_arrive"].optional_attributes == {
+        "every_cta": ops.UNIT_BASE,
+        "per_warp": ops.UNIT_BASE,
+    }
+    assert ops.DEFINITIONS["wsc.role"].optional_attributes == {"max_registers": ops.INTEGER_BASE}
+
+
+def test_a_view_must_name_every_field_of_its_op():
+    with pytest.raises(TypeError, match="wsc.mbarrier_wait defines"):
+
+        class Misnamed(ops.WscOp, name="wsc.mbarrier_wait"):
+            bars = ops.Operand()
+            stage = ops.Operand()
+            phase = ops.Operand()
 
 
 def test_acc_type_parameters(context):

@@ -481,10 +481,10 @@ def test_cluster_protocol_is_clean(fields):
             wsc_pass.run(module.operation)
         check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
         text = str(module)
-    assert '"wsc.tma_load_multicast"(' in text
+    assert re.search(r'"wsc.tma_load"\(.*\{multicast\}', text)
     # Two groups of 128 threads in each of the two blocks release every stage.
     assert "arrival_count = 512" in text
-    assert text.count('"wsc.mbarrier_arrive_cluster"(') >= 2
+    assert len(re.findall(r'"wsc.mbarrier_arrive"\(.*\{every_cta', text)) >= 2
 
 
 @pytest.mark.parametrize(
@@ -521,7 +521,7 @@ def test_warp_release_protocol_is_clean(fields):
         text = str(module)
     warps = (1 if config.ping_pong else config.num_consumer_groups) * 4 * config.cluster_m
     assert f"arrival_count = {warps} :" in text
-    assert "{per_warp}" in text
+    assert re.search(r"\{(every_cta, )?per_warp\}", text)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from mlir import ir
 from mlir.dialects import func, llvm
 
 from wsc.codegen import lower_to_ptx
-from wsc.codegen.lowering import KernelLowering
+from wsc.codegen.lower_ops import KernelLowering
 from wsc.compiler import CompileError, compile_module
 from wsc.diagnostics import PassError
 from wsc.dialect import make_context

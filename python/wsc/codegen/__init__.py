@@ -7,10 +7,11 @@
 
 Modules: `layout` (shared-memory layout), `descriptors` (WGMMA descriptors),
 `fragments` (accumulator register fragments), `info` (KernelInfo and the
-parameter naming rule) and `ptxas` need no MLIR; `emit` (op builders),
-`lowering` (the pass's engine) and `ptx` use the MLIR bindings and are
-imported on first use, so the runtime side can import this package without
-them.
+parameter naming rule) and `ptxas` need no MLIR; `emit` (op builders), the
+pass's engine (`plan`: what a kernel needs, checked before anything changes;
+`lower_ops`: one emitter per wsc op; `convert`: the upstream conversions and
+the gpu.module) and `ptx` use the MLIR bindings and are imported on first
+use, so the runtime side can import this package without them.
 """
 
 from __future__ import annotations

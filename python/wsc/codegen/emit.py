@@ -277,7 +277,9 @@ def special_register(name: str, dim: str) -> ir.Value:
 
 def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
     """bar.sync id[, threads]: id 0 without a count is the whole block."""
-    if barrier_id == 0 and threads is None:
+    if threads is None:
+        if barrier_id:
+            raise ValueError(f"named barrier {barrier_id} needs its thread count")
         nvvm.BarrierOp(None)
     else:
         nvvm.BarrierOp(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from wsc.codegen.convert import GPU_MODULE_NAME, lower_module
 from wsc.codegen.debug import DebugOptions
 from wsc.codegen.info import KernelInfo
-from wsc.codegen.lowering import GPU_MODULE_NAME, lower_module
 from wsc.ir_utils import kernels, walk
 
 #: What runs after --convert-wsc-to-nvvm: the NVVM ops that are PTX snippets

@@ -29,11 +29,11 @@ With `cluster_m` = 2 the blocks run in clusters of two along x. The tile
 rows are taken in pairs: the block of rank r in a cluster takes tile row
 2p + r of row pair p, in the tile column the order below gives that pair, so
 the two blocks share B's tile. Each copies half of B's rows with
-`wsc.tma_load_multicast` into the stages of both, so a block reads 16 + 16 KB
+`wsc.tma_load {multicast}` into the stages of both, so a block reads 16 + 16 KB
 of each 128x256x64 K tile from L2 instead of 16 + 32. A persistent cluster
 walks the pairs cluster by cluster (both blocks the same pairs, so their K
 loops stay in step), and each stage is released to both blocks' empty
-barriers (`wsc.mbarrier_arrive_cluster`), since both producers write it. A
+barriers (`wsc.mbarrier_arrive {every_cta}`), since both producers write it. A
 rank-1 block whose tile row is past M computes on zeros and stores nothing.
 
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
@@ -197,11 +197,11 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                     dialect.tma_load(a, tile_m, k0, sa, stage, full)
                     # B's tile is the cluster's: each block copies its share
                     # into every block's stage.
-                    load_b = dialect.tma_load if ctas == 1 else dialect.tma_load_multicast
+                    multicast = ctas > 1
                     if problem.b_layout == "nk":
-                        load_b(b, tile_n, k0, sb, stage, full)
+                        dialect.tma_load(b, tile_n, k0, sb, stage, full, multicast)
                     else:
-                        load_b(b, k0, tile_n, sb, stage, full)
+                        dialect.tma_load(b, k0, tile_n, sb, stage, full, multicast)
                 dialect.mbarrier_wait(full, stage, phase)
                 dialect.wgmma_fence()
                 dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)

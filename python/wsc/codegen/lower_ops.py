@@ -1,0 +1,730 @@
+"""The emitting half of --convert-wsc-to-nvvm: `KernelLowering.build(scratch)`
+moves a planned kernel (wsc.codegen.plan) into the `scratch` module and
+rewrites every wsc op in place into arith/scf + llvm/nvvm ops, one
+`_lower_<op>` method per op; wsc.codegen.convert then runs the upstream
+conversions.
+
+How each wsc op is lowered:
+
+* wsc.role: (tid.x - begin) <u count; its first guarded scf.if starts with
+  setmaxnreg.inc/dec to max_registers (inc above the entry count ptxas uses,
+  see `entry_register_cap`, dec below; none when equal). wsc.elect: tid.x ==
+  role begin (0 outside roles). wsc.sync: bar.sync 0 at top level, named
+  barrier (1 + role index, role threads) inside a role.
+* wsc.alloc_shared / wsc.mbarrier_alloc: offsets in the one extern shared array
+  (layout.SharedLayout); thread 0 inits every mbarrier, then
+  fence.mbarrier_init.release.cluster. Barrier addresses are base + 8*stage,
+  buffers base + stage*stage_bytes, for constant or run-time stages.
+* mbarrier arrive / arrive.expect_tx: NVVM ops (a `per_warp` arrive: bar.warp.sync,
+  then lane 0 of each warp arrives); wait: a loop around
+  mbarrier.try_wait.parity (inline asm returning the predicate), bounded
+  when DebugOptions.wait_spin_limit is set (see wsc.codegen.debug, which also
+  adds the random delays of DebugOptions.delay_role).
+* wsc.tma_load: cp.async.bulk.tensor.2d per 128/64/32-byte-wide atom of the
+  tile, coordinates (col, row), completing on barriers[stage].
+  A `multicast` wsc.tma_load: the same for the executing CTA's slice of the
+  tile's rows (rank * R/n onwards, where the box is R/n rows), into that
+  slice of every CTA's stage (multicast mask of all n CTAs).
+  An `every_cta` wsc.mbarrier_arrive: a local arrive, then one on the same
+  barrier of each other CTA through mapa (release at CTA scope). wsc.cluster_rank:
+  %cluster_ctarank; wsc.cluster_sync: barrier.cluster.arrive/wait.aligned.
+* wsc.tma_store: the same per atom from shared to global, then one
+  cp.async.bulk.commit_group; wsc.tma_store_wait is
+  cp.async.bulk.wait_group.read, and the kernel ends with a wait for 0 (an
+  exiting block's shared memory is reused). wsc.fence_proxy_async:
+  fence.proxy.async.shared::cta. wsc.store_shared: each thread's column
+  pairs stored at their swizzled offsets in the stage tile.
+  wsc.coalesced_store: each warp copies whole rows of the stage tile, 32
+  consecutive elements per store instruction (element loads and stores),
+  with bounds checks only when the tile is partial.
+* wsc.wgmma: per m64 sub-tile and k16 step one nvvm.wgmma.mma_async with
+  descriptors from descriptors.OperandDescriptors (A K-major; B K-major for
+  "nk", N-major for "kn"); f16 accumulators are kept as the f16x2 pairs
+  WGMMA works on. fence/commit/wait map one to one; after a wait_group 0 the
+  role's WGMMA accumulators pass through an empty asm, so LLVM cannot move a
+  read of them above the wait.
+* wsc.acc_alloc / wsc.cast / wsc.store: accumulators live in an llvm.alloca in
+  the entry block that is only indexed by constants (LLVM's SROA turns it into
+  registers); cast is a per-element fptrunc (round to nearest even); store
+  writes the fragment (fragments.AccumulatorFragment) with 2-element vector
+  stores when the whole tile is in bounds and pairs are aligned, element by
+  element when it is in bounds but pairs are not (an odd row stride), and
+  element by element with bounds checks for a partial tile.
+* wsc.ring_advance: stage + 1 wrapping to 0 with the phase flipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import func as func_d
+from mlir.dialects import llvm
+
+from wsc import ops
+from wsc.codegen import emit as E
+from wsc.codegen.debug import DebugEmitter
+from wsc.codegen.descriptors import OperandDescriptors
+from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
+from wsc.codegen.info import tensor_name
+from wsc.codegen.layout import (
+    BufferSlot,
+)
+from wsc.codegen.plan import GPU_INDEX_OPS, KernelPlan, dim_index
+from wsc.dialect import acc_type_parameters
+from wsc.ir_utils import (
+    constant_int,
+    defining_op,
+)
+from wsc.target.hopper import (
+    BUFFER_ALIGN,
+    WARP_SIZE,
+    WGMMA_K,
+)
+
+#: The extern dynamic shared-memory symbol every kernel addresses.
+SMEM_SYMBOL = "wsc_smem"
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@dataclass
+class AccSlot:
+    address: ir.Value  # llvm.ptr to the alloca
+    fragment: AccumulatorFragment
+    element: str
+    #: One m64 sub-tile: a struct of f32 or (`packed`) of f16x2 pairs, the
+    #: forms WGMMA reads and writes; an array for other register tiles.
+    sub_type: ir.Type
+    whole_type: ir.Type
+    packed: bool = False
+
+    def subtile_address(self, i: int) -> ir.Value:
+        return E.gep(self.address, [0, i], self.whole_type)
+
+    def load_element(self, i: int, r: int) -> ir.Value:
+        """Register r of sub-tile i."""
+        if not self.packed:
+            return E.load(
+                E.float_type(self.element), E.gep(self.address, [0, i, r], self.whole_type)
+            )
+        pair = E.load(
+            _pair_type(self.element), E.gep(self.address, [0, i, r // 2], self.whole_type)
+        )
+        return E.extractelement(pair, r % 2)
+
+    def store_element(self, i: int, r: int, value: ir.Value) -> None:
+        assert not self.packed, "packed tiles are written whole, by WGMMA"
+        E.store(value, E.gep(self.address, [0, i, r], self.whole_type))
+
+
+def _pair_type(element: str) -> ir.Type:
+    return ir.VectorType.get([2], E.float_type(element))
+
+
+class KernelLowering(KernelPlan):
+    """A planned kernel, and how each of its ops is emitted."""
+
+    def build(self, scratch: ir.Module) -> ir.Operation:
+        """Lower into `scratch` (which must hold the smem global); returns the
+        func.func of llvm/nvvm and upstream ops that wsc.codegen.convert turns
+        into an llvm.func."""
+        kernel = self.kernel
+        location = kernel.location
+        with location:
+            param_types = [p.type for p in self.params]
+            with ir.InsertionPoint(scratch.body):
+                new_func = func_d.FuncOp(self.name, ir.FunctionType.get(param_types, []))
+        self.block.append_to(new_func.regions[0])
+        block = self.block
+        self.param_values = {}
+        for param in self.params:
+            self.param_values[(param.kind, param.name)] = block.add_argument(param.type, location)
+        self._prologue(block)
+        self.debug_emitter = DebugEmitter(self.debug, scratch, self.entry_ip, self.name)
+        self._lower_all()
+        for _ in self.args:
+            block.erase_argument(0)
+        kernel.erase()
+        return new_func
+
+    def _param(self, kind: str, name: str) -> ir.Value:
+        return self.param_values[(kind, name)]
+
+    def _size(self, position: int, dim: int) -> ir.Value:
+        return self._param("i32", self.size_param[(position, dim)])
+
+    def _prologue(self, block: ir.Block) -> None:
+        first = block.operations[0]
+        with ir.InsertionPoint(first), self.kernel.location:
+            self.tid = E.thread_id_x()
+            self.smem_aligned = None
+            if self.layout.end:
+                base = llvm.AddressOfOp(E.ptr(3), SMEM_SYMBOL).result
+                # Launder the address through asm: LLVM would otherwise fold the
+                # rounding away from the global's declared 1024-byte alignment,
+                # and the rounding is what the requested padding pays for.
+                base32 = E.inline_asm(
+                    "mov.b32 $0, $1;", "=r,r", [E.ptrtoint(base, E.i32())], E.i32()
+                )
+                pad = E.andi(
+                    E.subi(E.const(0, E.i32()), base32), E.const(BUFFER_ALIGN - 1, E.i32())
+                )
+                self.smem_aligned = E.gep(base, [pad], E.i8())
+                self.smem_aligned32 = E.addi(base32, pad)
+        self.entry_ip = ir.InsertionPoint.at_block_begin(block)
+
+    def _i32(self, value: ir.Value) -> ir.Value:
+        if isinstance(value.type, ir.IndexType):
+            return E.index_cast(value, E.i32())
+        return value
+
+    def _smem_offset(self, static: int, stage: ir.Value | None = None, stride: int = 0) -> ir.Value:
+        """i32 byte offset static + stage*stride from the aligned base."""
+        offset = E.const(static, E.i32())
+        if stage is not None:
+            index = constant_int(stage)
+            if index is not None:
+                return E.const(static + index * stride, E.i32())
+            offset = E.addi(offset, E.muli(self._i32(stage), E.const(stride, E.i32())))
+        return offset
+
+    def _smem_ptr(self, offset: ir.Value) -> ir.Value:
+        return E.gep(self.smem_aligned, [offset], E.i8())
+
+    def _barrier(self, bars: ir.Value, stage: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """(ptr<3>, i32 offset) of barriers[stage]."""
+        slot = self.barriers[defining_op(bars)]
+        offset = self._smem_offset(slot.offset, stage, 8)
+        return self._smem_ptr(offset), offset
+
+    def _role_begin(self, op: ir.Operation) -> int:
+        role = self.role_of.get(op)
+        return role.begin if role is not None else 0
+
+    def _warp_and_lane(self, op: ir.Operation) -> tuple[ir.Value, ir.Value]:
+        """(warp in the warpgroup, lane) of the executing thread: the
+        coordinates an accumulator fragment is laid out by."""
+        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+        return (E.shrui(local, E.const(5, E.i32())), E.andi(local, E.const(31, E.i32())))
+
+    def _lower_all(self) -> None:
+        self.slots: dict[ir.Value, AccSlot] = {}
+        doomed: list[ir.Operation] = []
+        for op in self.ops:
+            name = op.name
+            if not (name.startswith("wsc.") or name == "memref.dim" or name in GPU_INDEX_OPS):
+                continue
+            method = getattr(self, "_lower_" + name.split(".", 1)[1])
+            with ir.InsertionPoint(op), op.location:
+                method(op)
+            doomed.append(op)
+        if any(op.name == "wsc.tma_store" for op in self.ops):
+            # An exiting block's shared memory goes to the next block: every
+            # thread's TMA stores must have read their source by then.
+            terminator = self.block.operations[len(self.block.operations) - 1]
+            with ir.InsertionPoint(terminator), self.kernel.location:
+                E.bulk_wait_group_read(0)
+        for role in self.roles.values():
+            if (
+                role.max_registers is not None
+                and role.max_registers != self.entry_registers
+                and role.guard is not None
+            ):
+                then_block = role.guard.regions[0].blocks[0]
+                with ir.InsertionPoint.at_block_begin(then_block), role.op.location:
+                    E.set_max_registers(role.max_registers, role.increase)
+        for op in reversed(doomed):
+            op.erase()
+
+    def _replace(self, op: ir.Operation, *values: ir.Value) -> None:
+        for result, value in zip(op.results, values, strict=True):
+            result.replace_all_uses_with(value)
+
+    def _lower_dim(self, op):
+        position = self.args.index(op.opview.source)
+        size = self._size(position, dim_index(op))
+        self._replace(op, E.index_castui(size, E.index()))
+
+    def _gpu_dim(self, op) -> str:
+        return str(op.attributes["dimension"]).rstrip(">").split()[-1]
+
+    def _lower_block_id(self, op):
+        value = E.special_register("ctaid", self._gpu_dim(op))
+        self._replace(op, E.index_castui(value, E.index()))
+
+    def _lower_grid_dim(self, op):
+        value = E.special_register("nctaid", self._gpu_dim(op))
+        self._replace(op, E.index_castui(value, E.index()))
+
+    def _lower_thread_id(self, op):
+        if self._gpu_dim(op) == "x":
+            self._replace(op, E.index_castui(self.tid, E.index()))
+        else:
+            self._replace(op, E.const(0))
+
+    def _lower_block_dim(self, op):
+        self._replace(op, E.const(self.threads if self._gpu_dim(op) == "x" else 1))
+
+    def _lower_role(self, op):
+        role = self.roles[op]
+        local = E.subi(self.tid, E.const(role.begin, E.i32()))
+        self._replace(op, E.cmpi("ult", local, E.const(role.count, E.i32())))
+
+    def _lower_elect(self, op):
+        self._replace(op, E.cmpi("eq", self.tid, E.const(self._role_begin(op), E.i32())))
+
+    def _lower_sync(self, op):
+        role = self.role_of.get(op)
+        if role is None:
+            E.barrier()
+        else:
+            E.barrier(role.barrier_id, role.count)
+
+    def _lower_alloc_shared(self, op):
+        pass  # placed by the layout; its users address it
+
+    def _lower_mbarrier_alloc(self, op):
+        slot = self.barriers[op]
+        guard = E.if_then(E.cmpi("eq", self.tid, E.const(0, E.i32())))
+        with E.then_body(guard):
+            for index in range(slot.count):
+                E.mbarrier_init(
+                    self._smem_ptr(E.const(slot.address(index), E.i32())), slot.arrival_count
+                )
+            E.fence_mbarrier_init()
+
+    def _maybe_delay(self, op) -> None:
+        role = self.role_of.get(op)
+        if self.debug.delays(role.name if role is not None else None):
+            self.debug_emitter.delay(self.tid)
+
+    @contextlib.contextmanager
+    def _arriving_threads(self, op):
+        """The threads that perform `op`'s arrivals: every executing thread,
+        or with per_warp each warp's first lane once the warp has synchronized."""
+        if not ops.MbarrierArrive(op).per_warp:
+            yield
+            return
+        E.warp_sync()
+        _, lane = self._warp_and_lane(op)
+        guard = E.if_then(E.cmpi("eq", lane, E.const(0, E.i32())))
+        with E.then_body(guard):
+            yield
+
+    def _lower_mbarrier_arrive_expect_tx(self, op):
+        self._maybe_delay(op)
+        arrive = ops.MbarrierArriveExpectTx(op)
+        address, _ = self._barrier(arrive.barriers, arrive.stage)
+        E.mbarrier_arrive_expect_tx(address, arrive.tx_bytes)
+
+    def _lower_mbarrier_wait(self, op):
+        self._maybe_delay(op)
+        wait = ops.MbarrierWait(op)
+        bars, stage, phase = wait.barriers, wait.stage, wait.phase
+        _, offset = self._barrier(bars, stage)
+        address32 = E.addi(self.smem_aligned32, offset)
+        parity32 = E.extui(phase, E.i32())
+        if not self.debug.wait_spin_limit:
+            E.mbarrier_wait_parity(address32, parity32)
+            return
+        role = self.role_of.get(op)
+        self.debug_emitter.bounded_wait(
+            address32,
+            parity32,
+            tid=self.tid,
+            stage32=self._i32(stage),
+            barrier=self.barrier_names[defining_op(bars)],
+            role=role.name if role is not None else None,
+            location=op.location,
+        )
+
+    def _lower_ring_advance(self, op):
+        ring = ops.RingAdvance(op)
+        stage, phase, stages = ring.stage, ring.phase, ring.num_stages
+        following = E.addi(stage, E.const(1))
+        wrapped = E.cmpi("eq", following, E.const(stages))
+        self._replace(op, E.select(wrapped, E.const(0), following), E.xori(phase, wrapped))
+
+    def _lower_tma_load(self, op):
+        """Per atom of the tile, one copy. A multicast load copies the
+        executing CTA's slice of the tile's rows, [r*R/n, (r+1)*R/n) for rank
+        r of n (the box is R/n rows), into the same rows of every CTA's stage
+        (multicast mask: all n CTAs), completing on each CTA's barrier at
+        this one's offset."""
+        load = ops.TmaLoad(op)
+        src, row, col, dst, stage = load.src, load.row, load.col, load.dst, load.stage
+        bars = load.barriers
+        slot = self.buffers[defining_op(dst)]
+        tile = slot.tile
+        tensor_map = self._param("tensor_map", tensor_name(self.args.index(src)))
+        barrier, _ = self._barrier(bars, stage)
+        row32, col32 = self._i32(row), self._i32(col)
+        slice_bytes = mask = None
+        if load.multicast:
+            first_row = E.muli(E.cluster_rank(), E.const(tile.rows // self.cluster, E.i32()))
+            row32 = E.addi(row32, first_row)
+            slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
+            mask = E.const((1 << self.cluster) - 1, ir.IntegerType.get_signless(16))
+        for atom in range(tile.num_atoms):
+            offset = self._smem_offset(
+                slot.offset + tile.atom_offset(atom), stage, slot.stage_bytes
+            )
+            if slice_bytes is not None:
+                offset = E.addi(offset, slice_bytes)
+            target = E.addrspacecast(self._smem_ptr(offset), 7)
+            column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
+            E.tma_load_2d(target, tensor_map, [column, row32], barrier, multicast_mask=mask)
+
+    def _lower_mbarrier_arrive(self, op):
+        """An arrive on this CTA's barrier; with every_cta, then on the same
+        barrier of each other CTA of the cluster (ranks rank+1, rank+2, ... mod n)."""
+        self._maybe_delay(op)
+        arrive = ops.MbarrierArrive(op)
+        address, _ = self._barrier(arrive.barriers, arrive.stage)
+        with self._arriving_threads(op):
+            E.mbarrier_arrive(address)
+            if arrive.every_cta:
+                rank = E.cluster_rank()
+                for offset in range(1, self.cluster):
+                    peer = E.remui(
+                        E.addi(rank, E.const(offset, E.i32())), E.const(self.cluster, E.i32())
+                    )
+                    E.mbarrier_arrive_remote(address, peer)
+
+    def _lower_cluster_rank(self, op):
+        self._replace(op, E.index_castui(E.cluster_rank(), ir.IndexType.get()))
+
+    def _lower_cluster_sync(self, op):
+        E.cluster_sync()
+
+    def _acc_slot(self, value: ir.Value, element: str, wgmma_form: bool) -> AccSlot:
+        (rows, cols), _ = acc_type_parameters(value.type)
+        fragment = AccumulatorFragment(rows, cols)
+        scalar = E.float_type(element)
+        packed = False
+        if wgmma_form and element == "f16":
+            # Kept packed between WGMMAs: unpacking would put moves that read
+            # the accumulators between the WGMMAs, and ptxas then serializes
+            # them (C7514).
+            packed = True
+            sub_type = E.struct_of(_pair_type(element), fragment.regs_per_subtile // 2)
+        elif wgmma_form:
+            sub_type = E.struct_of(scalar, fragment.regs_per_subtile)
+        else:
+            sub_type = E.array_of(scalar, fragment.regs_per_subtile)
+        whole = E.array_of(sub_type, fragment.subtiles)
+        with self.entry_ip, value.location:
+            address = E.alloca(whole)
+        slot = AccSlot(address, fragment, element, sub_type, whole, packed)
+        self.slots[value] = slot
+        return slot
+
+    def _lower_acc_alloc(self, op):
+        tile = ops.AccAlloc(op).tile
+        _, element = acc_type_parameters(tile.type)
+        slot = self._acc_slot(tile, element, wgmma_form=element in ("f32", "f16"))
+        for i in range(slot.fragment.subtiles):
+            E.store(E.zero(slot.sub_type), slot.subtile_address(i))
+
+    def _descriptor_base(
+        self, slot: BufferSlot, stage: ir.Value, operand: OperandDescriptors
+    ) -> ir.Value:
+        """i64: every descriptor field of the stage tile, the start address included."""
+        offset = self._smem_offset(slot.offset, stage, slot.stage_bytes)
+        address = E.addi(self.smem_aligned32, offset)
+        field = E.shrui(E.andi(address, E.const(0x3FFFF, E.i32())), E.const(4, E.i32()))
+        return E.ori(E.extui(field, E.i64()), E.const(_signed64(operand.static_bits), E.i64()))
+
+    def _lower_wgmma(self, op):
+        wgmma = ops.Wgmma(op)
+        a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
+        a_slot = self.buffers[defining_op(a)]
+        b_slot = self.buffers[defining_op(b)]
+        k_major_b = wgmma.b_layout == "nk"
+        a_desc = OperandDescriptors(a_slot.tile, k_major=True)
+        b_desc = OperandDescriptors(b_slot.tile, k_major=k_major_b)
+        acc_slot = self.slots[acc]
+        fragment = acc_slot.fragment
+        input_type = str(ir.MemRefType(a.type).element_type)
+        a_row = wgmma.a_row
+        a_base = self._descriptor_base(a_slot, stage, a_desc)
+        b_base = self._descriptor_base(b_slot, stage, b_desc)
+        values = [
+            E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)
+        ]
+        k_steps = a_slot.tile.cols // WGMMA_K
+        for k in range(k_steps):
+            b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
+            for i in range(fragment.subtiles):
+                a_offset = a_desc.offset(k, a_row + SUBTILE_ROWS * i)
+                a_value = E.addi(a_base, E.const(a_offset >> 4, E.i64()))
+                values[i] = E.wgmma_mma_async(
+                    values[i],
+                    a_value,
+                    b_value,
+                    fragment.cols,
+                    input_type,
+                    k_major_b,
+                    acc_slot.element,
+                )
+        for i, value in enumerate(values):
+            E.store(value, acc_slot.subtile_address(i))
+
+    def _lower_tma_store(self, op):
+        store = ops.TmaStore(op)
+        src, stage, dst, row, col = store.src, store.stage, store.dst, store.row, store.col
+        slot = self.buffers[defining_op(src)]
+        tile = slot.tile
+        tensor_map = self._param("tensor_map", tensor_name(self.args.index(dst)))
+        row32, col32 = self._i32(row), self._i32(col)
+        for atom in range(tile.num_atoms):
+            offset = self._smem_offset(
+                slot.offset + tile.atom_offset(atom), stage, slot.stage_bytes
+            )
+            column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
+            E.tma_store_2d(self._smem_ptr(offset), tensor_map, [column, row32])
+        E.bulk_commit_group()
+
+    def _lower_coalesced_store(self, op):
+        """Warp w of the executing threads stores rows [w*R/W, (w+1)*R/W) of
+        the stage tile, a row at a time, lane l the elements 32j + l: every
+        store instruction writes 32 consecutive elements of one row, which
+        needs no alignment beyond the element's (C's rows may be any length).
+        The shared-memory reads of a warp fall in one 128-byte line: no bank
+        conflicts. Rows within a warp's share are static, so their swizzle
+        keys are too."""
+        store = ops.CoalescedStore(op)
+        src, stage, dst, row0, col0 = store.src, store.stage, store.dst, store.row, store.col
+        buffer = self.buffers[defining_op(src)]
+        tile = buffer.tile
+        position = self.args.index(dst)
+        name = tensor_name(position)
+        scalar = E.float_type(str(ir.MemRefType(dst.type).element_type))
+        i32, i64 = E.i32(), E.i64()
+        rows, cols = self._size(position, 0), self._size(position, 1)
+        ld64 = E.arith_extsi(self._param("i32", f"ld{name}"), i64)
+        warp, lane = self._warp_and_lane(op)
+        warp_rows = tile.rows // (self._executing_threads(op) // WARP_SIZE)
+        first_row = E.muli(warp, E.const(warp_rows, i32))
+        row0_32, col0_32 = self._i32(row0), self._i32(col0)
+        lane_bytes = E.muli(lane, E.const(tile.element_bytes, i32))
+        stage_base = E.addi(
+            self._smem_offset(buffer.offset, stage, buffer.stage_bytes),
+            E.muli(first_row, E.const(tile.swizzle, i32)),
+        )
+        top_row = E.addi(row0_32, first_row)
+        lane_col = E.addi(col0_32, lane)
+        thread_base = E.gep(
+            self._param("pointer", name),
+            [E.addi(E.muli(E.arith_extsi(top_row, i64), ld64), E.arith_extsi(lane_col, i64))],
+            scalar,
+        )
+        in_rows = E.cmpi("sle", E.addi(row0_32, E.const(tile.rows, i32)), rows)
+        in_cols = E.cmpi("sle", E.addi(col0_32, E.const(tile.cols, i32)), cols)
+        whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
+
+        def store_rows(checked: bool):
+            for r in range(warp_rows):
+                # warp_rows is a multiple of 8: row r's swizzle key is row (r mod 8)'s.
+                key = tile.swizzled_offset(r, 0) ^ tile.byte_offset(r, 0)
+                row_address = E.gep(thread_base, [E.muli(E.const(r, i64), ld64)], scalar)
+                row_ok = E.cmpi("slt", E.addi(top_row, E.const(r, i32)), rows) if checked else None
+                for first_col in range(0, tile.cols, WARP_SIZE):
+                    atom, inner = divmod(first_col, tile.atom_cols)
+                    in_row = E.addi(E.const(inner * tile.element_bytes, i32), lane_bytes)
+                    offset = E.addi(
+                        E.addi(stage_base, E.const(tile.atom_offset(atom) + r * tile.swizzle, i32)),
+                        E.xori(in_row, E.const(key, i32)),
+                    )
+                    address = E.gep(row_address, [first_col], scalar)
+                    if not checked:
+                        E.store(E.load(scalar, self._smem_ptr(offset)), address)
+                        continue
+                    col_ok = E.cmpi("slt", E.addi(lane_col, E.const(first_col, i32)), cols)
+                    guard = E.if_then(E.andi(row_ok, col_ok))
+                    with E.then_body(guard):
+                        E.store(E.load(scalar, self._smem_ptr(offset)), address)
+
+        with ir.InsertionPoint.at_block_terminator(whole_tile.then_block):
+            store_rows(checked=False)
+        with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
+            store_rows(checked=True)
+
+    def _lower_tma_store_wait(self, op):
+        E.bulk_wait_group_read(ops.TmaStoreWait(op).pending)
+
+    def _lower_fence_proxy_async(self, op):
+        E.fence_proxy_async_shared()
+
+    def _lower_store_shared(self, op):
+        """Each thread writes its column pairs (2-element stores) where the
+        buffer's swizzled layout puts them. A warp's store covers 8 rows of
+        one 16-byte chunk column, which the swizzle spreads over 8 different
+        chunks: no bank conflicts with the 128-byte swizzle."""
+        store = ops.StoreShared(op)
+        tile_value, dst, stage = store.tile, store.dst, store.stage
+        slot = self.slots[tile_value]
+        fragment = slot.fragment
+        buffer = self.buffers[defining_op(dst)]
+        tile = buffer.tile
+        i32 = E.i32()
+        scalar = E.float_type(slot.element)
+        vector_type = ir.VectorType.get([2], scalar)
+        warp, lane = self._warp_and_lane(op)
+        quad_row = E.shrui(lane, E.const(2, i32))
+        # The swizzle flips an offset's chunk bits by its bits 7 and up
+        # (TileLayout.swizzled_offset). The rows this thread holds are
+        # 16*warp + lane/4 + 8*k, whose offsets differ in those bits by
+        # multiples of the swizzle period: all share lane/4's key.
+        key = E.andi(
+            E.shrui(E.muli(quad_row, E.const(tile.swizzle, i32)), E.const(3, i32)),
+            E.const(tile.swizzle_bits, i32),
+        )
+        row_bytes = E.muli(
+            E.addi(E.muli(warp, E.const(16, i32)), quad_row), E.const(tile.swizzle, i32)
+        )
+        pair_bytes = E.muli(E.andi(lane, E.const(3, i32)), E.const(2 * tile.element_bytes, i32))
+        base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes), row_bytes)
+        for i in range(fragment.subtiles):
+            for h in range(2):
+                row = SUBTILE_ROWS * i + 8 * h
+                for j in range(fragment.cols // 8):
+                    atom, inner = divmod(8 * j, tile.atom_cols)
+                    static = tile.atom_offset(atom) + row * tile.swizzle
+                    in_row = E.addi(E.const(inner * tile.element_bytes, i32), pair_bytes)
+                    offset = E.addi(E.addi(base, E.const(static, i32)), E.xori(in_row, key))
+                    pair = E.undef(vector_type)
+                    for c in range(2):
+                        value = slot.load_element(i, 4 * j + 2 * h + c)
+                        pair = E.insertelement(pair, value, c)
+                    E.store(pair, self._smem_ptr(offset), alignment=2 * tile.element_bytes)
+
+    def _lower_wgmma_fence(self, op):
+        E.wgmma_fence()
+
+    def _lower_wgmma_commit_group(self, op):
+        E.wgmma_commit_group()
+
+    def _lower_wgmma_wait_group(self, op):
+        pending = ops.WgmmaWaitGroup(op).pending
+        E.wgmma_wait_group(pending)
+        if pending:
+            return
+        # To LLVM the accumulators are plain values that the wait does not
+        # touch, so it may move a read of them (the epilogue's cast) above
+        # the wait while a WGMMA still writes them; ptxas then serializes
+        # every WGMMA (C7514). Tying each register to an empty asm after
+        # the wait keeps every later read below it.
+        role = self.role_of.get(op)
+        for value, slot in self.slots.items():
+            if value in self.wgmma_accumulators and self.role_of.get(defining_op(value)) is role:
+                for i in range(slot.fragment.subtiles):
+                    address = slot.subtile_address(i)
+                    fenced = E.register_fence(
+                        E.load(slot.sub_type, address),
+                        _pair_type(slot.element) if slot.packed else E.float_type(slot.element),
+                        slot.fragment.regs_per_subtile // (2 if slot.packed else 1),
+                    )
+                    E.store(fenced, address)
+
+    def _lower_cast(self, op):
+        cast = ops.Cast(op)
+        source = self.slots[cast.src]
+        _, element = acc_type_parameters(cast.result.type)
+        target = self._acc_slot(cast.result, element, wgmma_form=False)
+        dst_scalar = E.float_type(element)
+        for i in range(source.fragment.subtiles):
+            for r in range(source.fragment.regs_per_subtile):
+                value = source.load_element(i, r)
+                if element != source.element:  # from f32 (checked by analyze)
+                    value = E.truncf(value, dst_scalar)
+                target.store_element(i, r, value)
+
+    def _lower_store(self, op):
+        store = ops.Store(op)
+        tile, dst, row0, col0 = store.tile, store.dst, store.row, store.col
+        slot = self.slots[tile]
+        fragment = slot.fragment
+        position = self.args.index(dst)
+        name = tensor_name(position)
+        scalar = E.float_type(slot.element)
+        element_bytes = 4 if slot.element == "f32" else 2
+        base = self._param("pointer", name)
+        ld = self._param("i32", f"ld{name}")
+        rows, cols = self._size(position, 0), self._size(position, 1)
+        i32 = E.i32()
+
+        warp, lane = self._warp_and_lane(op)
+        row0_32, col0_32 = self._i32(row0), self._i32(col0)
+        row_base = E.addi(
+            E.addi(row0_32, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32))
+        )
+        col_base = E.addi(col0_32, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
+        ld64 = E.arith_extsi(ld, E.i64())
+
+        # Three paths: the tile is in bounds with column pairs aligned (2-wide
+        # vector stores); in bounds, pairs not aligned (an odd row stride,
+        # as for N = 8193: element stores, no bounds checks); a partial tile
+        # (element stores, each checked).
+        pair_align = 2 * element_bytes
+        in_rows = E.cmpi("sle", E.addi(row0_32, E.const(fragment.rows, i32)), rows)
+        in_cols = E.cmpi("sle", E.addi(col0_32, E.const(fragment.cols, i32)), cols)
+        even = E.cmpi("eq", E.andi(E.ori(ld, col0_32), E.const(1, i32)), E.const(0, i32))
+        aligned = E.cmpi(
+            "eq",
+            E.andi(E.ptrtoint(base, E.i64()), E.const(pair_align - 1, E.i64())),
+            E.const(0, E.i64()),
+        )
+        whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
+        vector_type = ir.VectorType.get([2], scalar)
+
+        def row_offset(row):
+            return E.muli(E.arith_extsi(row, E.i64()), ld64)
+
+        def address(row_off, column):
+            return E.gep(base, [E.addi(row_off, E.arith_extsi(column, E.i64()))], scalar)
+
+        def fragment_rows():
+            """(subtile, half, row) of every row this thread holds."""
+            for i in range(fragment.subtiles):
+                for h in range(2):
+                    yield i, h, E.addi(row_base, E.const(SUBTILE_ROWS * i + 8 * h, i32))
+
+        def store_element(i, h, j, c, row_off):
+            column = E.addi(col_base, E.const(8 * j + c, i32))
+            value = slot.load_element(i, 4 * j + 2 * h + c)
+            E.store(value, address(row_off, column), alignment=element_bytes)
+
+        with ir.InsertionPoint.at_block_terminator(whole_tile.then_block):
+            pairs = E.scf_if_else(E.andi(even, aligned))
+            with ir.InsertionPoint.at_block_terminator(pairs.then_block):
+                for i, h, row in fragment_rows():
+                    row_off = row_offset(row)
+                    for j in range(fragment.cols // 8):
+                        column = E.addi(col_base, E.const(8 * j, i32))
+                        pair = E.undef(vector_type)
+                        for c in range(2):
+                            value = slot.load_element(i, 4 * j + 2 * h + c)
+                            pair = E.insertelement(pair, value, c)
+                        E.store(pair, address(row_off, column), alignment=pair_align)
+            with ir.InsertionPoint.at_block_terminator(pairs.else_block):
+                for i, h, row in fragment_rows():
+                    row_off = row_offset(row)
+                    for j in range(fragment.cols // 8):
+                        for c in range(2):
+                            store_element(i, h, j, c, row_off)
+        with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
+            for i, h, row in fragment_rows():
+                row_ok = E.if_then(E.cmpi("slt", row, rows))
+                with E.then_body(row_ok):
+                    row_off = row_offset(row)
+                    for j in range(fragment.cols // 8):
+                        for c in range(2):
+                            column = E.addi(col_base, E.const(8 * j + c, i32))
+                            col_ok = E.if_then(E.cmpi("slt", column, cols))
+                            with E.then_body(col_ok):
+                                store_element(i, h, j, c, row_off)

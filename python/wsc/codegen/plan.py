@@ -1,0 +1,722 @@
+"""The planning half of --convert-wsc-to-nvvm: `KernelPlan.analyze()` reads
+one specialized wsc kernel and raises a located PassError for anything the
+lowering cannot take, before anything is changed (a rejected kernel leaves
+the module untouched); it plans the parameter list, the shared-memory
+layout, the tensor maps and the register budgets, and describes the launch
+(`kernel_info()`). `wsc.codegen.lower_ops` emits the kernel from the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from wsc import ops
+from wsc.codegen import emit as E
+from wsc.codegen.debug import DebugOptions, barrier_names
+from wsc.codegen.info import KernelInfo, tensor_name
+from wsc.codegen.layout import (
+    ALIGN_PADDING,
+    BarrierSlot,
+    BufferSlot,
+    LayoutError,
+    SharedLayout,
+    TileLayout,
+)
+from wsc.diagnostics import PassError
+from wsc.dialect import acc_type_parameters
+from wsc.ir_utils import (
+    cluster_size,
+    constant_int,
+    defining_op,
+    kernel_threads,
+    memref_shape,
+    memref_space,
+    walk,
+)
+from wsc.target.hopper import (
+    BUFFER_ALIGN,
+    MAX_DYNAMIC_SMEM,
+    MAX_THREAD_REGISTERS,
+    NAMED_BARRIERS,
+    REGISTER_FILE,
+    TENSOR_MAP_ALIGN,
+    TENSOR_MAP_BYTES,
+    WARP_SIZE,
+    WARPGROUP_SIZE,
+)
+
+#: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
+PASSTHROUGH_DIALECTS = ("arith", "scf", "index")
+GPU_INDEX_OPS = ("gpu.block_id", "gpu.thread_id", "gpu.block_dim", "gpu.grid_dim")
+
+
+def entry_register_cap(threads: int) -> int:
+    """The per-thread register count ptxas gives a kernel launched with
+    `.maxntid threads` and `.minnctapersm 1` that uses setmaxnreg: all it may,
+    with the block rounded up to whole warpgroups,
+    min(255, floor(65536 / roundup(threads, 128) / 8) * 8)
+    (160 threads -> 255, 288 or 384 -> 168, observed with ptxas 13.0)."""
+    rounded = -(-threads // WARPGROUP_SIZE) * WARPGROUP_SIZE
+    per_thread = REGISTER_FILE // rounded
+    return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
+
+
+def _allocated(registers: int) -> int:
+    """Registers the hardware sets aside per thread (allocation unit 8)."""
+    return -(-registers // 8) * 8
+
+
+def dim_index(op: ir.Operation) -> int:
+    """The dimension a memref.dim reads: a constant 0 or 1."""
+    dim = constant_int(op.opview.index)
+    if dim is None or dim not in (0, 1):
+        raise fail(op, "needs a constant dimension index 0 or 1")
+    return dim
+
+
+def use_owner(use) -> ir.Operation:
+    owner = use.owner
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def fail(op: ir.Operation, message: str, notes=None) -> PassError:
+    return PassError(op.location, f"'{op.name}' op {message}", notes=notes)
+
+
+@dataclass
+class RoleInfo:
+    op: ir.Operation
+    name: str
+    begin: int
+    count: int
+    max_registers: int | None
+    barrier_id: int
+    guard: ir.Operation | None = None  # the first scf.if it guards
+    increase: bool = False
+
+
+@dataclass
+class ParamInfo:
+    kind: str  # tensor_map | pointer | i32
+    name: str
+    type: ir.Type
+    attrs: dict = field(default_factory=dict)
+
+
+class _DimClasses:
+    """Union-find over (tensor position, dim) pairs that must be equal."""
+
+    def __init__(self):
+        self.parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def find(self, node):
+        self.parent.setdefault(node, node)
+        while self.parent[node] != node:
+            self.parent[node] = self.parent[self.parent[node]]
+            node = self.parent[node]
+        return node
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+    def members(self, node):
+        root = self.find(node)
+        return sorted(n for n in list(self.parent) if self.find(n) == root)
+
+
+class KernelPlan:
+    """What the lowering of one kernel needs to know, read from it by analyze()."""
+
+    def __init__(
+        self, kernel: ir.Operation, index_bitwidth: int = 32, debug: DebugOptions = DebugOptions()
+    ):
+        self.kernel = kernel
+        self.index_bitwidth = index_bitwidth
+        self.debug = debug
+
+    def analyze(self) -> None:
+        kernel = self.kernel
+        self.name = ir.StringAttr(kernel.attributes["sym_name"]).value
+        self.threads = kernel_threads(kernel)
+        self.cluster = cluster_size(kernel)
+        if len(kernel.regions[0].blocks) != 1:
+            raise fail(kernel, "kernel body must be a single block (structured control flow only)")
+        self.block = kernel.regions[0].blocks[0]
+        self.args = list(self.block.arguments)
+        for position, arg in enumerate(self.args):
+            shape = memref_shape(arg.type)
+            if shape is None or len(shape) != 2 or memref_space(arg.type) != 0:
+                raise fail(
+                    kernel,
+                    f"argument #{position} must be a rank-2 memref in global "
+                    f"memory, got {arg.type}",
+                )
+            element = str(ir.MemRefType(arg.type).element_type)
+            if element not in ("f16", "bf16", "f32"):
+                raise fail(
+                    kernel,
+                    f"argument #{position} element type must be f16, bf16 or f32, got {element}",
+                )
+        if (
+            kernel.attributes["function_type"]
+            and ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value).results
+        ):
+            raise fail(kernel, "a kernel returns no results")
+
+        self.ops = list(walk(kernel))
+        self.roles: dict[ir.Operation, RoleInfo] = {}
+        self.role_of: dict[ir.Operation, RoleInfo | None] = {}
+        self.buffer_ops: list[ir.Operation] = []
+        self.barrier_ops: list[ir.Operation] = []
+        self.wgmma_accumulators: set[ir.Value] = set()
+        for op in self.ops:
+            self._check_op(op)
+        self._check_argument_uses()
+        self._plan_roles()
+        self._check_debug_options()
+        self._plan_shared_memory()
+        self._check_coalesced_stores()
+        self._plan_tensor_maps()
+        self._plan_params()
+        self.info = self._make_kernel_info()
+
+    def _check_op(self, op: ir.Operation) -> None:
+        name = op.name
+        dialect = name.split(".")[0]
+        if name.startswith("wsc."):
+            role_op = self._enclosing_role(op)
+            if name == "wsc.role":
+                self._add_role(op)
+            elif name == "wsc.alloc_shared":
+                self.buffer_ops.append(op)
+                self._check_shared_uses(op)
+            elif name == "wsc.mbarrier_alloc":
+                if op.parent is None or op.parent.operation != self.kernel:
+                    raise fail(
+                        op, "must be at the top level of the kernel, where every thread runs it"
+                    )
+                self.barrier_ops.append(op)
+            elif name in (
+                "wsc.tma_load",
+                "wsc.tma_store",
+                "wsc.coalesced_store",
+                "wsc.wgmma",
+                "wsc.mbarrier_arrive",
+                "wsc.mbarrier_arrive_expect_tx",
+                "wsc.mbarrier_wait",
+            ):
+                self._check_sources(op)
+                if name == "wsc.wgmma":
+                    self.wgmma_accumulators.add(ops.Wgmma(op).acc)
+            elif name in ("wsc.store", "wsc.store_shared", "wsc.cast"):
+                tile = (
+                    ops.Store(op).tile
+                    if name == "wsc.store"
+                    else ops.StoreShared(op).tile
+                    if name == "wsc.store_shared"
+                    else ops.Cast(op).src
+                )
+                source = defining_op(tile)
+                if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
+                    raise fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
+                if name == "wsc.cast":
+                    _, src_element = acc_type_parameters(tile.type)
+                    _, dst_element = acc_type_parameters(ops.Cast(op).result.type)
+                    if src_element != dst_element and src_element != "f32":
+                        raise fail(
+                            op,
+                            f"can only convert from f32 (or keep the type), "
+                            f"got {src_element} to {dst_element}",
+                        )
+            self.role_of[op] = self.roles.get(role_op) if role_op is not None else None
+            if role_op is not None and role_op not in self.roles:
+                raise fail(op, "is guarded by a role defined after it")
+            return
+        if name == "scf.if":
+            condition = defining_op(op.opview.condition)
+            if condition is not None and condition.name == "wsc.role":
+                role = self.roles[condition]
+                if role.guard is None:
+                    role.guard = op
+            return
+        if name == "memref.dim":
+            source = op.opview.source
+            if source not in self.args:
+                raise fail(op, "is only supported on the kernel's tensor arguments")
+            dim_index(op)
+            return
+        if name in GPU_INDEX_OPS or name == "func.return" or dialect in PASSTHROUGH_DIALECTS:
+            return
+        raise fail(
+            op,
+            "cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, "
+            "scf, index, memref.dim of kernel arguments, gpu block/thread ids)",
+        )
+
+    def _enclosing_role(self, op: ir.Operation) -> ir.Operation | None:
+        """The wsc.role whose scf.if then-branch holds `op` (innermost), if any."""
+        child = op
+        parent = child.parent
+        while parent is not None and parent.operation != self.kernel:
+            parent = parent.operation
+            if parent.name == "scf.if":
+                condition = defining_op(parent.opview.condition)
+                if condition is not None and condition.name == "wsc.role":
+                    if child.block == parent.regions[0].blocks[0]:
+                        return condition
+                    raise fail(
+                        op,
+                        "is in the else branch of a role's scf.if; a role's "
+                        "code goes in the then branch",
+                        notes=[(condition.location, "role defined here")],
+                    )
+            child = parent
+            parent = child.parent
+        return None
+
+    def _add_role(self, op: ir.Operation) -> None:
+        if len(self.roles) + 1 >= NAMED_BARRIERS:
+            raise fail(op, f"needs a named barrier but only {NAMED_BARRIERS - 1} exist")
+        role = ops.Role(op)
+        self.roles[op] = RoleInfo(
+            op,
+            role.role,
+            role.thread_begin,
+            role.num_threads,
+            role.max_registers,
+            len(self.roles) + 1,
+        )
+
+    def _check_shared_uses(self, op: ir.Operation) -> None:
+        allowed = {
+            ("wsc.tma_load", "dst"),
+            ("wsc.wgmma", "a"),
+            ("wsc.wgmma", "b"),
+            ("wsc.tma_store", "src"),
+            ("wsc.coalesced_store", "src"),
+            ("wsc.store_shared", "dst"),
+        }
+        for use in ops.AllocShared(op).buffer.uses:
+            owner = use_owner(use)
+            if (owner.name, ops.operand_name(owner, use.operand_number)) not in allowed:
+                raise fail(
+                    owner,
+                    "uses a wsc.alloc_shared buffer in a way --convert-wsc-to-nvvm cannot lower",
+                    notes=[(op.location, "buffer allocated here")],
+                )
+
+    def _check_sources(self, op: ir.Operation) -> None:
+        expected = {
+            "wsc.tma_load": {"dst": "wsc.alloc_shared", "barriers": "wsc.mbarrier_alloc"},
+            "wsc.tma_store": {"src": "wsc.alloc_shared"},
+            "wsc.coalesced_store": {"src": "wsc.alloc_shared"},
+            "wsc.wgmma": {"a": "wsc.alloc_shared", "b": "wsc.alloc_shared", "acc": "wsc.acc_alloc"},
+            "wsc.mbarrier_arrive": {"barriers": "wsc.mbarrier_alloc"},
+            "wsc.mbarrier_arrive_expect_tx": {"barriers": "wsc.mbarrier_alloc"},
+            "wsc.mbarrier_wait": {"barriers": "wsc.mbarrier_alloc"},
+        }[op.name]
+        for operand, producer in expected.items():
+            position = ops.operand_number(op.name, operand)
+            source = defining_op(op.operands[position])
+            if source is None or source.name != producer:
+                raise fail(
+                    op, f"operand #{position} must be defined by {producer} (in this kernel)"
+                )
+        if op.name == "wsc.tma_load" and ops.TmaLoad(op).src not in self.args:
+            raise fail(op, "source must be a tensor argument of the kernel")
+        if op.name == "wsc.tma_store" and ops.TmaStore(op).dst not in self.args:
+            raise fail(op, "destination must be a tensor argument of the kernel")
+        if op.name == "wsc.coalesced_store" and ops.CoalescedStore(op).dst not in self.args:
+            raise fail(op, "destination must be a tensor argument of the kernel")
+
+    def _check_argument_uses(self) -> None:
+        self.tma_args: set[int] = set()  # read with TMA
+        self.tma_store_args: set[int] = set()
+        self.store_args: set[int] = set()  # written by threads, from registers or shared
+        for position, arg in enumerate(self.args):
+            for use in arg.uses:
+                owner = use_owner(use)
+                key = (owner.name, ops.operand_name(owner, use.operand_number))
+                if key == ("wsc.tma_load", "src"):
+                    self.tma_args.add(position)
+                elif key == ("wsc.tma_store", "dst"):
+                    self.tma_store_args.add(position)
+                elif key in (("wsc.store", "dst"), ("wsc.coalesced_store", "dst")):
+                    self.store_args.add(position)
+                elif owner.name == "memref.dim":
+                    pass
+                else:
+                    raise fail(
+                        owner,
+                        f"uses kernel argument #{position} in a way "
+                        f"--convert-wsc-to-nvvm cannot lower",
+                    )
+            if position in self.tma_args and position in self.store_args | self.tma_store_args:
+                raise fail(
+                    self.kernel,
+                    f"argument #{position} is both read and written, which is not supported",
+                )
+            if position in self.tma_store_args and position in self.store_args:
+                raise fail(
+                    self.kernel,
+                    f"argument #{position} is written both by TMA and by "
+                    f"wsc.store or wsc.coalesced_store, which is not "
+                    f"supported (one tensor map or pointer per tensor)",
+                )
+
+    def _plan_roles(self) -> None:
+        """setmaxnreg: inc or dec from the entry count, and whether it can be met.
+
+        setmaxnreg is warpgroup-wide, so a role with a budget must hold every
+        thread the block has in each warpgroup it touches. setmaxnreg.inc only
+        receives registers that setmaxnreg.dec gave back, and (seen on an H200)
+        a dec in a warpgroup the block does not fully contain (e.g. V3's lone
+        producer warp) gives back nothing an inc can use: a kernel relying on
+        that hangs. So only decs of complete warpgroups fund incs."""
+        self.entry_registers = entry_register_cap(self.threads)
+        entry = _allocated(self.entry_registers)
+        released, needed = 0, 0
+        increases = []
+        for role in self.roles.values():
+            if role.max_registers is None:
+                continue
+            if role.guard is None:
+                raise fail(role.op, "has max_registers but guards no scf.if to put setmaxnreg in")
+            end = role.begin + role.count
+            complete = True
+            for group in range(role.begin // WARPGROUP_SIZE, -(-end // WARPGROUP_SIZE)):
+                lo = group * WARPGROUP_SIZE
+                hi = min(lo + WARPGROUP_SIZE, self.threads)
+                if lo < role.begin or hi > end:
+                    raise fail(
+                        role.op,
+                        f"has max_registers but setmaxnreg is warpgroup-wide: "
+                        f"the role covers threads [{role.begin}, {end}) and "
+                        f"warpgroup {group} has threads [{lo}, {hi}) in the "
+                        f"block",
+                    )
+                complete = complete and lo + WARPGROUP_SIZE <= self.threads
+            role.increase = role.max_registers > self.entry_registers
+            delta = _allocated(role.max_registers) - entry
+            if delta > 0:
+                needed += delta * role.count
+                increases.append(role)
+            elif complete:
+                released -= delta * role.count
+        if needed > released:
+            role = increases[0]
+            raise fail(
+                role.op,
+                f"max_registers = {role.max_registers} cannot be met: a block "
+                f"of {self.threads} threads starts with "
+                f"{self.entry_registers} registers per thread, the roles' "
+                f"setmaxnreg.inc need {needed} more and setmaxnreg.dec in "
+                f"complete warpgroups gives back {released}, so the inc would "
+                f"wait forever (lower the budgets, or make the decreasing "
+                f"role a whole warpgroup)",
+            )
+
+    def _plan_shared_memory(self) -> None:
+        self.layout = SharedLayout()
+        self.buffers: dict[ir.Operation, BufferSlot] = {}
+        self.barriers: dict[ir.Operation, BarrierSlot] = {}
+        for position, op in enumerate(self.buffer_ops):
+            memref = ir.MemRefType(ops.AllocShared(op).buffer.type)
+            stages, rows, cols = memref.shape
+            try:
+                tile = TileLayout.choose(rows, cols, memref.element_type.width // 8)
+            except LayoutError as error:
+                raise fail(op, str(error)) from None
+            self.buffers[op] = self.layout.add_buffer(f"buffer{position}", stages, tile)
+        for position, op in enumerate(self.barrier_ops):
+            alloc = ops.MbarrierAlloc(op)
+            self.barriers[op] = self.layout.add_barriers(
+                f"barriers{position}", alloc.num_barriers, alloc.arrival_count
+            )
+        total = self.layout.dynamic_smem_bytes
+        if total > MAX_DYNAMIC_SMEM:
+            notes = [
+                (op.location, f"this ring buffer takes {self.buffers[op].total_bytes} bytes")
+                for op in self.buffer_ops
+            ]
+            raise fail(
+                self.kernel,
+                f"needs {total} bytes of shared memory ({self.layout.end} "
+                f"for buffers and barriers + {ALIGN_PADDING} alignment "
+                f"padding), more than the {MAX_DYNAMIC_SMEM} bytes "
+                f"(227 KB) a block may use on sm_90",
+                notes=notes,
+            )
+        for op in self.barrier_ops:
+            self._check_barriers_published(op)
+
+    def _check_coalesced_stores(self) -> None:
+        """wsc.coalesced_store's lowering gives each warp whole 8-row groups
+        of the stage tile (the rows whose swizzle is the same), and a warp's
+        32 lanes 32 consecutive elements of one swizzle atom's row."""
+        for op in self.ops:
+            if op.name != "wsc.coalesced_store":
+                continue
+            tile = self.buffers[defining_op(ops.CoalescedStore(op).src)].tile
+            warps = self._executing_threads(op) // WARP_SIZE
+            if tile.rows % (8 * warps):
+                raise fail(
+                    op,
+                    f"a {tile.rows}-row stage tile cannot be stored by {warps} "
+                    f"warps in groups of 8 rows each",
+                )
+            if tile.atom_cols % WARP_SIZE:
+                raise fail(
+                    op,
+                    f"the stage tile's {tile.swizzle}-byte swizzle atoms are "
+                    f"{tile.atom_cols} elements wide; coalesced stores need rows "
+                    f"of 32-element multiples per atom",
+                )
+
+    def _executing_threads(self, op: ir.Operation) -> int:
+        role = self.role_of.get(op)
+        return role.count if role is not None else self.threads
+
+    def _check_barriers_published(self, op: ir.Operation) -> None:
+        """A block-wide wsc.sync must follow the initialisation at top level."""
+        seen = False
+        for other in self.block.operations:
+            other = other.operation
+            if other == op:
+                seen = True
+            elif seen and other.name in ("wsc.sync", "wsc.cluster_sync"):
+                return
+        raise fail(
+            op,
+            "must be followed by a block-wide wsc.sync at the kernel's top level "
+            "(other threads may not use the barriers before they are initialised)",
+        )
+
+    def _plan_tensor_maps(self) -> None:
+        self.tensor_maps: dict[int, dict] = {}
+        first_copy: dict[int, ir.Operation] = {}
+        for op in self.ops:
+            box_rows = None
+            if op.name == "wsc.tma_load":
+                load = ops.TmaLoad(op)
+                tensor, buffer = load.src, load.dst
+                if load.multicast:
+                    # Each CTA copies its slice of the tile's rows.
+                    box_rows = self.buffers[defining_op(buffer)].tile.rows // self.cluster
+            elif op.name == "wsc.tma_store":
+                store = ops.TmaStore(op)
+                tensor, buffer = store.dst, store.src
+            else:
+                continue
+            position = self.args.index(tensor)
+            tile = self.buffers[defining_op(buffer)].tile
+            box = [box_rows or tile.box[0], tile.box[1]]
+            spec = {"tensor": tensor_name(position), "box": box, "swizzle": tile.swizzle_name}
+            if position in self.tensor_maps and self.tensor_maps[position] != spec:
+                raise fail(
+                    op,
+                    f"copies tensor '{tensor_name(position)}' with box {spec['box']} "
+                    f"and {spec['swizzle']} swizzle, but an earlier TMA copy uses "
+                    f"{self.tensor_maps[position]['box']} and "
+                    f"{self.tensor_maps[position]['swizzle']}; one tensor map per "
+                    f"tensor is supported",
+                    notes=[(first_copy[position].location, "earlier copy here")],
+                )
+            self.tensor_maps[position] = spec
+            first_copy.setdefault(position, op)
+
+    def _plan_params(self) -> None:
+        classes = _DimClasses()
+        labels: dict[tuple[int, int], str] = {}
+        loads_into: dict[ir.Operation, set[int]] = {}
+        for op in self.ops:
+            if op.name == "wsc.tma_load":
+                load = ops.TmaLoad(op)
+                loads_into.setdefault(defining_op(load.dst), set()).add(self.args.index(load.src))
+        matmul = False
+        for op in self.ops:
+            if op.name != "wsc.wgmma":
+                continue
+            wgmma = ops.Wgmma(op)
+            a_tensors = loads_into.get(defining_op(wgmma.a), set())
+            b_tensors = loads_into.get(defining_op(wgmma.b), set())
+            c_tensors = self._stored_tensors(wgmma.acc)
+            kn = wgmma.b_layout == "kn"
+            b_k, b_n = (0, 1) if kn else (1, 0)
+            for label, nodes in (
+                ("m", [(t, 0) for t in a_tensors] + [(t, 0) for t in c_tensors]),
+                ("k", [(t, 1) for t in a_tensors] + [(t, b_k) for t in b_tensors]),
+                ("n", [(t, b_n) for t in b_tensors] + [(t, 1) for t in c_tensors]),
+            ):
+                for node in nodes:
+                    classes.union(nodes[0], node)
+                    labels.setdefault(node, label)
+            matmul = matmul or bool(a_tensors and b_tensors and c_tensors)
+
+        # Dims the kernel reads: memref.dim results and the bounds of stores
+        # by threads.
+        used: list[tuple[int, int]] = []
+        for op in self.ops:
+            if op.name == "memref.dim":
+                node = (self.args.index(op.opview.source), dim_index(op))
+            elif op.name in ("wsc.store", "wsc.coalesced_store"):
+                store = ops.Store(op) if op.name == "wsc.store" else ops.CoalescedStore(op)
+                position = self.args.index(store.dst)
+                for node in ((position, 0), (position, 1)):
+                    if node not in used:
+                        used.append(node)
+                continue
+            else:
+                continue
+            if node not in used:
+                used.append(node)
+
+        # Name each class: its matmul label if it has exactly one, else generic.
+        class_name: dict[tuple[int, int], str] = {}
+        taken: set[str] = set()
+        order: list[str] = []
+        if matmul:
+            for label in ("m", "n", "k"):
+                roots = {classes.find(n) for n, lab in labels.items() if lab == label}
+                if len(roots) == 1:
+                    root = roots.pop()
+                    if root not in class_name:
+                        class_name[root] = label
+                        taken.add(label)
+                        order.append(label)
+        for node in used:
+            root = classes.find(node)
+            if root not in class_name:
+                name = f"{tensor_name(node[0])}_dim{node[1]}"
+                class_name[root] = name
+                order.append(name)
+        self.size_param: dict[tuple[int, int], str] = {}
+        self.dims: dict[str, list[list]] = {name: [] for name in order}
+        for node in list(classes.parent) + used:
+            param = class_name.get(classes.find(node))
+            if param is not None:
+                self.size_param[node] = param
+                entry = [tensor_name(node[0]), node[1]]
+                if entry not in self.dims[param]:
+                    self.dims[param].append(entry)
+        for name in self.dims:
+            self.dims[name].sort()
+
+        ptr = E.ptr()
+        tm_attrs = {
+            "llvm.byval": ir.TypeAttr.get(E.array_of(E.i8(), TENSOR_MAP_BYTES)),
+            "llvm.align": ir.IntegerAttr.get(E.i64(), TENSOR_MAP_ALIGN),
+            "nvvm.grid_constant": ir.UnitAttr.get(),
+        }
+        self.params: list[ParamInfo] = []
+        for position in sorted(self.tma_args | self.tma_store_args):
+            self.params.append(ParamInfo("tensor_map", tensor_name(position), ptr, tm_attrs))
+        for position in sorted(self.store_args):
+            self.params.append(
+                ParamInfo(
+                    "pointer", tensor_name(position), ptr, {"llvm.noalias": ir.UnitAttr.get()}
+                )
+            )
+        for name in order:
+            self.params.append(ParamInfo("i32", name, E.i32()))
+        for position in sorted(self.store_args):
+            self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
+
+    def _stored_tensors(self, acc: ir.Value) -> set[int]:
+        """The tensors `acc` ends up in: stored from registers, or staged in
+        shared memory and copied out (with TMA or coalesced stores)."""
+        found: set[int] = set()
+        pending = [acc]
+        while pending:
+            value = pending.pop()
+            for use in value.uses:
+                owner = use_owner(use)
+                key = (owner.name, ops.operand_name(owner, use.operand_number))
+                if key == ("wsc.store", "tile"):
+                    found.add(self.args.index(ops.Store(owner).dst))
+                elif key == ("wsc.store_shared", "tile"):
+                    for copy in ops.StoreShared(owner).dst.uses:
+                        copy_op = use_owner(copy)
+                        copy_key = (copy_op.name, ops.operand_name(copy_op, copy.operand_number))
+                        if copy_key == ("wsc.tma_store", "src"):
+                            found.add(self.args.index(ops.TmaStore(copy_op).dst))
+                        elif copy_key == ("wsc.coalesced_store", "src"):
+                            found.add(self.args.index(ops.CoalescedStore(copy_op).dst))
+                elif owner.name == "wsc.cast":
+                    pending.append(ops.Cast(owner).result)
+        return found
+
+    def _check_debug_options(self) -> None:
+        """delay-role must name a role, or the option would silently do nothing."""
+        self.barrier_names = barrier_names(self.barrier_ops)
+        role = self.debug.delay_role
+        if role and not any(self.debug.delays(r.name) for r in self.roles.values()):
+            names = ", ".join(sorted({r.name for r in self.roles.values()})) or "none"
+            raise fail(
+                self.kernel, f"has no role '{role}' to delay (delay-role={role}; roles: {names})"
+            )
+
+    def kernel_info(self) -> KernelInfo:
+        """The launch description (available after analyze())."""
+        return self.info
+
+    def _make_kernel_info(self) -> KernelInfo:
+        tensors = {}
+        for position, arg in enumerate(self.args):
+            memref = ir.MemRefType(arg.type)
+            role = (
+                "input"
+                if position in self.tma_args
+                else "output"
+                if position in self.store_args | self.tma_store_args
+                else "unused"
+            )
+            tensors[tensor_name(position)] = {
+                "arg": position,
+                "dtype": str(memref.element_type),
+                "role": role,
+                "shape": memref_shape(arg.type),
+            }
+        layout = {
+            "base_align": BUFFER_ALIGN,
+            "buffers": [
+                {
+                    "offset": s.offset,
+                    "stages": s.num_stages,
+                    "stage_bytes": s.stage_bytes,
+                    "rows": s.tile.rows,
+                    "cols": s.tile.cols,
+                    "swizzle": s.tile.swizzle_name,
+                }
+                for s in self.layout.buffers
+            ],
+            "barriers": [
+                {"offset": b.offset, "count": b.count, "arrival_count": b.arrival_count}
+                for b in self.layout.barriers
+            ],
+            "end": self.layout.end,
+        }
+        return KernelInfo(
+            name=self.name,
+            block=(self.threads, 1, 1),
+            dynamic_smem_bytes=self.layout.dynamic_smem_bytes,
+            params=[{"kind": p.kind, "name": p.name} for p in self.params],
+            tensor_maps={
+                tensor_name(pos): dict(spec) for pos, spec in sorted(self.tensor_maps.items())
+            },
+            tensors=tensors,
+            dims=self.dims,
+            entry_registers=self.entry_registers,
+            shared_layout=layout,
+            accumulator=self._accumulator_element(),
+            cluster=self.cluster,
+        )
+
+    def _accumulator_element(self) -> str:
+        """The WGMMA accumulators' element type: f16 if any is f16."""
+        elements = {acc_type_parameters(value.type)[1] for value in self.wgmma_accumulators}
+        return "f16" if "f16" in elements else "f32" if elements else ""

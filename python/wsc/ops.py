@@ -1,0 +1,343 @@
+"""Typed views of the wsc ops: operands, results and attributes by the names
+`dialects/wsc.irdl.mlir` gives them, never by position.
+
+The IRDL definition is the one place that orders an op's operands and names
+its attributes; `DEFINITIONS` is read from it at import time. Each view class
+names the fields of one op, and a class whose fields differ from its op's
+definition (a name missing, one too many) fails at import, so views cannot
+drift from the dialect. Ops without operands, results or attributes need no
+view.
+
+    load = TmaLoad(op)        # op: an ir.Operation named wsc.tma_load
+    load.barriers             # the ir.Value of its `barriers` operand
+    load.multicast            # its unit attribute, as a bool
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar, overload
+
+from mlir import ir
+
+from wsc.dialects import IRDL_PATH
+
+#: The key of an irdl.operation's attribute dictionary that declares the
+#: op's optional attributes (IRDL declares required ones only), each with its
+#: base: UNIT_BASE or INTEGER_BASE.
+OPTIONAL_ATTRIBUTES_KEY = "optional_attributes"
+UNIT_BASE = "#builtin.unit"
+INTEGER_BASE = "#builtin.integer"
+
+
+@dataclass(frozen=True)
+class OpDefinition:
+    """One op of the IRDL definition, as the views need it."""
+
+    name: str  # e.g. "wsc.tma_load"
+    operands: tuple[str, ...]
+    results: tuple[str, ...]
+    attributes: tuple[str, ...]  # required: IRDL checks their presence and kind
+    #: name -> UNIT_BASE or INTEGER_BASE; the verifier checks these
+    optional_attributes: dict[str, str]
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return frozenset(
+            (*self.operands, *self.results, *self.attributes, *self.optional_attributes)
+        )
+
+
+def _names(op: ir.Operation, key: str) -> tuple[str, ...]:
+    return tuple(ir.StringAttr(name).value for name in ir.ArrayAttr(op.attributes[key]))
+
+
+def _read_definitions(text: str) -> dict[str, OpDefinition]:
+    definitions = {}
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        dialect = module.body.operations[0]
+        prefix = ir.StringAttr(dialect.attributes["sym_name"]).value
+        for node in dialect.regions[0].blocks[0].operations:
+            if node.operation.name != "irdl.operation":
+                continue
+            name = f"{prefix}.{ir.StringAttr(node.attributes['sym_name']).value}"
+            parts: dict[str, tuple[str, ...]] = {}
+            for part in node.regions[0].blocks[0].operations:
+                key = "attributeValueNames" if part.name == "irdl.attributes" else "names"
+                if part.name in ("irdl.operands", "irdl.results", "irdl.attributes"):
+                    parts[part.name] = _names(part.operation, key)
+            optional = {}
+            if OPTIONAL_ATTRIBUTES_KEY in node.attributes:
+                for entry in ir.DictAttr(node.attributes[OPTIONAL_ATTRIBUTES_KEY]):
+                    base = ir.StringAttr(entry.attr).value
+                    if base not in (UNIT_BASE, INTEGER_BASE):
+                        raise ValueError(f"{name}: optional attribute {entry.name} of base {base}")
+                    optional[entry.name] = base
+            definitions[name] = OpDefinition(
+                name,
+                parts.get("irdl.operands", ()),
+                parts.get("irdl.results", ()),
+                parts.get("irdl.attributes", ()),
+                optional,
+            )
+    return definitions
+
+
+#: Every op of the dialect, by its full name.
+DEFINITIONS: dict[str, OpDefinition] = _read_definitions(IRDL_PATH.read_text())
+
+
+def operand_name(op: ir.Operation, number: int) -> str | None:
+    """The name of `op`'s operand `number` (e.g. a use's operand_number), or
+    None for an op that is not a wsc op."""
+    definition = DEFINITIONS.get(op.name)
+    return definition.operands[number] if definition is not None else None
+
+
+def operand_number(op_name: str, operand: str) -> int:
+    """The position of operand `operand` of op `op_name`."""
+    return DEFINITIONS[op_name].operands.index(operand)
+
+
+# Fields ---------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class _Field(Generic[T]):
+    """A named part of an op, read (and for some written) through a view."""
+
+    name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def bind(self, definition: OpDefinition) -> None:
+        """Resolve the field against its op's definition (at class creation)."""
+
+    @overload
+    def __get__(self, view: None, owner: type) -> _Field[T]: ...
+    @overload
+    def __get__(self, view: WscOp, owner: type) -> T: ...
+    def __get__(self, view: WscOp | None, owner: type) -> _Field[T] | T:
+        if view is None:
+            return self
+        return self.read(view.op)
+
+    def read(self, op: ir.Operation) -> T:
+        raise NotImplementedError
+
+
+class Operand(_Field[ir.Value]):
+    index = -1
+
+    def bind(self, definition: OpDefinition) -> None:
+        self.index = definition.operands.index(self.name)
+
+    def read(self, op: ir.Operation) -> ir.Value:
+        return op.operands[self.index]
+
+    def __set__(self, view: WscOp, value: ir.Value) -> None:
+        view.op.operands[self.index] = value
+
+
+class Result(_Field[ir.Value]):
+    index = -1
+
+    def bind(self, definition: OpDefinition) -> None:
+        self.index = definition.results.index(self.name)
+
+    def read(self, op: ir.Operation) -> ir.Value:
+        return op.results[self.index]
+
+
+def _i32(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value)
+
+
+class IntAttr(_Field[int]):
+    def read(self, op: ir.Operation) -> int:
+        return int(ir.IntegerAttr(op.attributes[self.name]).value)
+
+    def __set__(self, view: WscOp, value: int) -> None:
+        view.op.attributes[self.name] = _i32(value)
+
+
+class OptionalIntAttr(_Field[int | None]):
+    def read(self, op: ir.Operation) -> int | None:
+        if self.name not in op.attributes:
+            return None
+        return int(ir.IntegerAttr(op.attributes[self.name]).value)
+
+
+class StrAttr(_Field[str]):
+    def read(self, op: ir.Operation) -> str:
+        return str(ir.StringAttr(op.attributes[self.name]).value)
+
+
+class Flag(_Field[bool]):
+    """A unit attribute: present or not."""
+
+    def read(self, op: ir.Operation) -> bool:
+        return self.name in op.attributes
+
+
+# Views ----------------------------------------------------------------------
+
+_VIEWS: dict[str, type[WscOp]] = {}
+
+
+class WscOp:
+    """A view of one wsc op; subclasses declare `name=` and one field per
+    operand, result and attribute of the op's definition."""
+
+    NAME: ClassVar[str]
+    DEFINITION: ClassVar[OpDefinition]
+
+    def __init_subclass__(cls, name: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        definition = DEFINITIONS[name]
+        fields = {n: f for n, f in vars(cls).items() if isinstance(f, _Field)}
+        if set(fields) != definition.fields:
+            raise TypeError(
+                f"view {cls.__name__} names {sorted(fields)}, but {name} defines "
+                f"{sorted(definition.fields)} ({IRDL_PATH.name})"
+            )
+        for field in fields.values():
+            field.bind(definition)
+        cls.NAME, cls.DEFINITION = name, definition
+        _VIEWS[name] = cls
+
+    def __init__(self, op: ir.Operation | ir.OpView) -> None:
+        op = op.operation
+        if op.name != self.NAME:
+            raise ValueError(f"{type(self).__name__} views {self.NAME}, not {op.name}")
+        self.op: ir.Operation = op
+
+    @property
+    def location(self) -> ir.Location:
+        return self.op.location
+
+
+class Role(WscOp, name="wsc.role"):
+    role = StrAttr()
+    thread_begin = IntAttr()
+    num_threads = IntAttr()
+    max_registers = OptionalIntAttr()
+    is_member = Result()
+
+
+class Elect(WscOp, name="wsc.elect"):
+    is_elected = Result()
+
+
+class AllocShared(WscOp, name="wsc.alloc_shared"):
+    buffer = Result()
+
+
+class MbarrierAlloc(WscOp, name="wsc.mbarrier_alloc"):
+    arrival_count = IntAttr()
+    num_barriers = IntAttr()
+    barriers = Result()
+
+
+class MbarrierArrive(WscOp, name="wsc.mbarrier_arrive"):
+    barriers = Operand()
+    stage = Operand()
+    per_warp = Flag()
+    every_cta = Flag()
+
+
+class MbarrierArriveExpectTx(WscOp, name="wsc.mbarrier_arrive_expect_tx"):
+    barriers = Operand()
+    stage = Operand()
+    tx_bytes = IntAttr()
+
+
+class MbarrierWait(WscOp, name="wsc.mbarrier_wait"):
+    barriers = Operand()
+    stage = Operand()
+    phase = Operand()
+
+
+class RingAdvance(WscOp, name="wsc.ring_advance"):
+    stage = Operand()
+    phase = Operand()
+    num_stages = IntAttr()
+    next_stage = Result()
+    next_phase = Result()
+
+
+class TmaLoad(WscOp, name="wsc.tma_load"):
+    src = Operand()
+    row = Operand()
+    col = Operand()
+    dst = Operand()
+    stage = Operand()
+    barriers = Operand()
+    multicast = Flag()
+
+
+class ClusterRank(WscOp, name="wsc.cluster_rank"):
+    rank = Result()
+
+
+class TmaStore(WscOp, name="wsc.tma_store"):
+    src = Operand()
+    stage = Operand()
+    dst = Operand()
+    row = Operand()
+    col = Operand()
+
+
+class CoalescedStore(WscOp, name="wsc.coalesced_store"):
+    src = Operand()
+    stage = Operand()
+    dst = Operand()
+    row = Operand()
+    col = Operand()
+
+
+class TmaStoreWait(WscOp, name="wsc.tma_store_wait"):
+    pending = IntAttr()
+
+
+class AccAlloc(WscOp, name="wsc.acc_alloc"):
+    tile = Result()
+
+
+class Wgmma(WscOp, name="wsc.wgmma"):
+    a = Operand()
+    b = Operand()
+    stage = Operand()
+    acc = Operand()
+    a_row = IntAttr()
+    b_layout = StrAttr()
+
+
+class WgmmaWaitGroup(WscOp, name="wsc.wgmma_wait_group"):
+    pending = IntAttr()
+
+
+class Cast(WscOp, name="wsc.cast"):
+    src = Operand()
+    result = Result()
+
+
+class StoreShared(WscOp, name="wsc.store_shared"):
+    tile = Operand()
+    dst = Operand()
+    stage = Operand()
+
+
+class Store(WscOp, name="wsc.store"):
+    tile = Operand()
+    dst = Operand()
+    row = Operand()
+    col = Operand()
+
+
+_UNVIEWED = [d.name for d in DEFINITIONS.values() if d.fields and d.name not in _VIEWS]
+if _UNVIEWED:
+    raise TypeError(f"ops {_UNVIEWED} have operands, results or attributes but no view here")

@@ -1,0 +1,127 @@
+"""A static check of the mbarrier protocol of wsc kernels, by simulation.
+
+`check_protocol(module)` runs every kernel of a module (a func.func with
+`wsc.num_threads`) on K extents of 1 .. 3*num_stages+1 tiles and raises a
+`ProtocolViolation`, a located `PassError`, at the first synchronisation bug it
+finds. Block 0 of a grid of one block is simulated; every dim that is not a K
+extent is one tile long, and, for a persistent kernel (one that reads
+gpu.grid_dim to stride over tiles), also two tiles long, so its block walks
+four tiles and the ring carries over from tile to tile. A kernel launched in
+clusters (`wsc.cluster_size` = n) is simulated as one whole cluster: n
+blocks, each with its own processes, rings and barriers, block x = rank, a grid
+of n blocks; a multicast copy lands its slice in every block's ring and
+completes on every block's barrier, a cluster arrive reaches every block's
+barrier, and a `wsc.cluster_sync` waits for every process of the cluster (and
+publishes the barriers to the other blocks, which a block-wide sync does
+not). Passes call it on their own output; `--verify-pipeline` wraps it.
+
+The kernel is interpreted concretely. Each thread group is one process: every
+`wsc.role` is one (all its threads run the same code), and the block's threads
+outside every role are one more (in the non-specialized form that is the whole
+block). Every process runs the kernel body, entering only its own role's
+`scf.if`; an `scf.if` on `wsc.elect` is run as the elected thread. The
+processes share the ring buffers, the mbarriers and the TMA copies in flight,
+and a scheduler interleaves them at every barrier, copy and WGMMA step.
+
+One interleaving cannot show every race, so each K extent runs under two
+schedules, each the worst case for one side of the pipeline:
+
+  readers ahead     copies land as late as possible (only when no process can
+                    move otherwise, oldest first) and processes that issue no
+                    copy run first: a consumer that reads before its data has
+                    landed is caught;
+  producers ahead   copies land as soon as they are issued and processes that
+                    issue copies run first: a producer that refills a stage
+                    before every reader has read it is caught.
+
+What is checked, each reported at the op that commits it (kind in brackets):
+
+  [stale-read]          a WGMMA reads a stage whose copy has not landed, or
+                        not the copy it expects: the n-th read of a stage by a
+                        process must see the n-th copy into it (on a ring whose
+                        copies each go to one reader, the copy whose landing
+                        completed the phase the process's wait saw);
+  [stage-overwritten]   a copy into a stage that a WGMMA still reads, or whose
+                        previous copy some reader has not read (no reader, on
+                        a ring whose copies each go to one reader: lost tile);
+  [early-release]       a plain arrive while the process's own un-retired
+                        WGMMAs read that stage index;
+  [staging-race]        a TMA store of a stage that wsc.store_shared wrote
+                        without a wsc.fence_proxy_async and then a wsc.sync
+                        after it, or a wsc.store_shared into a stage that
+                        a TMA store may still read (no wsc.tma_store_wait
+                        by the storing thread, then a wsc.sync, in between);
+                        a wsc.coalesced_store of a stage written without a
+                        wsc.sync after the writes, or a wsc.store_shared
+                        into one that other threads may still be copying
+                        (no wsc.sync after the wsc.coalesced_store);
+  [expect-tx-mismatch]  the bytes an expect_tx declares differ from those the
+                        copies completing in its phase deliver;
+  [stage-out-of-range]  a stage index outside its ring or barrier array;
+  [barrier-before-init] a barrier op before the first block-wide wsc.sync
+                        after the barriers' allocation;
+  [over-arrival]        more arrivals than the current phase has pending;
+  [phase-overrun]       a phase completes while a waiter for the previous one
+                        has not returned (its wait then misses that phase);
+  [under-arrival]       at the end, a phase left with part of its arrivals;
+  [deadlock]            every process blocked and no copy in flight: the wait
+                        blamed is one on a barrier stuck with part of its
+                        arrivals, else the one that blocked last (it closed
+                        the cycle: the others waited while it could still run);
+  [missing-drain]       a producer (a process issuing copies) exits before its
+                        waits have seen every release of the barriers other
+                        processes release stages on.
+
+A ring's copies each go to one reader (ping-pong consumer groups taking
+whole tiles in turn) when two processes' WGMMAs read the same rows of its A
+tile: they must be computing different output tiles. Else every reader reads
+every copy (each its rows of the tile).
+
+When both schedules fail, the report is the most telling violation, in the
+order above: a data hazard (what the bug does to a tile) before the barrier
+symptom it causes, the readers-ahead one on a tie.
+
+mbarrier semantics: a barrier starts in phase 0; a phase completes when its
+`arrival_count` arrivals are in and the transaction bytes declared by
+`wsc.mbarrier_arrive_expect_tx` have been delivered by the copies completing
+on it. A wait for parity P returns once the latest completed phase has parity
+P, i.e. while (completed phases & 1) != P: a wait for parity 1 passes on a
+fresh barrier (the producer's first pass over the empty barriers), a wait for
+parity 0 blocks until the first completion (the consumer's first full wait).
+A plain `wsc.mbarrier_arrive` counts one arrival per thread of the process
+(one under `wsc.elect`, one per warp with `per_warp`); an expect_tx counts one.
+"""
+
+from wsc.protocol.simulate import check_protocol
+from wsc.protocol.violations import (
+    BARRIER_BEFORE_INIT,
+    DEADLOCK,
+    EARLY_RELEASE,
+    MISSING_DRAIN,
+    OVER_ARRIVAL,
+    PHASE_OVERRUN,
+    STAGE_OUT_OF_RANGE,
+    STAGE_OVERWRITTEN,
+    STAGING_RACE,
+    STALE_READ,
+    TX_MISMATCH,
+    UNDER_ARRIVAL,
+    ProtocolViolation,
+)
+
+__all__ = [
+    "check_protocol",
+    "ProtocolViolation",
+    "STALE_READ",
+    "STAGE_OVERWRITTEN",
+    "EARLY_RELEASE",
+    "STAGING_RACE",
+    "TX_MISMATCH",
+    "STAGE_OUT_OF_RANGE",
+    "BARRIER_BEFORE_INIT",
+    "OVER_ARRIVAL",
+    "PHASE_OVERRUN",
+    "UNDER_ARRIVAL",
+    "DEADLOCK",
+    "MISSING_DRAIN",
+]

@@ -1,0 +1,732 @@
+"""The kernel, compiled once into nodes over the slots of a flat frame: pure ops
+compute, scf.for and scf.if run their bodies, and each wsc op with an effect
+on the shared state (wsc.protocol.machine) becomes one step of a process."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from wsc import ops
+from wsc.diagnostics import PassError
+from wsc.dialect import acc_type_parameters
+from wsc.ir_utils import (
+    cluster_size,
+    defining_op,
+    kernel_threads,
+    walk,
+)
+from wsc.protocol.violations import unsupported
+from wsc.target.hopper import WARP_SIZE
+
+#: A loop running longer than this is a bug in the kernel's arithmetic, not a pipeline.
+MAX_TRIP_COUNT = 1 << 16
+
+
+@dataclass(eq=False)
+class ProcessSpec:
+    """A thread group: a `wsc.role`, or the block's threads outside every role."""
+
+    name: str
+    num_threads: int
+    location_op: ir.Operation  # the wsc.role (the kernel): where a missing drain is reported
+
+
+@dataclass(eq=False)
+class RingSpec:
+    name: str
+    num_stages: int
+    tile_bytes: int
+    readers: list[ProcessSpec] = field(default_factory=list)  # the WGMMA issuers
+    exclusive: bool = False  # each copy goes to one reader (see wsc.protocol)
+
+
+@dataclass(eq=False)
+class BarrierSpec:
+    name: str
+    arrival_count: int
+    num_barriers: int
+
+
+@dataclass
+class Kernel:
+    body: list
+    num_slots: int
+    num_stages: int
+    block_k: int
+    processes: list[ProcessSpec]
+    rings: list[RingSpec]
+    barriers: list[BarrierSpec]
+    copy_issuers: set  # ProcessSpec that issue TMA copies
+    release_waits: dict  # producer ProcessSpec -> barrier specs others release it on
+    persistent: bool  # strides over tiles by gpu.grid_dim
+    ctas: int = 1  # CTAs per cluster: the simulation runs every one
+
+
+def _int_width(type_: ir.Type) -> int:
+    if isinstance(type_, ir.IndexType):
+        return 64
+    if isinstance(type_, ir.IntegerType):
+        return type_.width
+    raise ValueError(str(type_))
+
+
+def _signed(value: int, width: int) -> int:
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def _ceildiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "arith.addi": operator.add,
+    "arith.subi": operator.sub,
+    "arith.muli": operator.mul,
+    "arith.divui": operator.floordiv,
+    "arith.remui": operator.mod,
+    "arith.ceildivui": _ceildiv,
+    "arith.minui": min,
+    "arith.maxui": max,
+    "arith.xori": operator.xor,
+    "arith.andi": operator.and_,
+    "arith.ori": operator.or_,
+}
+
+
+# arith.cmpi predicates by their enum value; signed ones compare two's complement.
+_CMPI = {
+    0: operator.eq,
+    1: operator.ne,
+    2: operator.lt,
+    3: operator.le,
+    4: operator.gt,
+    5: operator.ge,
+    6: operator.lt,
+    7: operator.le,
+    8: operator.gt,
+    9: operator.ge,
+}
+
+
+_SIGNED_CMPI = {2, 3, 4, 5}
+
+
+class _Compute:
+    """A pure op: result = fn(operands), wrapped to the result width."""
+
+    nested = False
+    __slots__ = ("op", "fn", "args", "result")
+
+    def __init__(self, op, fn, args, result):
+        self.op, self.fn, self.args, self.result = op, fn, args, result
+
+    def execute(self, process, frame):
+        try:
+            frame[self.result] = self.fn(*[frame[a] for a in self.args])
+        except ZeroDivisionError:
+            raise PassError(self.op.location, f"'{self.op.name}' divides by zero") from None
+
+
+class _Dim:
+    """memref.dim: the K extent on the dims TMA loads K tiles from, a number
+    of tiles (the simulation's tile_extent) elsewhere."""
+
+    nested = False
+    __slots__ = ("op", "extents", "index", "result")
+
+    def __init__(self, op, extents, index, result):
+        self.op, self.extents, self.index, self.result = op, extents, index, result
+
+    def execute(self, process, frame):
+        dimension = frame[self.index]
+        if not 0 <= dimension < len(self.extents):  # MLIR's verifier allows it: it is UB
+            raise PassError(
+                self.op.location,
+                f"'memref.dim' op dimension {dimension} is out "
+                f"of range for a rank-{len(self.extents)} memref",
+            )
+        extent = self.extents[dimension]
+        simulation = process.simulation
+        frame[self.result] = (
+            simulation.k_extent if extent is None else extent * simulation.tile_extent
+        )
+
+
+class _Effect:
+    """An op acting on the shared state: `act(process, frame)` returns a pause or None."""
+
+    nested = False
+    __slots__ = ("op", "act")
+
+    def __init__(self, op, act):
+        self.op, self.act = op, act
+
+    def execute(self, process, frame):
+        return self.act(process, frame)
+
+
+class _For:
+    nested = True
+    __slots__ = ("op", "bounds", "inits", "iv", "iter_args", "body", "yields", "results")
+
+    def __init__(self, op, bounds, inits, iv, iter_args, body, yields, results):
+        self.op, self.bounds, self.inits, self.iv = op, bounds, inits, iv
+        self.iter_args, self.body, self.yields, self.results = iter_args, body, yields, results
+
+    def run(self, process, frame):
+        lower, upper, step = (frame[s] for s in self.bounds)
+        if step == 0 or (upper - lower) // step > MAX_TRIP_COUNT:
+            raise PassError(
+                self.op.location,
+                f"verify-pipeline: loop from {lower} to {upper} "
+                f"step {step} runs too long to simulate",
+            )
+        values = [frame[s] for s in self.inits]
+        for iv in range(lower, upper, step):
+            frame[self.iv] = iv
+            for slot, value in zip(self.iter_args, values, strict=True):
+                frame[slot] = value
+            yield from process.run_block(self.body, frame)
+            values = [frame[s] for s in self.yields]
+        for slot, value in zip(self.results, values, strict=True):
+            frame[slot] = value
+
+
+class _If:
+    """scf.if; `taken(process, frame)` decides: a role's if is entered by that
+    role's process, an elect's if by every process (as its elected thread)."""
+
+    nested = True
+    __slots__ = ("op", "taken", "then_body", "then_yields", "else_body", "else_yields", "results")
+
+    def __init__(self, op, taken, then_body, then_yields, else_body, else_yields, results):
+        self.op, self.taken = op, taken
+        self.then_body, self.then_yields = then_body, then_yields
+        self.else_body, self.else_yields = else_body, else_yields
+        self.results = results
+
+    def run(self, process, frame):
+        if self.taken(process, frame):
+            body, yields = self.then_body, self.then_yields
+        else:
+            body, yields = self.else_body, self.else_yields
+        yield from process.run_block(body, frame)
+        for slot, source in zip(self.results, yields, strict=True):
+            frame[slot] = frame[source]
+
+
+@dataclass
+class _Context:
+    """Where an op sits: inside which role (None: outside roles, run by every
+    process) and whether under an elected thread."""
+
+    role: ProcessSpec | None = None
+    elected: bool = False
+
+
+class _Compiler:
+    """Turns one kernel into nodes whose operands are slots of a flat frame."""
+
+    def __init__(self, kernel: ir.Operation):
+        self.kernel = kernel
+        self.slots: dict[ir.Value, int] = {}
+        self.block_threads = kernel_threads(kernel)
+        self.processes: dict[ir.Operation, ProcessSpec] = {}
+        self.rings: dict[ir.Value, RingSpec] = {}
+        self.barriers: dict[ir.Value, BarrierSpec] = {}
+        # What each owner runs: a role's process spec, or None for the code
+        # outside roles, which every process runs.
+        self.readers: dict = {}  # ring spec -> owners issuing WGMMAs on it
+        self.a_rows: list = []  # (owner, first, end): rows of the A tile a WGMMA reads
+        self.copy_issuers: set = set()
+        self.waits: dict = {}  # owner -> barrier specs waited on
+        self.releases: dict = {}  # owner -> barrier specs arrived on (plain arrive)
+        self._survey(kernel)
+
+    # -- what the kernel contains, before any node is built
+
+    def _survey(self, kernel: ir.Operation) -> None:
+        kernel_ops = list(walk(kernel))
+        for op in kernel_ops:
+            if op.name == "wsc.role":
+                role = ops.Role(op)
+                begin, count = role.thread_begin, role.num_threads
+                name = f"{role.role} role [{begin}, {begin + count})"
+                self.processes[op] = ProcessSpec(name, count, op)
+        outside = self.block_threads - sum(p.num_threads for p in self.processes.values())
+        self.outside = None
+        if outside > 0:
+            self.outside = ProcessSpec(f"{outside} threads outside every role", outside, kernel)
+        # Ring and barrier names read as the protocol: the A and B operands of
+        # WGMMA, the full barriers copies complete on, the empty ones.
+        operand_names: dict[ir.Value, str] = {}
+        k_dims: dict[ir.Value, int] = {}
+        for op in kernel_ops:
+            if op.name == "wsc.wgmma":
+                wgmma = ops.Wgmma(op)
+                operand_names.setdefault(wgmma.a, "A")
+                operand_names.setdefault(wgmma.b, "B")
+                k_dims[wgmma.a] = 1
+                k_dims[wgmma.b] = 1 if wgmma.b_layout == "nk" else 0
+        for op in kernel_ops:
+            if op.name == "wsc.store_shared":
+                operand_names.setdefault(ops.StoreShared(op).dst, "C staging")
+            elif op.name == "wsc.tma_store":
+                operand_names.setdefault(ops.TmaStore(op).src, "C staging")
+            elif op.name == "wsc.coalesced_store":
+                operand_names.setdefault(ops.CoalescedStore(op).src, "C staging")
+        full = {ops.TmaLoad(op).barriers for op in kernel_ops if op.name == "wsc.tma_load"}
+        for op in kernel_ops:
+            if op.name == "wsc.alloc_shared":
+                stages, rows, cols = ir.MemRefType(op.result.type).shape
+                element = ir.MemRefType(op.result.type).element_type
+                name = operand_names.get(op.result, f"ring{len(self.rings)}")
+                self.rings[op.result] = RingSpec(name, stages, rows * cols * element.width // 8)
+            elif op.name == "wsc.mbarrier_alloc":
+                alloc = ops.MbarrierAlloc(op)
+                name = "full" if alloc.barriers in full else "empty"
+                self.barriers[alloc.barriers] = BarrierSpec(
+                    name, alloc.arrival_count, alloc.num_barriers
+                )
+        for kind in ("full", "empty"):
+            same = [b for b in self.barriers.values() if b.name == kind]
+            if len(same) > 1:
+                for number, spec in enumerate(same):
+                    spec.name = f"{kind}{number}"
+        self.num_stages = (
+            next(iter(self.rings.values())).num_stages
+            if self.rings
+            else next(iter(self.barriers.values())).num_barriers
+            if self.barriers
+            else 1
+        )
+        a_rings = [v for v, name in operand_names.items() if name == "A"]
+        self.block_k = (
+            ir.MemRefType(a_rings[0].type).shape[2]
+            if a_rings
+            else next(
+                (
+                    ir.MemRefType(ops.TmaLoad(op).dst.type).shape[2]
+                    for op in kernel_ops
+                    if op.name == "wsc.tma_load"
+                ),
+                1,
+            )
+        )
+        self.extents = self._global_extents(kernel_ops, k_dims)
+
+    @staticmethod
+    def _global_extents(kernel_ops, k_dims) -> dict:
+        """The extent memref.dim gives each dim of a global memref: the K extent
+        (None) on the dim its TMA tiles advance along K, one tile elsewhere."""
+        extents = {}
+        for op in kernel_ops:
+            if op.name == "wsc.tma_load":
+                load = ops.TmaLoad(op)
+                tile = list(ir.MemRefType(load.dst.type).shape[1:])
+                tile[k_dims.get(load.dst, 1)] = None
+                extents[load.src] = tuple(tile)
+            elif op.name == "wsc.store":
+                store = ops.Store(op)
+                extents.setdefault(store.dst, acc_type_parameters(store.tile.type)[0])
+            elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
+                copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
+                extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))
+        return extents
+
+    # -- nodes
+
+    @staticmethod
+    def _allocated(table: dict, op: ir.Operation, value: ir.Value):
+        """The spec of the ring or barrier array `value`, which must come
+        straight from its allocation."""
+        if value not in table:
+            raise unsupported(
+                op, ": its ring buffer or mbarriers do not come straight from their allocation"
+            )
+        return table[value]
+
+    def slot(self, value: ir.Value) -> int:
+        return self.slots.setdefault(value, len(self.slots))
+
+    def compile(self) -> Kernel:
+        entry = self.kernel.regions[0].blocks[0]
+        for argument in entry.arguments:
+            if not isinstance(argument.type, ir.MemRefType):
+                raise PassError(
+                    self.kernel.location,
+                    f"verify-pipeline cannot give a value to kernel argument "
+                    f"#{argument.arg_number} of type {argument.type}",
+                )
+        body, _ = self.block(entry, _Context())
+        processes = list(self.processes.values()) + ([self.outside] if self.outside else [])
+        everyone = set(processes)
+
+        def members(owners):
+            return {p for owner in owners for p in ([owner] if owner else everyone)}
+
+        for ring, owners in self.readers.items():
+            ring.readers = [p for p in processes if p in members(owners)]
+            spans = [span for span in self.a_rows if span[0] in owners]
+            ring.exclusive = any(
+                a[0] != b[0] and a[1] < b[2] and b[1] < a[2]
+                for i, a in enumerate(spans)
+                for b in spans[i + 1 :]
+            )
+        issuers = members(self.copy_issuers)
+        release_waits = {}
+        for producer in issuers:
+            waited = set(self.waits.get(producer, ())) | set(self.waits.get(None, ()))
+            released = {
+                b
+                for owner, specs in self.releases.items()
+                for p in members([owner]) - {producer}
+                for b in specs
+            }
+            release_waits[producer] = [
+                b for b in self.barriers.values() if b in waited and b in released
+            ]
+        return Kernel(
+            body,
+            len(self.slots),
+            self.num_stages,
+            self.block_k,
+            processes,
+            list(self.rings.values()),
+            list(self.barriers.values()),
+            issuers,
+            release_waits,
+            any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
+            cluster_size(self.kernel),
+        )
+
+    def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
+        """(nodes, slots the terminator yields) of a block."""
+        nodes, yields = [], []
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("scf.yield", "func.return"):
+                yields = [self.slot(v) for v in op.operands]
+            else:
+                node = self.op(op, context)
+                if node is not None:
+                    nodes.append(node)
+        return nodes, yields
+
+    def op(self, op: ir.Operation, context: _Context):
+        name = op.name
+        results = [self.slot(r) for r in op.results]
+        args = [self.slot(v) for v in op.operands]
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            if not isinstance(attr, (ir.IntegerAttr, ir.BoolAttr)):
+                raise unsupported(op, " with a non-integer value")
+            value = int(attr.value) % (1 << _int_width(op.result.type))
+            return _Compute(op, lambda: value, [], results[0])
+        if name in _BINARY or name in (
+            "arith.cmpi",
+            "arith.select",
+            "arith.index_cast",
+            "arith.trunci",
+            "arith.extui",
+        ):
+            return _Compute(op, self._arith(op), args, results[0])
+        if name in ("gpu.block_id", "wsc.cluster_rank"):
+            # One cluster (one block without clusters): block x is the rank.
+            slot = results[0]
+
+            def act(process, frame):
+                frame[slot] = process.cta
+
+            return _Effect(op, act)
+        if name == "gpu.grid_dim":  # one cluster: a persistent kernel's first does every tile
+            ctas = cluster_size(self.kernel)
+            return _Compute(op, lambda: ctas, [], results[0])
+        if name == "memref.dim":
+            return self._dim(op, results)
+        if name == "scf.for":
+            return self._for(op, context, results)
+        if name == "scf.if":
+            return self._if(op, context, results)
+        if name in ("wsc.role", "wsc.elect"):
+            return _Compute(op, lambda: 1, [], results[0])
+        if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store"):
+            return None
+        handler = getattr(self, "_" + name.removeprefix("wsc."), None)
+        if not name.startswith("wsc.") or handler is None:
+            raise unsupported(op)
+        return handler(op, context)
+
+    @staticmethod
+    def _arith(op: ir.Operation) -> Callable:
+        mask = (1 << _int_width(op.result.type)) - 1
+        name = op.name
+        if name in _BINARY:
+            binary = _BINARY[name]
+            return lambda a, b: binary(a, b) & mask
+        if name == "arith.cmpi":
+            predicate = ir.IntegerAttr(op.attributes["predicate"]).value
+            compare = _CMPI[predicate]
+            if predicate in _SIGNED_CMPI:
+                width = _int_width(op.opview.lhs.type)
+                return lambda a, b: int(compare(_signed(a, width), _signed(b, width)))
+            return lambda a, b: int(compare(a, b))
+        if name == "arith.select":
+            return lambda condition, a, b: a if condition else b
+        if name == "arith.index_cast":
+            width = _int_width(op.opview.in_.type)
+            return lambda a: _signed(a, width) & mask
+        return lambda a: a & mask  # trunci, extui
+
+    def _dim(self, op, results):
+        source = op.opview.source
+        shape = ir.MemRefType(source.type).shape
+        known = self.extents.get(source)
+        extents = tuple(
+            s if not ir.ShapedType.is_dynamic_size(s) else known[d] if known else -1
+            for d, s in enumerate(shape)
+        )
+        if -1 in extents:
+            raise PassError(
+                op.location,
+                "verify-pipeline cannot size this memref: it is "
+                "neither loaded by wsc.tma_load nor stored by wsc.store, "
+                "wsc.tma_store or wsc.coalesced_store",
+            )
+        return _Dim(op, extents, self.slot(op.opview.index), results[0])
+
+    def _for(self, op, context, results):
+        body_block = op.regions[0].blocks[0]
+        iv, *iter_args = [self.slot(a) for a in body_block.arguments]
+        body, yields = self.block(body_block, context)
+        loop = op.opview
+        bounds = [self.slot(v) for v in (loop.lowerBound, loop.upperBound, loop.step)]
+        inits = [self.slot(v) for v in loop.initArgs]
+        return _For(op, bounds, inits, iv, iter_args, body, yields, results)
+
+    def _if(self, op, context, results):
+        condition = defining_op(op.opview.condition)
+        inner = context
+        if condition is not None and condition.name == "wsc.role":
+            role = self.processes[condition]
+            inner = _Context(role=role)
+
+            def taken(process, frame):
+                return process.spec is role
+        elif condition is not None and condition.name == "wsc.elect":
+            if op.regions[1].blocks and list(op.regions[1].blocks[0].operations)[:-1]:
+                raise unsupported(op, " on wsc.elect with an else region")
+            inner = _Context(role=context.role, elected=True)
+
+            def taken(process, frame):
+                return True
+        else:
+            condition_slot = self.slot(op.opview.condition)
+
+            def taken(process, frame):
+                return frame[condition_slot]
+
+        then_body, then_yields = self.block(op.regions[0].blocks[0], inner)
+        else_body, else_yields = ([], [])
+        if op.regions[1].blocks:
+            else_body, else_yields = self.block(op.regions[1].blocks[0], context)
+        return _If(op, taken, then_body, then_yields, else_body, else_yields, results)
+
+    # -- wsc ops with an effect on the shared state
+
+    def _alloc_shared(self, op, context):
+        buffer = ops.AllocShared(op).buffer
+        ring, slot = self.rings[buffer], self.slot(buffer)
+
+        def act(process, frame):
+            frame[slot] = process.simulation.rings[process.cta][ring]
+
+        return _Effect(op, act)
+
+    def _mbarrier_alloc(self, op, context):
+        barriers = ops.MbarrierAlloc(op).barriers
+        spec, slot = self.barriers[barriers], self.slot(barriers)
+
+        def act(process, frame):
+            frame[slot] = process.simulation.allocate(process, spec)
+
+        return _Effect(op, act)
+
+    def _cluster_sync(self, op, context):
+        if context.role is not None:
+            raise unsupported(op, " inside a role: every thread of the cluster must reach it")
+
+        def act(process, frame):
+            process.simulation.staging_sync(process)
+            return process.simulation.rendezvous(process, op, cluster=True)
+
+        return _Effect(op, act)
+
+    def _sync(self, op, context):
+        if context.role is not None:
+            # A barrier of the role's own threads, which run as one process:
+            # it only orders their staging writes and waits.
+            def act_in_role(process, frame):
+                process.simulation.staging_sync(process)
+
+            return _Effect(op, act_in_role)
+
+        def act(process, frame):
+            process.simulation.staging_sync(process)
+            return process.simulation.rendezvous(process, op)
+
+        return _Effect(op, act)
+
+    # The staged epilogues: each op moves a staging stage's state (see
+    # _Simulation.staging).
+
+    def _store_shared(self, op, context):
+        store = ops.StoreShared(op)
+        ring, stage = self.slot(store.dst), self.slot(store.stage)
+
+        def act(process, frame):
+            process.simulation.store_shared(process, op, frame[ring], frame[stage])
+
+        return _Effect(op, act)
+
+    def _fence_proxy_async(self, op, context):
+        def act(process, frame):
+            process.simulation.staging_fence(process)
+
+        return _Effect(op, act)
+
+    def _tma_store(self, op, context):
+        store = ops.TmaStore(op)
+        ring, stage = self.slot(store.src), self.slot(store.stage)
+
+        def act(process, frame):
+            process.simulation.tma_store(process, op, frame[ring], frame[stage])
+
+        return _Effect(op, act)
+
+    def _coalesced_store(self, op, context):
+        store = ops.CoalescedStore(op)
+        ring, stage = self.slot(store.src), self.slot(store.stage)
+
+        def act(process, frame):
+            process.simulation.coalesced_store(process, op, frame[ring], frame[stage])
+
+        return _Effect(op, act)
+
+    def _tma_store_wait(self, op, context):
+        pending = ops.TmaStoreWait(op).pending
+
+        def act(process, frame):
+            if pending == 0:
+                process.simulation.staging_wait(process)
+
+        return _Effect(op, act)
+
+    def _mbarrier_wait(self, op, context):
+        wait = ops.MbarrierWait(op)
+        self.waits.setdefault(context.role, set()).add(
+            self._allocated(self.barriers, op, wait.barriers)
+        )
+        barriers, stage, phase = (self.slot(v) for v in (wait.barriers, wait.stage, wait.phase))
+
+        def act(process, frame):
+            return process.simulation.wait(op, frame[barriers], frame[stage], frame[phase])
+
+        return _Effect(op, act)
+
+    def _mbarrier_arrive(self, op, context):
+        arrive = ops.MbarrierArrive(op)
+        self.releases.setdefault(context.role, set()).add(
+            self._allocated(self.barriers, op, arrive.barriers)
+        )
+        barriers, stage = self.slot(arrive.barriers), self.slot(arrive.stage)
+        elected = context.elected
+        every_cta, per_warp = arrive.every_cta, arrive.per_warp
+        if elected and per_warp:
+            raise unsupported(op, " with 'per_warp' under wsc.elect")
+
+        def act(process, frame):
+            if elected:
+                count = 1
+            else:
+                count = process.spec.num_threads // (WARP_SIZE if per_warp else 1)
+            return process.simulation.arrive(
+                process, op, frame[barriers], frame[stage], count, every_cta
+            )
+
+        return _Effect(op, act)
+
+    def _mbarrier_arrive_expect_tx(self, op, context):
+        arrive = ops.MbarrierArriveExpectTx(op)
+        barriers, stage = self.slot(arrive.barriers), self.slot(arrive.stage)
+        tx_bytes = arrive.tx_bytes
+
+        def act(process, frame):
+            return process.simulation.arrive_expect_tx(op, frame[barriers], frame[stage], tx_bytes)
+
+        return _Effect(op, act)
+
+    def _ring_advance(self, op, context):
+        ring_advance = ops.RingAdvance(op)
+        num_stages = ring_advance.num_stages
+
+        def advance(stage, phase):
+            return (0, phase ^ 1) if stage + 1 >= num_stages else (stage + 1, phase)
+
+        stage, phase = self.slot(ring_advance.stage), self.slot(ring_advance.phase)
+        next_stage = self.slot(ring_advance.next_stage)
+        next_phase = self.slot(ring_advance.next_phase)
+
+        def act(process, frame):
+            frame[next_stage], frame[next_phase] = advance(frame[stage], frame[phase])
+
+        return _Effect(op, act)
+
+    def _tma_load(self, op, context):
+        self.copy_issuers.add(context.role)
+        load = ops.TmaLoad(op)
+        ring, stage, barriers = (self.slot(v) for v in (load.dst, load.stage, load.barriers))
+        multicast = load.multicast
+
+        def act(process, frame):
+            return process.simulation.tma_load(
+                op, frame[ring], frame[stage], frame[barriers], multicast, process
+            )
+
+        return _Effect(op, act)
+
+    def _wgmma(self, op, context):
+        wgmma = ops.Wgmma(op)
+        for operand in (wgmma.a, wgmma.b):
+            ring = self._allocated(self.rings, op, operand)
+            self.readers.setdefault(ring, set()).add(context.role)
+        first = wgmma.a_row
+        self.a_rows.append((context.role, first, first + acc_type_parameters(wgmma.acc.type)[0][0]))
+        a, b, stage = (self.slot(v) for v in (wgmma.a, wgmma.b, wgmma.stage))
+
+        def act(process, frame):
+            process.simulation.wgmma(process, op, frame[a], frame[b], frame[stage])
+
+        return _Effect(op, act)
+
+    def _wgmma_commit_group(self, op, context):
+        def act(process, frame):
+            process.commit_group()
+
+        return _Effect(op, act)
+
+    def _wgmma_wait_group(self, op, context):
+        pending = ops.WgmmaWaitGroup(op).pending
+
+        def act(process, frame):
+            process.wait_group(pending)
+
+        return _Effect(op, act)
+
+
+def compile_kernel(kernel_op: ir.Operation) -> Kernel:
+    return _Compiler(kernel_op).compile()

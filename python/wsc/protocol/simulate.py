@@ -1,0 +1,589 @@
+"""Runs a compiled kernel on the machine under each schedule and K extent,
+and reports the most telling violation (see wsc.protocol)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from wsc.ir_utils import (
+    kernels,
+)
+from wsc.protocol.interpret import (
+    BarrierSpec,
+    Kernel,
+    compile_kernel,
+)
+from wsc.protocol.machine import (
+    Barrier,
+    BarrierArray,
+    Copy,
+    Preempt,
+    Process,
+    Rendezvous,
+    Ring,
+    Wait,
+)
+from wsc.protocol.violations import (
+    BARRIER_BEFORE_INIT,
+    DEADLOCK,
+    DIAGNOSIS_ORDER,
+    EARLY_RELEASE,
+    MISSING_DRAIN,
+    OVER_ARRIVAL,
+    PHASE_OVERRUN,
+    STAGE_OUT_OF_RANGE,
+    STAGE_OVERWRITTEN,
+    STAGING_RACE,
+    STALE_READ,
+    UNDER_ARRIVAL,
+    ProtocolViolation,
+    Violation,
+    unsupported,
+)
+
+
+def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | None = None) -> None:
+    """Simulate every kernel of `module_op` and raise a `ProtocolViolation` at
+    the first violation of the mbarrier protocol.
+
+    Each kernel runs with K = k_tiles * block_k for k_tiles = 1 ..
+    `max_k_tiles` (default 3 * num_stages + 1: every stage wraps around at
+    least three times), or for `k_tiles` alone; returns None when every run
+    is clean. The violation carries `kind` (one of the kind constants of
+    wsc.protocol), `k_tiles` and `num_stages`. An op the simulator cannot interpret
+    raises a plain `PassError` instead."""
+    for kernel_op in kernels(module_op.operation):
+        kernel = compile_kernel(kernel_op)
+        last = max_k_tiles or 3 * kernel.num_stages + 1
+        for tile_extent in (1, 2) if kernel.persistent else (1,):
+            for count in [k_tiles] if k_tiles else range(1, last + 1):
+                found = [
+                    v for v in (_simulate(kernel, count, tile_extent, s) for s in _SCHEDULES) if v
+                ]
+                if found:
+                    violation = min(found, key=lambda v: DIAGNOSIS_ORDER.index(v.kind))
+                    raise ProtocolViolation(
+                        violation.kind,
+                        violation.location,
+                        violation.message,
+                        count,
+                        kernel.num_stages,
+                        tile_extent**2,
+                    )
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    lazy_delivery: bool  # copies land only when no process can move otherwise
+    producers_first: bool  # processes issuing copies have priority
+
+
+_SCHEDULES = (
+    _Schedule(lazy_delivery=True, producers_first=False),  # readers ahead
+    _Schedule(lazy_delivery=False, producers_first=True),
+)  # producers ahead
+
+
+class _Simulation:
+    """One simulation of a kernel for one K extent under one schedule."""
+
+    def __init__(self, kernel: Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule):
+        self.kernel, self.schedule = kernel, schedule
+        self.k_extent = k_tiles * kernel.block_k
+        self.tile_extent = tile_extent
+        # Per CTA of the cluster (one without clusters): its rings and barriers.
+        ctas = kernel.ctas
+        self.rings = [{spec: Ring(spec) for spec in kernel.rings} for _ in range(ctas)]
+        self.arrays = [
+            {
+                spec: BarrierArray(spec, f" of CTA {cta}" if ctas > 1 else "")
+                for spec in kernel.barriers
+            }
+            for cta in range(ctas)
+        ]
+        self.in_flight: deque[Copy] = deque()
+        #: (ring, stage) -> (state, process) of the staged epilogues'
+        #: staging stages: "written" by wsc.store_shared, "fenced" by the
+        #: writers' wsc.fence_proxy_async, "published" by a wsc.sync after
+        #: it (or "synced" by a wsc.sync without the fence: visible to the
+        #: threads, not to TMA); then "reading" from a wsc.tma_store,
+        #: "waited" after the storing thread's wsc.tma_store_wait, or
+        #: "copied" by a wsc.coalesced_store; free again after a wsc.sync.
+        self.staging: dict = {}
+        self.step = 0
+        self.processes = [
+            Process(self, spec, kernel, cta) for cta in range(ctas) for spec in kernel.processes
+        ]
+        for cta in range(ctas):
+            by_spec = {p.spec: p for p in self.processes if p.cta == cta}
+            for ring in self.rings[cta].values():
+                ring.readers = [by_spec[spec] for spec in ring.spec.readers]
+        issuers = [p for p in self.processes if p.spec in kernel.copy_issuers]
+        others = [p for p in self.processes if p.spec not in kernel.copy_issuers]
+        self.priority = issuers + others if schedule.producers_first else others + issuers
+
+    # -- scheduling
+
+    def run(self) -> None:
+        while True:
+            process = next(
+                (
+                    p
+                    for p in self.priority
+                    if not p.finished and (p.pause is None or p.pause.ready(self))
+                ),
+                None,
+            )
+            if process is not None:
+                self._resume(process)
+            elif self.in_flight:
+                self._deliver(self.in_flight.popleft())
+            elif all(p.finished for p in self.processes):
+                self._check_end()
+                return
+            else:
+                raise self._deadlock()
+
+    def _resume(self, process: Process) -> None:
+        if isinstance(process.pause, Wait):
+            process.observed[process.pause.barrier] = process.pause.barrier.completed
+        elif isinstance(process.pause, Rendezvous):
+            cluster = process.pause.cluster
+            for cta, arrays in enumerate(self.arrays):
+                for array in arrays.values():
+                    if cluster or cta == process.cta:
+                        array.visible |= array.allocated
+                    if cluster:
+                        array.cluster_visible |= array.allocated
+        self.step += 1
+        try:
+            process.pause = next(process.steps)
+            process.paused_at = self.step
+        except StopIteration:
+            process.finished = True
+
+    def _deliver(self, copy: Copy) -> None:
+        copy.delivered = True
+        copy.barrier.delivered += copy.bytes
+        self._settle(copy.barrier, copy.op)
+
+    def _settle(self, barrier: Barrier, op) -> None:
+        """Complete the barrier's phase once its arrivals and bytes are in (`op`
+        brought the last of them). Raise when the bytes the phase expects are
+        not those its copies deliver, or when a waiter whose phase has already
+        completed has not returned yet: completing the next one flips the
+        parity under it, and it misses its phase."""
+        if not barrier.has_all_arrivals_and_bytes():
+            return
+        if barrier.issued != barrier.declared:
+            raise barrier.tx_mismatch()
+        for process in self.processes:
+            pause = process.pause
+            if isinstance(pause, Wait) and pause.barrier is barrier and pause.ready(self):
+                raise Violation(
+                    PHASE_OVERRUN,
+                    op,
+                    f"phase overrun on {barrier.name}: phase {barrier.completed} "
+                    f"completes before the wait of the {process.name} for "
+                    f"phase {barrier.completed - 1} has returned, which then "
+                    f"misses it (more phases complete than the waiter expects)",
+                )
+        barrier.complete_phase()
+
+    # -- the ops
+
+    def _all_arrays(self) -> Iterator[BarrierArray]:
+        for arrays in self.arrays:
+            yield from arrays.values()
+
+    def allocate(self, process: Process, spec: BarrierSpec) -> BarrierArray:
+        array = self.arrays[process.cta][spec]
+        array.allocated = True
+        return array
+
+    def rendezvous(self, process: Process, op, cluster: bool = False) -> Rendezvous:
+        """Pause at a block-wide wsc.sync (or a wsc.cluster_sync); passing it
+        makes the barriers allocated so far visible (see _resume)."""
+        if cluster:
+            process.cluster_syncs_reached += 1
+            return Rendezvous(op, process.cluster_syncs_reached, process.cta, True)
+        process.syncs_reached += 1
+        return Rendezvous(op, process.syncs_reached, process.cta, False)
+
+    def _barrier(self, op, array: BarrierArray, stage: int, remote: bool = False) -> Barrier:
+        """barriers[stage] of `array`, used by its own CTA or (`remote`) another."""
+        if remote and not array.cluster_visible:
+            raise Violation(
+                BARRIER_BEFORE_INIT,
+                op,
+                f"{array.spec.name} of another CTA is used "
+                f"before its initialization is visible to this one: no "
+                f"wsc.cluster_sync between its wsc.mbarrier_alloc and this op",
+            )
+        if not array.visible:
+            raise Violation(
+                BARRIER_BEFORE_INIT,
+                op,
+                f"{array.spec.name} is used before its initialization is visible: "
+                f"no block-wide wsc.sync between its wsc.mbarrier_alloc and this op",
+            )
+        if not 0 <= stage < len(array.barriers):
+            raise Violation(
+                STAGE_OUT_OF_RANGE,
+                op,
+                f"stage {stage} is outside the {len(array.barriers)} barriers of {array.spec.name}",
+            )
+        return array.barriers[stage]
+
+    def wait(self, op, array, stage, parity) -> Wait:
+        return Wait(op, self._barrier(op, array, stage), parity)
+
+    @staticmethod
+    def _check_arrival(op, barrier: Barrier, count: int) -> None:
+        pending = barrier.arrival_count - barrier.arrived
+        if count <= pending:
+            return
+        if pending == 0 and barrier.delivered < barrier.declared:
+            raise Violation(
+                OVER_ARRIVAL,
+                op,
+                f"over-arrival on {barrier.name}: phase {barrier.completed} has all "
+                f"its arrivals and waits only for "
+                f"{barrier.declared - barrier.delivered} transaction bytes in "
+                f"flight (the stage is re-armed before its previous copy landed)",
+            )
+        raise Violation(
+            OVER_ARRIVAL,
+            op,
+            f"over-arrival on {barrier.name}: {count} arrivals exceed the "
+            f"{pending} still pending in phase {barrier.completed}",
+        )
+
+    def _arrive(self, op, barrier: Barrier, count: int) -> None:
+        self._check_arrival(op, barrier, count)
+        barrier.arrived += count
+        barrier.last_arrive = op
+        self._settle(barrier, op)
+
+    def arrive(self, process, op, array, stage, count, every_cta: bool = False) -> type[Preempt]:
+        """An arrive on barriers[stage] of `array`, or with `every_cta` on that
+        barrier of every CTA of the cluster."""
+        targets = (
+            [(arrays[array.spec], cta != process.cta) for cta, arrays in enumerate(self.arrays)]
+            if every_cta
+            else [(array, False)]
+        )
+        for target, remote in targets:
+            barrier = self._barrier(op, target, stage, remote)
+            if any(read_stage == stage for _, read_stage in process.unretired_reads()):
+                raise Violation(
+                    EARLY_RELEASE,
+                    op,
+                    f"stage {stage} released before the WGMMA reading it has "
+                    f"completed (no wsc.wgmma_wait_group retires it before this "
+                    f"arrive on {barrier.name})",
+                )
+            self._arrive(op, barrier, count)
+        return Preempt
+
+    def arrive_expect_tx(self, op, array, stage, tx_bytes) -> type[Preempt]:
+        barrier = self._barrier(op, array, stage)
+        self._check_arrival(op, barrier, 1)
+        barrier.declared += tx_bytes  # the bytes are expected before the arrival counts
+        barrier.last_expect_tx = op
+        self._arrive(op, barrier, 1)
+        return Preempt
+
+    def store_shared(self, process, op, ring: Ring, stage: int) -> None:
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        state, _ = self.staging.get((ring, stage), ("free", None))
+        if state in ("reading", "waited"):
+            why = (
+                "no wsc.tma_store_wait by the storing thread"
+                if state == "reading"
+                else "no wsc.sync after the storing thread's wsc.tma_store_wait"
+            )
+            raise Violation(
+                STAGING_RACE,
+                op,
+                f"{ring.spec.name} stage {stage} is written while a TMA store may "
+                f"still read it ({why})",
+            )
+        if state == "copied":
+            raise Violation(
+                STAGING_RACE,
+                op,
+                f"{ring.spec.name} stage {stage} is written while other threads "
+                f"may still copy it out (no wsc.sync after the "
+                f"wsc.coalesced_store)",
+            )
+        self.staging[(ring, stage)] = ("written", process)
+
+    def _staging_step(self, process, before: str, after: str) -> None:
+        for key, (state, owner) in self.staging.items():
+            if owner is process and state == before:
+                self.staging[key] = (after, process)
+
+    def staging_fence(self, process) -> None:
+        self._staging_step(process, "written", "fenced")
+
+    def staging_sync(self, process) -> None:
+        self._staging_step(process, "fenced", "published")
+        self._staging_step(process, "written", "synced")
+        self._staging_step(process, "waited", "free")
+        self._staging_step(process, "copied", "free")
+
+    def staging_wait(self, process) -> None:
+        self._staging_step(process, "reading", "waited")
+
+    def tma_store(self, process, op, ring: Ring, stage: int) -> None:
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        state, _ = self.staging.get((ring, stage), ("free", None))
+        if state in ("written", "synced", "fenced"):
+            why = (
+                "no wsc.fence_proxy_async made them visible to TMA"
+                if state != "fenced"
+                else "no wsc.sync after the writers' wsc.fence_proxy_async"
+            )
+            raise Violation(
+                STAGING_RACE,
+                op,
+                f"TMA store of {ring.spec.name} stage {stage}, which "
+                f"wsc.store_shared wrote, but {why}",
+            )
+        self.staging[(ring, stage)] = ("reading", process)
+
+    def coalesced_store(self, process, op, ring: Ring, stage: int) -> None:
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        state, _ = self.staging.get((ring, stage), ("free", None))
+        if state in ("written", "fenced"):
+            raise Violation(
+                STAGING_RACE,
+                op,
+                f"coalesced store of {ring.spec.name} stage {stage}, which "
+                f"wsc.store_shared wrote, but no wsc.sync after the writes made "
+                f"them visible to the other threads",
+            )
+        self.staging[(ring, stage)] = ("copied", process)
+
+    def tma_load(
+        self, op, ring: Ring, stage: int, array, multicast: bool, process: Process
+    ) -> type[Preempt]:
+        """A TMA copy of a tile into `ring`; `multicast`: the issuing CTA's
+        slice of it into that ring of every CTA of the cluster, completing on
+        each CTA's barrier."""
+        if not multicast:
+            self._copy(
+                op, ring, stage, array, ring.copies[stage] + 1, ring.spec.tile_bytes, remote=False
+            )
+            return Preempt
+        if ring.spec.exclusive:
+            raise unsupported(op, " on a ring whose copies each go to one reader")
+        ctas = self.kernel.ctas
+        for cta in range(ctas):
+            target = self.rings[cta][ring.spec]
+            target.slices = ctas
+            fill = target.issued[stage].get(process.cta, 0) + 1
+            target.issued[stage][process.cta] = fill
+            self._copy(
+                op,
+                target,
+                stage,
+                self.arrays[cta][array.spec],
+                fill,
+                ring.spec.tile_bytes // ctas,
+                remote=cta != process.cta,
+            )
+        return Preempt
+
+    def _copy(self, op, ring: Ring, stage: int, array, fill: int, size: int, remote: bool) -> None:
+        """Copy `size` bytes of fill number `fill` into `ring`'s stage."""
+        barrier = self._barrier(op, array, stage, remote)
+        name = ring.spec.name
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        for other in self.processes:
+            if (ring, stage) in other.unretired_reads():
+                raise Violation(
+                    STAGE_OVERWRITTEN,
+                    op,
+                    f"{name} stage {stage} overwritten while a WGMMA of the "
+                    f"{other.name} still reads it",
+                )
+        if ring.spec.exclusive and ring.taken[stage] < ring.copies[stage]:
+            raise Violation(
+                STAGE_OVERWRITTEN,
+                op,
+                f"{name} stage {stage} overwritten before any of its readers "
+                f"read its previous copy (lost tile)",
+            )
+        for reader in [] if ring.spec.exclusive else ring.readers:
+            if reader.reads.get((ring, stage), 0) < fill - 1:
+                raise Violation(
+                    STAGE_OVERWRITTEN,
+                    op,
+                    f"{name} stage {stage} overwritten before the "
+                    f"{reader.name} read its previous copy (lost tile)",
+                )
+        copy = Copy(op, barrier, size)
+        ring.copies[stage] = max(ring.copies[stage], fill)
+        fills = ring.fills[stage]
+        fills.setdefault(fill, []).append(copy)
+        for old in [f for f in fills if f < fill - 1]:
+            del fills[old]
+        ring.latest[stage] = copy
+        barrier.issued += copy.bytes
+        barrier.last_copy = op
+        if self.schedule.lazy_delivery:
+            self.in_flight.append(copy)
+        else:
+            self._deliver(copy)
+
+    @staticmethod
+    def _ring_stage_out_of_range(op, ring: Ring, stage: int) -> Violation:
+        return Violation(
+            STAGE_OUT_OF_RANGE,
+            op,
+            f"stage {stage} is outside the {ring.spec.num_stages} stages of ring {ring.spec.name}",
+        )
+
+    def wgmma(self, process, op, a: Ring, b: Ring, stage: int) -> None:
+        for ring in (a, b):
+            name = ring.spec.name
+            if not 0 <= stage < ring.spec.num_stages:
+                raise self._ring_stage_out_of_range(op, ring, stage)
+            loaded = ring.copies[stage]
+            if ring.spec.exclusive:
+                # The copy whose landing completed the phase this process's
+                # wait saw: each copy into a stage completes one phase of its
+                # barrier. A wait that saw none let the read through too early.
+                latest = ring.latest[stage]
+                expected = process.observed.get(latest.barrier, 0) if latest else 0
+                if expected == 0:
+                    raise Violation(
+                        STALE_READ,
+                        op,
+                        f"wgmma reads {name} stage {stage} before its data landed "
+                        f"(the {process.name} has seen no copy into it "
+                        f"complete)",
+                    )
+            else:
+                # The n-th read of a stage sees the n-th copy into it.
+                expected = process.reads.get((ring, stage), 0) + 1
+            if loaded > expected:
+                raise Violation(
+                    STALE_READ,
+                    op,
+                    f"wgmma reads {name} stage {stage} after it was refilled: it "
+                    f"sees copy #{loaded} where it expects copy #{expected}",
+                )
+            if loaded < expected or not ring.landed(stage, expected):
+                state = "is still in flight" if loaded == expected else "was never issued"
+                raise Violation(
+                    STALE_READ,
+                    op,
+                    f"wgmma reads {name} stage {stage} before its data landed "
+                    f"(copy #{expected} of the stage {state})",
+                )
+            process.reads[(ring, stage)] = expected
+            ring.taken[stage] = max(ring.taken[stage], expected)
+            process.open_group.append((ring, stage))
+
+    # -- verdicts
+
+    def _stalled_tx_mismatch(self) -> Violation | None:
+        """A phase that has all its arrivals and every copy delivered, yet
+        declared more bytes than arrived: nothing will ever complete it."""
+        for array in self._all_arrays():
+            for barrier in array.barriers:
+                if (
+                    barrier.arrived == barrier.arrival_count
+                    and barrier.last_expect_tx
+                    and barrier.issued == barrier.delivered != barrier.declared
+                ):
+                    return barrier.tx_mismatch()
+        return None
+
+    def _deadlock(self) -> Violation:
+        """Blame the wait that can never return: one on a barrier stuck with
+        part of its arrivals if any, else the one that blocked last (before it
+        blocked, every blocked process waited on one that could still run)."""
+        mismatch = self._stalled_tx_mismatch()
+        if mismatch:
+            return mismatch
+        waits = [p for p in self.processes if isinstance(p.pause, Wait)]
+        stuck = [p for p in waits if _stuck_with_part_of_its_arrivals(p.pause)]
+        blamed = max(
+            stuck or waits or [p for p in self.processes if not p.finished],
+            key=lambda p: p.paused_at,
+        )
+        pause = blamed.pause
+        if isinstance(pause, Rendezvous):
+            what = (
+                "wsc.cluster_sync is never reached by every thread group of the cluster"
+                if pause.cluster
+                else "block-wide wsc.sync is never reached by every thread group"
+            )
+            return Violation(DEADLOCK, pause.op, f"deadlock: this {what}")
+        assert isinstance(pause, Wait)  # a blocked process waits or meets
+        barrier = pause.barrier
+        return Violation(
+            DEADLOCK,
+            pause.op,
+            f"deadlock: this wait for parity {pause.parity} on "
+            f"{barrier.name} never returns: every thread group is blocked and no "
+            f"copy is in flight ({barrier.status()})",
+        )
+
+    def _check_end(self) -> None:
+        """Once every process has finished: every phase a process opened must
+        have completed, and every producer must have seen each stage it filled
+        released before it exited."""
+        for array in self._all_arrays():
+            for barrier in array.barriers:
+                if barrier.arrived == barrier.arrival_count or (
+                    barrier.arrived == 0 and barrier.issued
+                ):
+                    raise barrier.tx_mismatch()
+                if barrier.arrived:
+                    raise Violation(
+                        UNDER_ARRIVAL,
+                        barrier.last_arrive,
+                        f"under-arrival: every thread group has finished and {barrier.status()}",
+                    )
+        for process in self.processes:
+            releases = self.kernel.release_waits.get(process.spec, ())
+            outstanding = sum(
+                barrier.completed - process.observed.get(barrier, 0)
+                for spec in releases
+                for barrier in self.arrays[process.cta][spec].barriers
+            )
+            if outstanding:
+                plural = "release" if outstanding == 1 else "releases"
+                raise Violation(
+                    MISSING_DRAIN,
+                    process.spec.location_op,
+                    f"producer exits with {outstanding} {plural} outstanding "
+                    f"(missing drain): the {process.name} must wait on "
+                    f"{', '.join(s.name for s in releases)} until every stage it "
+                    f"filled has been released",
+                )
+
+
+def _stuck_with_part_of_its_arrivals(pause: object) -> bool:
+    return isinstance(pause, Wait) and 0 < pause.barrier.arrived < pause.barrier.arrival_count
+
+
+def _simulate(
+    kernel: Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule
+) -> Violation | None:
+    try:
+        _Simulation(kernel, k_tiles, tile_extent, schedule).run()
+    except Violation as violation:
+        return violation
+    return None

@@ -1,0 +1,74 @@
+"""The kinds of protocol violation, the order a report prefers them in, and
+the errors the simulator raises."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from wsc.diagnostics import PassError
+
+# The kinds of violation (the docstring of wsc.protocol says what each means).
+STALE_READ = "stale-read"
+STAGE_OVERWRITTEN = "stage-overwritten"
+EARLY_RELEASE = "early-release"
+STAGING_RACE = "staging-race"
+TX_MISMATCH = "expect-tx-mismatch"
+STAGE_OUT_OF_RANGE = "stage-out-of-range"
+BARRIER_BEFORE_INIT = "barrier-before-init"
+OVER_ARRIVAL = "over-arrival"
+PHASE_OVERRUN = "phase-overrun"
+UNDER_ARRIVAL = "under-arrival"
+DEADLOCK = "deadlock"
+MISSING_DRAIN = "missing-drain"
+#: The kinds in the order a report prefers them when both schedules fail on
+#: the same K extent.
+DIAGNOSIS_ORDER = (
+    STALE_READ,
+    STAGE_OVERWRITTEN,
+    EARLY_RELEASE,
+    STAGING_RACE,
+    TX_MISMATCH,
+    STAGE_OUT_OF_RANGE,
+    BARRIER_BEFORE_INIT,
+    OVER_ARRIVAL,
+    PHASE_OVERRUN,
+    UNDER_ARRIVAL,
+    DEADLOCK,
+    MISSING_DRAIN,
+)
+
+
+class ProtocolViolation(PassError):
+    """A synchronisation bug, located at the offending op; the message ends
+    with the K extent, ring size and (when more than one) output tiles per
+    block it shows up at."""
+
+    def __init__(
+        self,
+        kind: str,
+        location: ir.Location,
+        message: str,
+        k_tiles: int,
+        num_stages: int,
+        tiles: int = 1,
+    ):
+        where = f"k_tiles = {k_tiles}, num_stages = {num_stages}"
+        if tiles > 1:
+            where += f", {tiles} output tiles per block"
+        super().__init__(location, f"{message} ({where})")
+        self.kind = kind
+        self.k_tiles = k_tiles
+        self.num_stages = num_stages
+        self.tiles = tiles
+
+
+class Violation(Exception):
+    """A violation inside one simulation, before the K extent is attached."""
+
+    def __init__(self, kind: str, op: ir.Operation, message: str):
+        super().__init__(message)
+        self.kind, self.location, self.message = kind, op.location, message
+
+
+def unsupported(op: ir.Operation, why: str = "") -> PassError:
+    return PassError(op.location, f"verify-pipeline cannot interpret '{op.name}'{why}")
