@@ -103,19 +103,19 @@ class MatmulPlan:
     #: "kn": B is read as given, [K, N]; "nk": B is the transpose view of a
     #: row-major [N, K], which is what the kernel reads.
     b_layout: str
-    #: C may be stored with TMA: "nk", a 16-bit C whose rows start a multiple
-    #: of 16 bytes apart. Such problems are tuned over SPACES["nk-tma"].
+    #: C may be stored with TMA: a 16-bit C whose rows start a multiple of 16
+    #: bytes apart. Such problems are tuned over SPACES["<b_layout>-tma"].
     tma_store: bool = False
-    #: "nk" with a 16-bit C whose rows TMA cannot store: staged in shared
-    #: memory and copied out with coalesced stores (SPACES["nk-coalesced"]).
+    #: A 16-bit C whose rows TMA cannot store: staged in shared memory and
+    #: copied out with coalesced stores (SPACES["<b_layout>-coalesced"]).
     coalesced_store: bool = False
 
     @property
     def space(self) -> str:
         """The name of the config space (SPACES) this problem is tuned over."""
         if self.tma_store:
-            return "nk-tma"
-        return "nk-coalesced" if self.coalesced_store else self.b_layout
+            return f"{self.b_layout}-tma"
+        return f"{self.b_layout}-coalesced" if self.coalesced_store else self.b_layout
 
 
 def _row_major_stride(op: _Operand) -> int | None:
@@ -233,7 +233,7 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
         ldc = n
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
-    staged = b_layout == "nk" and result_dtype in INPUT_DTYPES
+    staged = result_dtype in INPUT_DTYPES
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
     return MatmulPlan(
         m,

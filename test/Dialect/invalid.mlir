@@ -111,15 +111,6 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // expected-error @below {{'wsc.ring_advance' op op expects exactly 2 results, but got 1}}
 %s = "wsc.ring_advance"(%c0, %p) {num_stages = 2 : i32} : (index, i1) -> index
 // -----
-func.func @tma_inner_extent(%a: memref<?x?xf16>) {
-  %c0 = arith.constant 0 : index
-  %s = "wsc.alloc_shared"() : () -> memref<2x128x128xf16, 3>
-  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
-  // expected-error @below {{'wsc.tma_load' op TMA box inner extent is 256 bytes, more than the 128-byte swizzle span}}
-  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x128x128xf16, 3>, index, !wsc.mbarriers) -> ()
-  return
-}
-// -----
 func.func @tma_box_dim(%a: memref<?x?xf16>) {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x512x64xf16, 3>

@@ -21,9 +21,16 @@ from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 #: The problem the GPU tests compile for first (the kernels read sizes at run
 #: time; "kn" needs N a multiple of 8, and so does a TMA store of C).
 M, K = 1000, 520
-N = {"nk": 1333, "kn": 1336, "nk-tma": 1336, "nk-coalesced": 1333}
+N = {
+    "nk": 1333,
+    "kn": 1336,
+    "nk-tma": 1336,
+    "nk-coalesced": 1333,
+    "kn-tma": 1336,
+    "kn-coalesced": 1336,
+}
 #: The spaces whose C is 16-bit (a staging tile of the output's dtype).
-STAGED = ("nk-tma", "nk-coalesced")
+STAGED = ("nk-tma", "nk-coalesced", "kn-tma", "kn-coalesced")
 
 
 def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPlan:
@@ -38,8 +45,8 @@ def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPl
         dtype,
         out_dtype,
         space.split("-")[0],
-        tma_store=space == "nk-tma",
-        coalesced_store=space == "nk-coalesced",
+        tma_store=space.endswith("-tma"),
+        coalesced_store=space.endswith("-coalesced"),
     )
 
 
@@ -63,7 +70,7 @@ def main() -> int:
     for space in STAGED:
         result = SPACES[space].tune(
             {"m": M, "n": N[space], "k": K},
-            fixed={"dtype": "f16", "out_dtype": "f16", "b_layout": "nk"},
+            fixed={"dtype": "f16", "out_dtype": "f16", "b_layout": space.split("-")[0]},
             cache=cache,
         )
         failed += [c for c in result.candidates if c.error]

@@ -32,7 +32,14 @@ EXAMPLES = {
     "v6": ("v6_256x256", "matmul_v6"),
 }
 #: The output dtype each space is tuned for with f16 inputs.
-SPACE_OUTPUTS = {"nk": "f32", "kn": "f32", "nk-tma": "f16", "nk-coalesced": "f16"}
+SPACE_OUTPUTS = {
+    "nk": "f32",
+    "kn": "f32",
+    "nk-tma": "f16",
+    "nk-coalesced": "f16",
+    "kn-tma": "f16",
+    "kn-coalesced": "f16",
+}
 
 
 def kernels():

@@ -467,6 +467,8 @@ def test_matmul_v3_assembles_without_spills():
         dict(out="f16"),
         dict(dtype="bf16", out="bf16"),
         dict(b_layout="kn", bn=64),
+        dict(b_layout="kn", bn=128),
+        dict(b_layout="kn", bn=256, consumers=2, producer_threads=128),
         dict(bk=32),
         dict(bk=16, stages=2),
         dict(bm=64, bn=64),
@@ -521,3 +523,18 @@ def test_assemble_rejects_ignored_setmaxnreg():
 def test_assemble_reports_ptx_errors():
     with pytest.raises(PtxasError, match="ptxas failed"):
         assemble(".version 8.0\n.target sm_90a\n.address_size 64\nnonsense\n")
+
+
+def test_a_wide_k_by_n_b_is_read_n_major_atom_by_atom():
+    """A "kn" B stage of 64 K rows by 256 N columns: four 128-byte swizzle
+    atoms of 64 columns, each its own TMA box, read by one N-major
+    m64n256k16 WGMMA per k16 step (atoms LBO = 64 x 128 B apart, 8-row K
+    groups SBO = 1024 B apart, each k step 16 rows = 2048 B further)."""
+    b = OperandDescriptors(TileLayout.choose(64, 256, 2), k_major=False)
+    assert (b.tile.num_atoms, b.tile.atom_cols) == (4, 64)
+    assert (b.leading_byte_offset, b.stride_byte_offset) == (8192, 1024)
+    assert [b.offset(k) for k in range(b.k_steps)] == [0, 2048, 4096, 6144]
+    ptx, _ = _lower(v3_kernel(b_layout="kn", bn=256, consumers=2, producer_threads=128))
+    assert ptx.count("cp.async.bulk.tensor.2d") == 1 + 4  # A's box, then B's four
+    wgmmas = [" ".join(line.split()) for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert wgmmas and all("m64n256k16" in w and w.endswith("p, 1, 1, 0, 1;") for w in wgmmas)

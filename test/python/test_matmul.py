@@ -28,6 +28,7 @@ from wsc.matmul import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from matmul_cache import N as SPACE_N  # noqa: E402
 from matmul_cache import space_plan  # noqa: E402
 
 torch = pytest.importorskip("torch")
@@ -64,7 +65,9 @@ def test_wsc_matmul_is_the_function_however_the_module_was_imported():
 
 
 def test_a_contiguous_b_is_read_as_k_by_n():
-    assert plan(meta(1000, 520), meta(520, 1336)) == MatmulPlan(1000, 1336, 520, "f16", "f16", "kn")
+    assert plan(meta(1000, 520), meta(520, 1336)) == MatmulPlan(
+        1000, 1336, 520, "f16", "f16", "kn", tma_store=True
+    )
 
 
 def test_the_transpose_of_a_weight_is_read_as_n_by_k():
@@ -81,9 +84,12 @@ def test_c_goes_out_by_tma_where_its_rows_allow():
     # Rows of 1333 halves are staged too, and copied out by coalesced stores.
     odd = plan(meta(1000, 520), meta(1333, 520).T)
     assert odd.coalesced_store and not odd.tma_store and odd.space == "nk-coalesced"
-    # fp32 results and "kn" problems store from registers.
+    # So do "kn" problems; fp32 results store from registers.
+    assert plan(meta(1000, 520), meta(520, 1336)).space == "kn-tma"
+    kn_odd_rows = meta(1000, 1340)[:, :1336]
+    assert plan(meta(1000, 520), meta(520, 1336), out=kn_odd_rows).space == "kn-coalesced"
     assert plan(meta(1000, 520), w.T, out_dtype=torch.float32).space == "nk"
-    assert plan(meta(1000, 520), meta(520, 1336)).space == "kn"
+    assert plan(meta(1000, 520), meta(520, 1336), out_dtype=torch.float32).space == "kn"
     # An output's own row stride decides, not N.
     padded = meta(1000, 1344)[:, :1336]
     assert plan(meta(1000, 520), w.T, out=padded).space == "nk-tma"
@@ -469,15 +475,12 @@ def test_out_does_not_support_autograd_as_in_torch():
         wsc.matmul(a, meta(48, 32).T, out=meta(64, 48))
 
 
-@pytest.mark.parametrize(
-    "name, b_layout, n",
-    [("nk", "nk", 1333), ("kn", "kn", 1336), ("nk-tma", "nk", 1336), ("nk-coalesced", "nk", 1333)],
-)
-def test_every_config_of_the_space_compiles(cache, name, b_layout, n):
+@pytest.mark.parametrize("name", list(SPACES))
+def test_every_config_of_the_space_compiles(cache, name):
     space = SPACES[name]
     result = space.tune(
-        {"m": 1000, "n": n, "k": 520},
-        fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": b_layout},
+        {"m": 1000, "n": SPACE_N[name], "k": 520},
+        fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": name.split("-")[0]},
         cache=cache,
         progress=False,
     )
@@ -667,7 +670,7 @@ def test_rows_of_16_bytes_are_tuned_over_tma_store_configs(gpu):
     "name, n, config",
     [
         (name, n, config)
-        for name, n in (("nk-tma", 1336), ("nk-coalesced", 1333))
+        for name, n in (("nk-tma", 1336), ("nk-coalesced", 1333), ("kn-tma", 1336))
         for config in SPACES[name].configs()
         if config["cluster_m"] == 2
     ],
@@ -680,11 +683,12 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
     monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
     a = torch.randn(1100, 520, device=gpu).half()
     w = torch.randn(n, 520, device=gpu).half()
+    b = w.T.contiguous() if name.startswith("kn") else w.T
     out = torch.full((1100, n), float("nan"), device=gpu, dtype=torch.float16)
-    assert plan(a, w.T, out=out).space == name
-    assert wsc.matmul(a, w.T, out=out) is out
+    assert plan(a, b, out=out).space == name
+    assert wsc.matmul(a, b, out=out) is out
     torch.cuda.synchronize()
-    assert_exact_within_tolerance(out, a, w.T)
+    assert_exact_within_tolerance(out, a, b)
 
 
 @pytest.mark.cuda

@@ -23,7 +23,7 @@ def _print_stages(result) -> None:
         print(f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  {stage.summary}")
 
 
-def _config_from_args(args, problem):
+def _config_from_args(args):
     from wsc.kernels.matmul.config import MatmulConfig
 
     values = {}
@@ -41,7 +41,7 @@ def _config_from_args(args, problem):
             f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
             f"(fields: {', '.join(fields)})"
         )
-    return MatmulConfig.default_for(problem, **values)
+    return MatmulConfig(**values)
 
 
 def _compile_matmul(args) -> int:
@@ -49,7 +49,7 @@ def _compile_matmul(args) -> int:
     from wsc.kernels.matmul.config import MatmulProblem
 
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
-    config = _config_from_args(args, problem)
+    config = _config_from_args(args)
     result = compile_matmul(
         args.m, args.n, args.k, problem, config, args.output, dump_dir=args.dump_ir
     )

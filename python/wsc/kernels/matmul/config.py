@@ -155,23 +155,8 @@ class MatmulConfig:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
 
-    @classmethod
-    def default_for(cls, problem: MatmulProblem, **fields) -> MatmulConfig:
-        """The default config with `fields` set, its B tile narrowed to what
-        the problem's layout takes unless `fields` set block_n."""
-        if problem.b_layout == "kn" and "block_n" not in fields:
-            fields["block_n"] = SWIZZLED_ROW_ELEMENTS
-        return cls(**fields)
-
     def check_problem(self, problem: MatmulProblem) -> None:
-        """The rules that depend on the problem: a "kn" B stage is [block_k,
-        block_n], whose rows TMA reads as one swizzled box row."""
-        if problem.b_layout == "kn" and self.block_n > SWIZZLED_ROW_ELEMENTS:
-            raise ValueError(
-                f"block_n must be at most {SWIZZLED_ROW_ELEMENTS} for B as [K, N] "
-                f"(b_layout 'kn'): a B tile row is one {SWIZZLE_BYTES}-byte "
-                f"swizzled TMA box row, got {self.block_n}"
-            )
+        """The rules that depend on the problem."""
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(

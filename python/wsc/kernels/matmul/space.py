@@ -74,108 +74,93 @@ def matmul_kernel(
 
 _TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent"
 _CLUSTERED_TILES = _TILES + ", cluster_m"
-#: The config space per B layout: the tiles and schedules fastest on the H200
-#: (BENCHMARKS.md; the tuning is in benchmarks/results/comparison-log.txt): one
-#: WGMMA group in flight, or persistent without one,
-#: each with and without the grouped tile order, which pays off on large
-#: problems and costs a few percent at short K. A "kn" B stage is [64 (K),
-#: block_n], and a TMA box row is at most 128 bytes, so "kn" tiles are 64 wide
-#: in N. "nk-tma" is the space of "nk" problems whose C can be stored with TMA
+#: The config spaces, by epilogue; B's layout does not narrow them (a "kn" B
+#: stage wider than 64 columns is copied as one TMA box per 64-column swizzle
+#: atom, read by WGMMA N-major). The tiles and schedules are the fastest on
+#: the H200 (BENCHMARKS.md; the tuning is in
+#: benchmarks/results/comparison-log.txt): one WGMMA group in flight, or
+#: persistent without one, each with and without the grouped tile order,
+#: which pays off on large problems and costs a few percent at short K.
+#: "-tma" is the space of problems whose C can be stored with TMA
 #: (MatmulPlan.tma_store): the TMA-store epilogue won every such shape of
 #: BENCHMARKS.md, persistent ones with a WGMMA group in flight most of them.
-#: "nk-coalesced" is that of the other "nk" problems with a 16-bit C
+#: "-coalesced" is that of the other problems with a 16-bit C
 #: (MatmulPlan.coalesced_store): the coalesced-store epilogue won the ragged
 #: shape of BENCHMARKS.md, whose rows are 8193 halves. Both staged spaces hold
 #: the 2-CTA cluster configs (cluster_m = 2) that won their shapes there: short
 #: K, K = 14336, and the ragged shape's K = 8200.
+_REGISTER_STORE = autotune(
+    _TILES,
+    [
+        (128, 128, 1, "warp", 4, 1, False),
+        (128, 256, 2, "warpgroup", 3, 1, False),
+        (128, 256, 2, "warpgroup", 4, 1, False),
+        (256, 128, 2, "warpgroup", 4, 1, False),
+        (128, 128, 2, "warpgroup", 6, 1, False),
+        (128, 256, 2, "warpgroup", 3, 0, True),
+        (128, 256, 2, "warpgroup", 4, 0, True),
+    ],
+)(autotune("group_m", [0, 8])(matmul_kernel))
+_TMA_STORE = autotune(
+    _CLUSTERED_TILES,
+    [
+        (128, 256, 2, "warpgroup", 3, 1, True, 1),
+        (128, 256, 2, "warpgroup", 3, 0, True, 1),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1),
+        (256, 128, 2, "warpgroup", 3, 1, True, 1),
+        (128, 256, 2, "warpgroup", 3, 1, True, 2),
+        (128, 256, 2, "warpgroup", 3, 1, False, 2),
+    ],
+)(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
+_COALESCED_STORE = autotune(
+    _CLUSTERED_TILES,
+    [
+        (128, 256, 2, "warpgroup", 3, 0, True, 1),
+        (128, 256, 2, "warpgroup", 3, 1, True, 1),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1),
+        (128, 256, 2, "warpgroup", 3, 0, True, 2),
+    ],
+)(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel)))
+#: By MatmulPlan.space: the B layout, then the staged epilogue if any. The
+#: layout is an argument of each candidate (`fixed`), so the two layouts'
+#: kernels and choices are cached apart.
 SPACES = {
-    "nk": autotune(
-        _TILES,
-        [
-            (128, 128, 1, "warp", 4, 1, False),
-            (128, 256, 2, "warpgroup", 3, 1, False),
-            (128, 256, 2, "warpgroup", 4, 1, False),
-            (256, 128, 2, "warpgroup", 4, 1, False),
-            (128, 128, 2, "warpgroup", 6, 1, False),
-            (128, 256, 2, "warpgroup", 3, 0, True),
-            (128, 256, 2, "warpgroup", 4, 0, True),
-        ],
-    )(autotune("group_m", [0, 8])(matmul_kernel)),
-    "nk-tma": autotune(
-        _CLUSTERED_TILES,
-        [
-            (128, 256, 2, "warpgroup", 3, 1, True, 1),
-            (128, 256, 2, "warpgroup", 3, 0, True, 1),
-            (128, 256, 2, "warpgroup", 3, 1, False, 1),
-            (256, 128, 2, "warpgroup", 3, 1, True, 1),
-            (128, 256, 2, "warpgroup", 3, 1, True, 2),
-            (128, 256, 2, "warpgroup", 3, 1, False, 2),
-        ],
-    )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel))),
-    "nk-coalesced": autotune(
-        _CLUSTERED_TILES,
-        [
-            (128, 256, 2, "warpgroup", 3, 0, True, 1),
-            (128, 256, 2, "warpgroup", 3, 1, True, 1),
-            (128, 256, 2, "warpgroup", 3, 1, False, 1),
-            (128, 256, 2, "warpgroup", 3, 0, True, 2),
-        ],
-    )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel))),
-    "kn": autotune(
-        _TILES,
-        [
-            (128, 64, 1, "warp", 4, 1, False),
-            (128, 64, 1, "warp", 6, 1, False),
-            (256, 64, 2, "warpgroup", 4, 1, False),
-            (256, 64, 2, "warpgroup", 5, 1, False),
-        ],
-    )(autotune("group_m", [0, 8])(matmul_kernel)),
+    f"{layout}{epilogue}": space
+    for layout in ("nk", "kn")
+    for epilogue, space in (
+        ("", _REGISTER_STORE),
+        ("-tma", _TMA_STORE),
+        ("-coalesced", _COALESCED_STORE),
+    )
 }
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
+_DEFAULT_REGISTER_STORE = {
+    "block_m": 128,
+    "block_n": 256,
+    "num_consumer_groups": 2,
+    "producer": "warpgroup",
+    "num_stages": 3,
+    "wgmma_in_flight": 1,
+    "persistent": False,
+    "group_m": 8,
+}
+_DEFAULT_STAGED = {
+    "block_m": 128,
+    "block_n": 256,
+    "num_consumer_groups": 2,
+    "producer": "warpgroup",
+    "num_stages": 3,
+    "persistent": True,
+    "group_m": 8,
+    "cluster_m": 1,
+}
 DEFAULT_CONFIGS = {
-    "nk": {
-        "block_m": 128,
-        "block_n": 256,
-        "num_consumer_groups": 2,
-        "producer": "warpgroup",
-        "num_stages": 3,
-        "wgmma_in_flight": 1,
-        "persistent": False,
-        "group_m": 8,
-    },
-    "nk-tma": {
-        "block_m": 128,
-        "block_n": 256,
-        "num_consumer_groups": 2,
-        "producer": "warpgroup",
-        "num_stages": 3,
-        "wgmma_in_flight": 1,
-        "persistent": True,
-        "group_m": 8,
-        "tma_store": True,
-        "cluster_m": 1,
-    },
-    "nk-coalesced": {
-        "block_m": 128,
-        "block_n": 256,
-        "num_consumer_groups": 2,
-        "producer": "warpgroup",
-        "num_stages": 3,
-        "wgmma_in_flight": 0,
-        "persistent": True,
-        "group_m": 8,
-        "coalesced_store": True,
-        "cluster_m": 1,
-    },
-    "kn": {
-        "block_m": 256,
-        "block_n": 64,
-        "num_consumer_groups": 2,
-        "producer": "warpgroup",
-        "num_stages": 4,
-        "wgmma_in_flight": 1,
-        "persistent": False,
-        "group_m": 8,
-    },
+    f"{layout}{epilogue}": config
+    for layout in ("nk", "kn")
+    for epilogue, config in (
+        ("", _DEFAULT_REGISTER_STORE),
+        ("-tma", {**_DEFAULT_STAGED, "wgmma_in_flight": 1, "tma_store": True}),
+        ("-coalesced", {**_DEFAULT_STAGED, "wgmma_in_flight": 0, "coalesced_store": True}),
+    )
 }
