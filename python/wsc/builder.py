@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 from mlir import ir
 from mlir.dialects import arith, func, gpu, memref, scf
@@ -71,6 +72,7 @@ __all__ = [
     "cdiv",
     "f16",
     "f32",
+    "minimum",
     "structure",
 ]
 
@@ -142,6 +144,11 @@ def _expect(value, kind: type | tuple, what: str, expected: str):
     if not isinstance(value, kind):
         raise BuildTypeError(f"{what}: expected {expected}, got {type(value).__name__}", _caller())
     return value
+
+
+def _check_stages(stages, what: str, where: SourceLocation) -> None:
+    if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
+        raise BuildError(f"{what}: stages must be a positive int, got {stages!r}", where)
 
 
 # Values -----------------------------------------------------------------------
@@ -267,17 +274,45 @@ class Predicate:
         )
 
 
+@overload
+def cdiv(numerator: int, denominator: int) -> int: ...
+@overload
+def cdiv(numerator: Scalar, denominator: Scalar | int) -> Scalar: ...
+@overload
+def cdiv(numerator: int, denominator: Scalar) -> Scalar: ...
 def cdiv(numerator: Scalar | int, denominator: Scalar | int) -> Scalar | int:
     """ceil(numerator / denominator), as `arith.ceildivui` for run-time values."""
     if isinstance(numerator, int) and isinstance(denominator, int):
         return -(-numerator // denominator)
-    scalar = numerator if isinstance(numerator, Scalar) else denominator
+    return _scalar_op(numerator, denominator, arith.CeilDivUIOp, "cdiv")
+
+
+@overload
+def minimum(first: int, second: int) -> int: ...
+@overload
+def minimum(first: Scalar, second: Scalar | int) -> Scalar: ...
+@overload
+def minimum(first: int, second: Scalar) -> Scalar: ...
+def minimum(first: Scalar | int, second: Scalar | int) -> Scalar | int:
+    """The smaller of two sizes, as `arith.minui` for run-time values (e.g. the
+    rows of a last, shorter group of tiles)."""
+    if isinstance(first, int) and isinstance(second, int):
+        return min(first, second)
+    return _scalar_op(first, second, arith.MinUIOp, "minimum")
+
+
+def _scalar_op(lhs: Scalar | int, rhs: Scalar | int, op, what: str) -> Scalar:
+    """`op` of two index operands, one of them a run-time value, in that order."""
+    scalar = lhs if isinstance(lhs, Scalar) else rhs
+    if not isinstance(scalar, Scalar):
+        raise BuildTypeError(
+            f"{what}: expected ints or run-time index values, got "
+            f"{type(lhs).__name__} and {type(rhs).__name__}",
+            _caller(),
+        )
     kb = scalar._builder
     with kb._at():
-        return Scalar(
-            kb,
-            arith.CeilDivUIOp(kb._index(numerator, "cdiv"), kb._index(denominator, "cdiv")).result,
-        )
+        return Scalar(kb, op(kb._index(lhs, what), kb._index(rhs, what)).result)
 
 
 class _Dims:
@@ -449,9 +484,12 @@ class RingLoop:
         step: int,
         num_stages: int,
         where: SourceLocation,
+        continues: TileLoop | None = None,
     ):
         self._builder = builder
         self.loop = loop
+        #: The tile loop whose ring position this loop starts at, if any.
+        self.continues = continues
         self._start = start
         self._step = step
         self.num_stages = num_stages
@@ -521,6 +559,54 @@ class RingLoop:
             return Scalar(
                 kb, arith.SelectOp(wraps, kb._index(self.num_stages - 1, "stage"), before).result
             )
+
+
+class TileLoop:
+    """The handle `for tiles in kb.tile_range(...)` binds: a persistent kernel's
+    loop over output tiles, carrying a ring position (stage, phase) from tile
+    to tile so that each tile's ring loop continues where the previous one
+    stopped (no stage is filled twice, no phase is lost).
+
+    Inside the body: `tile` (this trip's tile number) and `stage` and `phase`
+    (the ring position the trip starts at); the body's ring loop continues it
+    with `kb.range(..., ring=tiles)`, and where that loop stops is where the
+    next trip starts. After the loop: `stage` and `phase` are the position
+    after the last tile."""
+
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        loop: scf.ForOp,
+        num_stages: int,
+        where: SourceLocation,
+    ):
+        self._builder = builder
+        self.loop = loop
+        self.num_stages = num_stages
+        self.where = where
+        #: The ring loop of the body that continues the carried position.
+        self.continued_by: RingLoop | None = None
+        self.finished = False
+
+    @property
+    def tile(self) -> Scalar:
+        if self.finished:
+            raise BuildError(
+                f"`tile` of the tile loop at {self.where} exists only inside its body", _caller()
+            )
+        return Scalar(self._builder, self.loop.induction_variable)
+
+    @property
+    def stage(self) -> Scalar:
+        if self.finished:
+            return Scalar(self._builder, self.loop.results[0])
+        return Scalar(self._builder, self.loop.inner_iter_args[0])
+
+    @property
+    def phase(self) -> Predicate:
+        if self.finished:
+            return Predicate(self._builder, self.loop.results[1])
+        return Predicate(self._builder, self.loop.inner_iter_args[1])
 
 
 # Op namespaces, named as in the seed ----------------------------------------------
@@ -975,9 +1061,15 @@ class KernelBuilder:
         return tensor
 
     @property
-    def block_idx(self) -> _BlockIdx:
+    def block_idx(self) -> _GridIndex:
         """`kb.block_idx.x`: this block's index in the grid (gpu.block_id)."""
-        return _BlockIdx(self)
+        return _GridIndex(self, gpu.BlockIdOp)
+
+    @property
+    def grid_dim(self) -> _GridIndex:
+        """`kb.grid_dim.x`: the blocks of the launch along x (gpu.grid_dim), e.g.
+        the stride of a persistent kernel's tile loop."""
+        return _GridIndex(self, gpu.GridDimOp)
 
     def shared_tensor(self, dtype: str, shape: Sequence[int]) -> SharedTensor:
         """A ring buffer in shared memory of [stages, rows, cols] elements, each stage
@@ -1214,23 +1306,39 @@ class KernelBuilder:
             yield
 
     def range(
-        self, start, stop, step: int, *, stages: int, phase: bool, unroll: int | None = None
+        self,
+        start,
+        stop,
+        step: int,
+        *,
+        stages: int,
+        phase: bool | None = None,
+        unroll: int | None = None,
+        ring: TileLoop | None = None,
     ) -> Iterator[RingLoop]:
         """The ring loop over offsets start, start + step, ... < stop: one trip per
         K tile, carrying the ring position (stage, phase) from (0, phase) and
         advancing it after every trip. `phase` is the role's initial phase
         (PRODUCER_INITIAL_PHASE or CONSUMER_INITIAL_PHASE). `unroll` =
         `stages` asks for --unroll-ring-buffer, which unrolls every ring loop of
-        the kernel so each stage index is a constant.
+        the kernel so each stage index is a constant. With step 1 the offsets
+        are the trips themselves (e.g. K tile numbers up to a `cdiv` count).
+
+        With `ring` (a tile loop of kb.tile_range, instead of `phase`) the
+        loop starts at the position the tile loop carries and hands back the
+        one it stops at, for the next tile. It must be the body's only ring
+        loop, directly inside it, and cannot be unrolled: its stages are
+        run-time values.
 
         The body runs once, in Python, to build the loop; leave it by its end
         (no break or return)."""
         where = _caller()
         if isinstance(step, bool) or not isinstance(step, int) or step < 1:
             raise BuildError(f"range: step must be a positive int, got {step!r}", where)
-        if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
-            raise BuildError(f"range: stages must be a positive int, got {stages!r}", where)
-        if not isinstance(phase, bool):
+        _check_stages(stages, "range", where)
+        if ring is not None:
+            self._continue_tiles(ring, stages, phase, unroll, where)
+        elif not isinstance(phase, bool):
             raise BuildTypeError(
                 "range: phase must be PRODUCER_INITIAL_PHASE or CONSUMER_INITIAL_PHASE (a bool)",
                 where,
@@ -1247,18 +1355,109 @@ class KernelBuilder:
             span = self._index(stop, "range stop")
             if not (isinstance(start, int) and start == 0):
                 span = arith.SubIOp(span, start_value).result
-            trips = arith.CeilDivUIOp(span, self._index(step, "range step")).result
+            trips = span
+            if step != 1:
+                trips = arith.CeilDivUIOp(span, self._index(step, "range step")).result
             zero = self._index(0, "stage")
-            loop = scf.ForOp(zero, trips, self._index(1, "step"), [zero, self._i1(phase, "phase")])
-        ring = RingLoop(self, loop, start, step, stages, where)
+            position = (
+                [zero, self._i1(phase, "phase")]
+                if ring is None
+                else [ring.stage.value, ring.phase.value]
+            )
+            loop = scf.ForOp(zero, trips, self._index(1, "step"), position)
+        it = RingLoop(self, loop, start, step, stages, where, continues=ring)
+        if ring is not None:
+            ring.continued_by = it
 
         def advance():
             stage, phase_ = loop.inner_iter_args
             scf.YieldOp(list(dialect.ring_advance(stage, phase_, stages)))
 
         with self._region(loop.body, "ring loop", where, terminator=advance):
-            yield ring
-        ring.finished = True
+            yield it
+        it.finished = True
+
+    def _continue_tiles(
+        self, ring, stages: int, phase, unroll: int | None, where: SourceLocation
+    ) -> None:
+        """The rules of a ring loop that continues tile loop `ring`."""
+        _expect(ring, TileLoop, "range ring", "a tile loop (the `tiles` of kb.tile_range)")
+        self._own(ring, "range")
+        if ring.finished or self._scopes[-1].block != ring.loop.body:
+            raise BuildError(
+                f"range: a ring loop continues the tile loop at {ring.where} "
+                f"directly inside its body (not after it, nor inside a nested "
+                f"block, whose result the tile loop could not carry)",
+                where,
+            )
+        if ring.continued_by is not None:
+            raise BuildError(
+                f"range: the tile loop at {ring.where} is already continued by "
+                f"the ring loop at {ring.continued_by.where}; it carries one ring position",
+                where,
+            )
+        if stages != ring.num_stages:
+            raise BuildError(
+                f"range: stages={stages} differs from the {ring.num_stages} "
+                f"stages of the tile loop at {ring.where}",
+                where,
+            )
+        if phase is not None:
+            raise BuildError(
+                "range: with ring=, the loop starts at the tile loop's phase; leave out phase=",
+                where,
+            )
+        if unroll is not None:
+            raise BuildError(
+                "range: a ring loop that continues a tile loop starts at a "
+                "run-time stage, which --unroll-ring-buffer cannot unroll; "
+                "leave out unroll=",
+                where,
+            )
+
+    def tile_range(self, start, stop, step, *, stages: int, phase: bool) -> Iterator[TileLoop]:
+        """A persistent kernel's tile loop over tiles start, start + step, ... <
+        stop (e.g. from kb.block_idx.x by kb.grid_dim.x), carrying the ring
+        position of a ring of `stages` from (0, phase) across tiles: the ring
+        loop of each trip, `kb.range(..., ring=tiles)`, starts where the
+        previous trip's stopped (see TileLoop).
+
+        The body runs once, in Python, to build the loop; leave it by its end
+        (no break or return)."""
+        where = _caller()
+        if isinstance(step, int) and (isinstance(step, bool) or step < 1):
+            raise BuildError(
+                f"tile_range: step must be a positive int or a run-time value, got {step!r}",
+                where,
+            )
+        _check_stages(stages, "tile_range", where)
+        if not isinstance(phase, bool):
+            raise BuildTypeError(
+                "tile_range: phase must be PRODUCER_INITIAL_PHASE or "
+                "CONSUMER_INITIAL_PHASE (a bool)",
+                where,
+            )
+        with self._at(where):
+            loop = scf.ForOp(
+                self._index(start, "tile_range start"),
+                self._index(stop, "tile_range stop"),
+                self._index(step, "tile_range step"),
+                [self._index(0, "stage"), self._i1(phase, "phase")],
+            )
+        tiles = TileLoop(self, loop, stages, where)
+
+        def carry():
+            if tiles.continued_by is None:
+                raise BuildError(
+                    f"the tile loop at {where} carries a ring position, but no "
+                    f"ring loop of its body continues it (kb.range(..., ring=tiles))",
+                    where,
+                )
+            scf.YieldOp(list(tiles.continued_by.loop.results))
+
+        with self._region(loop.body, "tile loop", where, terminator=carry):
+            yield tiles
+        tiles.finished = True
 
     def drain(self, barriers: Barriers, after: RingLoop) -> None:
         """The producer's drain (the seed's loop of min(stages, k_tiles) waits):
@@ -1272,6 +1471,13 @@ class KernelBuilder:
         self._own(after, "drain")
         if not after.finished:
             raise BuildError("drain: runs after the ring loop, not inside it", where)
+        if after.continues is not None:
+            raise BuildError(
+                f"drain: the ring loop at {after.where} continues a tile loop, "
+                f"so it need not start at stage 0; drain counts the stages a "
+                f"loop from stage 0 filled",
+                where,
+            )
         stages = after.num_stages
         with self._at(where):
             ring_size = self._index(stages, "stages")
@@ -1337,13 +1543,16 @@ class KernelBuilder:
         return kernel
 
 
-class _BlockIdx:
-    def __init__(self, builder: KernelBuilder):
+class _GridIndex:
+    """x, y and z of a launch index: `op` is gpu.BlockIdOp or gpu.GridDimOp."""
+
+    def __init__(self, builder: KernelBuilder, op):
         self._kb = builder
+        self._op = op
 
     def _dim(self, dimension) -> Scalar:
         with self._kb._at():
-            return Scalar(self._kb, gpu.BlockIdOp(dimension).result)
+            return Scalar(self._kb, self._op(dimension).result)
 
     @property
     def x(self) -> Scalar:
