@@ -24,11 +24,20 @@ the kernel the explicit form builds (`structure()` says what that means).
 `kb.range` is the ring loop: its body runs once in Python and becomes an
 `scf.for` over K tiles carrying the ring position (stage, phase), advanced by
 `wsc.ring_advance` at the end of each trip, the form --warp-specialize and
---unroll-ring-buffer work on. `unroll=N` asks for --unroll-ring-buffer.
+--unroll-ring-buffer work on. `unroll=N` asks for --unroll-ring-buffer. A
+persistent kernel's `kb.tile_range` is a loop over output tiles that carries
+the ring position from tile to tile; its ring loop, `kb.range(..., ring=tiles)`,
+continues where the previous tile's stopped (wsc.kernels.matmul builds the
+production matmul this way).
 
 Errors in the kernel's code are raised while it is built, as `BuildError`s
 naming the user's file:line:col; every op carries that location too, so the
 verifier's and the passes' diagnostics point into the user's Python file.
+
+The package: `values` (what a kernel's code handles), `ops` (kb.mbarrier,
+kb.tma, kb.wgmma), `kernel_builder` (KernelBuilder and its regions),
+`errors`, `kernel` (a built Kernel and its compile) and `structure`; this
+module re-exports their public names.
 """
 
 from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation

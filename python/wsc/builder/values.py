@@ -55,28 +55,28 @@ class Scalar:
             lhs, rhs = (self.value, rhs) if constant_right else (rhs, self.value)
             return Scalar(kb, op(lhs, rhs).result)
 
-    def __add__(self, other):
+    def __add__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.AddIOp, "+")
 
-    def __radd__(self, other):
+    def __radd__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.AddIOp, "+")
 
-    def __mul__(self, other):
+    def __mul__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.MulIOp, "*")
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.MulIOp, "*")
 
-    def __sub__(self, other):
+    def __sub__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.SubIOp, "-")
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.SubIOp, "-", constant_right=False)
 
-    def __floordiv__(self, other):
+    def __floordiv__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.DivUIOp, "//")
 
-    def __mod__(self, other):
+    def __mod__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.RemUIOp, "%")
 
     def _compare(self, other, predicate) -> Predicate:
@@ -85,22 +85,24 @@ class Scalar:
             rhs = kb._index(other, "comparison")
             return Predicate(kb, arith.CmpIOp(predicate, self.value, rhs).result)
 
-    def __lt__(self, other):
+    def __lt__(self, other: Scalar | int) -> Predicate:
         return self._compare(other, arith.CmpIPredicate.ult)
 
-    def __le__(self, other):
+    def __le__(self, other: Scalar | int) -> Predicate:
         return self._compare(other, arith.CmpIPredicate.ule)
 
-    def __gt__(self, other):
+    def __gt__(self, other: Scalar | int) -> Predicate:
         return self._compare(other, arith.CmpIPredicate.ugt)
 
-    def __ge__(self, other):
+    def __ge__(self, other: Scalar | int) -> Predicate:
         return self._compare(other, arith.CmpIPredicate.uge)
 
-    def __eq__(self, other):
+    # Comparisons build a run-time predicate, which object's __eq__ signature
+    # (returning bool) cannot express.
+    def __eq__(self, other: Scalar | int) -> Predicate:  # type: ignore[override]
         return self._compare(other, arith.CmpIPredicate.eq)
 
-    def __ne__(self, other):
+    def __ne__(self, other: Scalar | int) -> Predicate:  # type: ignore[override]
         return self._compare(other, arith.CmpIPredicate.ne)
 
     __hash__ = object.__hash__
@@ -125,13 +127,13 @@ class Predicate:
         with kb._at():
             return Predicate(kb, op(self.value, kb._i1(other, "predicate")).result)
 
-    def __and__(self, other):
+    def __and__(self, other: Predicate | bool) -> Predicate:
         return self._binary(other, arith.AndIOp)
 
-    def __or__(self, other):
+    def __or__(self, other: Predicate | bool) -> Predicate:
         return self._binary(other, arith.OrIOp)
 
-    def __xor__(self, other):
+    def __xor__(self, other: Predicate | bool) -> Predicate:
         return self._binary(other, arith.XOrIOp)
 
     def __invert__(self) -> Predicate:
