@@ -246,3 +246,21 @@ def test_tile_range_checks_its_arguments(options, kind, message):
     error = build_error(build, kind)
     assert error.where.line == line_of("# error: arguments")
     assert message in str(error)
+
+
+def test_finish_can_leave_the_verifier_to_the_compile():
+    """A kernel over the shared-memory budget: finish() refuses it where the
+    tensor was allocated; finish(verify=False) returns it and its compile
+    fails instead."""
+    from wsc.compiler import CompileError
+
+    def build(verify: bool):
+        kb = KernelBuilder("k")
+        kb.shared_tensor(f16, [8, 256, 64])  # error: too big
+        return kb.finish(verify=verify)
+
+    error = build_error(lambda: build(True))
+    assert error.where.line == line_of("# error: too big")
+    assert "bytes of shared memory" in str(error)
+    with pytest.raises(CompileError, match="227 KB"):
+        build(False).compile()

@@ -43,7 +43,6 @@ from wsc.target.hopper import (
     MAX_BLOCK_THREADS,
     MAX_PORTABLE_CLUSTER,
     MAX_TMA_BOX,
-    SWIZZLE_BYTES,
     WARP_SIZE,
 )
 
@@ -273,9 +272,12 @@ class KernelBuilder:
 
     def shared_tensor(self, dtype: str, shape: Sequence[int]) -> SharedTensor:
         """A ring buffer in shared memory of [stages, rows, cols] elements, each stage
-        one TMA tile (rows <= 256). A tile that TMA loads and WGMMA reads has
-        rows of at most 128 bytes (the swizzle span); a tile only stored from
-        registers and copied out may have wider rows, of whole 128-byte spans."""
+        one TMA tile (rows <= 256) whose rows are a whole number of swizzle
+        spans (32 bytes at least; codegen's TileLayout). A tile that TMA loads
+        and WGMMA reads has rows of at most 128 bytes (the widest span); a tile
+        only stored from registers and copied out may have wider rows."""
+        from wsc.codegen.layout import LayoutError, TileLayout
+
         where = caller()
         check_dtype(dtype, TILE_DTYPES, "shared_tensor")
         shape = tuple(shape)
@@ -288,15 +290,18 @@ class KernelBuilder:
                 where,
             )
         stages, rows, cols = shape
-        row_bytes = cols * ELEMENT_BYTES[dtype]
-        if (row_bytes > SWIZZLE_BYTES and row_bytes % SWIZZLE_BYTES) or rows > MAX_TMA_BOX:
+        if rows > MAX_TMA_BOX:
             raise BuildError(
-                f"shared_tensor: a {rows}x{cols} {dtype} tile breaks the tile "
-                f"rules: at most {MAX_TMA_BOX} rows (the TMA box) and "
-                f"{SWIZZLE_BYTES} bytes a row (the swizzle span) or a multiple "
-                f"of it, it has {row_bytes}",
+                f"shared_tensor: a {rows}x{cols} {dtype} tile has more than "
+                f"{MAX_TMA_BOX} rows (the TMA box)",
                 where,
             )
+        try:
+            TileLayout.choose(rows, cols, ELEMENT_BYTES[dtype])
+        except LayoutError as error:
+            raise BuildError(
+                f"shared_tensor: a {rows}x{cols} {dtype} tile: {error}", where
+            ) from None
         self._require_top_level("shared_tensor", "shared memory is laid out once per block")
         with self._at(where):
             value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, cols, dtype))
@@ -714,9 +719,11 @@ class KernelBuilder:
 
     # Finishing ------------------------------------------------------------------------
 
-    def finish(self) -> Kernel:
+    def finish(self, verify: bool = True) -> Kernel:
         """Close the kernel and verify it; raises BuildError at the first problem,
-        located in the user's source."""
+        located in the user's source. With `verify=False` the verifier's rules
+        (shared memory budget, tile rules, ...) are left to the compile, which
+        reports them as a CompileError; the builder's own checks still run."""
         where = caller()
         if len(self._scopes) > 1:
             scope = self._scopes[-1]
@@ -739,7 +746,8 @@ class KernelBuilder:
                 plain,
             )
         kernel = Kernel(self.module, self.context, self.name, self.grid, unroll=True in unrolled)
-        kernel.verify()
+        if verify:
+            kernel.verify()
         return kernel
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 
 class MbarrierOps:
+    """kb.mbarrier: allocating, waiting on and arriving at mbarriers."""
+
     def __init__(self, builder: KernelBuilder):
         self._kb = builder
 
@@ -105,6 +107,8 @@ class MbarrierOps:
 
 
 class TmaOps:
+    """kb.tma: bulk tensor copies between global and shared memory."""
+
     def __init__(self, builder: KernelBuilder):
         self._kb = builder
 
@@ -187,6 +191,8 @@ class TmaOps:
 
 
 class WgmmaOps:
+    """kb.wgmma: warpgroup matrix multiplies from shared memory into registers."""
+
     def __init__(self, builder: KernelBuilder):
         self._kb = builder
 
