@@ -305,25 +305,42 @@ def test_copy_between_dtypes_is_a_type_error():
 def test_a_tile_that_breaks_the_swizzle_rule():
     def build():
         kb = KernelBuilder("k")
-        kb.shared_tensor(f16, [4, 128, 96])  # error: tile rule
+        kb.shared_tensor(f16, [4, 128, 24])  # error: tile rule
 
     error = build_error(build)
     assert error.where.line == line_of("# error: tile rule")
-    assert "128 bytes a row (the swizzle span) or a multiple of it, it has 192" in str(error)
+    assert "24 x 2 B = 48 B is not a multiple of 32 B" in str(error)
 
 
-def test_a_load_into_rows_wider_than_the_swizzle_span():
+def test_a_tile_of_more_rows_than_a_tma_box():
     def build():
         kb = KernelBuilder("k")
-        a = kb.global_tensor(f16)
-        sc = kb.shared_tensor(f16, [1, 64, 128])  # staging rows of 256 bytes: fine
-        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
-        kb.sync()
-        kb.tma.global_to_shared(a, sc[0], [0, 0], full[0])  # error: wide load
+        kb.shared_tensor(f16, [1, 512, 64])  # error: box rows
 
     error = build_error(build)
-    assert error.where.line == line_of("# error: wide load")
-    assert "dst rows are 256 bytes; a TMA load fills at most 128" in str(error)
+    assert error.where.line == line_of("# error: box rows")
+    assert "more than 256 rows (the TMA box)" in str(error)
+
+
+def test_a_stored_tile_may_have_rows_of_narrower_swizzle_spans():
+    """192-byte rows are three 64-byte swizzle atoms: a staging tile the
+    epilogue stores into and copies out, as the matmul's block_n = 96."""
+    kb = KernelBuilder("k")
+    assert kb.shared_tensor(f16, [1, 128, 96]).shape == (1, 128, 96)
+
+
+def test_a_load_into_rows_wider_than_the_swizzle_span_copies_atom_by_atom():
+    """256-byte rows are two 128-byte swizzle atoms: the copy is one TMA box
+    per atom (a "kn" B stage of 128 columns)."""
+    kb = KernelBuilder("k")
+    a = kb.global_tensor(f16)
+    sb = kb.shared_tensor(f16, [1, 64, 128])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    kb.sync()
+    with kb.single_thread():
+        kb.mbarrier.arrive_and_expect_tx(full[0], sb[0].nbytes)
+        kb.tma.global_to_shared(a, sb[0], [0, 0], full[0])
+    assert "wsc.tma_load" in str(kb.finish())  # and the verifier takes it
 
 
 def test_store_shared_checks_the_stage_tile():

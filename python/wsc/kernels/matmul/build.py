@@ -45,58 +45,55 @@ tiles)/G column panels of B, which stay in L2, instead of every panel of A.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
 from mlir import ir
-from mlir.dialects import arith, func, gpu, memref, scf
 
-from wsc import dialect
+from wsc.builder import (
+    CONSUMER_INITIAL_PHASE,
+    GlobalTensor,
+    KernelBuilder,
+    RegisterTile,
+    Scalar,
+    SharedTensor,
+    TileLoop,
+    cdiv,
+    f32,
+    minimum,
+)
 from wsc.compiler import CompileResult, compile_module, write_artifact
-from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, bool_constant, index_constant
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, check_tma_strides
-from wsc.target.hopper import WARPGROUP_SIZE
+from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
 
 
-def _global(element: str) -> ir.Type:
-    return ir.Type.parse(f"memref<?x?x{element}>")
-
-
-def _tile_counts(a: ir.Value, c: ir.Value, bm: int, bn: int) -> tuple[ir.Value, ir.Value]:
+def _tile_counts(a: GlobalTensor, c: GlobalTensor, bm: int, bn: int) -> tuple[Scalar, Scalar]:
     """(ceil(M/BM), ceil(N/BN)): the output tiles along M and N."""
-    tiles_m = arith.CeilDivUIOp(
-        memref.DimOp(a, index_constant(0)).result, index_constant(bm)
-    ).result
-    tiles_n = arith.CeilDivUIOp(
-        memref.DimOp(c, index_constant(1)).result, index_constant(bn)
-    ).result
-    return tiles_m, tiles_n
+    return cdiv(a.shape[0], bm), cdiv(c.shape[1], bn)
 
 
 def _tile_coordinates(
-    tile: ir.Value, tiles_m: ir.Value, tiles_n: ir.Value, group_m: int
-) -> tuple[ir.Value, ir.Value]:
+    tile: Scalar, tiles_m: Scalar, tiles_n: Scalar, group_m: int
+) -> tuple[Scalar, Scalar]:
     """(tile row, tile column) of tile number `tile`, in the order of the
     module docstring."""
     if group_m == 0:
-        return arith.RemUIOp(tile, tiles_m).result, arith.DivUIOp(tile, tiles_m).result
-    group_size = arith.MulIOp(index_constant(group_m), tiles_n).result
-    first_row = arith.MulIOp(arith.DivUIOp(tile, group_size).result, index_constant(group_m)).result
+        return tile % tiles_m, tile // tiles_m
+    group_size = tiles_n * group_m
+    first_row = tile // group_size * group_m
     # The last group has fewer rows when group_m does not divide tiles_m.
-    rows = arith.MinUIOp(arith.SubIOp(tiles_m, first_row).result, index_constant(group_m)).result
-    in_group = arith.RemUIOp(tile, group_size).result
-    tile_row = arith.AddIOp(first_row, arith.RemUIOp(in_group, rows).result).result
-    tile_col = arith.DivUIOp(in_group, rows).result
-    return tile_row, tile_col
+    rows = minimum(tiles_m - first_row, group_m)
+    in_group = tile % group_size
+    return first_row + in_group % rows, in_group // rows
 
 
 def store_through_shared(
-    tile: ir.Value,
-    sc: ir.Value,
-    c: ir.Value,
-    row: ir.Value,
-    col: ir.Value,
+    kb: KernelBuilder,
+    tile: RegisterTile,
+    sc: SharedTensor,
+    c: GlobalTensor,
+    row: Scalar,
+    col: Scalar,
     wait_first: bool,
     tma: bool,
 ) -> None:
@@ -104,143 +101,121 @@ def store_through_shared(
     thread with TMA or from all with coalesced stores. With `wait_first` (a
     buffer reused tile after tile) the copy of the previous tile must have
     read sc first."""
-    stage0 = index_constant(0)
     if wait_first:
         if tma:
-            with _elected():
-                dialect.tma_store_wait(0)
-        dialect.sync()
-    dialect.store_shared(tile, sc, stage0)
+            with kb.single_thread():
+                kb.tma.store_wait(0)
+        kb.sync()
+    kb.store_shared(sc[0], tile)
     if tma:
-        dialect.fence_proxy_async()
-    dialect.sync()
+        kb.fence_proxy_async()
+    kb.sync()
     if tma:
-        with _elected():
-            dialect.tma_store(sc, stage0, c, row, col)
+        with kb.single_thread():
+            kb.tma.shared_to_global(sc[0], c, [row, col])
     else:
-        dialect.coalesced_store(sc, stage0, c, row, col)
-
-
-@contextlib.contextmanager
-def _elected():
-    """Ops for one thread of the executing threads: an scf.if on wsc.elect."""
-    guard = scf.IfOp(dialect.elect())
-    with ir.InsertionPoint(guard.then_block):
-        yield
-        scf.YieldOp([])
+        kb.shared_to_global(sc[0], c, [row, col])
 
 
 def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matmul") -> ir.Module:
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
     config.check_problem(problem)
     bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
-    element = problem.dtype
-    b_tile = (bn, bk) if problem.b_layout == "nk" else (bk, bn)
-    tx_bytes = (bm * bk + bn * bk) * 2
-    module = ir.Module.create()
-    with ir.InsertionPoint(module.body):
-        kernel = func.FuncOp(
-            name,
-            ir.FunctionType.get(
-                [_global(element), _global(element), _global(problem.out_dtype)], []
-            ),
+    element, b_layout = problem.dtype, problem.b_layout
+    ctas = config.cluster_m
+    kb = KernelBuilder(
+        name,
+        num_warps=WARPGROUP_SIZE // WARP_SIZE,
+        grid=[("m", bm), ("n", bn)],
+        cluster_size=ctas,
+        context=ir.Context.current,
+    )
+    a, b, c = (
+        kb.global_tensor(element),
+        kb.global_tensor(element),
+        kb.global_tensor(problem.out_dtype),
+    )
+    k_tiles = cdiv(a.shape[1], bk)
+    sa = kb.shared_tensor(element, [stages, bm, bk])
+    sb = kb.shared_tensor(element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn])
+    sc = kb.shared_tensor(problem.out_dtype, [1, bm, bn]) if config.staged_store else None
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=stages)
+    # Barrier init must be visible before use: in a cluster, to the other
+    # block too, whose copies and releases reach these barriers.
+    sync = kb.sync if ctas == 1 else kb.cluster_sync
+    sync()
+    tiles_m, tiles_n = _tile_counts(a, c, bm, bn)
+    block_x = kb.block_idx.x
+    # Work units: tiles, or in a cluster tile pairs (ctas tile rows of one
+    # tile column), numbered like tiles over ceil(tiles_m / ctas) rows.
+    units_m, rank = tiles_m, None
+    if ctas > 1:
+        units_m = cdiv(tiles_m, ctas)
+        rank = kb.cluster_rank
+
+    def one_tile(unit: Scalar, tiles: TileLoop | None) -> None:
+        """Work unit `unit`'s K loop and its store; the loop continues the
+        ring position `tiles` carries, or starts the ring."""
+        tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
+        if rank is not None:
+            tile_row = tile_row * ctas + rank
+        tile_m, tile_n = tile_row * bm, tile_col * bn
+        acc = kb.register_tensor(f32, [bm, bn])
+        ring_loop = (
+            kb.range(0, k_tiles, 1, stages=stages, phase=CONSUMER_INITIAL_PHASE)
+            if tiles is None
+            else kb.range(0, k_tiles, 1, stages=stages, ring=tiles)
         )
-        i32 = ir.IntegerType.get_signless(32)
-        kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(i32, WARPGROUP_SIZE)
-        ctas = config.cluster_m
-        if ctas > 1:
-            kernel.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(i32, ctas)
-        entry = kernel.add_entry_block()
-    with ir.InsertionPoint(entry):
-        a, b, c = entry.arguments
-        c1 = index_constant(1)
-        k_size = memref.DimOp(a, c1).result
-        k_tiles = arith.CeilDivUIOp(k_size, index_constant(bk)).result
-        sa = dialect.alloc_shared(dialect.shared_buffer_type(stages, bm, bk, element))
-        sb = dialect.alloc_shared(dialect.shared_buffer_type(stages, *b_tile, element))
-        sc = None
-        if config.staged_store:
-            sc = dialect.alloc_shared(dialect.shared_buffer_type(1, bm, bn, problem.out_dtype))
-        full = dialect.mbarrier_alloc(1, stages)
-        # Barrier init must be visible before use: in a cluster, to the other
-        # block too, whose copies and releases reach these barriers.
-        sync = dialect.sync if ctas == 1 else dialect.cluster_sync
-        sync()
-        tiles_m, tiles_n = _tile_counts(a, c, bm, bn)
-        block_x = gpu.BlockIdOp(gpu.Dimension.x).result
-        ring_start = [index_constant(0), bool_constant(dialect.CONSUMER_INITIAL_PHASE)]
-        # Work units: tiles, or in a cluster tile pairs (ctas tile rows of one
-        # tile column), numbered like tiles over ceil(tiles_m / ctas) rows.
-        units_m, rank = tiles_m, None
-        if ctas > 1:
-            units_m = arith.CeilDivUIOp(tiles_m, index_constant(ctas)).result
-            rank = dialect.cluster_rank()
-
-        def one_tile(unit: ir.Value, stage: ir.Value, phase: ir.Value) -> list[ir.Value]:
-            """Work unit `unit`'s K loop, from ring position (stage, phase), and
-            its store; returns the ring position after it."""
-            tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
-            if rank is not None:
-                tile_row = arith.AddIOp(
-                    arith.MulIOp(tile_row, index_constant(ctas)).result, rank
-                ).result
-            tile_m = arith.MulIOp(tile_row, index_constant(bm)).result
-            tile_n = arith.MulIOp(tile_col, index_constant(bn)).result
-            acc = dialect.acc_alloc(dialect.acc_type((bm, bn), "f32"))
-            loop = scf.ForOp(index_constant(0), k_tiles, c1, [stage, phase])
-            with ir.InsertionPoint(loop.body):
-                k_tile = loop.induction_variable
-                stage, phase = loop.inner_iter_args
-                k0 = arith.MulIOp(k_tile, index_constant(bk)).result
-                with _elected():
-                    dialect.mbarrier_arrive_expect_tx(full, stage, tx_bytes)
-                    dialect.tma_load(a, tile_m, k0, sa, stage, full)
-                    # B's tile is the cluster's: each block copies its share
-                    # into every block's stage.
-                    multicast = ctas > 1
-                    if problem.b_layout == "nk":
-                        dialect.tma_load(b, tile_n, k0, sb, stage, full, multicast)
-                    else:
-                        dialect.tma_load(b, k0, tile_n, sb, stage, full, multicast)
-                dialect.mbarrier_wait(full, stage, phase)
-                dialect.wgmma_fence()
-                dialect.wgmma(sa, sb, stage, acc, 0, problem.b_layout)
-                dialect.wgmma_commit_group()
-                dialect.wgmma_wait_group(0)
-                # The stage is free once every block that reads it is done.
-                sync()
-                scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
-            result = acc if problem.out_dtype == "f32" else dialect.cast(acc, problem.out_dtype)
-            if sc is None:
-                dialect.store(result, c, tile_m, tile_n)
-            else:
-                store_through_shared(
-                    result,
-                    sc,
-                    c,
-                    tile_m,
-                    tile_n,
-                    wait_first=config.persistent,
-                    tma=config.tma_store,
+        for it in ring_loop:
+            k0 = it.index * bk
+            a_tile, b_tile = sa[it.stage], sb[it.stage]
+            with kb.single_thread():
+                kb.mbarrier.arrive_and_expect_tx(full[it.stage], a_tile.nbytes + b_tile.nbytes)
+                kb.tma.global_to_shared(a, a_tile, [tile_m, k0], mbarrier=full[it.stage])
+                # B's tile is the cluster's: each block copies its share
+                # into every block's stage.
+                kb.tma.global_to_shared(
+                    b,
+                    b_tile,
+                    [tile_n, k0] if b_layout == "nk" else [k0, tile_n],
+                    mbarrier=full[it.stage],
+                    multicast=ctas > 1,
                 )
-            return list(loop.results)
-
-        # In a cluster, a unit per cluster: block x / ctas.
-        first_unit = block_x if ctas == 1 else arith.DivUIOp(block_x, index_constant(ctas)).result
-        if config.persistent:
-            num_units = arith.MulIOp(units_m, tiles_n).result
-            grid_x = gpu.GridDimOp(gpu.Dimension.x).result
-            step = grid_x if ctas == 1 else arith.DivUIOp(grid_x, index_constant(ctas)).result
-            units = scf.ForOp(first_unit, num_units, step, ring_start)
-            with ir.InsertionPoint(units.body):
-                scf.YieldOp(one_tile(units.induction_variable, *units.inner_iter_args))
+            kb.mbarrier.wait(full[it.stage], phase=it.phase)
+            kb.wgmma.fence()
+            kb.wgmma.mma(a_tile, b_tile.transpose() if b_layout == "nk" else b_tile, acc)
+            kb.wgmma.commit_group()
+            kb.wgmma.wait_group(0)
+            # The stage is free once every block that reads it is done.
+            sync()
+        result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
+        if sc is None:
+            kb.store_global(c, result, [tile_m, tile_n])
         else:
-            block_y = gpu.BlockIdOp(gpu.Dimension.y).result
-            one_tile(
-                arith.AddIOp(first_unit, arith.MulIOp(block_y, units_m).result).result, *ring_start
+            store_through_shared(
+                kb,
+                result,
+                sc,
+                c,
+                tile_m,
+                tile_n,
+                wait_first=config.persistent,
+                tma=config.tma_store,
             )
-        func.ReturnOp([])
-    return module
+
+    # In a cluster, a unit per cluster: block x / ctas.
+    first_unit = block_x // ctas
+    if config.persistent:
+        num_units = units_m * tiles_n
+        step = kb.grid_dim.x // ctas
+        for tiles in kb.tile_range(
+            first_unit, num_units, step, stages=stages, phase=CONSUMER_INITIAL_PHASE
+        ):
+            one_tile(tiles.tile, tiles)
+    else:
+        one_tile(first_unit + kb.block_idx.y * units_m, None)
+    # compile_matmul's callers expect the verifier's rules as CompileErrors.
+    return kb.finish(verify=False).module
 
 
 # Compiling -------------------------------------------------------------------------------

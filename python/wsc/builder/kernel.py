@@ -1,0 +1,193 @@
+"""Built kernels: a finished, verified Kernel (passes by keyword, compile) and
+the CompiledKernel that writes the artifact directory the runtime launches."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from mlir import ir
+
+from wsc.builder.errors import BuildError, SourceLocation
+from wsc.diagnostics import DiagnosticEngine, PassError
+
+if TYPE_CHECKING:
+    from wsc.codegen.info import KernelInfo
+    from wsc.compiler import CompileResult
+
+
+def _located_failure(engine: DiagnosticEngine) -> str:
+    return "\n".join(d.format() for d in engine.diagnostics)
+
+
+class Kernel:
+    """A finished, verified kernel: its module and how to compile it.
+
+    `str(kernel)` is its IR. `warp_specialize(...)` and `unroll_ring_buffer()`
+    return new Kernels with the pass applied; `compile(...)` runs what is left
+    (--unroll-ring-buffer when the ring loops asked for it, else the protocol
+    check) and lowers to PTX."""
+
+    def __init__(
+        self,
+        module: ir.Module | ir.Operation,
+        context: ir.Context,
+        name: str,
+        grid: tuple[tuple[str, int], ...],
+        unroll: bool,
+        made_by: str = "builder",
+        previous: Kernel | None = None,
+        persistent: bool = False,
+        check: str | None = None,
+    ):
+        self.module = module
+        self.context = context
+        self.name = name
+        #: (size, tile) pairs: the tiles of each size the kernel covers. A
+        #: persistent kernel strides over all of them by gridDim.x, so its
+        #: launch grid is their count on x, capped at the SM count by the
+        #: runtime (Artifact.launch_grid); otherwise one block per tile.
+        self.grid = grid
+        self.persistent = persistent
+        #: The reference its artifacts are checked with (KernelBuilder), or None.
+        self.check = check
+        self.unroll = unroll
+        #: "builder", or the flag of the pass that made this kernel from `previous`.
+        self.made_by = made_by
+        self.previous = previous
+
+    def lineage(self) -> list[Kernel]:
+        """The built kernel and every kernel a pass made from it, ending with this one."""
+        chain = [self]
+        while chain[-1].previous is not None:
+            chain.append(chain[-1].previous)
+        return chain[::-1]
+
+    def __str__(self) -> str:
+        return str(self.module)
+
+    def verify(self) -> None:
+        """MLIR's verifier and the wsc rules; BuildError at the first violation."""
+        from wsc.verifier import verify_wsc
+
+        engine = DiagnosticEngine("<kernel>")
+        with self.context:
+            try:
+                self.module.operation.verify()
+                verify_wsc(self.module.operation)
+            except ir.MLIRError as error:
+                engine.add_mlir_error(error)
+            except PassError as error:
+                engine.add_pass_error(error)
+        if engine.has_errors:
+            first = engine.diagnostics[0]
+            where = (
+                SourceLocation(first.filename, first.line, first.col or 0)
+                if first.filename is not None and first.line is not None
+                else None
+            )
+            raise BuildError(
+                first.message if len(engine.diagnostics) == 1 else _located_failure(engine), where
+            )
+
+    def _apply(self, wsc_pass) -> Kernel:
+        from wsc.compiler import CompileError
+
+        clone = self.module.operation.clone()
+        engine = DiagnosticEngine("<kernel>")
+        if not wsc_pass.apply(clone.operation, engine):
+            raise CompileError(_located_failure(engine))
+        return Kernel(
+            clone,
+            self.context,
+            self.name,
+            self.grid,
+            self.unroll,
+            wsc_pass.ARGUMENT,
+            self,
+            self.persistent,
+            self.check,
+        )
+
+    def warp_specialize(self, **options) -> Kernel:
+        """This (non-specialized) kernel through --warp-specialize, with its options
+        as keyword arguments: num_stages, num_consumer_groups, producer, ..."""
+        from wsc.passes.warp_specialize import WarpSpecialize
+
+        return self._apply(WarpSpecialize(**options))
+
+    def unroll_ring_buffer(self) -> Kernel:
+        """This kernel through --unroll-ring-buffer."""
+        from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
+
+        unrolled = self._apply(UnrollRingBuffer())
+        unrolled.unroll = False
+        return unrolled
+
+    def remaining_passes(self) -> list:
+        """What compile() runs before lowering."""
+        from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
+        from wsc.passes.verify_pipeline import VerifyPipeline
+
+        return [UnrollRingBuffer()] if self.unroll else [VerifyPipeline()]
+
+    def compile(self, dump_dir: str | os.PathLike | None = None) -> CompiledKernel:
+        """Run the remaining passes and lower to PTX (sizes are run-time
+        parameters, so one compile serves every problem). `dump_dir` receives
+        the IR after each pass."""
+        from wsc.compiler import compile_module
+
+        with self.context:
+            result = compile_module(
+                self.module.operation.clone(), self.remaining_passes(), dump_dir
+            )
+        return CompiledKernel(self, result)
+
+
+class CompiledKernel:
+    """A kernel lowered to PTX: `write_artifact` makes the directory the runtime
+    launches for one problem."""
+
+    def __init__(self, kernel: Kernel, result: CompileResult):
+        self.kernel = kernel
+        #: The compile driver's CompileResult: ptx, info, stages, ptxas.
+        self.result = result
+
+    @property
+    def ptx(self) -> str:
+        return self.result.ptx
+
+    def summary(self) -> str:
+        """One line per compile stage: its name, time and what the IR holds after it."""
+        width = max(len(stage.name) for stage in self.result.stages)
+        return "\n".join(
+            f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  {stage.summary}"
+            for stage in self.result.stages
+        )
+
+    def write_artifact(self, out_dir: str | os.PathLike | None = None, **sizes: int) -> Path:
+        """kernel.ptx and kernel.json for the problem `sizes` (e.g. m=, n=, k=), in
+        `out_dir` or a new temporary directory: the kernel's tensors, sizes,
+        grid and parameters, and the check it declares."""
+        from wsc.compiler import write_artifact
+
+        # CompileResult types its info loosely: it is the lowering's KernelInfo.
+        info = cast("KernelInfo", self.result.info)
+        grid = self.kernel.grid
+        config: dict[str, int | bool] = {f"block_{size}": tile for size, tile in grid}
+        if self.kernel.persistent:
+            config["persistent"] = True
+        if info.cluster > 1:
+            config["cluster_m"] = info.cluster
+        out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
+        return write_artifact(
+            out,
+            self.result,
+            dict(sizes),
+            grid,
+            config,
+            persistent=self.kernel.persistent,
+            check=self.kernel.check,
+        )

@@ -1,0 +1,845 @@
+"""KernelBuilder: one kernel, a func.func of wsc IR, built op by op from
+Python; its regions (thread groups, single_thread, if_, ring loops, tile
+loops) and the Pipeline that names a ring's hand-off."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import arith, func, gpu, scf
+
+from wsc import dialect
+from wsc.builder.errors import (
+    BuildError,
+    BuildTypeError,
+    SourceLocation,
+    caller,
+    check_dtype,
+    expect,
+)
+from wsc.builder.kernel import Kernel
+from wsc.builder.ops import MbarrierOps, TmaOps, WgmmaOps
+from wsc.builder.values import (
+    GLOBAL_DTYPES,
+    TILE_DTYPES,
+    BarrierRef,
+    Barriers,
+    GlobalTensor,
+    Predicate,
+    RegisterTile,
+    RingLoop,
+    Scalar,
+    SharedTensor,
+    SharedTile,
+    TileLoop,
+)
+from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR
+from wsc.target.hopper import (
+    ELEMENT_BYTES,
+    MAX_BLOCK_THREADS,
+    MAX_PORTABLE_CLUSTER,
+    MAX_TMA_BOX,
+    WARP_SIZE,
+)
+
+
+def _check_stages(stages, what: str, where: SourceLocation) -> None:
+    if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
+        raise BuildError(f"{what}: stages must be a positive int, got {stages!r}", where)
+
+
+@dataclass
+class _Scope:
+    """A region being built: the block ops go into, what opened it and where,
+    and the index constants made in it."""
+
+    block: ir.Block
+    kind: str
+    where: SourceLocation
+    constants: dict[int, ir.Value] = field(default_factory=dict)
+
+
+class KernelBuilder:
+    """Builds one kernel, a func.func of wsc IR, op by op.
+
+    `num_warps` fixes the block size (num_warps * 32 threads). `grid` says how
+    many blocks a launch needs: one (size, tile) pair per grid dimension x, y,
+    launching cdiv(size, tile) blocks, where size names a problem size the
+    kernel reads ("m", "n" or "k" for a matmul). `check` names the reference
+    `wsc run --check` compares its artifacts with ("matmul": C = A @ op(B),
+    wsc.kernels.matmul.check). The builder owns its MLIR context, unless
+    given one."""
+
+    def __init__(
+        self,
+        name: str = "kernel",
+        *,
+        num_warps: int = 4,
+        grid: Sequence[tuple[str, int]] = (),
+        cluster_size: int = 1,
+        context: ir.Context | None = None,
+        check: str | None = None,
+    ):
+        where = caller()
+        if (
+            isinstance(cluster_size, bool)
+            or not isinstance(cluster_size, int)
+            or not 1 <= cluster_size <= MAX_PORTABLE_CLUSTER
+        ):
+            raise BuildError(
+                f"cluster_size must be an int in [1, {MAX_PORTABLE_CLUSTER}], got {cluster_size!r}",
+                where,
+            )
+        if (
+            isinstance(num_warps, bool)
+            or not isinstance(num_warps, int)
+            or not 1 <= num_warps * WARP_SIZE <= MAX_BLOCK_THREADS
+        ):
+            raise BuildError(
+                f"num_warps must be an int in [1, {MAX_BLOCK_THREADS // WARP_SIZE}], "
+                f"got {num_warps!r}",
+                where,
+            )
+        self.grid = tuple((str(size), int(tile)) for size, tile in grid)
+        if len(self.grid) > 3 or any(tile < 1 for _, tile in self.grid):
+            raise BuildError(
+                f"grid must be up to 3 (size name, positive tile) pairs, got {list(grid)!r}", where
+            )
+        self.name = name
+        self.check = check
+        self.num_threads = num_warps * WARP_SIZE
+        self.context = context or dialect.make_context()
+        with self.context, where.mlir():
+            self.module = ir.Module.create()
+            with ir.InsertionPoint(self.module.body):
+                self.func = func.FuncOp(name, ir.FunctionType.get([], []))
+            i32 = ir.IntegerType.get_signless(32)
+            self.func.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(i32, self.num_threads)
+            if cluster_size > 1:
+                self.func.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(i32, cluster_size)
+            self.body = self.func.add_entry_block()
+        self.cluster_size = cluster_size
+        # Innermost last: (block, kind, where) of each open region.
+        self._scopes: list[_Scope] = [_Scope(self.body, "kernel", where)]
+        self._tensors: list[GlobalTensor] = []
+        self._awaiting_sync: list[Barriers] = []
+        self._thread_group: tuple[int, int] | None = None
+        self._unroll: list[tuple[bool, SourceLocation]] = []
+        self._finished = False
+        self.mbarrier = MbarrierOps(self)
+        self.tma = TmaOps(self)
+        self.wgmma = WgmmaOps(self)
+
+    # Plumbing --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _at(self, where: SourceLocation | None = None):
+        """Emit at the innermost open region, located at the user's line."""
+        if self._finished:
+            raise BuildError(
+                f"kernel '{self.name}' is finished; build a new KernelBuilder", where or caller()
+            )
+        where = where or caller()
+        with self.context, where.mlir(), ir.InsertionPoint(self._scopes[-1].block):
+            yield
+
+    def _index(self, value, what: str) -> ir.Value:
+        if isinstance(value, Scalar):
+            self._own(value, what)
+            return value.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BuildTypeError(
+                f"{what}: expected an int or a run-time index value, got {type(value).__name__}",
+                caller(),
+            )
+        # One constant per value and region: one made in an enclosing region
+        # earlier dominates everything built inside the current one.
+        for scope in reversed(self._scopes):
+            if value in scope.constants:
+                return scope.constants[value]
+        constant = arith.ConstantOp(ir.IndexType.get(), value).result
+        self._scopes[-1].constants[value] = constant
+        return constant
+
+    def _i1(self, value, what: str) -> ir.Value:
+        if isinstance(value, Predicate):
+            self._own(value, what)
+            return value.value
+        if not isinstance(value, bool):
+            raise BuildTypeError(
+                f"{what}: expected a bool (e.g. PRODUCER_INITIAL_PHASE) or a "
+                f"run-time phase, got {type(value).__name__}",
+                caller(),
+            )
+        return arith.ConstantOp(ir.IntegerType.get_signless(1), int(value)).result
+
+    def _own(self, value, what: str):
+        if getattr(value, "_builder", self) is not self:
+            raise BuildError(f"{what}: the value belongs to another kernel's builder", caller())
+        return value
+
+    def _stage(self, stage, num_stages: int, what: str) -> tuple[ir.Value, object]:
+        """(value, key) of a stage index; equal keys mean the same stage."""
+        if isinstance(stage, int) and not isinstance(stage, bool) and not 0 <= stage < num_stages:
+            raise BuildError(f"stage {stage} is outside the {what}'s {num_stages} stages", caller())
+        with self._at():
+            value = self._index(stage, f"{what} stage")
+        return value, (stage if isinstance(stage, int) else value)
+
+    def _offsets(self, offsets: Sequence, what: str) -> tuple[ir.Value, ir.Value]:
+        if isinstance(offsets, (str, bytes)) or len(offsets) != 2:
+            raise BuildTypeError(f"{what}: offsets must be [row, col]", caller())
+        with self._at():
+            return self._index(offsets[0], f"{what} row"), self._index(offsets[1], f"{what} col")
+
+    def _barrier(self, barrier, what: str) -> BarrierRef:
+        where = caller()
+        if isinstance(barrier, Barriers):
+            raise BuildTypeError(
+                f"{what}: pick one barrier of the array, e.g. barriers[stage]", where
+            )
+        if not isinstance(barrier, BarrierRef):
+            raise BuildTypeError(
+                f"{what}: expected one mbarrier, barriers[stage] of an array "
+                f"from kb.mbarrier.alloc, got {type(barrier).__name__}",
+                where,
+            )
+        if barrier.barriers._builder is not self:
+            raise BuildError(
+                f"{what}: the mbarrier was never allocated in this kernel (it "
+                f"belongs to another builder); allocate it with "
+                f"kb.mbarrier.alloc",
+                where,
+            )
+        if barrier.barriers in self._awaiting_sync:
+            raise BuildError(
+                f"{what}: the mbarriers allocated at {barrier.barriers.where} are "
+                f"used before a block-wide kb.sync() made their initialisation "
+                f"visible to every thread",
+                where,
+            )
+        return barrier
+
+    def _require_top_level(self, what: str, why: str) -> None:
+        if len(self._scopes) > 1:
+            scope = self._scopes[-1]
+            raise BuildError(
+                f"{what} belongs at the top level of the kernel ({why}), not "
+                f"inside the {scope.kind} opened at {scope.where}",
+                caller(),
+            )
+
+    @contextlib.contextmanager
+    def _region(
+        self, block: ir.Block, kind: str, where: SourceLocation, terminator=lambda: scf.YieldOp([])
+    ):
+        self._scopes.append(_Scope(block, kind, where))
+        yield
+        with self.context, where.mlir(), ir.InsertionPoint(block):
+            terminator()
+        self._scopes.pop()
+
+    # Values ------------------------------------------------------------------------
+
+    def global_tensor(self, dtype: str) -> GlobalTensor:
+        """The next kernel argument: a rank-2 tensor of `dtype` in global memory."""
+        where = caller()
+        check_dtype(dtype, GLOBAL_DTYPES, "global_tensor")
+        if self._finished:
+            raise BuildError(f"kernel '{self.name}' is finished", where)
+        from wsc.codegen.info import tensor_name
+
+        with self.context:
+            type_ = ir.Type.parse(f"memref<?x?x{dtype}>")
+            value = self.body.add_argument(type_, where.mlir())
+            self.func.attributes["function_type"] = ir.TypeAttr.get(
+                ir.FunctionType.get([arg.type for arg in self.body.arguments], [])
+            )
+        tensor = GlobalTensor(self, value, tensor_name(len(self._tensors)), dtype)
+        self._tensors.append(tensor)
+        return tensor
+
+    @property
+    def block_idx(self) -> GridIndex:
+        """`kb.block_idx.x`: this block's index in the grid (gpu.block_id)."""
+        return GridIndex(self, gpu.BlockIdOp)
+
+    @property
+    def grid_dim(self) -> GridIndex:
+        """`kb.grid_dim.x`: the blocks of the launch along x (gpu.grid_dim), e.g.
+        the stride of a persistent kernel's tile loop."""
+        return GridIndex(self, gpu.GridDimOp)
+
+    def shared_tensor(self, dtype: str, shape: Sequence[int]) -> SharedTensor:
+        """A ring buffer in shared memory of [stages, rows, cols] elements, each stage
+        one TMA tile (rows <= 256) whose rows are a whole number of swizzle
+        spans (32 bytes at least; codegen's TileLayout). A tile that TMA loads
+        and WGMMA reads has rows of at most 128 bytes (the widest span); a tile
+        only stored from registers and copied out may have wider rows."""
+        from wsc.codegen.layout import LayoutError, TileLayout
+
+        where = caller()
+        check_dtype(dtype, TILE_DTYPES, "shared_tensor")
+        shape = tuple(shape)
+        if len(shape) != 3 or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape
+        ):
+            raise BuildError(
+                f"shared_tensor: shape must be [stages, rows, cols] of positive "
+                f"ints, got {list(shape)!r}",
+                where,
+            )
+        stages, rows, cols = shape
+        if rows > MAX_TMA_BOX:
+            raise BuildError(
+                f"shared_tensor: a {rows}x{cols} {dtype} tile has more than "
+                f"{MAX_TMA_BOX} rows (the TMA box)",
+                where,
+            )
+        try:
+            TileLayout.choose(rows, cols, ELEMENT_BYTES[dtype])
+        except LayoutError as error:
+            raise BuildError(
+                f"shared_tensor: a {rows}x{cols} {dtype} tile: {error}", where
+            ) from None
+        self._require_top_level("shared_tensor", "shared memory is laid out once per block")
+        with self._at(where):
+            value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, cols, dtype))
+        return SharedTensor(self, value, dtype, shape)
+
+    def register_tensor(self, dtype: str, shape: Sequence[int]) -> RegisterTile:
+        """A zero-filled [rows, cols] tile in the registers of the executing
+        warpgroup(s): WGMMA's accumulator (rows a multiple of 64, cols of 8)."""
+        where = caller()
+        check_dtype(dtype, GLOBAL_DTYPES, "register_tensor")
+        shape = tuple(shape)
+        if (
+            len(shape) != 2
+            or shape[0] % 64
+            or shape[0] < 64
+            or shape[1] % 8
+            or not 8 <= shape[1] <= 256
+        ):
+            raise BuildError(
+                f"register_tensor: shape must be [rows, cols] with rows a multiple "
+                f"of 64 (WGMMA's M) and cols a multiple of 8 in [8, 256] (WGMMA's "
+                f"N), got {list(shape)!r}",
+                where,
+            )
+        with self._at(where):
+            value = dialect.acc_alloc(dialect.acc_type(shape, dtype))
+        return RegisterTile(self, value, dtype, shape)
+
+    def cast(self, tile: RegisterTile, dtype: str) -> RegisterTile:
+        """The tile converted element-wise to `dtype` (round to nearest even)."""
+        expect(tile, RegisterTile, "cast", "a register tile")
+        self._own(tile, "cast")
+        check_dtype(dtype, GLOBAL_DTYPES, "cast")
+        with self._at():
+            return RegisterTile(self, dialect.cast(tile.value, dtype), dtype, tile.shape)
+
+    def store_global(self, dst: GlobalTensor, tile: RegisterTile, offsets: Sequence) -> None:
+        """Store a register tile into dst[offsets[0]:+rows, offsets[1]:+cols], clipped at
+        dst's bounds."""
+        where = caller()
+        self._own(expect(dst, GlobalTensor, "store_global dst", "a global tensor"), "store_global")
+        self._own(
+            expect(tile, RegisterTile, "store_global tile", "a register tile"), "store_global"
+        )
+        if tile.dtype != dst.dtype:
+            raise BuildTypeError(
+                f"store_global: the tile is {tile.dtype} but '{dst.name}' is "
+                f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
+                where,
+            )
+        row, col = self._offsets(offsets, "store_global")
+        with self._at(where):
+            dialect.store(tile.value, dst.value, row, col)
+
+    def store_shared(self, dst: SharedTile, tile: RegisterTile) -> None:
+        """Write a register tile into the stage tile `dst` (e.g. sc[stage]) of the
+        same shape and dtype, in the layout a TMA store of `dst` reads. Before
+        a TMA store of it: kb.fence_proxy_async() in every writing thread, then
+        a sync; before kb.shared_to_global, a sync."""
+        where = caller()
+        expect(dst, SharedTile, "store_shared dst", "a stage of a shared tensor, e.g. sc[stage]")
+        self._own(
+            expect(tile, RegisterTile, "store_shared tile", "a register tile"), "store_shared"
+        )
+        if not dst.is_whole_stage:
+            raise BuildError("store_shared: dst must be a whole stage tile, ring[stage]", where)
+        if tile.dtype != dst.dtype:
+            raise BuildTypeError(
+                f"store_shared: the tile is {tile.dtype} but dst is "
+                f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
+                where,
+            )
+        if list(tile.shape) != [dst.rows, dst.cols]:
+            raise BuildError(
+                f"store_shared: the tile is {list(tile.shape)} but the stage tile "
+                f"is [{dst.rows}, {dst.cols}]",
+                where,
+            )
+        with self._at(where):
+            dialect.store_shared(tile.value, dst.ring.value, dst.stage)
+
+    def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
+        """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
+        clipped at dst's bounds, with every thread of the group storing: each
+        store of a warp writes 32 consecutive elements of a row, whatever
+        dst's row length (kb.tma.shared_to_global needs 16-byte rows). Sync
+        between the writes to `src` and this copy, and again before `src` is
+        written again."""
+        where = caller()
+        row, col = self._stage_copy_offsets(src, dst, offsets, "shared_to_global", where)
+        with self._at(where):
+            dialect.coalesced_store(src.ring.value, src.stage, dst.value, row, col)
+
+    def _stage_copy_offsets(
+        self, src: SharedTile, dst: GlobalTensor, offsets: Sequence, what: str, where
+    ) -> tuple[ir.Value, ir.Value]:
+        """The checks of a copy of a whole stage tile into a global tensor; its
+        (row, col) offsets."""
+        expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
+        self._own(expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
+        if src.dtype != dst.dtype:
+            raise BuildTypeError(
+                f"{what}: src is {src.dtype} but dst '{dst.name}' is {dst.dtype}", where
+            )
+        if not src.is_whole_stage:
+            raise BuildError(f"{what}: src must be a whole stage tile, ring[stage]", where)
+        return self._offsets(offsets, what)
+
+    def fence_proxy_async(self) -> None:
+        """Make this thread's writes to shared memory visible to later TMA copies."""
+        with self._at():
+            dialect.fence_proxy_async()
+
+    def sync(self) -> None:
+        """A barrier of every thread of the block, or of the enclosing thread group.
+        At the top level it also makes mbarrier initialisation visible."""
+        with self._at():
+            dialect.sync()
+        if len(self._scopes) == 1:
+            self._awaiting_sync.clear()
+
+    def cluster_sync(self) -> None:
+        """A barrier of every thread of every CTA of the cluster; it makes
+        mbarrier initialisation visible to the other CTAs too."""
+        where = caller()
+        if self.cluster_size < 2:
+            raise BuildError(
+                "cluster_sync needs a kernel in clusters (KernelBuilder(cluster_size=2, ...))",
+                where,
+            )
+        if self._thread_group is not None:
+            raise BuildError(
+                "cluster_sync inside a thread group: every thread of the cluster must reach it",
+                where,
+            )
+        with self._at(where):
+            dialect.cluster_sync()
+        if len(self._scopes) == 1:
+            self._awaiting_sync.clear()
+
+    @property
+    def cluster_rank(self) -> Scalar:
+        """This CTA's rank in its cluster, 0 .. cluster_size - 1."""
+        with self._at():
+            return Scalar(self, dialect.cluster_rank())
+
+    # Regions -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def thread_group(
+        self, thread_begin: int, num_threads: int, role: str, max_registers: int | None = None
+    ):
+        """Code for threads [thread_begin, thread_begin + num_threads) only: a warp
+        role (`wsc.role` guarding an scf.if). `role` names it ("producer",
+        "consumer"); `max_registers` is its setmaxnreg budget."""
+        where = caller()
+        if not isinstance(role, str) or not role:
+            raise BuildTypeError(
+                f'thread_group: role must name the role (e.g. "producer"), got {role!r}', where
+            )
+        if self._thread_group is not None:
+            raise BuildError("thread groups do not nest: close the enclosing one first", where)
+        for name, value in (("thread_begin", thread_begin), ("num_threads", num_threads)):
+            if isinstance(value, bool) or not isinstance(value, int) or value % WARP_SIZE:
+                raise BuildError(
+                    f"thread_group: {name} must be a multiple of {WARP_SIZE} "
+                    f"(whole warps), got {value!r}",
+                    where,
+                )
+        if (
+            thread_begin < 0
+            or num_threads < WARP_SIZE
+            or thread_begin + num_threads > self.num_threads
+        ):
+            raise BuildError(
+                f"thread_group: threads [{thread_begin}, "
+                f"{thread_begin + num_threads}) are not inside the block of "
+                f"{self.num_threads} threads",
+                where,
+            )
+        self._require_top_level("thread_group", "roles split the block's threads")
+        with self._at(where):
+            guard = scf.IfOp(dialect.role(role, thread_begin, num_threads, max_registers))
+        self._thread_group = (thread_begin, num_threads)
+        with self._region(guard.then_block, f"thread group '{role}'", where):
+            yield
+        self._thread_group = None
+
+    @contextlib.contextmanager
+    def single_thread(self):
+        """Code for one thread of the enclosing thread group (of the block outside
+        groups): `wsc.elect` guarding an scf.if."""
+        where = caller()
+        with self._at(where):
+            guard = scf.IfOp(dialect.elect())
+        with self._region(guard.then_block, "single_thread", where):
+            yield
+
+    @contextlib.contextmanager
+    def if_(self, condition: Predicate):
+        """Code that runs where `condition` holds."""
+        where = caller()
+        expect(condition, Predicate, "if_", "a run-time predicate (a comparison)")
+        with self._at(where):
+            guard = scf.IfOp(self._i1(condition, "if_"))
+        with self._region(guard.then_block, "if_", where):
+            yield
+
+    def range(
+        self,
+        start,
+        stop,
+        step: int,
+        *,
+        stages: int,
+        phase: bool | None = None,
+        unroll: int | None = None,
+        ring: TileLoop | None = None,
+    ) -> Iterator[RingLoop]:
+        """The ring loop over offsets start, start + step, ... < stop: one trip per
+        K tile, carrying the ring position (stage, phase) from (0, phase) and
+        advancing it after every trip. `phase` is the role's initial phase
+        (PRODUCER_INITIAL_PHASE or CONSUMER_INITIAL_PHASE). `unroll` =
+        `stages` asks for --unroll-ring-buffer, which unrolls every ring loop of
+        the kernel so each stage index is a constant. With step 1 the offsets
+        are the trips themselves (e.g. K tile numbers up to a `cdiv` count).
+
+        With `ring` (a tile loop of kb.tile_range, instead of `phase`) the
+        loop starts at the position the tile loop carries and hands back the
+        one it stops at, for the next tile. It must be the body's only ring
+        loop, directly inside it, and cannot be unrolled: its stages are
+        run-time values.
+
+        The body runs once, in Python, to build the loop; leave it by its end
+        (no break or return)."""
+        where = caller()
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            raise BuildError(f"range: step must be a positive int, got {step!r}", where)
+        _check_stages(stages, "range", where)
+        if ring is not None:
+            self._continue_tiles(ring, stages, phase, unroll, where)
+        elif not isinstance(phase, bool):
+            raise BuildTypeError(
+                "range: phase must be PRODUCER_INITIAL_PHASE or CONSUMER_INITIAL_PHASE (a bool)",
+                where,
+            )
+        if unroll is not None and unroll != stages:
+            raise BuildError(
+                f"range: --unroll-ring-buffer unrolls a ring loop by its number "
+                f"of stages; unroll={unroll!r} differs from stages={stages}",
+                where,
+            )
+        self._unroll.append((unroll is not None, where))
+        with self._at(where):
+            start_value = self._index(start, "range start")
+            span = self._index(stop, "range stop")
+            if not (isinstance(start, int) and start == 0):
+                span = arith.SubIOp(span, start_value).result
+            trips = span
+            if step != 1:
+                trips = arith.CeilDivUIOp(span, self._index(step, "range step")).result
+            zero = self._index(0, "stage")
+            position = (
+                [zero, self._i1(phase, "phase")]
+                if ring is None
+                else [ring.stage.value, ring.phase.value]
+            )
+            loop = scf.ForOp(zero, trips, self._index(1, "step"), position)
+        it = RingLoop(self, loop, start, step, stages, where, continues=ring)
+        if ring is not None:
+            ring.continued_by = it
+
+        def advance():
+            stage, phase_ = loop.inner_iter_args
+            scf.YieldOp(list(dialect.ring_advance(stage, phase_, stages)))
+
+        with self._region(loop.body, "ring loop", where, terminator=advance):
+            yield it
+        it.finished = True
+
+    def _continue_tiles(
+        self, ring, stages: int, phase, unroll: int | None, where: SourceLocation
+    ) -> None:
+        """The rules of a ring loop that continues tile loop `ring`."""
+        expect(ring, TileLoop, "range ring", "a tile loop (the `tiles` of kb.tile_range)")
+        self._own(ring, "range")
+        if ring.finished or self._scopes[-1].block != ring.loop.body:
+            raise BuildError(
+                f"range: a ring loop continues the tile loop at {ring.where} "
+                f"directly inside its body (not after it, nor inside a nested "
+                f"block, whose result the tile loop could not carry)",
+                where,
+            )
+        if ring.continued_by is not None:
+            raise BuildError(
+                f"range: the tile loop at {ring.where} is already continued by "
+                f"the ring loop at {ring.continued_by.where}; it carries one ring position",
+                where,
+            )
+        if stages != ring.num_stages:
+            raise BuildError(
+                f"range: stages={stages} differs from the {ring.num_stages} "
+                f"stages of the tile loop at {ring.where}",
+                where,
+            )
+        if phase is not None:
+            raise BuildError(
+                "range: with ring=, the loop starts at the tile loop's phase; leave out phase=",
+                where,
+            )
+        if unroll is not None:
+            raise BuildError(
+                "range: a ring loop that continues a tile loop starts at a "
+                "run-time stage, which --unroll-ring-buffer cannot unroll; "
+                "leave out unroll=",
+                where,
+            )
+
+    def tile_range(self, start, stop, step, *, stages: int, phase: bool) -> Iterator[TileLoop]:
+        """A persistent kernel's tile loop over tiles start, start + step, ... <
+        stop (e.g. from kb.block_idx.x by kb.grid_dim.x), carrying the ring
+        position of a ring of `stages` from (0, phase) across tiles: the ring
+        loop of each trip, `kb.range(..., ring=tiles)`, starts where the
+        previous trip's stopped (see TileLoop).
+
+        The body runs once, in Python, to build the loop; leave it by its end
+        (no break or return)."""
+        where = caller()
+        if isinstance(step, int) and (isinstance(step, bool) or step < 1):
+            raise BuildError(
+                f"tile_range: step must be a positive int or a run-time value, got {step!r}",
+                where,
+            )
+        _check_stages(stages, "tile_range", where)
+        if not isinstance(phase, bool):
+            raise BuildTypeError(
+                "tile_range: phase must be PRODUCER_INITIAL_PHASE or "
+                "CONSUMER_INITIAL_PHASE (a bool)",
+                where,
+            )
+        with self._at(where):
+            loop = scf.ForOp(
+                self._index(start, "tile_range start"),
+                self._index(stop, "tile_range stop"),
+                self._index(step, "tile_range step"),
+                [self._index(0, "stage"), self._i1(phase, "phase")],
+            )
+        tiles = TileLoop(self, loop, stages, where)
+
+        def carry():
+            if tiles.continued_by is None:
+                raise BuildError(
+                    f"the tile loop at {where} carries a ring position, but no "
+                    f"ring loop of its body continues it (kb.range(..., ring=tiles))",
+                    where,
+                )
+            scf.YieldOp(list(tiles.continued_by.loop.results))
+
+        with self._region(loop.body, "tile loop", where, terminator=carry):
+            yield tiles
+        tiles.finished = True
+
+    def drain(self, barriers: Barriers, after: RingLoop) -> None:
+        """The producer's drain (the seed's loop of min(stages, k_tiles) waits):
+        after the ring loop `after`, wait on `barriers` for the last release of
+        every stage that loop filled, so the producer leaves only when no
+        consumer will arrive again."""
+        where = caller()
+        expect(barriers, Barriers, "drain barriers", "an mbarrier array")
+        expect(after, RingLoop, "drain after", "the ring loop (the `it` of `for it in kb.range`)")
+        self._own(barriers, "drain")
+        self._own(after, "drain")
+        if not after.finished:
+            raise BuildError("drain: runs after the ring loop, not inside it", where)
+        if after.continues is not None:
+            raise BuildError(
+                f"drain: the ring loop at {after.where} continues a tile loop, "
+                f"so it need not start at stage 0; drain counts the stages a "
+                f"loop from stage 0 filled",
+                where,
+            )
+        stages = after.num_stages
+        with self._at(where):
+            ring_size = self._index(stages, "stages")
+            one = self._index(1, "step")
+            loop = scf.ForOp(
+                self._index(0, "start"),
+                ring_size,
+                one,
+                [after.loop.results[0], after.loop.results[1]],
+            )
+            with ir.InsertionPoint(loop.body):
+                stage, phase = loop.inner_iter_args
+                # Position trips + j waits for the release of fill trips + j - N,
+                # which exists only when trips + j >= N.
+                position = arith.AddIOp(
+                    loop.induction_variable, after.loop.operation.operands[1]
+                ).result
+                filled = arith.CmpIOp(arith.CmpIPredicate.uge, position, ring_size).result
+                guard = scf.IfOp(filled)
+                with ir.InsertionPoint(guard.then_block):
+                    dialect.mbarrier_wait(barriers.value, stage, phase)
+                    scf.YieldOp([])
+                scf.YieldOp(list(dialect.ring_advance(stage, phase, stages)))
+
+    def pipeline(self, num_stages: int, consumer_arrivals: int) -> Pipeline:
+        """The full/empty barrier pair of a ring of `num_stages` (see Pipeline)."""
+        where = caller()
+        return Pipeline(
+            self,
+            self.mbarrier.alloc(1, num_stages),
+            self.mbarrier.alloc(consumer_arrivals, num_stages),
+            where,
+        )
+
+    # Finishing ------------------------------------------------------------------------
+
+    def finish(self, verify: bool = True) -> Kernel:
+        """Close the kernel and verify it; raises BuildError at the first problem,
+        located in the user's source. With `verify=False` the verifier's rules
+        (shared memory budget, tile rules, ...) are left to the compile, which
+        reports them as a CompileError; the builder's own checks still run."""
+        where = caller()
+        if len(self._scopes) > 1:
+            scope = self._scopes[-1]
+            raise BuildError(
+                f"the {scope.kind} opened at {scope.where} was left before its end "
+                f"(a break or return inside a builder loop or block)",
+                where,
+            )
+        if self._finished:
+            raise BuildError(f"kernel '{self.name}' is already finished", where)
+        with self.context, where.mlir(), ir.InsertionPoint(self.body):
+            func.ReturnOp([])
+        self._finished = True
+        unrolled = {flag for flag, _ in self._unroll}
+        if len(unrolled) > 1:
+            plain = next(loc for flag, loc in self._unroll if not flag)
+            raise BuildError(
+                f"--unroll-ring-buffer unrolls every ring loop of a kernel, but "
+                f"the ring loop at {plain} has no unroll=",
+                plain,
+            )
+        kernel = Kernel(
+            self.module,
+            self.context,
+            self.name,
+            self.grid,
+            unroll=True in unrolled,
+            check=self.check,
+        )
+        if verify:
+            kernel.verify()
+        return kernel
+
+
+class GridIndex:
+    """x, y and z of a launch index: `op` is gpu.BlockIdOp or gpu.GridDimOp."""
+
+    def __init__(self, builder: KernelBuilder, op):
+        self._kb = builder
+        self._op = op
+
+    def _dim(self, dimension) -> Scalar:
+        with self._kb._at():
+            return Scalar(self._kb, self._op(dimension).result)
+
+    @property
+    def x(self) -> Scalar:
+        return self._dim(gpu.Dimension.x)
+
+    @property
+    def y(self) -> Scalar:
+        return self._dim(gpu.Dimension.y)
+
+    @property
+    def z(self) -> Scalar:
+        return self._dim(gpu.Dimension.z)
+
+
+class Pipeline:
+    """A ring's hand-off between a producer and its consumers, in the names of
+    the protocol (the tutorial's V4 `Pipeline`):
+
+        producer: acquire (wait until the stage is empty), commit (declare the
+                  bytes the copies will deliver), ..., then drain
+        consumer: wait (until the stage is full), ..., release (the stage is empty)
+
+    `full[stage]` completes when a stage's copies have landed (1 arrival plus
+    the transaction bytes); `empty[stage]` when every consumer thread has
+    released it (`consumer_arrivals` arrivals)."""
+
+    def __init__(
+        self, builder: KernelBuilder, full: Barriers, empty: Barriers, where: SourceLocation
+    ):
+        self._kb = builder
+        self.full = full
+        self.empty = empty
+        self.num_stages = full.num_barriers
+        self.where = where
+
+    def producer_range(self, start, stop, step: int, unroll: int | None = None):
+        """The producer's ring loop: it starts at PRODUCER_INITIAL_PHASE, so the
+        first pass over the fresh empty barriers does not block."""
+        return self._kb.range(
+            start, stop, step, stages=self.num_stages, phase=PRODUCER_INITIAL_PHASE, unroll=unroll
+        )
+
+    def consumer_range(self, start, stop, step: int, unroll: int | None = None):
+        """A consumer's ring loop: it starts at CONSUMER_INITIAL_PHASE, so its first
+        wait blocks until the first copy has landed."""
+        return self._kb.range(
+            start, stop, step, stages=self.num_stages, phase=CONSUMER_INITIAL_PHASE, unroll=unroll
+        )
+
+    def acquire(self, it: RingLoop) -> None:
+        """Producer: wait until this trip's stage is empty."""
+        self._kb.mbarrier.wait(self.empty[it.stage], phase=it.phase)
+
+    def commit(self, it: RingLoop, transaction_bytes: int) -> None:
+        """Producer, one thread: declare the bytes this trip's copies deliver to
+        full[stage] (pass `pipe.full[it.stage]` as each copy's mbarrier)."""
+        self._kb.mbarrier.arrive_and_expect_tx(self.full[it.stage], transaction_bytes)
+
+    def wait(self, it: RingLoop) -> None:
+        """Consumer: wait until this trip's stage is full."""
+        self._kb.mbarrier.wait(self.full[it.stage], phase=it.phase)
+
+    def release(self, stage, per_warp: bool = False) -> None:
+        """Consumer: hand `stage` back to the producer (after the WGMMAs reading it
+        have completed); with `per_warp`, one arrival per warp (count warps in
+        `consumer_arrivals`)."""
+        self._kb.mbarrier.arrive(self.empty[stage], per_warp=per_warp)
+
+    def drain(self, after: RingLoop) -> None:
+        """Producer, after its loop: wait for the last release of every filled stage."""
+        self._kb.drain(self.empty, after)

@@ -1,0 +1,254 @@
+"""The op namespaces of a KernelBuilder, named as in the seed: kb.mbarrier,
+kb.tma and kb.wgmma. Each method checks its operands (BuildError at the
+user's line) and emits the wsc op it names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from wsc import dialect
+from wsc.builder.errors import BuildError, BuildTypeError, caller, expect
+from wsc.builder.values import (
+    BarrierRef,
+    Barriers,
+    GlobalTensor,
+    RegisterTile,
+    SharedTile,
+)
+
+if TYPE_CHECKING:
+    from wsc.builder.kernel_builder import KernelBuilder
+
+
+class MbarrierOps:
+    """kb.mbarrier: allocating, waiting on and arriving at mbarriers."""
+
+    def __init__(self, builder: KernelBuilder):
+        self._kb = builder
+
+    def alloc(self, arrival_count: int, num_barriers: int) -> Barriers:
+        """`num_barriers` mbarriers, each completing a phase after `arrival_count`
+        arrivals (and the transaction bytes declared on it). Every thread runs
+        this, so it belongs at the top level of the kernel, followed by a
+        block-wide `kb.sync()` before first use."""
+        kb = self._kb
+        where = caller()
+        for name, value in (("arrival_count", arrival_count), ("num_barriers", num_barriers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BuildError(
+                    f"mbarrier.alloc: {name} must be a positive int, got {value!r}", where
+                )
+        kb._require_top_level(
+            "mbarrier.alloc",
+            "every thread of the block initialises the barriers before the roles split",
+        )
+        with kb._at(where):
+            barriers = Barriers(
+                kb,
+                dialect.mbarrier_alloc(arrival_count, num_barriers),
+                arrival_count,
+                num_barriers,
+                where,
+            )
+        kb._awaiting_sync.append(barriers)
+        return barriers
+
+    def wait(self, barrier: BarrierRef, phase) -> None:
+        """Block until the phase of `barrier` with parity `phase` has completed."""
+        kb = self._kb
+        ref = kb._barrier(barrier, "mbarrier.wait")
+        with kb._at():
+            dialect.mbarrier_wait(ref.barriers.value, ref.stage, kb._i1(phase, "phase"))
+
+    def arrive(self, barrier: BarrierRef, every_cta: bool = False, per_warp: bool = False) -> None:
+        """Every executing thread arrives once on `barrier`; with `every_cta`,
+        on that barrier of every CTA of the cluster (the release of a stage
+        that other CTAs' multicast copies write). With `per_warp` each
+        executing warp arrives once, after its threads synchronize: allocate
+        the barrier with arrival_count counting warps."""
+        kb = self._kb
+        ref = kb._barrier(barrier, "mbarrier.arrive")
+        if every_cta and kb.cluster_size < 2:
+            raise BuildError(
+                "mbarrier.arrive: every_cta=True needs a kernel in clusters "
+                "(KernelBuilder(cluster_size=2, ...))",
+                caller(),
+            )
+        if per_warp and any(scope.kind == "single_thread" for scope in kb._scopes):
+            raise BuildError(
+                "mbarrier.arrive: per_warp=True inside single_thread: one "
+                "thread cannot arrive for its warp",
+                caller(),
+            )
+        with kb._at():
+            dialect.mbarrier_arrive(ref.barriers.value, ref.stage, per_warp, every_cta)
+
+    def arrive_and_expect_tx(self, barrier: BarrierRef, transaction_bytes: int) -> None:
+        """Arrive once and add `transaction_bytes` to the bytes `barrier` waits for."""
+        kb = self._kb
+        ref = kb._barrier(barrier, "mbarrier.arrive_and_expect_tx")
+        if (
+            isinstance(transaction_bytes, bool)
+            or not isinstance(transaction_bytes, int)
+            or transaction_bytes < 1
+        ):
+            raise BuildError(
+                f"mbarrier.arrive_and_expect_tx: transaction_bytes must be a "
+                f"positive int, got {transaction_bytes!r}",
+                caller(),
+            )
+        with kb._at():
+            dialect.mbarrier_arrive_expect_tx(ref.barriers.value, ref.stage, transaction_bytes)
+
+
+class TmaOps:
+    """kb.tma: bulk tensor copies between global and shared memory."""
+
+    def __init__(self, builder: KernelBuilder):
+        self._kb = builder
+
+    def global_to_shared(
+        self,
+        src: GlobalTensor,
+        dst: SharedTile,
+        offsets: Sequence,
+        mbarrier: BarrierRef,
+        multicast: bool = False,
+    ) -> None:
+        """Copy src[offsets[0]:+rows, offsets[1]:+cols] into the stage tile `dst`
+        (zero-filled out of bounds), completing on `mbarrier`, which must be the
+        barrier of dst's stage. With `multicast` the tile is the cluster's:
+        the CTA of rank r copies its r-th slice of rows into dst in every CTA
+        of the cluster, completing on each CTA's `mbarrier` (which therefore
+        expects the whole tile's bytes)."""
+        kb = self._kb
+        where = caller()
+        what = "tma.global_to_shared"
+        kb._own(expect(src, GlobalTensor, f"{what} src", "a global tensor"), what)
+        expect(dst, SharedTile, f"{what} dst", "a stage of a shared tensor, e.g. sa[stage]")
+        ref = kb._barrier(mbarrier, what)
+        if src.dtype != dst.dtype:
+            raise BuildTypeError(
+                f"{what}: src '{src.name}' is {src.dtype} but dst is {dst.dtype}", where
+            )
+        if not dst.is_whole_stage:
+            raise BuildError(f"{what}: dst must be a whole stage tile, ring[stage]", where)
+        if ref.stage_key != dst.stage_key:
+            raise BuildError(
+                f"{what}: the copy into a stage completes on that stage's "
+                f"barrier; use mbarrier=<barriers>[same stage as dst]",
+                where,
+            )
+        if multicast:
+            if kb.cluster_size < 2:
+                raise BuildError(
+                    f"{what}: multicast=True needs a kernel in clusters "
+                    f"(KernelBuilder(cluster_size=2, ...))",
+                    where,
+                )
+            if dst.rows % (8 * kb.cluster_size):
+                raise BuildError(
+                    f"{what}: a {dst.rows}-row tile cannot be split over "
+                    f"{kb.cluster_size} CTAs in 8-row slices",
+                    where,
+                )
+        row, col = kb._offsets(offsets, what)
+        with kb._at(where):
+            dialect.tma_load(
+                src.value, row, col, dst.ring.value, dst.stage, ref.barriers.value, multicast
+            )
+
+    def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
+        """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
+        clipped at dst's bounds, from one thread (e.g. under kb.single_thread()).
+        The copy reads `src` asynchronously: wait with tma.store_wait() before
+        writing it again."""
+        where = caller()
+        row, col = self._kb._stage_copy_offsets(src, dst, offsets, "tma.shared_to_global", where)
+        with self._kb._at(where):
+            dialect.tma_store(src.ring.value, src.stage, dst.value, row, col)
+
+    def store_wait(self, pending: int = 0) -> None:
+        """Wait until at most `pending` of this thread's shared_to_global copies
+        still read shared memory (before their source is written again)."""
+        if isinstance(pending, bool) or not isinstance(pending, int) or pending < 0:
+            raise BuildError(
+                f"tma.store_wait: pending must be an int >= 0, got {pending!r}", caller()
+            )
+        with self._kb._at():
+            dialect.tma_store_wait(pending)
+
+
+class WgmmaOps:
+    """kb.wgmma: warpgroup matrix multiplies from shared memory into registers."""
+
+    def __init__(self, builder: KernelBuilder):
+        self._kb = builder
+
+    def fence(self) -> None:
+        """Order earlier register accesses before the WGMMAs that follow."""
+        with self._kb._at():
+            dialect.wgmma_fence()
+
+    def mma(self, a: SharedTile, b: SharedTile, acc: RegisterTile) -> None:
+        """acc += a @ b, asynchronously, in the open WGMMA group. `a` is [M, K]
+        (rows of A's stage); `b` is a [K, N] stage, or `sb[stage].transpose()`
+        for a stage stored [N, K]."""
+        kb = self._kb
+        where = caller()
+        expect(a, SharedTile, "wgmma.mma a", "a stage of a shared tensor, e.g. sa[stage]")
+        expect(
+            b,
+            SharedTile,
+            "wgmma.mma b",
+            "a stage of a shared tensor, e.g. sb[stage] or sb[stage].transpose()",
+        )
+        kb._own(
+            expect(acc, RegisterTile, "wgmma.mma acc", "a register tile (kb.register_tensor)"),
+            "wgmma.mma",
+        )
+        if a.transposed:
+            raise BuildError(
+                "wgmma.mma: A is read as stored, [M, K]; it cannot be transposed", where
+            )
+        if b.row != 0 or b.rows != b.ring.shape[1]:
+            raise BuildError(
+                "wgmma.mma: B is a whole stage tile; only A's rows can be sliced", where
+            )
+        if a.dtype != b.dtype:
+            raise BuildTypeError(f"wgmma.mma: A is {a.dtype} but B is {b.dtype}", where)
+        b_k, b_n = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
+        m, n = acc.shape
+        if a.rows != m or b_n != n or a.cols != b_k:
+            layout = "[N, K] stage, transposed" if b.transposed else "[K, N] stage"
+            raise BuildError(
+                f"wgmma.mma: shapes do not chain: A is [{a.rows}, {a.cols}], B "
+                f"is [{b_k}, {b_n}] (a {layout}), acc is [{m}, {n}]",
+                where,
+            )
+        if a.stage_key != b.stage_key:
+            raise BuildError("wgmma.mma: A and B must be the same stage of their rings", where)
+        with kb._at(where):
+            dialect.wgmma(
+                a.ring.value,
+                b.ring.value,
+                a.stage,
+                acc.value,
+                a.row,
+                "nk" if b.transposed else "kn",
+            )
+
+    def commit_group(self) -> None:
+        """Close the open group of WGMMAs."""
+        with self._kb._at():
+            dialect.wgmma_commit_group()
+
+    def wait_group(self, pending: int) -> None:
+        """Wait until at most `pending` committed WGMMA groups are in flight."""
+        if isinstance(pending, bool) or not isinstance(pending, int) or pending < 0:
+            raise BuildError(
+                f"wgmma.wait_group: pending must be an int >= 0, got {pending!r}", caller()
+            )
+        with self._kb._at():
+            dialect.wgmma_wait_group(pending)

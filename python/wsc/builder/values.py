@@ -1,0 +1,482 @@
+"""The values a kernel's code handles while it is built: run-time scalars and
+predicates, global and shared tensors, register tiles, mbarriers, and the
+handles of ring loops and tile loops. Each wraps the MLIR value it stands for
+and the KernelBuilder that emits the ops using it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation, caller
+from wsc.target.hopper import ELEMENT_BYTES, OPERAND_DTYPES
+
+if TYPE_CHECKING:
+    from wsc.builder.kernel_builder import KernelBuilder
+
+#: Element types, by their MLIR names.
+f16, bf16, f32 = "f16", "bf16", "f32"
+GLOBAL_DTYPES = tuple(ELEMENT_BYTES)
+#: What TMA and WGMMA read from shared memory.
+TILE_DTYPES = OPERAND_DTYPES
+
+
+class Scalar:
+    """A run-time `index` value of the kernel (a block id, a size, an offset).
+
+    Arithmetic with other Scalars and Python ints emits `arith` ops; sizes and
+    offsets are never negative, so division, remainder and comparisons are
+    the unsigned ones. A constant operand goes on the right, as MLIR's
+    canonical form has it."""
+
+    def __init__(self, builder: KernelBuilder, value: ir.Value):
+        self._builder = builder
+        self.value = value
+
+    def _binary(self, other, op, what: str, constant_right: bool = True) -> Scalar:
+        # x + 0, x - 0, x * 1 and x // 1 are x: offsets such as
+        # `offset_m + group * 64` stay the plain value for group 0.
+        identity = 1 if op in (arith.MulIOp, arith.DivUIOp) else 0
+        if (
+            constant_right
+            and isinstance(other, int)
+            and not isinstance(other, bool)
+            and other == identity
+            and op is not arith.RemUIOp
+        ):
+            return self
+        kb = self._builder
+        with kb._at():
+            rhs = kb._index(other, what)
+            lhs, rhs = (self.value, rhs) if constant_right else (rhs, self.value)
+            return Scalar(kb, op(lhs, rhs).result)
+
+    def __add__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.AddIOp, "+")
+
+    def __radd__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.AddIOp, "+")
+
+    def __mul__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.MulIOp, "*")
+
+    def __rmul__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.MulIOp, "*")
+
+    def __sub__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.SubIOp, "-")
+
+    def __rsub__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.SubIOp, "-", constant_right=False)
+
+    def __floordiv__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.DivUIOp, "//")
+
+    def __mod__(self, other: Scalar | int) -> Scalar:
+        return self._binary(other, arith.RemUIOp, "%")
+
+    def _compare(self, other, predicate) -> Predicate:
+        kb = self._builder
+        with kb._at():
+            rhs = kb._index(other, "comparison")
+            return Predicate(kb, arith.CmpIOp(predicate, self.value, rhs).result)
+
+    def __lt__(self, other: Scalar | int) -> Predicate:
+        return self._compare(other, arith.CmpIPredicate.ult)
+
+    def __le__(self, other: Scalar | int) -> Predicate:
+        return self._compare(other, arith.CmpIPredicate.ule)
+
+    def __gt__(self, other: Scalar | int) -> Predicate:
+        return self._compare(other, arith.CmpIPredicate.ugt)
+
+    def __ge__(self, other: Scalar | int) -> Predicate:
+        return self._compare(other, arith.CmpIPredicate.uge)
+
+    # Comparisons build a run-time predicate, which object's __eq__ signature
+    # (returning bool) cannot express.
+    def __eq__(self, other: Scalar | int) -> Predicate:  # type: ignore[override]
+        return self._compare(other, arith.CmpIPredicate.eq)
+
+    def __ne__(self, other: Scalar | int) -> Predicate:  # type: ignore[override]
+        return self._compare(other, arith.CmpIPredicate.ne)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise BuildTypeError(
+            "a run-time value has no truth value while the kernel is built; "
+            "branch on it with `with kb.if_(condition):`",
+            caller(),
+        )
+
+
+class Predicate:
+    """A run-time `i1` of the kernel: a phase, or the result of a comparison."""
+
+    def __init__(self, builder: KernelBuilder, value: ir.Value):
+        self._builder = builder
+        self.value = value
+
+    def _binary(self, other, op) -> Predicate:
+        kb = self._builder
+        with kb._at():
+            return Predicate(kb, op(self.value, kb._i1(other, "predicate")).result)
+
+    def __and__(self, other: Predicate | bool) -> Predicate:
+        return self._binary(other, arith.AndIOp)
+
+    def __or__(self, other: Predicate | bool) -> Predicate:
+        return self._binary(other, arith.OrIOp)
+
+    def __xor__(self, other: Predicate | bool) -> Predicate:
+        return self._binary(other, arith.XOrIOp)
+
+    def __invert__(self) -> Predicate:
+        return self._binary(True, arith.XOrIOp)
+
+    def __bool__(self):
+        raise BuildTypeError(
+            "a run-time predicate has no truth value while the kernel is "
+            "built; branch on it with `with kb.if_(predicate):`",
+            caller(),
+        )
+
+
+@overload
+def cdiv(numerator: int, denominator: int) -> int: ...
+@overload
+def cdiv(numerator: Scalar, denominator: Scalar | int) -> Scalar: ...
+@overload
+def cdiv(numerator: int, denominator: Scalar) -> Scalar: ...
+def cdiv(numerator: Scalar | int, denominator: Scalar | int) -> Scalar | int:
+    """ceil(numerator / denominator), as `arith.ceildivui` for run-time values."""
+    if isinstance(numerator, int) and isinstance(denominator, int):
+        return -(-numerator // denominator)
+    return _scalar_op(numerator, denominator, arith.CeilDivUIOp, "cdiv")
+
+
+@overload
+def minimum(first: int, second: int) -> int: ...
+@overload
+def minimum(first: Scalar, second: Scalar | int) -> Scalar: ...
+@overload
+def minimum(first: int, second: Scalar) -> Scalar: ...
+def minimum(first: Scalar | int, second: Scalar | int) -> Scalar | int:
+    """The smaller of two sizes, as `arith.minui` for run-time values (e.g. the
+    rows of a last, shorter group of tiles)."""
+    if isinstance(first, int) and isinstance(second, int):
+        return min(first, second)
+    return _scalar_op(first, second, arith.MinUIOp, "minimum")
+
+
+def _scalar_op(lhs: Scalar | int, rhs: Scalar | int, op, what: str) -> Scalar:
+    """`op` of two index operands, one of them a run-time value, in that order."""
+    scalar = lhs if isinstance(lhs, Scalar) else rhs
+    if not isinstance(scalar, Scalar):
+        raise BuildTypeError(
+            f"{what}: expected ints or run-time index values, got "
+            f"{type(lhs).__name__} and {type(rhs).__name__}",
+            caller(),
+        )
+    kb = scalar._builder
+    with kb._at():
+        return Scalar(kb, op(kb._index(lhs, what), kb._index(rhs, what)).result)
+
+
+class _Dims:
+    """The run-time sizes of a global tensor: `a.shape[1]` is `memref.dim %a, 1`."""
+
+    def __init__(self, tensor: GlobalTensor):
+        self._tensor = tensor
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, dim: int) -> Scalar:
+        if not isinstance(dim, int) or dim not in (0, 1):
+            raise BuildError(
+                f"global tensor '{self._tensor.name}' has dims 0 and 1, not {dim!r}", caller()
+            )
+        kb = self._tensor._builder
+        with kb._at():
+            return Scalar(kb, memref.DimOp(self._tensor.value, kb._index(dim, "dim")).result)
+
+    def __iter__(self) -> Iterator[Scalar]:
+        return iter((self[0], self[1]))
+
+
+class GlobalTensor:
+    """A rank-2 tensor in global memory: a kernel argument. The runtime names
+    arguments by position: the first is "a", then "b", "c", ..."""
+
+    def __init__(self, builder: KernelBuilder, value: ir.Value, name: str, dtype: str):
+        self._builder = builder
+        self.value = value
+        self.name = name
+        self.dtype = dtype
+
+    @property
+    def shape(self) -> _Dims:
+        return _Dims(self)
+
+
+class SharedTensor:
+    """A ring buffer in shared memory, [stages, rows, cols]; `ring[stage]` is one
+    stage's tile."""
+
+    def __init__(
+        self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int, int]
+    ):
+        self._builder = builder
+        self.value = value
+        self.dtype = dtype
+        self.shape = shape
+
+    @property
+    def num_stages(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, stage) -> SharedTile:
+        value, key = self._builder._stage(stage, self.num_stages, "shared tensor")
+        return SharedTile(self, value, key, 0, self.shape[1], transposed=False)
+
+
+@dataclass(frozen=True)
+class SharedTile:
+    """Rows [row, row + rows) of one stage of a ring buffer, possibly viewed
+    transposed (as WGMMA's B operand)."""
+
+    ring: SharedTensor
+    stage: ir.Value
+    #: Tells whether two tiles or barriers are of the same stage.
+    stage_key: object
+    row: int
+    rows: int
+    transposed: bool
+
+    @property
+    def cols(self) -> int:
+        return self.ring.shape[2]
+
+    @property
+    def dtype(self) -> str:
+        return self.ring.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * ELEMENT_BYTES[self.dtype]
+
+    @property
+    def is_whole_stage(self) -> bool:
+        """Every row of the stage, as stored (what TMA copies address)."""
+        return not self.transposed and self.row == 0 and self.rows == self.ring.shape[1]
+
+    def transpose(self) -> SharedTile:
+        """This tile as WGMMA's B^T: a stage stored [N, K] used as a [K, N] operand."""
+        return SharedTile(
+            self.ring, self.stage, self.stage_key, self.row, self.rows, not self.transposed
+        )
+
+    def __getitem__(self, rows: slice) -> SharedTile:
+        """Rows `start:stop` of the tile (multiples of 64: WGMMA's M), e.g. the part
+        of A one of several consumer warpgroups multiplies."""
+        where = caller()
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise BuildTypeError("a shared tile is sliced by rows, as tile[start:stop]", where)
+        start, stop, _ = rows.indices(self.rows)
+        if self.transposed or start % 64 or stop <= start:
+            raise BuildError(
+                f"rows [{start}, {stop}) of a shared tile: a slice must be a "
+                f"non-empty, 64-row aligned range of an untransposed tile",
+                where,
+            )
+        return SharedTile(
+            self.ring, self.stage, self.stage_key, self.row + start, stop - start, False
+        )
+
+
+class Barriers:
+    """An array of mbarriers (one per stage of a ring); `barriers[stage]` is one."""
+
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        value: ir.Value,
+        arrival_count: int,
+        num_barriers: int,
+        where: SourceLocation,
+    ):
+        self._builder = builder
+        self.value = value
+        self.arrival_count = arrival_count
+        self.num_barriers = num_barriers
+        self.where = where
+
+    def __getitem__(self, stage) -> BarrierRef:
+        return BarrierRef(self, *self._builder._stage(stage, self.num_barriers, "mbarrier array"))
+
+
+@dataclass(frozen=True)
+class BarrierRef:
+    """One mbarrier: `barriers[stage]`."""
+
+    barriers: Barriers
+    stage: ir.Value
+    stage_key: object
+
+
+class RegisterTile:
+    """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`)."""
+
+    def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int]):
+        self._builder = builder
+        self.value = value
+        self.dtype = dtype
+        self.shape = shape
+
+
+class RingLoop:
+    """The handle `for it in kb.range(...)` binds.
+
+    Inside the body: `index` (the K tile), `offset` (start + index * step),
+    `stage` and `phase` (the ring position of this trip) and `previous_stage`.
+    After the loop: `stage` and `phase` are the position after the last trip,
+    where a drain starts, and `previous_stage` that of the last trip.
+    `trips` (the number of K tiles) is valid inside and after."""
+
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        loop: scf.ForOp,
+        start,
+        step: int,
+        num_stages: int,
+        where: SourceLocation,
+        continues: TileLoop | None = None,
+    ):
+        self._builder = builder
+        self.loop = loop
+        #: The tile loop whose ring position this loop starts at, if any.
+        self.continues = continues
+        self._start = start
+        self._step = step
+        self.num_stages = num_stages
+        self.where = where
+        self._offset: Scalar | None = None
+        self.finished = False
+
+    def _inside(self, what: str) -> None:
+        if self.finished:
+            raise BuildError(
+                f"`{what}` of the ring loop at {self.where} exists only inside its body", caller()
+            )
+
+    @property
+    def trips(self) -> Scalar:
+        """The number of K tiles (the loop's upper bound)."""
+        return Scalar(self._builder, self.loop.operation.operands[1])
+
+    @property
+    def index(self) -> Scalar:
+        self._inside("index")
+        return Scalar(self._builder, self.loop.induction_variable)
+
+    @property
+    def offset(self) -> Scalar:
+        """start + index * step, built once at the top of the body so it can be
+        used anywhere inside."""
+        self._inside("offset")
+        if self._offset is None:
+            kb = self._builder
+            body = self.loop.body
+            top = ir.InsertionPoint.at_block_begin(body)
+            with kb.context, self.where.mlir(), top:
+                # Not kb._index: a constant it reuses from this block would come
+                # after the top of the body.
+                step = arith.ConstantOp(ir.IndexType.get(), self._step).result
+                value = arith.MulIOp(self.loop.induction_variable, step).result
+                if isinstance(self._start, Scalar):
+                    value = arith.AddIOp(value, self._start.value).result
+                elif self._start != 0:
+                    start = arith.ConstantOp(ir.IndexType.get(), self._start).result
+                    value = arith.AddIOp(value, start).result
+            self._offset = Scalar(kb, value)
+        return self._offset
+
+    @property
+    def stage(self) -> Scalar:
+        if self.finished:
+            return Scalar(self._builder, self.loop.results[0])
+        return Scalar(self._builder, self.loop.inner_iter_args[0])
+
+    @property
+    def phase(self) -> Predicate:
+        if self.finished:
+            return Predicate(self._builder, self.loop.results[1])
+        return Predicate(self._builder, self.loop.inner_iter_args[1])
+
+    @property
+    def previous_stage(self) -> Scalar:
+        """(stage - 1) mod num_stages: the stage of the previous K tile (after
+        the loop: of the last one)."""
+        kb = self._builder
+        stage = self.stage.value
+        with kb._at():
+            wraps = arith.CmpIOp(arith.CmpIPredicate.eq, stage, kb._index(0, "stage")).result
+            before = arith.SubIOp(stage, kb._index(1, "stage")).result
+            return Scalar(
+                kb, arith.SelectOp(wraps, kb._index(self.num_stages - 1, "stage"), before).result
+            )
+
+
+class TileLoop:
+    """The handle `for tiles in kb.tile_range(...)` binds: a persistent kernel's
+    loop over output tiles, carrying a ring position (stage, phase) from tile
+    to tile so that each tile's ring loop continues where the previous one
+    stopped (no stage is filled twice, no phase is lost).
+
+    Inside the body: `tile` (this trip's tile number) and `stage` and `phase`
+    (the ring position the trip starts at); the body's ring loop continues it
+    with `kb.range(..., ring=tiles)`, and where that loop stops is where the
+    next trip starts. After the loop: `stage` and `phase` are the position
+    after the last tile."""
+
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        loop: scf.ForOp,
+        num_stages: int,
+        where: SourceLocation,
+    ):
+        self._builder = builder
+        self.loop = loop
+        self.num_stages = num_stages
+        self.where = where
+        #: The ring loop of the body that continues the carried position.
+        self.continued_by: RingLoop | None = None
+        self.finished = False
+
+    @property
+    def tile(self) -> Scalar:
+        if self.finished:
+            raise BuildError(
+                f"`tile` of the tile loop at {self.where} exists only inside its body", caller()
+            )
+        return Scalar(self._builder, self.loop.induction_variable)
+
+    @property
+    def stage(self) -> Scalar:
+        if self.finished:
+            return Scalar(self._builder, self.loop.results[0])
+        return Scalar(self._builder, self.loop.inner_iter_args[0])
+
+    @property
+    def phase(self) -> Predicate:
+        if self.finished:
+            return Predicate(self._builder, self.loop.results[1])
+        return Predicate(self._builder, self.loop.inner_iter_args[1])
