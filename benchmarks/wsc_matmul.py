@@ -86,7 +86,7 @@ def prepare() -> int:
     start = time.perf_counter()
     failed = 0
     for dtype in ("f16", "bf16"):
-        for space, b_layout in (("nk-tma", "nk"), ("kn", "kn")):
+        for space, b_layout in (("nk-tma", "nk"), ("kn-tma", "kn")):
             result = SPACES[space].tune(
                 {"m": 256, "n": 256, "k": 256},
                 fixed={"dtype": dtype, "out_dtype": dtype, "b_layout": b_layout},
