@@ -373,8 +373,8 @@ class KernelPlan:
 
         setmaxnreg is warpgroup-wide, so a role with a budget must hold every
         thread the block has in each warpgroup it touches. setmaxnreg.inc only
-        receives registers that setmaxnreg.dec gave back, and (seen on an H200)
-        a dec in a warpgroup the block does not fully contain (e.g. V3's lone
+        receives registers that setmaxnreg.dec gave back, and a dec in a
+        warpgroup the block does not fully contain (e.g. V3's lone
         producer warp) gives back nothing an inc can use: a kernel relying on
         that hangs. So only decs of complete warpgroups fund incs."""
         self.entry_registers = entry_register_cap(self.threads)
