@@ -144,7 +144,8 @@ def test_cli_compiles_b_as_k_by_n_with_the_default_config(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     artifact = json.loads((tmp_path / "kernel.json").read_text())
-    assert artifact["tensors"]["b"]["shape"] == ["k", "n"] and artifact["config"]["block_n"] == 64
+    # The default config's 128-column B tile: two TMA boxes of 64 columns a stage.
+    assert artifact["tensors"]["b"]["shape"] == ["k", "n"] and artifact["config"]["block_n"] == 128
     assert artifact["check"] == "matmul"
 
 
