@@ -60,7 +60,15 @@ L2_BYTES = 60 * 2**20
 TOLERANCE = {"float16": 1e-3, "bfloat16": 2.0**-8}
 
 
-def shapes(layouts, quick: bool) -> list[dict]:
+def shapes(layouts, quick: bool, only: str = "") -> list[dict]:
+    """The LLM set in `layouts` (a few of its shapes if `quick`), or the f16
+    problems `only` names ("MxNxK,MxNxK...")."""
+    if only:
+        return [
+            dict(m=m, n=n, k=k, layout=layout, dtype="float16")
+            for layout in layouts
+            for m, n, k in (map(int, item.split("x")) for item in only.split(","))
+        ]
     rows = [
         dict(m=m, n=n, k=k, layout=layout, dtype="float16")
         for layout in layouts
@@ -359,7 +367,7 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     return record
 
 
-def run(out: Path, layouts, quick: bool) -> int:
+def run(out: Path, layouts, quick: bool, only: str = "") -> int:
     import torch
 
     import wsc
@@ -373,7 +381,7 @@ def run(out: Path, layouts, quick: bool) -> int:
     print(json.dumps(probe), flush=True)
     triton_ok = {}
     with (out / "results.jsonl").open("a") as results:
-        for shape in shapes(layouts, quick):
+        for shape in shapes(layouts, quick, only):
             key = (shape["dtype"], shape["layout"])
             if key not in triton_ok:
                 triton_ok[key] = _triton_works(*key)
@@ -453,6 +461,9 @@ def main(argv=None) -> int:
     run_parser.add_argument("--out", type=Path, required=True)
     run_parser.add_argument("--layouts", default="nk,kn")
     run_parser.add_argument("--quick", action="store_true", help="a few shapes only")
+    run_parser.add_argument(
+        "--shapes", default="", help="these f16 problems instead, e.g. 4096x4096x4096,128x4096x4096"
+    )
     report_parser = commands.add_parser("report", help="markdown table of a results.jsonl")
     report_parser.add_argument("results", type=Path)
     probe = commands.add_parser("triton-probe")
@@ -462,7 +473,7 @@ def main(argv=None) -> int:
     if args.command == "prepare":
         return prepare()
     if args.command == "run":
-        return run(args.out, args.layouts.split(","), args.quick)
+        return run(args.out, args.layouts.split(","), args.quick, args.shapes)
     if args.command == "report":
         return report(args.results)
     return triton_probe(args.dtype, args.layout)

@@ -88,7 +88,9 @@ _CLUSTERED_TILES = _TILES + ", cluster_m"
 #: (MatmulPlan.coalesced_store): the coalesced-store epilogue won the ragged
 #: shape of BENCHMARKS.md, whose rows are 8193 halves. Both staged spaces hold
 #: the 2-CTA cluster configs (cluster_m = 2) that won their shapes there: short
-#: K, K = 14336, and the ragged shape's K = 8200.
+#: K, K = 14336, and the ragged shape's K = 8200. The narrow tiles (64 or 128
+#: rows, one consumer warpgroup) are for small M, where 128x256 tiles leave most
+#: SMs idle (M = 128, N = 4096: 16 tiles for 132 SMs).
 _REGISTER_STORE = autotune(
     _TILES,
     [
@@ -99,6 +101,8 @@ _REGISTER_STORE = autotune(
         (128, 128, 2, "warpgroup", 6, 1, False),
         (128, 256, 2, "warpgroup", 3, 0, True),
         (128, 256, 2, "warpgroup", 4, 0, True),
+        (64, 128, 1, "warp", 6, 1, False),
+        (64, 256, 1, "warp", 4, 1, False),
     ],
 )(autotune("group_m", [0, 8])(matmul_kernel))
 _TMA_STORE = autotune(
@@ -110,6 +114,9 @@ _TMA_STORE = autotune(
         (256, 128, 2, "warpgroup", 3, 1, True, 1),
         (128, 256, 2, "warpgroup", 3, 1, True, 2),
         (128, 256, 2, "warpgroup", 3, 1, False, 2),
+        (64, 128, 1, "warp", 6, 1, False, 1),
+        (64, 256, 1, "warp", 4, 1, False, 1),
+        (128, 128, 1, "warp", 4, 1, False, 1),
     ],
 )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
 _COALESCED_STORE = autotune(
