@@ -24,8 +24,7 @@ from wsc.target.hopper import (
 
 INPUT_DTYPES = OPERAND_DTYPES
 OUTPUT_DTYPES = RESULT_DTYPES
-#: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row,
-#: and so is a "kn" B tile's N extent.
+#: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row.
 SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // 2
 B_LAYOUTS = ("nk", "kn")
 
