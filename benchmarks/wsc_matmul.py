@@ -459,7 +459,7 @@ def main(argv=None) -> int:
     commands.add_parser("prepare", help="compile the kernels into $WSC_CACHE_DIR (CPU machine)")
     run_parser = commands.add_parser("run", help="benchmark on the GPU machine")
     run_parser.add_argument("--out", type=Path, required=True)
-    run_parser.add_argument("--layouts", default="nk,kn")
+    run_parser.add_argument("--layouts", default=",".join(LAYOUTS))
     run_parser.add_argument("--quick", action="store_true", help="a few shapes only")
     run_parser.add_argument(
         "--shapes", default="", help="these f16 problems instead, e.g. 4096x4096x4096,128x4096x4096"

@@ -36,12 +36,6 @@ def int_attr(op: ir.Operation, name: str) -> int | None:
     return ir.IntegerAttr(attr).value
 
 
-def str_attr(op: ir.Operation, name: str) -> str | None:
-    if name not in op.attributes:
-        return None
-    return ir.StringAttr(op.attributes[name]).value
-
-
 def defining_op(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
     return (

@@ -127,7 +127,7 @@ def _row_major_stride(op: _Operand) -> int | None:
     return row_stride if inner_ok and row_stride >= cols else None
 
 
-def _b_layout(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int) -> str:
+def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int) -> str:
     """How the kernel reads B, "kn" or "nk", once A and B are known to be
     readable by TMA (row-major, rows 16 bytes apart)."""
     size = ELEMENT_BYTES[a_op.dtype]
@@ -193,7 +193,7 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
             f"b of shape [{k_b}, {n}]"
         )
     # An empty product launches nothing: no layout or TMA rule applies.
-    b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, m, n, k)
+    b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, n, k)
 
     if out is not None:
         out_op = _describe(out, "out")
@@ -304,7 +304,7 @@ def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
     chosen = _cached_choice(p, key, cache)
     if chosen is not None:
         return chosen
-    if tune is None or not _autotune_enabled() or _class(p) in _untuned:
+    if tune is None or not _autotune_enabled() or (_class(p), device) in _untuned:
         return dict(DEFAULT_CONFIGS[p.space])
     with cache.exclusive(key):
         chosen = _cached_choice(p, key, cache)  # searched by another while this one waited
@@ -317,7 +317,7 @@ def choose_config(p: MatmulPlan, device: str, cache, tune=None) -> dict:
         if final:
             cache.put(key, {"config": None, "failure": failure})
             raise _no_correct_kernel(p, failure, cache)
-    _untuned.add(_class(p))
+    _untuned.add((_class(p), device))
     warnings.warn(
         f"wsc.matmul: autotuning {_describe_plan(p)} could not run "
         f"({failure or 'the tuner found no Hopper GPU to time candidates on'}), so "
@@ -339,7 +339,8 @@ def _cached_choice(p: MatmulPlan, key: dict, cache) -> dict | None:
     return None
 
 
-#: Shape classes whose search could not run in this process: not searched again.
+#: (shape class, GPU) pairs whose search could not run in this process: not
+#: searched again.
 _untuned: set = set()
 
 

@@ -47,6 +47,7 @@ from wsc.target.hopper import (
     MIN_SETMAXNREG,
     OPERAND_DTYPES,
     REGISTER_FILE,
+    RESULT_DTYPES,
     SETMAXNREG_STEP,
     WARP_SIZE,
     WARPGROUP_SIZE,
@@ -471,7 +472,7 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]
             f"register tile {shape[0]}x{shape[1]} has {shape[0] * shape[1]} elements, "
             f"more than the {REGISTER_FILE} 32-bit registers of an SM",
         )
-    if element not in ("f32", "f16", "bf16"):
+    if element not in RESULT_DTYPES:
         _fail(op, f"register tile element type must be f32, f16 or bf16, got {element}")
     return shape, element
 

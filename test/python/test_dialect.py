@@ -135,6 +135,9 @@ def test_acc_type_parameters(context):
     tile = dialect.acc_type((64, 256), "bf16")
     assert dialect.parse_acc_type(tile) == ((64, 256), "bf16")
     assert dialect.parse_acc_type(ir.IndexType.get()) is None
+    assert dialect.acc_type_parameters(tile) == ((64, 256), "bf16")
+    with pytest.raises(ValueError):
+        dialect.acc_type_parameters(ir.IndexType.get())  # not an accumulator
 
 
 def test_initial_phases_are_the_protocol_constants():
@@ -158,8 +161,7 @@ def test_verifier_rejects_a_misaligned_role(context):
     "dtype,out_dtype,b_layout", [("f16", "f32", "nk"), ("bf16", "bf16", "nk"), ("f16", "f16", "kn")]
 )
 def test_matmul_builder_emits_a_valid_v2_kernel(context, dtype, out_dtype, b_layout):
-    config = MatmulConfig(block_n=64) if b_layout == "kn" else MatmulConfig()
-    module = build_matmul(MatmulProblem(dtype, out_dtype, b_layout), config)
+    module = build_matmul(MatmulProblem(dtype, out_dtype, b_layout), MatmulConfig())
     assert module.operation.verify()
     verify_wsc(module.operation)
     names = [op.name for op in walk(module.operation)]

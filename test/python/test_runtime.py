@@ -598,8 +598,10 @@ def test_cli_reports_bad_artifact_as_json(tmp_path, capsys):
 # ---------------------------------------------------------------- imports
 
 
-def test_runtime_imports_without_mlir():
-    """wsc.runtime must import (and not import mlir) where MLIR is absent."""
+def test_the_gpu_side_imports_without_mlir():
+    """What runs on a GPU machine without the MLIR wheels (the runtime, `wsc
+    run`, wsc.matmul on a warm cache, the tuner's timing side, the matmul's
+    config, space and check) must import there, and not import mlir."""
     code = textwrap.dedent(
         """
         import sys
@@ -609,10 +611,12 @@ def test_runtime_imports_without_mlir():
                     raise ImportError("mlir is blocked in this test")
                 return None
         sys.meta_path.insert(0, BlockMlir())
-        import wsc.runtime, wsc.runtime.run_cli, wsc.kernels.matmul.check
+        import wsc.runtime, wsc.runtime.run_cli
+        assert "torch" not in sys.modules
+        import wsc.matmul, wsc.autotune, wsc.device, wsc.cache
+        import wsc.kernels.matmul.config, wsc.kernels.matmul.space, wsc.kernels.matmul.check
         loaded = sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir."))
         assert not loaded, loaded
-        assert "torch" not in sys.modules
         print("ok")
         """
     )
@@ -802,6 +806,25 @@ def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layou
     assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5
     assert report["shape"] == [300, 200, 136] and report["b_layout"] == b_layout
     assert report["ms"] > 0 and report["tflops"] > 0
+
+
+@pytest.mark.cuda
+def test_gpu_run_check_in_a_process_without_torch(tmp_path, test_images):
+    """Kernel.run_check with timing, where nothing but wsc ever made a CUDA
+    context current: its events and allocations find the kernel's."""
+    directory = _gpu_artifact(tmp_path, test_images)
+    code = (
+        "import json; from wsc.runtime import Kernel;"
+        f"report = Kernel({str(directory)!r}).run_check(bench=True, iters=3, backend='driver');"
+        "print(json.dumps(report))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["ok"] and report["nan_count"] == 0 and report["ms"] > 0, report
 
 
 @pytest.mark.cuda

@@ -64,9 +64,6 @@ class AccumulatorFragment:
     def regs_per_thread(self) -> int:
         return self.subtiles * self.regs_per_subtile
 
-    def flat_index(self, subtile: int, index: int) -> int:
-        return subtile * self.regs_per_subtile + index
-
     def elements(self) -> Iterator[FragmentElement]:
         """Every element a thread holds, in register order."""
         for i in range(self.subtiles):

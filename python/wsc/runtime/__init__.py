@@ -195,15 +195,17 @@ class Kernel:
         """
         from .run_cli import evaluate
 
-        return evaluate(
-            self,
-            seed=seed,
-            timeout_s=timeout_s,
-            check=True,
-            bench=bench,
-            iters=iters,
-            backend=backend,
-        )
+        # Its allocations, events and default stream are this GPU's.
+        with self.device.current():
+            return evaluate(
+                self,
+                seed=seed,
+                timeout_s=timeout_s,
+                check=True,
+                bench=bench,
+                iters=iters,
+                backend=backend,
+            )
 
     def _checked_info(self, name: str, tensor, stream_handle: int) -> TensorInfo:
         info = describe(tensor, name, stream_handle)

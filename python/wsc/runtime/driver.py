@@ -343,7 +343,8 @@ def stream_handle(stream) -> int:
 
 
 class Event:
-    """A CUDA event with timing enabled."""
+    """A CUDA event with timing enabled, in the calling thread's current
+    context (`Device.current()`)."""
 
     def __init__(self):
         self.handle = call("cuEventCreate", cu.CUevent_flags.CU_EVENT_DEFAULT)
@@ -363,7 +364,8 @@ class Event:
 
 
 def synchronize(stream=None, timeout_s: float = 60.0) -> None:
-    """Wait until `stream` is idle; raise LaunchTimeout after `timeout_s`.
+    """Wait until `stream` (None: the current context's default stream) is
+    idle; raise LaunchTimeout after `timeout_s`.
 
     Polling instead of cuStreamSynchronize is what makes a hung kernel
     observable: the blocking call would never return.

@@ -16,6 +16,10 @@ import os
 import sys
 import traceback
 
+from wsc.kernels.matmul.config import B_LAYOUTS
+from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS
+from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
+
 
 def _print_stages(result) -> None:
     width = max(len(stage.name) for stage in result.stages)
@@ -149,8 +153,8 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("input")
     compile_.add_argument("-o", "--output", required=True, help="PTX file")
     compile_.add_argument("--num-stages", type=int, default=0)
-    compile_.add_argument("--num-consumer-groups", type=int, default=1, choices=(1, 2, 4))
-    compile_.add_argument("--producer", default="warp", choices=("warp", "warpgroup"))
+    compile_.add_argument("--num-consumer-groups", type=int, default=1, choices=CONSUMER_GROUPS)
+    compile_.add_argument("--producer", default="warp", choices=PRODUCERS)
     compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
 
     matmul = commands.add_parser(
@@ -158,12 +162,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     for dim in ("m", "n", "k"):
         matmul.add_argument(f"--{dim}", type=int, required=True)
-    matmul.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
-    matmul.add_argument("--out-dtype", default="f32", choices=("f32", "f16", "bf16"))
+    matmul.add_argument("--dtype", default="f16", choices=OPERAND_DTYPES)
+    matmul.add_argument("--out-dtype", default="f32", choices=RESULT_DTYPES)
     matmul.add_argument(
         "--b-layout",
         default="nk",
-        choices=("nk", "kn"),
+        choices=B_LAYOUTS,
         help="nk: B is a contiguous [N, K] (C = A B^T); kn: a contiguous [K, N]",
     )
     matmul.add_argument("--config", help='JSON, e.g. \'{"num_stages": 4, "block_n": 128}\'')
