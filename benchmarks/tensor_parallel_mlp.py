@@ -42,7 +42,7 @@ TOLERANCE = 2e-3
 def _run(out: Path) -> None:
     import torch
     import torch.distributed as dist
-    from tensor_parallel_mlp import mlp, shard, torch_linear, wsc_linear
+    from tensor_parallel_mlp import mlp, relative_error, shard, torch_linear, wsc_linear
 
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -69,7 +69,7 @@ def _run(out: Path) -> None:
             for name, linear in methods.items():
                 first = _layer_seconds(partial(mlp, x, up, down, linear, group), active)
                 y = mlp(x, up, down, linear, group) if active else None
-                error = _error(y, exact) if active else None
+                error = relative_error(y, exact) if active else None
                 results[name] = {"error": error, "first_call_s": first, "per_layer_ms": []}
             for _ in range(ROUNDS):
                 for name, linear in methods.items():
@@ -152,15 +152,6 @@ def _time_block(layer, active: bool, device) -> float:
     end.record()
     end.synchronize()
     return start.elapsed_time(end)
-
-
-def _error(y, exact) -> float:
-    import torch
-
-    got = y.double()
-    if torch.isnan(got).any():
-        return float("nan")
-    return float(torch.linalg.norm(got - exact) / torch.linalg.norm(exact))
 
 
 def _report(path: Path) -> None:

@@ -42,6 +42,15 @@ def shard(w_up: torch.Tensor, w_down: torch.Tensor, rank: int, world: int):
     return w_up[part].contiguous(), w_down[:, part].contiguous()
 
 
+def relative_error(y: torch.Tensor, exact: torch.Tensor) -> float:
+    """||y - exact|| / ||exact|| (Frobenius, in float64 on exact's device);
+    NaN if y holds a NaN."""
+    got = y.double().to(exact.device)
+    if torch.isnan(got).any():
+        return float("nan")
+    return float(torch.linalg.norm(got - exact) / torch.linalg.norm(exact))
+
+
 def mlp(x, w_up, w_down, linear=wsc_linear, group=None) -> torch.Tensor:
     """The MLP on this rank's shard; with a process group, the all_reduced y."""
     y = linear(torch.relu(linear(x, w_up)), w_down)
@@ -64,7 +73,7 @@ def main() -> None:
     up, down = shard(w_up.to(device), w_down.to(device), rank, world)
     y = mlp(x.to(device), up, down, group=dist.group.WORLD)
     exact = torch.relu(x.double() @ w_up.double().T) @ w_down.double().T
-    error = torch.linalg.norm(y.double().cpu() - exact) / torch.linalg.norm(exact)
+    error = relative_error(y, exact)
     print(f"rank {rank}/{world} on {device}: relative error against float64 {error:.2e}")
     dist.destroy_process_group()
 

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from tensor_parallel_mlp import mlp, shard, torch_linear  # noqa: E402
+from tensor_parallel_mlp import mlp, relative_error, shard, torch_linear  # noqa: E402
 
 #: Tokens (not a multiple of any tile), hidden size and FFN size (each rank's
 #: slice of it a multiple of 8, so the up projection's f16 rows go out by TMA).
@@ -65,19 +65,13 @@ def main(out_dir: Path) -> None:
 
     exact = torch.relu(x.double() @ w_up.double().T) @ w_down.double().T
 
-    def error(got: torch.Tensor) -> float:
-        got = got.double().cpu()
-        if torch.isnan(got).any():
-            return float("nan")
-        return float(torch.linalg.norm(got - exact) / torch.linalg.norm(exact))
-
     classes = sorted({repr(matmul_module._class(p)) for p in _plans(x_dev, up, down, h)})
     report = {
         "rank": rank,
         "device": str(device),
-        "error": error(y),
-        "error_again": error(again),
-        "torch_error": error(y_torch),
+        "error": relative_error(y, exact),
+        "error_again": relative_error(again, exact),
+        "torch_error": relative_error(y_torch, exact),
         "searched": searched,
         "classes": classes,
         "current_device": torch.cuda.current_device(),

@@ -22,6 +22,8 @@ from wsc.cache import Cache, default_root
 
 torch = pytest.importorskip("torch")
 
+from test_matmul import assert_exact_within_tolerance  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.cuda, pytest.mark.multi_gpu]
@@ -45,12 +47,6 @@ def gpus(monkeypatch):
     return torch.device("cuda", 0), torch.device("cuda", 1)
 
 
-def assert_matches_float64(got, a, b, tolerance=1e-3):
-    assert not torch.isnan(got).any()
-    exact = a.double() @ b.double()
-    assert float(torch.linalg.norm(got.double() - exact) / torch.linalg.norm(exact)) < tolerance
-
-
 def random_problem(device, m, n, k, seed):
     generator = torch.Generator(device=device).manual_seed(seed)
     a = torch.randn(m, k, device=device, generator=generator).half()
@@ -64,10 +60,10 @@ def test_the_second_gpu_alone(gpus, m, n, k):
     a, w = random_problem(second, m, n, k, seed=m + n + k)
     out = torch.full((m, n), float("nan"), device=second, dtype=torch.float16)
     wsc.matmul(a, w.T, out=out)
-    assert_matches_float64(out, a, w.T)
+    assert_exact_within_tolerance(out, a, w.T)
     fresh = wsc.matmul(a, w.T)  # a new output, on the inputs' device
     assert fresh.device == second
-    assert_matches_float64(fresh, a, w.T)
+    assert_exact_within_tolerance(fresh, a, w.T)
     assert torch.cuda.current_device() == 0  # wsc leaves torch's current device alone
 
 
@@ -91,7 +87,7 @@ def test_runs_on_the_current_stream_of_its_tensors_gpu(gpus):
             wsc.matmul(a, w.T, out=out)
     side.synchronize()
     assert torch.cuda.current_device() == 0
-    assert_matches_float64(out, fresh_a, w.T)
+    assert_exact_within_tolerance(out, fresh_a, w.T)
 
 
 def test_captured_in_a_cuda_graph_on_the_second_gpu(gpus):
@@ -114,7 +110,7 @@ def test_captured_in_a_cuda_graph_on_the_second_gpu(gpus):
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize(second)
-        assert_matches_float64(out, a, w.T)
+        assert_exact_within_tolerance(out, a, w.T)
 
 
 def test_two_gpus_at_once_from_two_threads(gpus):
@@ -134,7 +130,7 @@ def test_two_gpus_at_once_from_two_threads(gpus):
                 out = torch.full((m, n), float("nan"), device=device, dtype=torch.float16)
                 wsc.matmul(a, w.T, out=out)
                 torch.cuda.synchronize(device)
-                assert_matches_float64(out, a, w.T)
+                assert_exact_within_tolerance(out, a, w.T)
         except BaseException as error:  # reported by the main thread
             failures.append((device, error))
 

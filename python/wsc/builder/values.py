@@ -340,7 +340,27 @@ class RegisterTile:
         self.shape = shape
 
 
-class RingLoop:
+class _CarriesRingPosition:
+    """A loop that carries the ring position (stage, phase) as its first two
+    loop values: inside the body, this trip's; after the loop, the last."""
+
+    _builder: KernelBuilder
+    loop: scf.ForOp
+    finished: bool
+
+    def _carried(self, index: int) -> ir.Value:
+        return self.loop.results[index] if self.finished else self.loop.inner_iter_args[index]
+
+    @property
+    def stage(self) -> Scalar:
+        return Scalar(self._builder, self._carried(0))
+
+    @property
+    def phase(self) -> Predicate:
+        return Predicate(self._builder, self._carried(1))
+
+
+class RingLoop(_CarriesRingPosition):
     """The handle `for it in kb.range(...)` binds.
 
     Inside the body: `index` (the K tile), `offset` (start + index * step),
@@ -409,18 +429,6 @@ class RingLoop:
         return self._offset
 
     @property
-    def stage(self) -> Scalar:
-        if self.finished:
-            return Scalar(self._builder, self.loop.results[0])
-        return Scalar(self._builder, self.loop.inner_iter_args[0])
-
-    @property
-    def phase(self) -> Predicate:
-        if self.finished:
-            return Predicate(self._builder, self.loop.results[1])
-        return Predicate(self._builder, self.loop.inner_iter_args[1])
-
-    @property
     def previous_stage(self) -> Scalar:
         """(stage - 1) mod num_stages: the stage of the previous K tile (after
         the loop: of the last one)."""
@@ -434,7 +442,7 @@ class RingLoop:
             )
 
 
-class TileLoop:
+class TileLoop(_CarriesRingPosition):
     """The handle `for tiles in kb.tile_range(...)` binds: a persistent kernel's
     loop over output tiles, carrying a ring position (stage, phase) from tile
     to tile so that each tile's ring loop continues where the previous one
@@ -468,15 +476,3 @@ class TileLoop:
                 f"`tile` of the tile loop at {self.where} exists only inside its body", caller()
             )
         return Scalar(self._builder, self.loop.induction_variable)
-
-    @property
-    def stage(self) -> Scalar:
-        if self.finished:
-            return Scalar(self._builder, self.loop.results[0])
-        return Scalar(self._builder, self.loop.inner_iter_args[0])
-
-    @property
-    def phase(self) -> Predicate:
-        if self.finished:
-            return Predicate(self._builder, self.loop.results[1])
-        return Predicate(self._builder, self.loop.inner_iter_args[1])
