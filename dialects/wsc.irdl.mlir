@@ -301,4 +301,62 @@ irdl.dialect @wsc {
     %col = irdl.is index
     irdl.operands(tile: %tile, dst: %dst, row: %row, col: %col)
   }
+
+  // Split-K: several blocks each sum a share of K for the same output rows
+  // and hand their partial sums over through global memory. `partials` is a
+  // rank-1 f32 memref, `counters` a rank-1 i32 memref that is all zero when
+  // the kernel starts; the partial sums of rows [row, row + R) of the output
+  // (R x C the register tile's shape, row a multiple of R) take the `splits`
+  // blocks of R * C elements from partials[row * splits * C], split s the
+  // s-th, and counters[row] counts the splits that have published theirs.
+
+  // "wsc.partial_store"(%acc, %partials, %row, %split) {splits = 4 : i32}
+  // Writes the f32 register tile as split `split`'s partial sum of rows
+  // [row, row + R), in register-fragment order: only a wsc.partial_reduce of
+  // the same tile shape reads it back.
+  irdl.operation @partial_store {
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %tile = irdl.parametric @wsc::@acc<%shape, %element>
+    %partials = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %split = irdl.is index
+    irdl.operands(tile: %tile, partials: %partials, row: %row, split: %split)
+    %splits = irdl.base "#builtin.integer"
+    irdl.attributes { "splits" = %splits }
+  }
+
+  // %last = "wsc.partial_arrive"(%counters, %row) {splits = 4 : i32}
+  //           : (memref<?xi32>, index) -> i1
+  // Publishes the executing threads' earlier wsc.partial_stores to the whole
+  // GPU, then counts this split's arrival on counters[row]. True in every
+  // executing thread when it was the `splits`-th arrival: every split's
+  // partial sum of the rows is then visible to them.
+  irdl.operation @partial_arrive {
+    %counters = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    irdl.operands(counters: %counters, row: %row)
+    %splits = irdl.base "#builtin.integer"
+    irdl.attributes { "splits" = %splits }
+    %last = irdl.is i1
+    irdl.results(last: %last)
+  }
+
+  // "wsc.partial_reduce"(%acc, %partials, %counters, %row) {splits = 4 : i32}
+  // Sets the f32 register tile to the sum of the `splits` partial sums of rows
+  // [row, row + R), added in split order 0, 1, ..., so the result does not
+  // depend on which split arrived last, and sets counters[row] back to zero
+  // for the next launch. Only where the wsc.partial_arrive of these rows
+  // returned true.
+  irdl.operation @partial_reduce {
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %tile = irdl.parametric @wsc::@acc<%shape, %element>
+    %partials = irdl.base "!builtin.memref"
+    %counters = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    irdl.operands(tile: %tile, partials: %partials, counters: %counters, row: %row)
+    %splits = irdl.base "#builtin.integer"
+    irdl.attributes { "splits" = %splits }
+  }
 }

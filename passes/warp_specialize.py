@@ -131,16 +131,31 @@ _CONSUMER_OPS = (
     "wsc.wgmma_wait_group",
 )
 _PURE_DIALECTS = ("arith.",)
-#: The epilogue's stores, whose global row and staging stage a consumer group
-#: rewrites to its own.
-_EPILOGUE_STORES: dict[
-    str, type[ops.Store | ops.TmaStore | ops.CoalescedStore | ops.StoreShared]
+#: The epilogue's ops that name output rows (or a staging stage), which a
+#: consumer group rewrites to its own: its rows' global row, partial sums and
+#: arrival counter, its staging stage.
+_EPILOGUE_ROW_OPS: dict[
+    str,
+    type[
+        ops.Store
+        | ops.TmaStore
+        | ops.CoalescedStore
+        | ops.StoreShared
+        | ops.PartialStore
+        | ops.PartialArrive
+        | ops.PartialReduce
+    ],
 ] = {
     "wsc.store": ops.Store,
     "wsc.tma_store": ops.TmaStore,
     "wsc.coalesced_store": ops.CoalescedStore,
     "wsc.store_shared": ops.StoreShared,
+    "wsc.partial_store": ops.PartialStore,
+    "wsc.partial_arrive": ops.PartialArrive,
+    "wsc.partial_reduce": ops.PartialReduce,
 }
+#: The epilogue ops besides the stores that may read or write the accumulator.
+_ACC_EPILOGUE_OPS = ("wsc.cast", "wsc.partial_store", "wsc.partial_reduce")
 
 
 class WarpSpecialize(WscPass):
@@ -378,19 +393,32 @@ class _Specializer:
         self.full_alloc = full_alloc
 
     def _match_epilogue(self) -> None:
+        self.staging = None
+        if not self._match_epilogue_ops(self.epilogue):
+            self._fail(self.kernel, "the epilogue stores no result (wsc.store or wsc.store_shared)")
+
+    def _match_epilogue_ops(self, epilogue: list[ir.Operation]) -> bool:
+        """Check epilogue ops (those of a split-K guard's region too); whether
+        they store a result."""
         acc = self.acc_alloc.result
-        stores, self.staging = [], None
-        for op in self.epilogue:
+        stores = False
+        for op in epilogue:
             uses_acc = acc in operands_deep(op)
             if op.name in ("wsc.store", "wsc.store_shared"):
-                stores.append(op)
+                stores = True
                 if op.name == "wsc.store_shared":
                     self._match_staging(op)
-            elif uses_acc and op.name != "wsc.cast":
+            elif op.name == "scf.if" and _is_partial_guard(op):
+                body = [n.operation for n in op.regions[0].blocks[0].operations][:-1]
+                if op.regions[1].blocks and list(op.regions[1].blocks[0].operations)[:-1]:
+                    self._fail(op, "the split-K guard of the epilogue has no else region")
+                stores = self._match_epilogue_ops(body) or stores
+            elif uses_acc and op.name not in _ACC_EPILOGUE_OPS:
                 self._fail(
                     op,
-                    f"the epilogue may use the accumulator only through wsc.cast, "
-                    f"wsc.store and wsc.store_shared, not '{op.name}'",
+                    f"the epilogue may use the accumulator only through "
+                    f"{', '.join(_ACC_EPILOGUE_OPS)}, wsc.store and wsc.store_shared, "
+                    f"not '{op.name}'",
                 )
             elif op.name == "scf.if":
                 guard = defining_op(op.opview.condition)
@@ -406,15 +434,15 @@ class _Specializer:
                         "wsc.tma_store / wsc.tma_store_wait",
                     )
             elif op.name not in (
-                "wsc.cast",
+                *_ACC_EPILOGUE_OPS,
+                "wsc.partial_arrive",
                 "wsc.elect",
                 "wsc.sync",
                 "wsc.fence_proxy_async",
                 "wsc.coalesced_store",
             ) and not op.name.startswith(_PURE_DIALECTS):
                 self._fail(op, f"unsupported epilogue op '{op.name}'")
-        if not stores:
-            self._fail(self.kernel, "the epilogue stores no result (wsc.store or wsc.store_shared)")
+        return stores
 
     def _match_staging(self, op: ir.Operation) -> None:
         """The staged epilogue's buffer: one stage of the whole tile."""
@@ -817,23 +845,40 @@ class _Specializer:
         if self.staging is not None:
             mapping[self.staging] = self.group_staging
             own_stage = index_constant(group)
-        for op in self.epilogue:
+        self._clone_epilogue(self.epilogue, mapping, row_offset, own_stage)
+
+    def _clone_epilogue(
+        self,
+        epilogue: list[ir.Operation],
+        mapping: dict,
+        row_offset: ir.Value | None,
+        own_stage: ir.Value | None,
+    ) -> None:
+        for op in epilogue:
             if op.name == "wsc.cast":
                 # The group's tile has rows/G rows: rebuild the cast for that shape.
                 cast = ops.Cast(op)
                 _, element = dialect.acc_type_parameters(cast.result.type)
                 mapping[cast.result] = dialect.cast(mapping[cast.src], element)
                 continue
+            if op.name == "scf.if" and _is_partial_guard(op):
+                # Its region holds casts of the group's tile: cloned op by op.
+                guard = scf.IfOp(mapping[op.opview.condition])
+                with ir.InsertionPoint(guard.then_block):
+                    body = [n.operation for n in op.regions[0].blocks[0].operations][:-1]
+                    self._clone_epilogue(body, mapping, row_offset, own_stage)
+                    scf.YieldOp([])
+                continue
             clone = clone_remapped(op, mapping)
             for target in (clone, *walk(clone)):
-                view = _EPILOGUE_STORES.get(target.name)
+                view = _EPILOGUE_ROW_OPS.get(target.name)
                 if view is None:
                     continue
                 store = view(target)
                 if row_offset is not None and not isinstance(store, ops.StoreShared):
                     with ir.InsertionPoint(target):
                         store.row = arith.AddIOp(store.row, row_offset).result
-                if not isinstance(store, ops.Store):
+                if isinstance(store, (ops.TmaStore, ops.CoalescedStore, ops.StoreShared)):
                     store.stage = own_stage
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
@@ -874,6 +919,12 @@ class _Specializer:
                 scf.YieldOp([])
             next_stage, next_phase = dialect.ring_advance(stage, phase, num_stages)
             scf.YieldOp([next_stage, next_phase])
+
+
+def _is_partial_guard(op: ir.Operation) -> bool:
+    """Whether an scf.if runs where a wsc.partial_arrive said its split was last."""
+    guard = defining_op(op.opview.condition)
+    return guard is not None and guard.name == "wsc.partial_arrive"
 
 
 def _inside(op: ir.Operation | None, ancestor: ir.Operation) -> bool:

@@ -351,3 +351,33 @@ def store(tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value) -> ir.Ope
 
 def store_shared(tile: ir.Value, dst: ir.Value, stage: ir.Value) -> ir.Operation:
     return _create("wsc.store_shared", operands=[tile, dst, stage])
+
+
+def partial_store(
+    tile: ir.Value, partials: ir.Value, row: ir.Value, split: ir.Value, splits: int
+) -> ir.Operation:
+    return _create(
+        "wsc.partial_store",
+        operands=[tile, partials, row, split],
+        attributes={"splits": _i32(splits)},
+    )
+
+
+def partial_arrive(counters: ir.Value, row: ir.Value, splits: int) -> ir.Value:
+    """`wsc.partial_arrive`: an i1, true where this was the last split's arrival."""
+    return _create(
+        "wsc.partial_arrive",
+        operands=[counters, row],
+        results=[ir.IntegerType.get_signless(1)],
+        attributes={"splits": _i32(splits)},
+    ).result
+
+
+def partial_reduce(
+    tile: ir.Value, partials: ir.Value, counters: ir.Value, row: ir.Value, splits: int
+) -> ir.Operation:
+    return _create(
+        "wsc.partial_reduce",
+        operands=[tile, partials, counters, row],
+        attributes={"splits": _i32(splits)},
+    )

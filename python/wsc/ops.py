@@ -338,6 +338,29 @@ class Store(WscOp, name="wsc.store"):
     col = Operand()
 
 
+class PartialStore(WscOp, name="wsc.partial_store"):
+    tile = Operand()
+    partials = Operand()
+    row = Operand()
+    split = Operand()
+    splits = IntAttr()
+
+
+class PartialArrive(WscOp, name="wsc.partial_arrive"):
+    counters = Operand()
+    row = Operand()
+    splits = IntAttr()
+    last = Result()
+
+
+class PartialReduce(WscOp, name="wsc.partial_reduce"):
+    tile = Operand()
+    partials = Operand()
+    counters = Operand()
+    row = Operand()
+    splits = IntAttr()
+
+
 _UNVIEWED = [d.name for d in DEFINITIONS.values() if d.fields and d.name not in _VIEWS]
 if _UNVIEWED:
     raise TypeError(f"ops {_UNVIEWED} have operands, results or attributes but no view here")

@@ -376,6 +376,53 @@ def _verify_store(op: ir.Operation) -> None:
     _verify_tile_element(op, element, store.dst)
 
 
+def _verify_workspace(op: ir.Operation, value: ir.Value, element: str, what: str) -> None:
+    type_ = value.type
+    shape = memref_shape(type_)
+    if (
+        shape is None
+        or len(shape) != 1
+        or memref_space(type_) != 0
+        or str(ir.MemRefType(type_).element_type) != element
+    ):
+        _fail(op, f"{what} must be a rank-1 memref of {element} in global memory, got {type_}")
+
+
+def _verify_splits(op: ir.Operation, splits: int) -> None:
+    if splits < 2:
+        _fail(op, f"splits must be at least 2, got {splits}")
+
+
+def _verify_partial_tile(op: ir.Operation, tile: ir.Value) -> None:
+    _, element = _verify_acc(op, tile.type)
+    if element != "f32":
+        _fail(op, f"partial sums are f32: the register tile is {element}")
+
+
+def _verify_partial_store(op: ir.Operation) -> None:
+    store = ops.PartialStore(op)
+    _verify_splits(op, store.splits)
+    _verify_partial_tile(op, store.tile)
+    _verify_workspace(op, store.partials, "f32", "partials")
+    split = constant_int(store.split)
+    if split is not None and not 0 <= split < store.splits:
+        _fail(op, f"split {split} is outside the {store.splits} splits")
+
+
+def _verify_partial_arrive(op: ir.Operation) -> None:
+    arrive = ops.PartialArrive(op)
+    _verify_splits(op, arrive.splits)
+    _verify_workspace(op, arrive.counters, "i32", "counters")
+
+
+def _verify_partial_reduce(op: ir.Operation) -> None:
+    reduce = ops.PartialReduce(op)
+    _verify_splits(op, reduce.splits)
+    _verify_partial_tile(op, reduce.tile)
+    _verify_workspace(op, reduce.partials, "f32", "partials")
+    _verify_workspace(op, reduce.counters, "i32", "counters")
+
+
 def _verify_stage_copy(
     op: ir.Operation, src: ir.Value, dst: ir.Value, stage: ir.Value, shared_is_dst: bool
 ) -> list[int]:
@@ -567,4 +614,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.acc_alloc": _verify_acc_alloc,
     "wsc.cast": _verify_cast,
     "wsc.store": _verify_store,
+    "wsc.partial_store": _verify_partial_store,
+    "wsc.partial_arrive": _verify_partial_arrive,
+    "wsc.partial_reduce": _verify_partial_reduce,
 }

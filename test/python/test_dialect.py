@@ -17,7 +17,12 @@ def build_every_op() -> ir.Module:
     module = ir.Module.create()
     memref_f16 = ir.Type.parse("memref<?x?xf16>")
     with ir.InsertionPoint(module.body):
-        kernel = func.FuncOp("every_op", ir.FunctionType.get([memref_f16] * 3, []))
+        partials_type = ir.Type.parse("memref<?xf32>")
+        counters_type = ir.Type.parse("memref<?xi32>")
+        kernel = func.FuncOp(
+            "every_op",
+            ir.FunctionType.get([memref_f16] * 3 + [partials_type, counters_type], []),
+        )
         kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), 160
         )
@@ -27,7 +32,7 @@ def build_every_op() -> ir.Module:
         )
         entry = kernel.add_entry_block()
     with ir.InsertionPoint(entry):
-        a, b, c = entry.arguments
+        a, b, c, partials, counters = entry.arguments
         zero = index_constant(0)
         sa = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
@@ -46,6 +51,11 @@ def build_every_op() -> ir.Module:
             dialect.wgmma_wait_group(0)
             dialect.mbarrier_arrive(empty, zero)
             dialect.mbarrier_arrive(empty, zero, every_cta=True)
+            dialect.partial_store(acc, partials, zero, zero, splits=2)
+            last = scf.IfOp(dialect.partial_arrive(counters, zero, splits=2))
+            with ir.InsertionPoint(last.then_block):
+                dialect.partial_reduce(acc, partials, counters, zero, splits=2)
+                scf.YieldOp([])
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)

@@ -139,6 +139,10 @@ def arith_extsi(value: ir.Value, type_: ir.Type) -> ir.Value:
     return arith.extsi(type_, value)
 
 
+def addf(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.addf(a, b)
+
+
 def truncf(value: ir.Value, type_: ir.Type) -> ir.Value:
     return arith.truncf(type_, value)
 
@@ -458,3 +462,65 @@ def wgmma_mma_async(
         nvvm.MMALayout.row,
         nvvm.MMALayout.col if b_k_major else nvvm.MMALayout.row,
     ).result
+
+
+# Split-K hand-off through global memory ----------------------------------------
+
+
+def fence_acq_rel_gpu() -> None:
+    """fence.acq_rel.gpu: this thread's earlier global writes are ordered
+    before its later accesses for every thread of the GPU (and vice versa)."""
+    inline_asm("fence.acq_rel.gpu;", "", [])
+
+
+def global_address(base: ir.Value, offset: ir.Value, element: ir.Type) -> ir.Value:
+    """The ptr<1> of base[offset] (offset an i64 count of `element`s)."""
+    return gep(addrspacecast(base, 1), [offset], element, ptr(1))
+
+
+def store_global_v4(values: Sequence[ir.Value], address: ir.Value) -> None:
+    """Four f32 at a 16-byte aligned global address, in one vector store."""
+    vector = undef(ir.VectorType.get([4], float_type("f32")))
+    for lane, value in enumerate(values):
+        vector = insertelement(vector, value, lane)
+    store(vector, address, alignment=16)
+
+
+def load_global_v4_l2(address: ir.Value) -> list[ir.Value]:
+    """Four f32 from a 16-byte aligned global address, read from L2 (ld.cg):
+    another SM wrote them, and this SM's L1 is not coherent with it."""
+    f32 = float_type("f32")
+    quad = inline_asm(
+        "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
+        "=f,=f,=f,=f,l",
+        [ptrtoint(address, i64())],
+        struct_of(f32, 4),
+    )
+    assert quad is not None
+    return [extractvalue(quad, lane, f32) for lane in range(4)]
+
+
+def count_arrival(
+    leader: ir.Value,
+    counter: ir.Value,
+    splits: int,
+    barrier_id: int,
+    threads: int | None,
+) -> ir.Value:
+    """One arrival on the global i32 `counter`, by the thread where `leader`
+    holds (acq_rel at GPU scope), then a barrier of the executing threads that
+    tells all of them (i1) whether it was the `splits`-th."""
+    barrier_operands = f"{barrier_id}, {threads}" if threads is not None else "0"
+    text = (
+        "{ .reg .pred leader, last; .reg .u32 old; "
+        "setp.ne.u32 leader, $1, 0; "
+        "@leader atom.acq_rel.gpu.global.add.u32 old, [$2], 1; "
+        f"setp.eq.and.u32 last, old, {splits - 1}, leader; "
+        f"bar.red.or.pred last, {barrier_operands}, last; "
+        "selp.u32 $0, 1, 0, last; }"
+    )
+    last = inline_asm(
+        text, "=r,r,l", [extui(leader, i32()), ptrtoint(counter, i64())], i32()
+    )
+    assert last is not None
+    return cmpi("ne", last, const(0, i32()))

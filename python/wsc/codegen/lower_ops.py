@@ -80,6 +80,7 @@ from wsc.ir_utils import (
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     WARP_SIZE,
+    WARPGROUP_SIZE,
     WGMMA_K,
 )
 
@@ -728,3 +729,99 @@ class KernelLowering(KernelPlan):
                             col_ok = E.if_then(E.cmpi("slt", column, cols))
                             with E.then_body(col_ok):
                                 store_element(i, h, j, c, row_off)
+
+    # Split-K: partial sums in global memory, laid out in fragment order so
+    # that every access is a coalesced 16-byte vector (see wsc.partial_store).
+
+    def _partial_quads(
+        self,
+        op: ir.Operation,
+        partials: ir.Value,
+        row: ir.Value,
+        split: ir.Value | int,
+        splits: int,
+        fragment: AccumulatorFragment,
+    ) -> list[ir.Value]:
+        """The global address of each group of four registers of the executing
+        thread's part of split `split`'s partial sum of the rows from `row`:
+        element (row * splits + split * R) * C + (4 * 128 * quad + 4 * thread)."""
+        i64 = E.i64()
+        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+        split_rows = (
+            E.const(split * fragment.rows, i64)
+            if isinstance(split, int)
+            else E.muli(E.index_cast(split, i64), E.const(fragment.rows, i64))
+        )
+        first = E.addi(E.muli(E.index_cast(row, i64), E.const(splits, i64)), split_rows)
+        block = E.muli(first, E.const(fragment.cols, i64))
+        thread = E.muli(E.arith_extsi(local, i64), E.const(4, i64))
+        base = self._param("pointer", tensor_name(self.args.index(partials)))
+        start = E.addi(block, thread)
+        return [
+            E.global_address(
+                base, E.addi(start, E.const(quad * 4 * WARPGROUP_SIZE, i64)), E.float_type("f32")
+            )
+            for quad in range(fragment.regs_per_thread // 4)
+        ]
+
+    def _partial_registers(self, slot: AccSlot):
+        """(sub-tile, register) of each register of a tile, in flat order."""
+        fragment = slot.fragment
+        return [
+            (i, r) for i in range(fragment.subtiles) for r in range(fragment.regs_per_subtile)
+        ]
+
+    def _lower_partial_store(self, op):
+        store = ops.PartialStore(op)
+        slot = self.slots[store.tile]
+        registers = self._partial_registers(slot)
+        addresses = self._partial_quads(
+            op, store.partials, store.row, store.split, store.splits, slot.fragment
+        )
+        for quad, address in enumerate(addresses):
+            values = [slot.load_element(i, r) for i, r in registers[4 * quad : 4 * quad + 4]]
+            E.store_global_v4(values, address)
+
+    def _counter(self, counters: ir.Value, row: ir.Value) -> ir.Value:
+        base = self._param("pointer", tensor_name(self.args.index(counters)))
+        return E.global_address(base, E.index_cast(row, E.i64()), E.i32())
+
+    def _lower_partial_arrive(self, op):
+        arrive = ops.PartialArrive(op)
+        role = self.role_of.get(op)
+        # Every thread's partial stores reach the GPU before the leader counts.
+        E.fence_acq_rel_gpu()
+        self._lower_sync(op)
+        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+        leader = E.cmpi("eq", local, E.const(0, E.i32()))
+        last = E.count_arrival(
+            leader,
+            self._counter(arrive.counters, arrive.row),
+            arrive.splits,
+            role.barrier_id if role is not None else 0,
+            role.count if role is not None else None,
+        )
+        # And every split's partial sum is visible to every thread after it.
+        E.fence_acq_rel_gpu()
+        self._replace(op, last)
+
+    def _lower_partial_reduce(self, op):
+        reduce = ops.PartialReduce(op)
+        slot = self.slots[reduce.tile]
+        registers = self._partial_registers(slot)
+        per_split = [
+            self._partial_quads(op, reduce.partials, reduce.row, s, reduce.splits, slot.fragment)
+            for s in range(reduce.splits)
+        ]
+        for quad in range(len(per_split[0])):
+            # Split order, whichever split arrived last: the sum is the same bits.
+            total = E.load_global_v4_l2(per_split[0][quad])
+            for addresses in per_split[1:]:
+                part = E.load_global_v4_l2(addresses[quad])
+                total = [E.addf(a, b) for a, b in zip(total, part, strict=True)]
+            for (i, r), value in zip(registers[4 * quad : 4 * quad + 4], total, strict=True):
+                slot.store_element(i, r, value)
+        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+        guard = E.if_then(E.cmpi("eq", local, E.const(0, E.i32())))
+        with E.then_body(guard):
+            E.store(E.const(0, E.i32()), self._counter(reduce.counters, reduce.row), alignment=4)

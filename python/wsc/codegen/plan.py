@@ -50,6 +50,20 @@ from wsc.target.hopper import (
 #: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
 PASSTHROUGH_DIALECTS = ("arith", "scf", "index")
 GPU_INDEX_OPS = ("gpu.block_id", "gpu.thread_id", "gpu.block_dim", "gpu.grid_dim")
+#: The ops that read a register tile, by the view that names it `tile`.
+_TILE_USERS: dict[str, type[ops.Store | ops.StoreShared | ops.PartialStore | ops.PartialReduce]] = {
+    "wsc.store": ops.Store,
+    "wsc.store_shared": ops.StoreShared,
+    "wsc.partial_store": ops.PartialStore,
+    "wsc.partial_reduce": ops.PartialReduce,
+}
+#: (op, operand) pairs that make a kernel argument a split-K workspace.
+_WORKSPACE_OPERANDS = (
+    ("wsc.partial_store", "partials"),
+    ("wsc.partial_reduce", "partials"),
+    ("wsc.partial_arrive", "counters"),
+    ("wsc.partial_reduce", "counters"),
+)
 
 
 def entry_register_cap(threads: int) -> int:
@@ -148,18 +162,20 @@ class KernelPlan:
         self.block = kernel.regions[0].blocks[0]
         self.args = list(self.block.arguments)
         for position, arg in enumerate(self.args):
+            # Rank 1: a split-K workspace (the ops that use it check the rest).
             shape = memref_shape(arg.type)
-            if shape is None or len(shape) != 2 or memref_space(arg.type) != 0:
+            if shape is None or len(shape) not in (1, 2) or memref_space(arg.type) != 0:
                 raise fail(
                     kernel,
-                    f"argument #{position} must be a rank-2 memref in global "
-                    f"memory, got {arg.type}",
+                    f"argument #{position} must be a rank-2 (or, as a workspace, "
+                    f"rank-1) memref in global memory, got {arg.type}",
                 )
             element = str(ir.MemRefType(arg.type).element_type)
-            if element not in ("f16", "bf16", "f32"):
+            if element not in ("f16", "bf16", "f32", "i32"):
                 raise fail(
                     kernel,
-                    f"argument #{position} element type must be f16, bf16 or f32, got {element}",
+                    f"argument #{position} element type must be f16, bf16, f32 or i32, "
+                    f"got {element}",
                 )
         if (
             kernel.attributes["function_type"]
@@ -212,14 +228,8 @@ class KernelPlan:
                 self._check_sources(op)
                 if name == "wsc.wgmma":
                     self.wgmma_accumulators.add(ops.Wgmma(op).acc)
-            elif name in ("wsc.store", "wsc.store_shared", "wsc.cast"):
-                tile = (
-                    ops.Store(op).tile
-                    if name == "wsc.store"
-                    else ops.StoreShared(op).tile
-                    if name == "wsc.store_shared"
-                    else ops.Cast(op).src
-                )
+            elif name in (*_TILE_USERS, "wsc.cast"):
+                tile = _TILE_USERS[name](op).tile if name in _TILE_USERS else ops.Cast(op).src
                 source = defining_op(tile)
                 if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
                     raise fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
@@ -235,6 +245,8 @@ class KernelPlan:
             self.role_of[op] = self.roles.get(role_op) if role_op is not None else None
             if role_op is not None and role_op not in self.roles:
                 raise fail(op, "is guarded by a role defined after it")
+            if name.startswith("wsc.partial_"):
+                self._check_partial_op(op)
             return
         if name == "scf.if":
             condition = defining_op(op.opview.condition)
@@ -256,6 +268,23 @@ class KernelPlan:
             "cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, "
             "scf, index, memref.dim of kernel arguments, gpu block/thread ids)",
         )
+
+    def _check_partial_op(self, op: ir.Operation) -> None:
+        """A split-K hand-off runs in one warpgroup (the register tile's
+        threads, which also count as one arrival) on workspace arguments."""
+        role = self.role_of[op]
+        threads = role.count if role is not None else self.threads
+        if threads != WARPGROUP_SIZE:
+            raise fail(
+                op,
+                f"must run in one warpgroup ({WARPGROUP_SIZE} threads), "
+                f"not in {threads} threads",
+            )
+        for position, value in enumerate(op.operands):
+            if ops.operand_name(op, position) in ("partials", "counters") and (
+                value not in self.args
+            ):
+                raise fail(op, "its workspace must be a tensor argument of the kernel")
 
     def _enclosing_role(self, op: ir.Operation) -> ir.Operation | None:
         """The wsc.role whose scf.if then-branch holds `op` (innermost), if any."""
@@ -337,6 +366,7 @@ class KernelPlan:
         self.tma_args: set[int] = set()  # read with TMA
         self.tma_store_args: set[int] = set()
         self.store_args: set[int] = set()  # written by threads, from registers or shared
+        self.workspace_args: set[int] = set()  # split-K partial sums and arrival counters
         for position, arg in enumerate(self.args):
             for use in arg.uses:
                 owner = use_owner(use)
@@ -347,6 +377,8 @@ class KernelPlan:
                     self.tma_store_args.add(position)
                 elif key in (("wsc.store", "dst"), ("wsc.coalesced_store", "dst")):
                     self.store_args.add(position)
+                elif key in _WORKSPACE_OPERANDS:
+                    self.workspace_args.add(position)
                 elif owner.name == "memref.dim":
                     pass
                 else:
@@ -355,6 +387,14 @@ class KernelPlan:
                         f"uses kernel argument #{position} in a way "
                         f"--convert-wsc-to-nvvm cannot lower",
                     )
+            if position in self.workspace_args and (
+                position in self.tma_args | self.store_args | self.tma_store_args
+            ):
+                raise fail(
+                    self.kernel,
+                    f"argument #{position} is a split-K workspace and a tensor of the "
+                    f"product at once",
+                )
             if position in self.tma_args and position in self.store_args | self.tma_store_args:
                 raise fail(
                     self.kernel,
@@ -615,7 +655,7 @@ class KernelPlan:
         self.params: list[ParamInfo] = []
         for position in sorted(self.tma_args | self.tma_store_args):
             self.params.append(ParamInfo("tensor_map", tensor_name(position), ptr, tm_attrs))
-        for position in sorted(self.store_args):
+        for position in sorted(self.store_args | self.workspace_args):
             self.params.append(
                 ParamInfo(
                     "pointer", tensor_name(position), ptr, {"llvm.noalias": ir.UnitAttr.get()}
@@ -673,6 +713,8 @@ class KernelPlan:
                 if position in self.tma_args
                 else "output"
                 if position in self.store_args | self.tma_store_args
+                else "workspace"
+                if position in self.workspace_args
                 else "unused"
             )
             tensors[tensor_name(position)] = {

@@ -64,6 +64,9 @@ class Kernel:
     release_waits: dict  # producer ProcessSpec -> barrier specs others release it on
     persistent: bool  # strides over tiles by gpu.grid_dim
     ctas: int = 1  # CTAs per cluster: the simulation runs every one
+    #: Hands partial sums over (wsc.partial_arrive): simulated both as the
+    #: last split to arrive and as an earlier one.
+    split_k: bool = False
 
 
 def _int_width(type_: ir.Type) -> int:
@@ -402,6 +405,7 @@ class _Compiler:
             release_waits,
             any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
             cluster_size(self.kernel),
+            any(op.name == "wsc.partial_arrive" for op in walk(self.kernel)),
         )
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
@@ -623,6 +627,44 @@ class _Compiler:
         def act(process, frame):
             if pending == 0:
                 process.simulation.staging_wait(process)
+
+        return _Effect(op, act)
+
+    # Split-K: each thread group's partial sums, by their first row (see
+    # _Simulation.partial_store).
+
+    @staticmethod
+    def _whole_group(op, context) -> None:
+        if context.elected:
+            raise unsupported(op, " under wsc.elect: every thread of its warpgroup runs it")
+
+    def _partial_store(self, op, context):
+        self._whole_group(op, context)
+        store = ops.PartialStore(op)
+        row, splits = self.slot(store.row), store.splits
+
+        def act(process, frame):
+            process.simulation.partial_store(process, op, frame[row], splits)
+
+        return _Effect(op, act)
+
+    def _partial_arrive(self, op, context):
+        self._whole_group(op, context)
+        arrive = ops.PartialArrive(op)
+        row, last, splits = self.slot(arrive.row), self.slot(arrive.last), arrive.splits
+
+        def act(process, frame):
+            frame[last] = process.simulation.partial_arrive(process, op, frame[row], splits)
+
+        return _Effect(op, act)
+
+    def _partial_reduce(self, op, context):
+        self._whole_group(op, context)
+        reduce = ops.PartialReduce(op)
+        row, splits = self.slot(reduce.row), reduce.splits
+
+        def act(process, frame):
+            process.simulation.partial_reduce(process, op, frame[row], splits)
 
         return _Effect(op, act)
 

@@ -181,6 +181,10 @@ class Process:
         self.open_group: list = []
         self.committed: deque = deque()  # groups of (ring, stage) read, oldest first
         self.observed: dict = {}  # barrier -> completed phases a wait of ours has seen
+        #: Split-K: first row of each partial sum this group handled -> (state,
+        #: splits, op): "stored", then "published" by its arrival, or
+        #: "complete" when that arrival was the last, then "reduced".
+        self.partials: dict[int, tuple[str, int, object]] = {}
         self.steps = self.run_block(kernel.body, [None] * kernel.num_slots)
 
     @property

@@ -30,8 +30,13 @@ from wsc.protocol.violations import (
     DEADLOCK,
     DIAGNOSIS_ORDER,
     EARLY_RELEASE,
+    ARRIVAL_WITHOUT_PARTIAL,
+    COUNTER_LEFT_SET,
+    EARLY_REDUCE,
     MISSING_DRAIN,
     OVER_ARRIVAL,
+    PARTIAL_AFTER_ARRIVAL,
+    SPLITS_MISMATCH,
     PHASE_OVERRUN,
     STAGE_OUT_OF_RANGE,
     STAGE_OVERWRITTEN,
@@ -57,11 +62,15 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
     for kernel_op in kernels(module_op.operation):
         kernel = compile_kernel(kernel_op)
         last = max_k_tiles or 3 * kernel.num_stages + 1
+        arrivals = (False, True) if kernel.split_k else (True,)
         for tile_extent in (1, 2) if kernel.persistent else (1,):
             for count in [k_tiles] if k_tiles else range(1, last + 1):
-                found = [
-                    v for v in (_simulate(kernel, count, tile_extent, s) for s in _SCHEDULES) if v
-                ]
+                runs = (
+                    _simulate(kernel, count, tile_extent, schedule, arrives_last)
+                    for schedule in _SCHEDULES
+                    for arrives_last in arrivals
+                )
+                found = [v for v in runs if v]
                 if found:
                     violation = min(found, key=lambda v: DIAGNOSIS_ORDER.index(v.kind))
                     raise ProtocolViolation(
@@ -89,8 +98,17 @@ _SCHEDULES = (
 class _Simulation:
     """One simulation of a kernel for one K extent under one schedule."""
 
-    def __init__(self, kernel: Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule):
+    def __init__(
+        self,
+        kernel: Kernel,
+        k_tiles: int,
+        tile_extent: int,
+        schedule: _Schedule,
+        arrives_last: bool = True,
+    ):
         self.kernel, self.schedule = kernel, schedule
+        #: Whether this block's wsc.partial_arrives are the last of their splits.
+        self.arrives_last = arrives_last
         self.k_extent = k_tiles * kernel.block_k
         self.tile_extent = tile_extent
         # Per CTA of the cluster (one without clusters): its rings and barriers.
@@ -540,6 +558,62 @@ class _Simulation:
             f"copy is in flight ({barrier.status()})",
         )
 
+    # -- split-K hand-off: every block runs the same code on its own split, so
+    # the simulated block's order of store, arrival and reduction stands for
+    # every split's; its arrival is taken as the last one or as an earlier one.
+
+    def _partial(self, process, op, row: int, splits: int) -> str | None:
+        state, stored_splits, _ = process.partials.get(row, (None, splits, None))
+        if stored_splits != splits:
+            raise Violation(
+                SPLITS_MISMATCH,
+                op,
+                f"splits-mismatch: {op.name} counts {splits} splits of the partial "
+                f"sums of rows from {row}, stored as one of {stored_splits}",
+            )
+        return state
+
+    def partial_store(self, process, op, row: int, splits: int) -> None:
+        state = self._partial(process, op, row, splits)
+        if state in ("published", "complete"):
+            raise Violation(
+                PARTIAL_AFTER_ARRIVAL,
+                op,
+                f"partial-after-arrival: the {process.name} stores a partial sum of rows "
+                f"from {row} after its split arrived on their counter: the last split "
+                f"may reduce them before it lands",
+            )
+        process.partials[row] = ("stored", splits, op)
+
+    def partial_arrive(self, process, op, row: int, splits: int) -> int:
+        state = self._partial(process, op, row, splits)
+        if state != "stored":
+            raise Violation(
+                ARRIVAL_WITHOUT_PARTIAL,
+                op,
+                f"arrival-without-partial: the {process.name} arrives on the counter of "
+                f"rows from {row} without a partial sum of them stored since its "
+                f"last arrival: the last split would reduce what the workspace holds",
+            )
+        process.partials[row] = ("complete" if self.arrives_last else "published", splits, op)
+        return int(self.arrives_last)
+
+    def partial_reduce(self, process, op, row: int, splits: int) -> None:
+        state = self._partial(process, op, row, splits)
+        if state != "complete":
+            why = (
+                "its arrival was not the last: other splits may not have stored theirs"
+                if state == "published"
+                else "before its split arrived on their counter"
+            )
+            raise Violation(
+                EARLY_REDUCE,
+                op,
+                f"early-reduce: the {process.name} reduces the partial sums of rows from "
+                f"{row} where {why}",
+            )
+        process.partials[row] = ("reduced", splits, op)
+
     def _check_end(self) -> None:
         """Once every process has finished: every phase a process opened must
         have completed, and every producer must have seen each stage it filled
@@ -557,6 +631,24 @@ class _Simulation:
                         f"under-arrival: every thread group has finished and {barrier.status()}",
                     )
         for process in self.processes:
+            for row, (state, _, op) in process.partials.items():
+                if state == "complete":
+                    raise Violation(
+                        COUNTER_LEFT_SET,
+                        op,
+                        f"counter-left-set: the {process.name}'s arrival on the counter of "
+                        f"rows from {row} was the last, and it exits without "
+                        f"wsc.partial_reduce: the counter is never set back to zero, so "
+                        f"the next launch miscounts",
+                    )
+                if state == "stored":
+                    raise Violation(
+                        ARRIVAL_WITHOUT_PARTIAL,
+                        op,
+                        f"arrival-without-partial: the {process.name} stores a partial sum "
+                        f"of rows from {row} and exits without arriving on their counter: "
+                        f"the other splits never see it",
+                    )
             releases = self.kernel.release_waits.get(process.spec, ())
             outstanding = sum(
                 barrier.completed - process.observed.get(barrier, 0)
@@ -580,10 +672,10 @@ def _stuck_with_part_of_its_arrivals(pause: object) -> bool:
 
 
 def _simulate(
-    kernel: Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule
+    kernel: Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule, arrives_last: bool
 ) -> Violation | None:
     try:
-        _Simulation(kernel, k_tiles, tile_extent, schedule).run()
+        _Simulation(kernel, k_tiles, tile_extent, schedule, arrives_last).run()
     except Violation as violation:
         return violation
     return None

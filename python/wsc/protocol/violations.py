@@ -20,9 +20,18 @@ PHASE_OVERRUN = "phase-overrun"
 UNDER_ARRIVAL = "under-arrival"
 DEADLOCK = "deadlock"
 MISSING_DRAIN = "missing-drain"
+PARTIAL_AFTER_ARRIVAL = "partial-after-arrival"
+ARRIVAL_WITHOUT_PARTIAL = "arrival-without-partial"
+EARLY_REDUCE = "early-reduce"
+SPLITS_MISMATCH = "splits-mismatch"
+COUNTER_LEFT_SET = "counter-left-set"
 #: The kinds in the order a report prefers them when both schedules fail on
 #: the same K extent.
 DIAGNOSIS_ORDER = (
+    EARLY_REDUCE,
+    PARTIAL_AFTER_ARRIVAL,
+    ARRIVAL_WITHOUT_PARTIAL,
+    SPLITS_MISMATCH,
     STALE_READ,
     STAGE_OVERWRITTEN,
     EARLY_RELEASE,
@@ -35,6 +44,7 @@ DIAGNOSIS_ORDER = (
     UNDER_ARRIVAL,
     DEADLOCK,
     MISSING_DRAIN,
+    COUNTER_LEFT_SET,
 )
 
 
