@@ -391,3 +391,43 @@ func.func @register_budget_not_an_integer() attributes {wsc.num_threads = 128 : 
   %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = "many"} : () -> i1
   return
 }
+// -----
+func.func @one_split(%partials: memref<?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.partial_store' op splits must be at least 2, got 1}}
+  "wsc.partial_store"(%acc, %partials, %c0, %c0) {splits = 1 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, index, index) -> ()
+  return
+}
+// -----
+func.func @split_out_of_range(%partials: memref<?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.partial_store' op split 4 is outside the 4 splits}}
+  "wsc.partial_store"(%acc, %partials, %c0, %c4) {splits = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, index, index) -> ()
+  return
+}
+// -----
+func.func @half_precision_partials(%partials: memref<?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f16>
+  // expected-error @below {{'wsc.partial_store' op partial sums are f32: the register tile is f16}}
+  "wsc.partial_store"(%acc, %partials, %c0, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 128>, f16>, memref<?xf32>, index, index) -> ()
+  return
+}
+// -----
+func.func @rank_2_partials(%partials: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.partial_reduce' op partials must be a rank-1 memref of f32 in global memory, got memref<?x?xf32>}}
+  "wsc.partial_reduce"(%acc, %partials, %partials, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?x?xf32>, memref<?x?xf32>, index) -> ()
+  return
+}
+// -----
+func.func @f32_counters(%counters: memref<?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.partial_arrive' op counters must be a rank-1 memref of i32 in global memory, got memref<?xf32>}}
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xf32>, index) -> i1
+  return
+}

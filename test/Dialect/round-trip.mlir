@@ -91,3 +91,20 @@ func.func @cluster_ops(%b: memref<?x?xf16>)
   "wsc.mbarrier_arrive"(%full, %c0) {every_cta} : (!wsc.mbarriers, index) -> ()
   return
 }
+
+// The split-K hand-off ops, on rank-1 workspace memrefs.
+// CHECK-LABEL: func.func @split_k_ops
+func.func @split_k_ops(%partials: memref<?xf32>, %counters: memref<?xi32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // CHECK: "wsc.partial_store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {splits = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, index, index) -> ()
+  "wsc.partial_store"(%acc, %partials, %c0, %c0) {splits = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, index, index) -> ()
+  // CHECK: "wsc.partial_arrive"(%{{.*}}, %{{.*}}) {splits = 4 : i32} : (memref<?xi32>, index) -> i1
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 4 : i32} : (memref<?xi32>, index) -> i1
+  scf.if %last {
+    // CHECK: "wsc.partial_reduce"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {splits = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+    "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+  }
+  return
+}

@@ -148,3 +148,16 @@ func.func @coalesced_store_narrow(%c: memref<?x?xf16>) attributes {wsc.num_threa
   "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x64x16xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
   return
 }
+
+// -----
+
+// A split-K arrival counts the register tile's warpgroup as one split.
+func.func @partial_arrive_in_a_warp(%counters: memref<?xi32>) attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32} : () -> i1
+  scf.if %is_producer {
+    // expected-error @below {{'wsc.partial_arrive' op must run in one warpgroup (128 threads), not in 32 threads}}
+    %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  }
+  return
+}

@@ -363,3 +363,35 @@ func.func @per_warp_release() attributes {wsc.cluster_size = 2 : i32, wsc.num_th
 // CHECK: nvvm.mbarrier.arrive
 // CHECK-NOT: nvvm.mapa
 // CHECK: llvm.return
+
+// -----
+
+// The split-K hand-off: each thread stores its registers four at a time in
+// fragment order (16-byte vectors), every thread fences, the warpgroup syncs,
+// one thread counts the arrival and bar.red tells all whether it was the last;
+// the last reads every split from L2 in split order, adds, and resets the counter.
+func.func @split_k_hand_off(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?xf32>, index, index) -> ()
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  scf.if %last {
+    "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+// CHECK-LABEL: llvm.func @split_k_hand_off
+// CHECK: [[PARTIALS:%.*]] = llvm.addrspacecast %arg1 : !llvm.ptr to !llvm.ptr<1>
+// CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: llvm.inline_asm has_side_effects "fence.acq_rel.gpu;"
+// CHECK: nvvm.barrier{{$}}
+// CHECK: llvm.addrspacecast %arg2 : !llvm.ptr to !llvm.ptr<1>
+// CHECK: [[LAST:%.*]] = llvm.inline_asm has_side_effects "{{.*}}@leader atom.acq_rel.gpu.global.add.u32 old, [$2], 1; setp.eq.and.u32 last, old, 1, leader; bar.red.or.pred last, 0, last;{{.*}}"
+// CHECK: llvm.inline_asm has_side_effects "fence.acq_rel.gpu;"
+// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];"
+// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];"
+// CHECK-COUNT-4: llvm.fadd
+// CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>

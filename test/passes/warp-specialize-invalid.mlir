@@ -588,3 +588,52 @@ func.func @sync_under_elect(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref
   }
   return
 }
+
+// -----
+
+// Only the last split stores: nothing else runs on the split-K guard.
+func.func @split_k_guard_with_else(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16>, %d: memref<?xf32>, %e: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %kt = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %split = gpu.block_id z
+  %tile = gpu.block_id x
+  %c128 = arith.constant 128 : index
+  %row = arith.muli %tile, %c128 : index
+  %false = arith.constant false
+  %r:2 = scf.for %i = %c0 to %kt step %c1 iter_args(%s = %c0, %p = %false) -> (index, i1) {
+    %k0 = arith.muli %i, %c64 : index
+    %e0 = "wsc.elect"() : () -> i1
+    scf.if %e0 {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %s) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %row, %k0, %sa, %s, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %c0, %k0, %sb, %s, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %s, %p) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %s, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %ns, %np = "wsc.ring_advance"(%s, %p) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+    scf.yield %ns, %np : index, i1
+  }
+  "wsc.partial_store"(%acc, %d, %row, %split) {splits = 4 : i32} : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?xf32>, index, index) -> ()
+  %last = "wsc.partial_arrive"(%e, %row) {splits = 4 : i32} : (memref<?xi32>, index) -> i1
+  // expected-error @below {{--warp-specialize: the split-K guard of the epilogue has no else region}}
+  scf.if %last {
+    "wsc.partial_reduce"(%acc, %d, %e, %row) {splits = 4 : i32} : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+    %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
+    "wsc.store"(%h, %c, %row, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
+  } else {
+    "wsc.sync"() : () -> ()
+  }
+  return
+}

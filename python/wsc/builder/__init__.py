@@ -41,7 +41,7 @@ module re-exports their public names.
 """
 
 from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation
-from wsc.builder.kernel import CompiledKernel, Kernel
+from wsc.builder.kernel import CompiledKernel, Kernel, split_k_workspaces
 from wsc.builder.kernel_builder import KernelBuilder, Pipeline
 from wsc.builder.structure import structure
 from wsc.builder.values import (
@@ -54,6 +54,7 @@ from wsc.builder.values import (
     Scalar,
     SharedTensor,
     SharedTile,
+    SplitKWorkspace,
     TileLoop,
     bf16,
     cdiv,
@@ -82,11 +83,13 @@ __all__ = [
     "SharedTensor",
     "SharedTile",
     "SourceLocation",
+    "SplitKWorkspace",
     "TileLoop",
     "bf16",
     "cdiv",
     "f16",
     "f32",
     "minimum",
+    "split_k_workspaces",
     "structure",
 ]

@@ -16,10 +16,28 @@ from wsc.diagnostics import DiagnosticEngine, PassError
 if TYPE_CHECKING:
     from wsc.codegen.info import KernelInfo
     from wsc.compiler import CompileResult
+    from wsc.runtime.artifact import Workspace
 
 
 def _located_failure(engine: DiagnosticEngine) -> str:
     return "\n".join(d.format() for d in engine.diagnostics)
+
+
+def split_k_workspaces(
+    grid: tuple[tuple[str, int], ...], splits: int, tile_shape: tuple[int, int]
+) -> dict[str, Workspace]:
+    """The workspace arguments ("d", "e" after a, b, c) of a split-K kernel
+    whose grid's (size, tile) axes count its output tiles, each a register
+    tile of `tile_shape`: per output tile `splits` f32 partial tiles and one
+    i32 arrival counter per row (wsc.partial_store), zero at launch."""
+    from wsc.runtime.artifact import Workspace
+
+    rows, cols = tile_shape
+    tiles = " * ".join(f"cdiv({size}, {tile})" for size, tile in grid)
+    return {
+        "d": Workspace(shape=(f"{tiles} * {rows * splits * cols}",), zeroed=False),
+        "e": Workspace(shape=(f"{tiles} * {rows}",), zeroed=True),
+    }
 
 
 class Kernel:
@@ -41,6 +59,7 @@ class Kernel:
         previous: Kernel | None = None,
         persistent: bool = False,
         check: str | None = None,
+        split_k: tuple[int, tuple[int, int]] | None = None,
     ):
         self.module = module
         self.context = context
@@ -53,6 +72,9 @@ class Kernel:
         self.persistent = persistent
         #: The reference its artifacts are checked with (KernelBuilder), or None.
         self.check = check
+        #: (splits, partial tile shape) of a split-K kernel, whose grid has an
+        #: axis of `splits` blocks after the tile axes.
+        self.split_k = split_k
         self.unroll = unroll
         #: "builder", or the flag of the pass that made this kernel from `previous`.
         self.made_by = made_by
@@ -109,6 +131,7 @@ class Kernel:
             self,
             self.persistent,
             self.check,
+            self.split_k,
         )
 
     def warp_specialize(self, **options) -> Kernel:
@@ -181,13 +204,21 @@ class CompiledKernel:
             config["persistent"] = True
         if info.cluster > 1:
             config["cluster_m"] = info.cluster
+        grid_axes: tuple[tuple[str, int] | int, ...] = grid
+        workspaces = None
+        if self.kernel.split_k is not None:
+            splits, tile_shape = self.kernel.split_k
+            config["splits"] = splits
+            grid_axes = (*grid, splits)
+            workspaces = split_k_workspaces(grid, splits, tile_shape)
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(
             out,
             self.result,
             dict(sizes),
-            grid,
+            grid_axes,
             config,
             persistent=self.kernel.persistent,
             check=self.kernel.check,
+            workspaces=workspaces,
         )

@@ -21,7 +21,7 @@ from wsc.builder.errors import (
     expect,
 )
 from wsc.builder.kernel import Kernel
-from wsc.builder.ops import MbarrierOps, TmaOps, WgmmaOps
+from wsc.builder.ops import MbarrierOps, SplitKOps, TmaOps, WgmmaOps
 from wsc.builder.values import (
     GLOBAL_DTYPES,
     TILE_DTYPES,
@@ -34,6 +34,7 @@ from wsc.builder.values import (
     Scalar,
     SharedTensor,
     SharedTile,
+    SplitKWorkspace,
     TileLoop,
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
@@ -133,6 +134,8 @@ class KernelBuilder:
         self.mbarrier = MbarrierOps(self)
         self.tma = TmaOps(self)
         self.wgmma = WgmmaOps(self)
+        self.split_k = SplitKOps(self)
+        self._workspace: SplitKWorkspace | None = None
 
     # Plumbing --------------------------------------------------------------------
 
@@ -251,10 +254,14 @@ class KernelBuilder:
         check_dtype(dtype, GLOBAL_DTYPES, "global_tensor")
         if self._finished:
             raise BuildError(f"kernel '{self.name}' is finished", where)
+        return self._argument(dtype, 2, where)
+
+    def _argument(self, dtype: str, rank: int, where: SourceLocation) -> GlobalTensor:
+        """The next kernel argument, a memref of `rank` dynamic dims."""
         from wsc.codegen.info import tensor_name
 
         with self.context:
-            type_ = ir.Type.parse(f"memref<?x?x{dtype}>")
+            type_ = ir.Type.parse(f"memref<{'?x' * rank}{dtype}>")
             value = self.body.add_argument(type_, where.mlir())
             self.func.attributes["function_type"] = ir.TypeAttr.get(
                 ir.FunctionType.get([arg.type for arg in self.body.arguments], [])
@@ -749,6 +756,14 @@ class KernelBuilder:
                 f"the ring loop at {plain} has no unroll=",
                 plain,
             )
+        split_k = None
+        if self._workspace is not None:
+            workspace = self._workspace
+            if workspace.tile_shape is None:
+                raise BuildError(
+                    "the split_k.workspace never receives a partial sum (split_k.store)", where
+                )
+            split_k = (workspace.splits, workspace.tile_shape)
         kernel = Kernel(
             self.module,
             self.context,
@@ -756,6 +771,7 @@ class KernelBuilder:
             self.grid,
             unroll=True in unrolled,
             check=self.check,
+            split_k=split_k,
         )
         if verify:
             kernel.verify()

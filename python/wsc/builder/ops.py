@@ -13,8 +13,10 @@ from wsc.builder.values import (
     BarrierRef,
     Barriers,
     GlobalTensor,
+    Predicate,
     RegisterTile,
     SharedTile,
+    SplitKWorkspace,
 )
 
 if TYPE_CHECKING:
@@ -252,3 +254,97 @@ class WgmmaOps:
             )
         with self._kb._at():
             dialect.wgmma_wait_group(pending)
+
+
+class SplitKOps:
+    """kb.split_k: blocks that each sum a share of K for the same output tile
+    and hand their partial sums over through global memory. Block z of the
+    grid's `splits` takes split z; each stores its partial sum, arrives, and
+    the last to arrive reduces all of them, in split order (bit-identical run
+    to run), and stores the result:
+
+        workspace = kb.split_k.workspace(splits=4)
+        ...                                        # the K loop of split kb.block_idx.z
+        kb.split_k.store(workspace, acc, row, kb.block_idx.z)
+        with kb.if_(kb.split_k.arrive(workspace, row)):
+            kb.split_k.reduce(workspace, acc, row)
+            ...                                    # the epilogue
+
+    `row` is the output tile's index among the grid's tiles times the tile's
+    rows: the workspace holds one partial tile per split and output tile."""
+
+    def __init__(self, builder: KernelBuilder):
+        self._kb = builder
+
+    def workspace(self, splits: int) -> SplitKWorkspace:
+        """The kernel's split-K workspace, two kernel arguments after those
+        declared so far; the grid gains an axis of `splits` blocks."""
+        kb = self._kb
+        where = caller()
+        if isinstance(splits, bool) or not isinstance(splits, int) or splits < 2:
+            raise BuildError(f"split_k.workspace: splits must be an int >= 2, got {splits!r}", where)
+        if kb._workspace is not None:
+            raise BuildError("split_k.workspace: the kernel already has one", where)
+        if len(kb.grid) > 2:
+            raise BuildError(
+                "split_k.workspace: the splits take a grid axis, and the grid has three already",
+                where,
+            )
+        kb._require_top_level("split_k.workspace", "it declares kernel arguments")
+        kb._workspace = SplitKWorkspace(
+            kb, kb._argument("f32", 1, where), kb._argument("i32", 1, where), splits
+        )
+        return kb._workspace
+
+    def _check(self, workspace: SplitKWorkspace, tile: RegisterTile | None, what: str) -> None:
+        kb = self._kb
+        kb._own(expect(workspace, SplitKWorkspace, what, "the kernel's split_k.workspace"), what)
+        if tile is None:
+            return
+        kb._own(expect(tile, RegisterTile, f"{what} tile", "a register tile"), what)
+        if tile.dtype != "f32":
+            raise BuildTypeError(f"{what}: partial sums are f32, the tile is {tile.dtype}", caller())
+        if workspace.tile_shape not in (None, tile.shape):
+            raise BuildError(
+                f"{what}: the workspace holds {workspace.tile_shape[0]}x"
+                f"{workspace.tile_shape[1]} partial tiles, not {tile.shape[0]}x{tile.shape[1]}",
+                caller(),
+            )
+        workspace.tile_shape = tile.shape
+
+    def store(self, workspace: SplitKWorkspace, tile: RegisterTile, row, split) -> None:
+        """Store `tile` as split `split`'s partial sum of the output rows from `row`."""
+        kb = self._kb
+        self._check(workspace, tile, "split_k.store")
+        with kb._at():
+            row_value = kb._index(row, "split_k.store row")
+            split_value = kb._index(split, "split_k.store split")
+            dialect.partial_store(
+                tile.value, workspace.partials.value, row_value, split_value, workspace.splits
+            )
+
+    def arrive(self, workspace: SplitKWorkspace, row) -> Predicate:
+        """Publish this split's partial sum of the rows from `row`; true in every
+        thread when this split was the last to arrive."""
+        kb = self._kb
+        self._check(workspace, None, "split_k.arrive")
+        with kb._at():
+            row_value = kb._index(row, "split_k.arrive row")
+            return Predicate(
+                kb, dialect.partial_arrive(workspace.counters.value, row_value, workspace.splits)
+            )
+
+    def reduce(self, workspace: SplitKWorkspace, tile: RegisterTile, row) -> None:
+        """Set `tile` to the sum of every split's partial sum of the rows from
+        `row`; only where `arrive` returned true."""
+        kb = self._kb
+        self._check(workspace, tile, "split_k.reduce")
+        with kb._at():
+            row_value = kb._index(row, "split_k.reduce row")
+            dialect.partial_reduce(
+                tile.value,
+                workspace.partials.value,
+                workspace.counters.value,
+                row_value,
+                workspace.splits,
+            )

@@ -330,6 +330,26 @@ class BarrierRef:
     stage_key: object
 
 
+class SplitKWorkspace:
+    """The global memory through which a split-K kernel's blocks hand partial
+    sums over: two kernel arguments, the f32 partial sums and the i32 arrival
+    counters (all zero at launch), and the number of splits of K."""
+
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        partials: GlobalTensor,
+        counters: GlobalTensor,
+        splits: int,
+    ):
+        self._builder = builder
+        self.partials = partials
+        self.counters = counters
+        self.splits = splits
+        #: The register tile shape its partial sums have (set by the first store).
+        self.tile_shape: tuple[int, int] | None = None
+
+
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`)."""
 

@@ -602,7 +602,7 @@ class _Simulation:
         state = self._partial(process, op, row, splits)
         if state != "complete":
             why = (
-                "its arrival was not the last: other splits may not have stored theirs"
+                "though its arrival was not the last: other splits may not have stored theirs"
                 if state == "published"
                 else "before its split arrived on their counter"
             )
@@ -610,7 +610,7 @@ class _Simulation:
                 EARLY_REDUCE,
                 op,
                 f"early-reduce: the {process.name} reduces the partial sums of rows from "
-                f"{row} where {why}",
+                f"{row} {why}",
             )
         process.partials[row] = ("reduced", splits, op)
 

@@ -61,6 +61,7 @@ from wsc.builder import (
     cdiv,
     f32,
     minimum,
+    split_k_workspaces,
 )
 from wsc.compiler import CompileResult, compile_module, write_artifact
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, check_tma_strides
@@ -135,6 +136,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         kb.global_tensor(element),
         kb.global_tensor(problem.out_dtype),
     )
+    splits = config.split_k
+    workspace = kb.split_k.workspace(splits) if splits > 1 else None
     k_tiles = cdiv(a.shape[1], bk)
     sa = kb.shared_tensor(element, [stages, bm, bk])
     sb = kb.shared_tensor(element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn])
@@ -161,13 +164,19 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             tile_row = tile_row * ctas + rank
         tile_m, tile_n = tile_row * bm, tile_col * bn
         acc = kb.register_tensor(f32, [bm, bn])
+        first_k_tile, my_k_tiles = 0, k_tiles
+        if workspace is not None:
+            # Split z sums K tiles [z * k_tiles / splits, (z + 1) * k_tiles / splits).
+            split = kb.block_idx.z
+            first_k_tile = split * k_tiles // splits
+            my_k_tiles = (split + 1) * k_tiles // splits - first_k_tile
         ring_loop = (
-            kb.range(0, k_tiles, 1, stages=stages, phase=CONSUMER_INITIAL_PHASE)
+            kb.range(0, my_k_tiles, 1, stages=stages, phase=CONSUMER_INITIAL_PHASE)
             if tiles is None
-            else kb.range(0, k_tiles, 1, stages=stages, ring=tiles)
+            else kb.range(0, my_k_tiles, 1, stages=stages, ring=tiles)
         )
         for it in ring_loop:
-            k0 = it.index * bk
+            k0 = (first_k_tile + it.index) * bk
             a_tile, b_tile = sa[it.stage], sb[it.stage]
             with kb.single_thread():
                 kb.mbarrier.arrive_and_expect_tx(full[it.stage], a_tile.nbytes + b_tile.nbytes)
@@ -188,6 +197,17 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             kb.wgmma.wait_group(0)
             # The stage is free once every block that reads it is done.
             sync()
+        if workspace is None:
+            store_tile(acc, tile_m, tile_n)
+            return
+        # The partial tile's rows in the workspace: the tile's number times BM.
+        row = unit * bm
+        kb.split_k.store(workspace, acc, row, split)
+        with kb.if_(kb.split_k.arrive(workspace, row)):
+            kb.split_k.reduce(workspace, acc, row)
+            store_tile(acc, tile_m, tile_n)
+
+    def store_tile(acc: RegisterTile, tile_m: Scalar, tile_n: Scalar) -> None:
         result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
         if sc is None:
             kb.store_global(c, result, [tile_m, tile_n])
@@ -291,12 +311,19 @@ def write_matmul_artifact(
     reads its sizes at run time, so one CompileResult serves every shape
     whose TMA row strides are legal."""
     check_tma_strides(k, n, problem, config)
+    tiles = (("m", config.block_m), ("n", config.block_n))
+    splits = config.split_k
     return write_artifact(
         out_dir,
         result,
         {"m": m, "n": n, "k": k},
-        (("m", config.block_m), ("n", config.block_n)),
+        (*tiles, splits) if splits > 1 else tiles,
         config.as_dict(),
         persistent=config.persistent,
         check="matmul",
+        workspaces=(
+            split_k_workspaces(tiles, splits, (config.block_m, config.block_n))
+            if splits > 1
+            else None
+        ),
     )

@@ -70,6 +70,10 @@ class MatmulConfig:
     #: Who releases a stage: every consumer thread ("thread") or one arrival
     #: per consumer warp ("warp"; --warp-specialize's release).
     release: str = "thread"
+    #: Blocks that share each output tile, each summing a share of K (grid
+    #: axis z), the last to finish adding the partial sums in a fixed order
+    #: (1: no split; see wsc.kernels.matmul.build).
+    split_k: int = 1
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -107,6 +111,11 @@ class MatmulConfig:
         if self.tma_store and self.coalesced_store:
             raise ValueError(
                 "tma_store and coalesced_store are two ways to copy the staged tile out: choose one"
+            )
+        if self.split_k > 1 and (self.persistent or self.cluster_m > 1):
+            raise ValueError(
+                "split_k > 1 launches a block per tile and split: it takes neither "
+                "persistent = True nor cluster_m = 2"
             )
         if self.persistent and self.wgmma_in_flight and not self.staged_store:
             raise ValueError(
@@ -149,6 +158,7 @@ class MatmulConfig:
                 " or ".join(map(str, WGMMA_IN_FLIGHT)),
             ),
             ("group_m", self.group_m >= 0, "0 (no grouping) or more tile rows"),
+            ("split_k", self.split_k >= 1, "1 (no split) or more blocks per tile"),
         )
         for name, ok, allowed in rules:
             if not ok:

@@ -1,0 +1,103 @@
+// Planted bugs in the split-K hand-off (wsc.partial_store, wsc.partial_arrive,
+// wsc.partial_reduce): --verify-pipeline runs each kernel as the last split to
+// arrive and as an earlier one, and reports each bug at the offending op.
+// RUN: wsc-opt --split-input-file --verify-diagnostics --verify-pipeline %s
+
+// The last split's reduction, outside the guard: a split that is not the
+// last adds partial sums other splits may not have stored yet.
+func.func @reduce_outside_guard(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  // expected-error @+1 {{early-reduce: the 128 threads outside every role reduces the partial sums of rows from 0 though its arrival was not the last}}
+  "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+  scf.if %last {
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+
+// -----
+
+// The arrival before the store: the last split may reduce before this
+// split's partial sum has landed.
+func.func @arrival_before_store(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @+1 {{arrival-without-partial: the 128 threads outside every role arrives on the counter of rows from 0 without a partial sum of them stored}}
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  scf.if %last {
+    "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+
+// -----
+
+// A second partial sum stored after the arrival that published the first.
+func.func @store_after_arrival(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  // expected-error @+1 {{partial-after-arrival: the 128 threads outside every role stores a partial sum of rows from 0 after its split arrived on their counter}}
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  scf.if %last {
+    "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+
+// -----
+
+// The last split stores the result without reducing: its counter stays at
+// `splits` and the next launch miscounts.
+func.func @counter_never_reset(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  // expected-error @+1 {{counter-left-set: the 128 threads outside every role's arrival on the counter of rows from 0 was the last, and it exits without wsc.partial_reduce}}
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  scf.if %last {
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+
+// -----
+
+// The arrival counts 4 splits of partial sums stored as one of 2.
+func.func @splits_mismatch(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  // expected-error @+1 {{splits-mismatch: wsc.partial_arrive counts 4 splits of the partial sums of rows from 0, stored as one of 2}}
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 4 : i32} : (memref<?xi32>, index) -> i1
+  scf.if %last {
+    "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+
+// -----
+
+// A partial sum stored and never published: the other splits never see it.
+func.func @never_arrives(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @+1 {{arrival-without-partial: the 128 threads outside every role stores a partial sum of rows from 0 and exits without arriving on their counter}}
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
