@@ -23,7 +23,11 @@ holds
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
 include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
-`wsc.store_shared`. A staged epilogue writes the tile into a one-stage buffer
+`wsc.store_shared`, and in a split-K kernel `wsc.partial_store` and
+`wsc.partial_reduce`: there it stores the partial sum, arrives
+(`wsc.partial_arrive`), and the rest of the epilogue, from the
+`wsc.partial_reduce` on, sits in an `scf.if` on the arrival's result (without
+an else region). A staged epilogue writes the tile into a one-stage buffer
 of the accumulator's shape (`wsc.store_shared`, then `wsc.sync`) and copies
 it out: with TMA, after a `wsc.fence_proxy_async` before the sync, under a
 `wsc.elect` (`wsc.tma_store`, with `wsc.tma_store_wait`s under `wsc.elect`s
@@ -40,7 +44,9 @@ After: the same computation, specialized (the seed's V3, generalised):
     each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
     B, waits for them (wait_group 0), then releases the stage by arriving on
-    empty[stage]; then it stores its rows (a staged epilogue's buffer gets
+    empty[stage]; then it stores its rows (a split-K epilogue hands over
+    the partial sums of its rows, each group counting its own arrivals on
+    the counter of its first row; a staged epilogue's buffer gets
     one stage of those rows per group, G x BM/G x BN, and each group
     stages, syncs its own warps and stores from its stage);
     with wgmma-in-flight = 1 it instead leaves the K tile's WGMMA group in

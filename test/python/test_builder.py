@@ -34,6 +34,7 @@ from v3_auto import matmul_v3_auto  # noqa: E402
 from v3_warp_specialized import matmul_v3  # noqa: E402
 from v4_two_consumers import matmul_v4  # noqa: E402
 from v5_one_group_in_flight import matmul_v5  # noqa: E402
+from v7_split_k import matmul_split_k  # noqa: E402
 
 RAGGED = {"m": 1000, "n": 1333, "k": 520}
 
@@ -158,8 +159,8 @@ def test_every_wsc_op_has_a_builder_method():
         line.split(" = ", 1)[1].split("(")[0].split("{")[0]
         for line in structure(kernel.module).splitlines()
     }
-    # The cluster ops, from a kernel in clusters.
-    text = str(kernel) + str(v3_in_clusters_of_two())
+    # The cluster ops, from a kernel in clusters; the split-K ops, from V7.
+    text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
     assert "wsc.tma_store" in built and "wsc.cast" in built
@@ -622,6 +623,42 @@ def test_a_cluster_kernel_launches_whole_clusters(tmp_path):
         assert artifact.cluster == 2 and artifact.grid == (16, 21, 1)
 
 
+def test_a_split_k_artifact_describes_its_workspace(tmp_path):
+    """V7's grid has a z axis of splits, and its two workspace arguments are
+    sized by the output tiles: 4 x 11 tiles of 64 x 128 for 200 x 1333."""
+    compiled = matmul_split_k(splits=4).compile()
+    directory = compiled.write_artifact(tmp_path, m=200, n=1333, k=4104)
+    artifact = load_artifact(directory)
+    assert artifact.grid == (4, 11, 4)
+    tiles = 4 * 11
+    assert artifact.tensors["d"].shape == (tiles * 64 * 4 * 128,)
+    assert artifact.tensors["d"].dtype == "f32" and not artifact.tensors["d"].zeroed
+    assert artifact.tensors["e"].shape == (tiles * 64,) and artifact.tensors["e"].zeroed
+    meta = json.loads((directory / "kernel.json").read_text())
+    assert meta["tensors"]["e"]["role"] == "workspace"
+    assert meta["config"]["splits"] == 4
+    assert [p["name"] for p in meta["params"] if p["kind"] == "pointer"] == ["c", "d", "e"]
+
+
+def test_split_k_misuse_is_located():
+    kb = KernelBuilder("bad", grid=[("m", 64), ("n", 64)])
+    with pytest.raises(BuildError, match=r"splits must be an int >= 2, got 1"):
+        kb.split_k.workspace(1)
+    workspace = kb.split_k.workspace(2)
+    with pytest.raises(BuildError, match="the kernel already has one"):
+        kb.split_k.workspace(2)
+    half = kb.register_tensor(f16, [64, 64])
+    with pytest.raises(BuildTypeError, match="partial sums are f32, the tile is f16"):
+        kb.split_k.store(workspace, half, 0, kb.block_idx.z)
+    kb.split_k.store(workspace, kb.register_tensor(f32, [64, 64]), 0, kb.block_idx.z)
+    with pytest.raises(BuildError, match="holds 64x64 partial tiles, not 64x128"):
+        kb.split_k.reduce(workspace, kb.register_tensor(f32, [64, 128]), 0)
+    unused = KernelBuilder("unused", grid=[("m", 64)])
+    unused.split_k.workspace(2)
+    with pytest.raises(BuildError, match="never receives a partial sum"):
+        unused.finish()
+
+
 def test_artifact_needs_the_sizes_the_kernel_reads(tmp_path):
     compiled = matmul_v1().compile()
     with pytest.raises(ValueError, match="reads sizes k, m, n; got m, n"):
@@ -636,7 +673,7 @@ def hopper():
 
 @pytest.mark.cuda
 @pytest.mark.parametrize(
-    "build", [matmul_v1, matmul_v2, matmul_v3, matmul_v3_auto, matmul_v4, matmul_v5]
+    "build", [matmul_v1, matmul_v2, matmul_v3, matmul_v3_auto, matmul_v4, matmul_v5, matmul_split_k]
 )
 def test_examples_are_correct_on_the_gpu(hopper, tmp_path, build):
     compiled = build().compile()

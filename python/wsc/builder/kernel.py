@@ -24,19 +24,26 @@ def _located_failure(engine: DiagnosticEngine) -> str:
 
 
 def split_k_workspaces(
-    grid: tuple[tuple[str, int], ...], splits: int, tile_shape: tuple[int, int]
+    info: KernelInfo,
+    grid: tuple[tuple[str, int], ...],
+    splits: int,
+    tile_shape: tuple[int, int],
 ) -> dict[str, Workspace]:
-    """The workspace arguments ("d", "e" after a, b, c) of a split-K kernel
-    whose grid's (size, tile) axes count its output tiles, each a register
-    tile of `tile_shape`: per output tile `splits` f32 partial tiles and one
-    i32 arrival counter per row (wsc.partial_store), zero at launch."""
+    """The workspace arguments of a lowered split-K kernel (`info`) whose
+    grid's (size, tile) axes count its output tiles, each a register tile of
+    `tile_shape`: per output tile `splits` f32 partial tiles, and one i32
+    arrival counter per row (wsc.partial_store), zero at launch."""
     from wsc.runtime.artifact import Workspace
 
     rows, cols = tile_shape
     tiles = " * ".join(f"cdiv({size}, {tile})" for size, tile in grid)
+    elements = {"f32": rows * splits * cols, "i32": rows}
     return {
-        "d": Workspace(shape=(f"{tiles} * {rows * splits * cols}",), zeroed=False),
-        "e": Workspace(shape=(f"{tiles} * {rows}",), zeroed=True),
+        name: Workspace(
+            shape=(f"{tiles} * {elements[spec['dtype']]}",), zeroed=spec["dtype"] == "i32"
+        )
+        for name, spec in info.tensors.items()
+        if spec["role"] == "workspace"
     }
 
 
@@ -210,7 +217,7 @@ class CompiledKernel:
             splits, tile_shape = self.kernel.split_k
             config["splits"] = splits
             grid_axes = (*grid, splits)
-            workspaces = split_k_workspaces(grid, splits, tile_shape)
+            workspaces = split_k_workspaces(info, grid, splits, tile_shape)
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(
             out,

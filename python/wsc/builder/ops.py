@@ -282,7 +282,9 @@ class SplitKOps:
         kb = self._kb
         where = caller()
         if isinstance(splits, bool) or not isinstance(splits, int) or splits < 2:
-            raise BuildError(f"split_k.workspace: splits must be an int >= 2, got {splits!r}", where)
+            raise BuildError(
+                f"split_k.workspace: splits must be an int >= 2, got {splits!r}", where
+            )
         if kb._workspace is not None:
             raise BuildError("split_k.workspace: the kernel already has one", where)
         if len(kb.grid) > 2:
@@ -303,7 +305,9 @@ class SplitKOps:
             return
         kb._own(expect(tile, RegisterTile, f"{what} tile", "a register tile"), what)
         if tile.dtype != "f32":
-            raise BuildTypeError(f"{what}: partial sums are f32, the tile is {tile.dtype}", caller())
+            raise BuildTypeError(
+                f"{what}: partial sums are f32, the tile is {tile.dtype}", caller()
+            )
         if workspace.tile_shape not in (None, tile.shape):
             raise BuildError(
                 f"{what}: the workspace holds {workspace.tile_shape[0]}x"

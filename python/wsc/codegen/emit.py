@@ -486,12 +486,13 @@ def store_global_v4(values: Sequence[ir.Value], address: ir.Value) -> None:
     store(vector, address, alignment=16)
 
 
-def load_global_v4_l2(address: ir.Value) -> list[ir.Value]:
-    """Four f32 from a 16-byte aligned global address, read from L2 (ld.cg):
-    another SM wrote them, and this SM's L1 is not coherent with it."""
+def load_global_v4_l2(address: ir.Value, offset: int = 0) -> list[ir.Value]:
+    """Four f32 from the 16-byte aligned global address + `offset` bytes, read
+    from L2 (ld.cg): another SM wrote them, and this SM's L1 is not coherent
+    with it. The offset is an immediate: one base register serves many loads."""
     f32 = float_type("f32")
     quad = inline_asm(
-        "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
+        f"ld.global.cg.v4.f32 {{$0, $1, $2, $3}}, [$4+{offset}];",
         "=f,=f,=f,=f,l",
         [ptrtoint(address, i64())],
         struct_of(f32, 4),
@@ -519,8 +520,6 @@ def count_arrival(
         f"bar.red.or.pred last, {barrier_operands}, last; "
         "selp.u32 $0, 1, 0, last; }"
     )
-    last = inline_asm(
-        text, "=r,r,l", [extui(leader, i32()), ptrtoint(counter, i64())], i32()
-    )
+    last = inline_asm(text, "=r,r,l", [extui(leader, i32()), ptrtoint(counter, i64())], i32())
     assert last is not None
     return cmpi("ne", last, const(0, i32()))

@@ -79,6 +79,7 @@ from wsc.ir_utils import (
 )
 from wsc.target.hopper import (
     BUFFER_ALIGN,
+    ELEMENT_BYTES,
     WARP_SIZE,
     WARPGROUP_SIZE,
     WGMMA_K,
@@ -741,10 +742,11 @@ class KernelLowering(KernelPlan):
         split: ir.Value | int,
         splits: int,
         fragment: AccumulatorFragment,
-    ) -> list[ir.Value]:
-        """The global address of each group of four registers of the executing
-        thread's part of split `split`'s partial sum of the rows from `row`:
-        element (row * splits + split * R) * C + (4 * 128 * quad + 4 * thread)."""
+    ) -> tuple[ir.Value, list[int]]:
+        """The global address of the executing thread's first group of four
+        registers of split `split`'s partial sum of the rows from `row`, and
+        each group's byte offset from it: group q is element
+        (row * splits + split * R) * C + 4 * 128 * q + 4 * thread."""
         i64 = E.i64()
         local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
         split_rows = (
@@ -756,31 +758,25 @@ class KernelLowering(KernelPlan):
         block = E.muli(first, E.const(fragment.cols, i64))
         thread = E.muli(E.arith_extsi(local, i64), E.const(4, i64))
         base = self._param("pointer", tensor_name(self.args.index(partials)))
-        start = E.addi(block, thread)
-        return [
-            E.global_address(
-                base, E.addi(start, E.const(quad * 4 * WARPGROUP_SIZE, i64)), E.float_type("f32")
-            )
-            for quad in range(fragment.regs_per_thread // 4)
-        ]
+        first = E.global_address(base, E.addi(block, thread), E.float_type("f32"))
+        quad_bytes = 4 * WARPGROUP_SIZE * ELEMENT_BYTES["f32"]
+        return first, [quad * quad_bytes for quad in range(fragment.regs_per_thread // 4)]
 
     def _partial_registers(self, slot: AccSlot):
         """(sub-tile, register) of each register of a tile, in flat order."""
         fragment = slot.fragment
-        return [
-            (i, r) for i in range(fragment.subtiles) for r in range(fragment.regs_per_subtile)
-        ]
+        return [(i, r) for i in range(fragment.subtiles) for r in range(fragment.regs_per_subtile)]
 
     def _lower_partial_store(self, op):
         store = ops.PartialStore(op)
         slot = self.slots[store.tile]
         registers = self._partial_registers(slot)
-        addresses = self._partial_quads(
+        first, offsets = self._partial_quads(
             op, store.partials, store.row, store.split, store.splits, slot.fragment
         )
-        for quad, address in enumerate(addresses):
+        for quad, offset in enumerate(offsets):
             values = [slot.load_element(i, r) for i, r in registers[4 * quad : 4 * quad + 4]]
-            E.store_global_v4(values, address)
+            E.store_global_v4(values, E.gep(first, [offset], E.i8()))
 
     def _counter(self, counters: ir.Value, row: ir.Value) -> ir.Value:
         base = self._param("pointer", tensor_name(self.args.index(counters)))
@@ -809,15 +805,17 @@ class KernelLowering(KernelPlan):
         reduce = ops.PartialReduce(op)
         slot = self.slots[reduce.tile]
         registers = self._partial_registers(slot)
-        per_split = [
-            self._partial_quads(op, reduce.partials, reduce.row, s, reduce.splits, slot.fragment)
-            for s in range(reduce.splits)
-        ]
-        for quad in range(len(per_split[0])):
+        firsts = []
+        for s in range(reduce.splits):
+            first, offsets = self._partial_quads(
+                op, reduce.partials, reduce.row, s, reduce.splits, slot.fragment
+            )
+            firsts.append(first)
+        for quad, offset in enumerate(offsets):
             # Split order, whichever split arrived last: the sum is the same bits.
-            total = E.load_global_v4_l2(per_split[0][quad])
-            for addresses in per_split[1:]:
-                part = E.load_global_v4_l2(addresses[quad])
+            total = E.load_global_v4_l2(firsts[0], offset)
+            for first in firsts[1:]:
+                part = E.load_global_v4_l2(first, offset)
                 total = [E.addf(a, b) for a, b in zip(total, part, strict=True)]
             for (i, r), value in zip(registers[4 * quad : 4 * quad + 4], total, strict=True):
                 slot.store_element(i, r, value)

@@ -277,8 +277,7 @@ class KernelPlan:
         if threads != WARPGROUP_SIZE:
             raise fail(
                 op,
-                f"must run in one warpgroup ({WARPGROUP_SIZE} threads), "
-                f"not in {threads} threads",
+                f"must run in one warpgroup ({WARPGROUP_SIZE} threads), not in {threads} threads",
             )
         for position, value in enumerate(op.operands):
             if ops.operand_name(op, position) in ("partials", "counters") and (

@@ -72,6 +72,24 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         waits have seen every release of the barriers other
                         processes release stages on.
 
+Split-K (blocks that each sum a share of K for the same output tile hand
+their partial sums over with wsc.partial_store, wsc.partial_arrive and
+wsc.partial_reduce): every block runs the same code, so the simulated block's
+order of store, arrival and reduction stands for every split's. Its arrivals
+are taken as the last of their splits in one run and as earlier ones in
+another, each thread group's partial sums tracked by their first row:
+
+  [early-reduce]        a wsc.partial_reduce of rows whose arrival was not the
+                        last (or has not happened): other splits' partial
+                        sums may not have landed;
+  [partial-after-arrival] a wsc.partial_store of rows after the group arrived
+                        on their counter: the last split may reduce first;
+  [arrival-without-partial] an arrival on rows with no partial sum stored
+                        since the last one, or a partial sum never published;
+  [splits-mismatch]     the ops on one partial sum count different splits;
+  [counter-left-set]    the last split exits without wsc.partial_reduce,
+                        which sets the counter back to zero for the next launch.
+
 A ring's copies each go to one reader (ping-pong consumer groups taking
 whole tiles in turn) when two processes' WGMMAs read the same rows of its A
 tile: they must be computing different output tiles. Else every reader reads
@@ -94,12 +112,17 @@ A plain `wsc.mbarrier_arrive` counts one arrival per thread of the process
 
 from wsc.protocol.simulate import check_protocol
 from wsc.protocol.violations import (
+    ARRIVAL_WITHOUT_PARTIAL,
     BARRIER_BEFORE_INIT,
+    COUNTER_LEFT_SET,
     DEADLOCK,
+    EARLY_REDUCE,
     EARLY_RELEASE,
     MISSING_DRAIN,
     OVER_ARRIVAL,
+    PARTIAL_AFTER_ARRIVAL,
     PHASE_OVERRUN,
+    SPLITS_MISMATCH,
     STAGE_OUT_OF_RANGE,
     STAGE_OVERWRITTEN,
     STAGING_RACE,
@@ -124,4 +147,9 @@ __all__ = [
     "UNDER_ARRIVAL",
     "DEADLOCK",
     "MISSING_DRAIN",
+    "EARLY_REDUCE",
+    "PARTIAL_AFTER_ARRIVAL",
+    "ARRIVAL_WITHOUT_PARTIAL",
+    "SPLITS_MISMATCH",
+    "COUNTER_LEFT_SET",
 ]

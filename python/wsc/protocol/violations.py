@@ -28,10 +28,6 @@ COUNTER_LEFT_SET = "counter-left-set"
 #: The kinds in the order a report prefers them when both schedules fail on
 #: the same K extent.
 DIAGNOSIS_ORDER = (
-    EARLY_REDUCE,
-    PARTIAL_AFTER_ARRIVAL,
-    ARRIVAL_WITHOUT_PARTIAL,
-    SPLITS_MISMATCH,
     STALE_READ,
     STAGE_OVERWRITTEN,
     EARLY_RELEASE,
@@ -44,6 +40,10 @@ DIAGNOSIS_ORDER = (
     UNDER_ARRIVAL,
     DEADLOCK,
     MISSING_DRAIN,
+    EARLY_REDUCE,
+    PARTIAL_AFTER_ARRIVAL,
+    ARRIVAL_WITHOUT_PARTIAL,
+    SPLITS_MISMATCH,
     COUNTER_LEFT_SET,
 )
 

@@ -322,7 +322,7 @@ def write_matmul_artifact(
         persistent=config.persistent,
         check="matmul",
         workspaces=(
-            split_k_workspaces(tiles, splits, (config.block_m, config.block_n))
+            split_k_workspaces(result.info, tiles, splits, (config.block_m, config.block_n))
             if splits > 1
             else None
         ),
