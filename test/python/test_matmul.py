@@ -694,6 +694,43 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize(
+    "name, config",
+    [
+        (name, config)
+        for name in ("nk", "nk-tma", "kn-tma")
+        for config in SPACES[name].configs()
+        if config["split_k"] > 1 and config["group_m"] == 8
+    ],
+    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value,
+)
+def test_split_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name, config):
+    """The last split adds the partial sums in split order: 20 runs of one
+    product give the same bytes. Shapes: a decode step (K = 14336 in 224 K
+    tiles), ragged sizes, and K of 2 tiles for 4 splits (two splits sum no
+    K tile and hand over zeros)."""
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
+    kn = name.startswith("kn")
+    out_dtype = torch.float32 if name == "nk" else torch.float16
+    for m, n, k in ((16, 4096, 14336), (777, 1336, 1032), (100, 1336, 72)):
+        generator = torch.Generator(device=gpu).manual_seed(m + n + k)
+        a = torch.randn(m, k, device=gpu, generator=generator).half()
+        w = torch.randn(n, k, device=gpu, generator=generator).half()
+        b = w.T.contiguous() if kn else w.T
+        assert plan(a, b, out_dtype=out_dtype).space == name
+        runs = []
+        for _ in range(20):
+            out = torch.full((m, n), float("nan"), device=gpu, dtype=out_dtype)
+            wsc.matmul(a, b, out=out)
+            runs.append(out)
+        torch.cuda.synchronize()
+        assert_exact_within_tolerance(runs[0], a, b)
+        # Byte for byte, so that equal bits are what is compared (a NaN too).
+        first = runs[0].view(torch.uint8)
+        assert all(torch.equal(run.view(torch.uint8), first) for run in runs[1:])
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("name", list(SPACES))
 def test_every_config_of_the_space_is_correct(gpu, name):
     """`wsc run --check` on every autotuning candidate of the space, in one

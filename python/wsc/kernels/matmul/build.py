@@ -36,6 +36,14 @@ loops stay in step), and each stage is released to both blocks' empty
 barriers (`wsc.mbarrier_arrive {every_cta}`), since both producers write it. A
 rank-1 block whose tile row is past M computes on zeros and stores nothing.
 
+With `split_k` = S > 1 the grid gains a z axis of S blocks per tile: block
+z sums K tiles [z * kt / S, (z + 1) * kt / S) and hands its partial sum over
+through the split-K workspace (`kb.split_k`, partial tiles at row t * BM):
+the last of the tile's blocks to arrive adds the S partial sums in split
+order, so the result is the same bits on every run, and stores the tile.
+For problems whose tiles leave most SMs idle (small M); not persistent, not
+in clusters.
+
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
 the tiles in groups of G tile rows, column by column inside a group, so the

@@ -26,6 +26,7 @@ def matmul_kernel(
     tma_store: bool = False,
     coalesced_store: bool = False,
     cluster_m: int = 1,
+    split_k: int = 1,
 ):
     """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
     and ready to compile (a wsc.builder.Kernel)."""
@@ -50,6 +51,7 @@ def matmul_kernel(
         tma_store=tma_store,
         coalesced_store=coalesced_store,
         cluster_m=cluster_m,
+        split_k=split_k,
     )
     context = make_context()
     with context, ir.Location.unknown():
@@ -63,6 +65,7 @@ def matmul_kernel(
         unroll=not persistent,
         persistent=persistent,
         check="matmul",
+        split_k=(split_k, (block_m, block_n)) if split_k > 1 else None,
     )
     return simple.warp_specialize(
         num_stages=num_stages,
@@ -72,8 +75,18 @@ def matmul_kernel(
     )
 
 
-_TILES = "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent"
+_TILES = (
+    "block_m, block_n, num_consumer_groups, producer, num_stages, wgmma_in_flight, persistent, "
+    "split_k"
+)
 _CLUSTERED_TILES = _TILES + ", cluster_m"
+#: Split-K tiles (see wsc.kernels.matmul.build): two or four blocks per output
+#: tile for problems whose tiles leave most SMs idle (M = 16, N = 4096: 32
+#: tiles of 64 x 128 for 132 SMs), the narrow tile for M <= 64, the wide one
+#: for a few hundred rows.
+_SPLIT_TILES = [(64, 128, 1, "warp", 6, 1, False, splits) for splits in (2, 4)] + [
+    (128, 256, 2, "warpgroup", 3, 1, False, splits) for splits in (2, 4)
+]
 #: The config spaces, by epilogue; B's layout does not narrow them (a "kn" B
 #: stage wider than 64 columns is copied as one TMA box per 64-column swizzle
 #: atom, read by WGMMA N-major). The tiles and schedules are the fastest on
@@ -94,38 +107,40 @@ _CLUSTERED_TILES = _TILES + ", cluster_m"
 _REGISTER_STORE = autotune(
     _TILES,
     [
-        (128, 128, 1, "warp", 4, 1, False),
-        (128, 256, 2, "warpgroup", 3, 1, False),
-        (128, 256, 2, "warpgroup", 4, 1, False),
-        (256, 128, 2, "warpgroup", 4, 1, False),
-        (128, 128, 2, "warpgroup", 6, 1, False),
-        (128, 256, 2, "warpgroup", 3, 0, True),
-        (128, 256, 2, "warpgroup", 4, 0, True),
-        (64, 128, 1, "warp", 6, 1, False),
-        (64, 256, 1, "warp", 4, 1, False),
+        (128, 128, 1, "warp", 4, 1, False, 1),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1),
+        (128, 256, 2, "warpgroup", 4, 1, False, 1),
+        (256, 128, 2, "warpgroup", 4, 1, False, 1),
+        (128, 128, 2, "warpgroup", 6, 1, False, 1),
+        (128, 256, 2, "warpgroup", 3, 0, True, 1),
+        (128, 256, 2, "warpgroup", 4, 0, True, 1),
+        (64, 128, 1, "warp", 6, 1, False, 1),
+        (64, 256, 1, "warp", 4, 1, False, 1),
+        *_SPLIT_TILES,
     ],
 )(autotune("group_m", [0, 8])(matmul_kernel))
 _TMA_STORE = autotune(
     _CLUSTERED_TILES,
     [
-        (128, 256, 2, "warpgroup", 3, 1, True, 1),
-        (128, 256, 2, "warpgroup", 3, 0, True, 1),
-        (128, 256, 2, "warpgroup", 3, 1, False, 1),
-        (256, 128, 2, "warpgroup", 3, 1, True, 1),
-        (128, 256, 2, "warpgroup", 3, 1, True, 2),
-        (128, 256, 2, "warpgroup", 3, 1, False, 2),
-        (64, 128, 1, "warp", 6, 1, False, 1),
-        (64, 256, 1, "warp", 4, 1, False, 1),
-        (128, 128, 1, "warp", 4, 1, False, 1),
+        (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
+        (256, 128, 2, "warpgroup", 3, 1, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 1, True, 1, 2),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1, 2),
+        (64, 128, 1, "warp", 6, 1, False, 1, 1),
+        (64, 256, 1, "warp", 4, 1, False, 1, 1),
+        (128, 128, 1, "warp", 4, 1, False, 1, 1),
+        *[(*tile, 1) for tile in _SPLIT_TILES],
     ],
 )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
 _COALESCED_STORE = autotune(
     _CLUSTERED_TILES,
     [
-        (128, 256, 2, "warpgroup", 3, 0, True, 1),
-        (128, 256, 2, "warpgroup", 3, 1, True, 1),
-        (128, 256, 2, "warpgroup", 3, 1, False, 1),
-        (128, 256, 2, "warpgroup", 3, 0, True, 2),
+        (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 0, True, 1, 2),
     ],
 )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel)))
 #: By MatmulPlan.space: the B layout, then the staged epilogue if any. The
