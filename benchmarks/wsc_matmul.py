@@ -5,9 +5,13 @@ and the best Triton config of benchmarks/matmul.py, in one process on the same i
     python benchmarks/wsc_matmul.py run --out DIR       # GPU machine (no MLIR needed)
     python benchmarks/wsc_matmul.py report DIR/results.jsonl   # the tables of BENCHMARKS.md
 
-`prepare` compiles every kernel of the config spaces the benchmark's calls are
-tuned over (one compile per config, dtype and B layout serves every size), as
-a user's CPU machine would fill the cache before the GPU machine runs.
+Both `prepare` and `run` take the shapes from `--set` (`llm`, the default, or
+`odd`), `--layouts`, `--quick` and `--shapes`, so that a `prepare` with a
+run's flags compiles what that run needs. `prepare` compiles every kernel of
+the config spaces those calls are tuned over (the spaces wsc.matmul plans for
+them from torch meta tensors: by dtype, B layout and C's epilogue; one compile
+per config serves every size), as a user's CPU machine would fill the cache
+before the GPU machine runs.
 
 `run` calls the public API and nothing else for wsc: the first call of each
 shape resolves it (autotuning a new shape class over the compiled kernels;
@@ -24,17 +28,30 @@ Input sets rotate from call to call where several fit, so that no call finds
 its operands in L2 from the one before. Each figure is the median over the
 rounds, with the lowest and highest round beside it.
 
-Shapes as LLMs use them: M in {16, 128, 512, 2048, 8192} times weights (N, K)
-in {(4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192), (28672, 8192)},
-B as the transpose of a row-major weight ("nk", `x @ w.T`) and as a row-major
-[K, N] ("kn", `a @ b`), f16, and bf16 at 8192^3. First, a host-overhead
-probe: a 256^3 problem, where the GPU waits for the host, wall time per call
-of wsc.matmul against torch.mm.
+The sets, each with B as the transpose of a row-major weight ("nk",
+`x @ w.T`) and as a row-major [K, N] ("kn", `a @ b`):
+  * llm: shapes as LLMs use them: M in {16, 128, 512, 2048, 8192} times
+    weights (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336),
+    (8192, 8192), (28672, 8192)}, f16, and bf16 at 8192^3;
+  * odd: sizes that are multiples of no tile (64, 128 or 256) in any of M,
+    N, K (ODD: M from 33 to 8191), f16, and bf16 at 3000 x 5000 x 7000.
+    Where N is not a multiple of 8, C's rows are not 16-byte multiples: TMA
+    cannot store them and wsc.matmul's coalesced-store epilogue does; a "kn"
+    B's rows are then padded, as wsc.matmul asks of callers (`padded`), and
+    the Triton kernel cannot run (`triton_runs`).
+First, a host-overhead probe: a 256^3 problem, where the GPU waits for the
+host, wall time per call of wsc.matmul against torch.mm.
+
+`report` prints a table per set with its geometric mean and lowest ratio,
+then, for M <= 64, where the kernel is bound by reading B, the HBM bandwidth
+of wsc and cuBLAS: bytes moved (A and B read once, C written once) over the
+kernel-alone time, and as a fraction of the H200's peak.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -43,12 +60,41 @@ import sys
 import time
 from pathlib import Path
 
+from wsc.target.hopper import TMA_ALIGN
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192), (28672, 8192)]
 ROWS = [16, 128, 512, 2048, 8192]
+#: Sizes that are multiples of no tile (64, 128 or 256) in any of M, N, K, in
+#: f16. K is a multiple of 8, as TMA needs of A's rows; N = 4097, 1333 and 8193
+#: leave C's rows off TMA's 16 bytes (stored by coalesced stores; "kn" B padded).
+ODD = [
+    (33, 5000, 7000),  # M <= 64: bound by reading B
+    (57, 4097, 4104),  # M <= 64, C by coalesced stores
+    (200, 5000, 7000),  # a class of its own (M = 65..128 would share 128x8192x8192's)
+    (1000, 1333, 520),  # 8 K tiles of 64 and a tail of 8
+    (3000, 5000, 7000),  # issue 16's example: the last wave of tiles partly empty
+    (4999, 4097, 4104),
+    (8191, 8193, 8200),  # benchmarks/matmul.py's ragged shape
+]
+ODD_BF16 = [(3000, 5000, 7000)]
+SETS = ("llm", "odd")
+#: What `--quick` keeps of each set.
+QUICK = {
+    "llm": {(8192, 8192, 8192), (2048, 8192, 8192), (8192, 8192, 512), (16, 4096, 4096)},
+    "odd": {(57, 4097, 4104), (1000, 1333, 520), (3000, 5000, 7000)},
+}
 LAYOUTS = ("nk", "kn")
+#: Bytes per element, by the dtype names the records hold (C has A's dtype).
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2}
+#: Peak HBM bandwidth of the H200 (SXM), bytes/s: 4.8 TB/s of HBM3e by
+#: NVIDIA's H200 datasheet (the lab's device notes, H200.md, give the same).
+H200_HBM_BYTES_PER_S = 4.8e12
+#: Up to this M the kernel is bound by reading B (issue 16): `report` gives
+#: its HBM bandwidth.
+HBM_BOUND_M = 64
 #: The Triton config of benchmarks/matmul.py closest to wsc's schedule and the
 #: best of its column at 8192^3 (BENCHMARKS.md): warp-specialized 128x256x64,
 #: 3 stages, 4 warps, TMA descriptors made in the kernel, TMA store of C.
@@ -60,53 +106,114 @@ L2_BYTES = 60 * 2**20
 TOLERANCE = {"float16": 1e-3, "bfloat16": 2.0**-8}
 
 
-def shapes(layouts, quick: bool, only: str = "") -> list[dict]:
-    """The LLM set in `layouts` (a few of its shapes if `quick`), or the f16
-    problems `only` names ("MxNxK,MxNxK...")."""
+def shapes(layouts, quick: bool = False, only: str = "", shape_set: str = "llm") -> list[dict]:
+    """The set `shape_set` ("llm" or "odd") in `layouts` (a few of its shapes
+    if `quick`), or the f16 problems `only` names ("MxNxK,MxNxK...", set
+    "named"). Each shape names its set, which its record keeps."""
     if only:
+        named = [tuple(map(int, item.split("x"))) for item in only.split(",")]
         return [
-            dict(m=m, n=n, k=k, layout=layout, dtype="float16")
+            dict(m=m, n=n, k=k, layout=layout, dtype="float16", set="named")
             for layout in layouts
-            for m, n, k in (map(int, item.split("x")) for item in only.split(","))
+            for m, n, k in named
         ]
+    if shape_set == "llm":
+        sizes = [(m, n, k) for m in ROWS for n, k in WEIGHTS]
+        sizes_bf16 = [(8192, 8192, 8192)]
+    else:
+        sizes, sizes_bf16 = ODD, ODD_BF16
     rows = [
-        dict(m=m, n=n, k=k, layout=layout, dtype="float16")
+        dict(m=m, n=n, k=k, layout=layout, dtype=dtype, set=shape_set)
         for layout in layouts
-        for m in ROWS
-        for n, k in WEIGHTS
+        for dtype, of_dtype in (("float16", sizes), ("bfloat16", sizes_bf16))
+        for m, n, k in of_dtype
     ]
-    rows += [dict(m=8192, n=8192, k=8192, layout=layout, dtype="bfloat16") for layout in layouts]
     if quick:
-        keep = {(8192, 8192, 8192), (2048, 8192, 8192), (8192, 8192, 512), (16, 4096, 4096)}
-        rows = [r for r in rows if (r["m"], r["n"], r["k"]) in keep]
-        rows.append(dict(m=8192, n=8192, k=512, layout="nk", dtype="float16"))
+        rows = [r for r in rows if (r["m"], r["n"], r["k"]) in QUICK[shape_set]]
+        if shape_set == "llm":
+            rows.append(dict(m=8192, n=8192, k=512, layout="nk", dtype="float16", set="llm"))
     return rows
+
+
+def padded(elements: int) -> int:
+    """The row stride, in 16-bit elements, of a row of `elements`: the next
+    multiple of TMA's 16 bytes. wsc.matmul reads A and B with TMA and asks a
+    caller whose rows do not start 16 bytes apart to pad them; the benchmark
+    does so (a "kn" B with N odd), and every method gets the same operands."""
+    step = TMA_ALIGN // 2
+    return -(-elements // step) * step
+
+
+def operands(shape: dict, storage) -> tuple:
+    """(a, b, c) of `shape` as the benchmark passes them: a [M, K]; b [K, N],
+    for "nk" the transpose view of a row-major [N, K]; A's and B's rows
+    `padded`; c a contiguous [M, N]. `storage(rows, cols)` makes each of A
+    and B (in that order) as a row-major tensor, on the device and in the
+    dtype the operands are to have."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    a = storage(m, padded(k))[:, :k]
+    if shape["layout"] == "nk":
+        b = storage(n, padded(k))[:, :k].T
+    else:
+        b = storage(k, padded(n))[:, :n]
+    return a, b, a.new_empty(m, n)
+
+
+def bytes_moved(shape: dict) -> int:
+    """The least the product moves through HBM: A and B read once, C (of A's
+    dtype) written once."""
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    return (m * k + k * n + m * n) * ELEMENT_BYTES[shape["dtype"]]
+
+
+def triton_runs(shape: dict) -> bool:
+    """Whether the Triton kernel can take `shape`: its descriptors read A and B
+    unpadded and store C by TMA, so every row must be a 16-byte multiple. (Its
+    masked-store variant writes NaN over half of C in Triton 3.6:
+    benchmarks/results/comparison-log.txt, "device-masked".)"""
+    return all(padded(size) == size for size in (shape["n"], shape["k"]))
 
 
 # prepare (CPU machine) ------------------------------------------------------------------
 
 
-def prepare() -> int:
+def planned_spaces(selected: list[dict]) -> dict:
+    """{(space, dtype): a plan of it}: the config spaces wsc.matmul will tune
+    the calls of `selected` over, planned from the operands' metadata as the
+    run passes them (meta tensors: nothing allocated)."""
+    import torch
+
+    from wsc.matmul import plan
+
+    plans = {}
+    for shape in selected:
+        meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
+        p = plan(*operands(shape, meta))
+        plans.setdefault((p.space, p.dtype), p)
+    return plans
+
+
+def prepare(selected: list[dict]) -> int:
     from wsc.cache import Cache
     from wsc.matmul import SPACES
 
+    plans = planned_spaces(selected)
     cache = Cache()
     start = time.perf_counter()
     failed = 0
-    for dtype in ("f16", "bf16"):
-        for space, b_layout in (("nk-tma", "nk"), ("kn-tma", "kn")):
-            result = SPACES[space].tune(
-                {"m": 256, "n": 256, "k": 256},
-                fixed={"dtype": dtype, "out_dtype": dtype, "b_layout": b_layout},
-                cache=cache,
-            )
-            for candidate in result.candidates:
-                if candidate.error:
-                    failed += 1
-                    print(f"{space} {dtype} {candidate.config}: {candidate.error}", file=sys.stderr)
+    for (space, dtype), p in sorted(plans.items()):
+        result = SPACES[space].tune(
+            {"m": 256, "n": 256, "k": 256},
+            fixed={"dtype": dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout},
+            cache=cache,
+        )
+        for candidate in result.candidates:
+            if candidate.error:
+                failed += 1
+                print(f"{space} {dtype} {candidate.config}: {candidate.error}", file=sys.stderr)
     print(
-        f"compiled into {cache.root} in {time.perf_counter() - start:.0f} s; "
-        f"{failed} candidates failed"
+        f"compiled the spaces {', '.join(f'{s} {d}' for s, d in sorted(plans))} into "
+        f"{cache.root} in {time.perf_counter() - start:.0f} s; {failed} candidates failed"
     )
     return 1 if failed else 0
 
@@ -138,24 +245,22 @@ def _environment(torch) -> dict:
 
 
 class Problem:
-    """Input sets of one shape, with its float64 reference on the first."""
+    """Input sets of one shape (`operands`), with its float64 reference on the first."""
 
-    def __init__(self, torch, m, n, k, layout, dtype):
+    def __init__(self, torch, shape: dict):
         self.torch = torch
-        self.m, self.n, self.k, self.layout = m, n, k, layout
-        self.dtype = getattr(torch, dtype)
-        per_set = 2 * (m * k + n * k + m * n)
-        self.count = max(1, min(4, math.ceil(3 * L2_BYTES / per_set)))
+        m, n, k = shape["m"], shape["n"], shape["k"]
+        self.dtype = getattr(torch, shape["dtype"])
+        self.count = max(1, min(4, math.ceil(3 * L2_BYTES / bytes_moved(shape))))
         generator = torch.Generator(device="cuda").manual_seed(m * 7 + n * 3 + k)
         scale = k**-0.25
-        self.sets = []
-        for _ in range(self.count):
-            a = (torch.randn(m, k, device="cuda", generator=generator) * scale).to(self.dtype)
-            if layout == "nk":
-                b = (torch.randn(n, k, device="cuda", generator=generator) * scale).to(self.dtype).T
-            else:
-                b = (torch.randn(k, n, device="cuda", generator=generator) * scale).to(self.dtype)
-            self.sets.append((a, b, torch.empty(m, n, device="cuda", dtype=self.dtype)))
+
+        def storage(rows, cols):
+            return (torch.randn(rows, cols, device="cuda", generator=generator) * scale).to(
+                self.dtype
+            )
+
+        self.sets = [operands(shape, storage) for _ in range(self.count)]
 
     def check(self, call) -> dict:
         """Relative error of `call` on the first set against float64, every
@@ -258,7 +363,7 @@ def triton_probe(dtype: str, layout: str) -> int:
     warp specialization has aborted the process on some kernels); one JSON line."""
     import torch
 
-    problem = Problem(torch, 512, 512, 512, layout, dtype)
+    problem = Problem(torch, dict(m=512, n=512, k=512, layout=layout, dtype=dtype))
     print(json.dumps(problem.check(_triton_call(torch, layout))))
     return 0
 
@@ -280,7 +385,9 @@ def _summary(values: list[float]) -> dict:
 
 def host_probe(torch, wsc) -> dict:
     """Wall and host time per call on a problem too small to keep the GPU busy."""
-    problem = Problem(torch, PROBE["m"], PROBE["n"], PROBE["k"], "nk", "float16")
+    problem = Problem(
+        torch, dict(m=PROBE["m"], n=PROBE["n"], k=PROBE["k"], layout="nk", dtype="float16")
+    )
     a, b, c = problem.sets[0]
     methods = {
         "torch.mm(a, b, out=c)": lambda: torch.mm(a, b, out=c),
@@ -315,7 +422,7 @@ def host_probe(torch, wsc) -> dict:
 
 
 def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
-    problem = Problem(torch, shape["m"], shape["n"], shape["k"], shape["layout"], shape["dtype"])
+    problem = Problem(torch, shape)
     a, b, c = problem.sets[0]
     torch.cuda.synchronize()
     began = time.perf_counter()
@@ -367,7 +474,7 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     return record
 
 
-def run(out: Path, layouts, quick: bool, only: str = "") -> int:
+def run(out: Path, selected: list[dict]) -> int:
     import torch
 
     import wsc
@@ -381,11 +488,11 @@ def run(out: Path, layouts, quick: bool, only: str = "") -> int:
     print(json.dumps(probe), flush=True)
     triton_ok = {}
     with (out / "results.jsonl").open("a") as results:
-        for shape in shapes(layouts, quick, only):
+        for shape in selected:
             key = (shape["dtype"], shape["layout"])
             if key not in triton_ok:
                 triton_ok[key] = _triton_works(*key)
-            record = bench_shape(torch, wsc, shape, triton_ok[key])
+            record = bench_shape(torch, wsc, shape, triton_ok[key] and triton_runs(shape))
             results.write(json.dumps(record) + "\n")
             results.flush()
             print(_line(record), flush=True)
@@ -393,6 +500,14 @@ def run(out: Path, layouts, quick: bool, only: str = "") -> int:
 
 
 # report ---------------------------------------------------------------------------------
+
+#: The sets' titles in the report, in its order; records without a set are
+#: the LLM set's (they predate the others).
+SET_TITLES = {
+    "llm": "The LLM shape set",
+    "odd": "Sizes that are not multiples of the tile (--set odd)",
+    "named": "Named shapes (--shapes)",
+}
 
 
 def _ratio(record, base: str, key: str) -> float | None:
@@ -402,6 +517,12 @@ def _ratio(record, base: str, key: str) -> float | None:
     return results[base][key]["median"] / results["wsc"][key]["median"]
 
 
+def hbm_bandwidth(record, method: str) -> float:
+    """Bytes per second of `method`'s kernel alone: `bytes_moved` over its
+    median kernel-alone time."""
+    return bytes_moved(record) / (record["results"][method]["kernel_us"]["median"] * 1e-6)
+
+
 def _line(record) -> str:
     r = record["results"]
     ratios = " ".join(
@@ -409,21 +530,39 @@ def _line(record) -> str:
         for key in ("kernel_us", "device_us", "wall_us")
     )
     ok = all(check["ok"] for check in record["check"].values())
+    hbm = ""
+    if record["m"] <= HBM_BOUND_M:
+        bandwidth = hbm_bandwidth(record, "wsc")
+        hbm = f" ({bandwidth / 1e9:.0f} GB/s, {bandwidth / H200_HBM_BYTES_PER_S:.2f} of HBM peak)"
     return (
         f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}: "
-        f"wsc/cublas {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} TFLOP/s; first call "
+        f"wsc/cublas {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} TFLOP/s{hbm}; first call "
         f"{record['first_call_s']:.1f} s; checks {'ok' if ok else record['check']}"
     )
 
 
-def report(path: Path) -> int:
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def _name(record) -> str:
+    return f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}"
+
+
+def summary(records) -> str:
+    """Geometric mean and lowest of the ratios wsc/cuBLAS over `records`, on
+    the user path (wall) and for the kernel alone."""
+    parts = []
+    for key, label in (("wall_us", "user path (wall)"), ("kernel_us", "kernel alone")):
+        ratios = [(_ratio(rec, "cublas", key), rec) for rec in records]
+        mean = math.exp(sum(math.log(ratio) for ratio, _ in ratios) / len(ratios))
+        lowest, where = min(ratios, key=lambda pair: pair[0])
+        parts.append(f"{label} {mean:.3f}, lowest {lowest:.3f} ({_name(where)})")
+    return f"geometric mean over {len(records)} shapes: " + "; ".join(parts)
+
+
+def _table(records) -> None:
     print(
         "| M | N | K | B | dtype | wall us/call: wsc / torch.mm / Triton | user path wsc/cuBLAS "
         "(wall) | kernel alone wsc/cuBLAS | wsc/Triton (kernel) | wsc TFLOP/s | first call s |"
     )
     print("|" + "---|" * 11)
-    user, alone = [], []
     for rec in records:
         r = rec["results"]
 
@@ -432,51 +571,94 @@ def report(path: Path) -> int:
                 return "n/a"
             return f"{results[name]['wall_us']['median']:.1f}"
 
-        wall_ratio, kernel_ratio = (
-            _ratio(rec, "cublas", "wall_us"),
-            _ratio(rec, "cublas", "kernel_us"),
-        )
         triton_ratio = _ratio(rec, "triton", "kernel_us")
-        user.append(wall_ratio)
-        alone.append(kernel_ratio)
         print(
             f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "
-            f"{cell('wsc')} / {cell('cublas')} / {cell('triton')} | {wall_ratio:.3f} | "
-            f"{kernel_ratio:.3f} | {'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
+            f"{cell('wsc')} / {cell('cublas')} / {cell('triton')} | "
+            f"{_ratio(rec, 'cublas', 'wall_us'):.3f} | {_ratio(rec, 'cublas', 'kernel_us'):.3f} | "
+            f"{'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
             f"{r['wsc']['kernel_tflops']:.0f} | {rec['first_call_s']:.1f} |"
         )
-    geo = lambda values: math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _hbm_table(records) -> None:
     print(
-        f"\ngeometric mean over {len(records)} shapes: user path (wall) {geo(user):.3f}, "
-        f"kernel alone {geo(alone):.3f}"
+        f"HBM bandwidth at M <= {HBM_BOUND_M}, kernel alone: bytes moved (A and B read once, "
+        f"C written once) over the median time, and that as a fraction of the H200's peak "
+        f"({H200_HBM_BYTES_PER_S / 1e12:.1f} TB/s)\n"
     )
+    print(
+        "| M | N | K | B | dtype | MB moved | wsc us | wsc GB/s | wsc / peak "
+        "| cuBLAS us | cuBLAS GB/s | cuBLAS / peak |"
+    )
+    print("|" + "---|" * 12)
+    for rec in records:
+        cells = []
+        for method in ("wsc", "cublas"):
+            bandwidth = hbm_bandwidth(rec, method)
+            cells += [
+                f"{rec['results'][method]['kernel_us']['median']:.1f}",
+                f"{bandwidth / 1e9:.0f}",
+                f"{bandwidth / H200_HBM_BYTES_PER_S:.2f}",
+            ]
+        print(
+            f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "
+            f"{bytes_moved(rec) / 1e6:.1f} | " + " | ".join(cells) + " |"
+        )
+
+
+def report(path: Path) -> int:
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for shape_set, title in SET_TITLES.items():
+        of_set = [rec for rec in records if rec.get("set", "llm") == shape_set]
+        if of_set:
+            print(f"### {title}\n")
+            _table(of_set)
+            print(f"\n{summary(of_set)}")
+            # cuBLAS is several times slower where C's rows are not 16-byte
+            # multiples: apart, so that those shapes do not hide the others.
+            aligned = [rec for rec in of_set if padded(rec["n"]) == rec["n"]]
+            if 0 < len(aligned) < len(of_set):
+                unaligned = [rec for rec in of_set if rec not in aligned]
+                print(f"\nN a multiple of 8, {summary(aligned)}")
+                print(f"\nN not a multiple of 8, {summary(unaligned)}")
+            print()
+    bound = [rec for rec in records if rec["m"] <= HBM_BOUND_M]
+    if bound:
+        _hbm_table(bound)
     return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("prepare", help="compile the kernels into $WSC_CACHE_DIR (CPU machine)")
-    run_parser = commands.add_parser("run", help="benchmark on the GPU machine")
-    run_parser.add_argument("--out", type=Path, required=True)
-    run_parser.add_argument("--layouts", default=",".join(LAYOUTS))
-    run_parser.add_argument("--quick", action="store_true", help="a few shapes only")
-    run_parser.add_argument(
+    # The shapes, the same for prepare (what to compile) and run (what to time).
+    select = argparse.ArgumentParser(add_help=False)
+    select.add_argument("--set", choices=SETS, default="llm", dest="shape_set")
+    select.add_argument("--layouts", default=",".join(LAYOUTS))
+    select.add_argument("--quick", action="store_true", help="a few shapes of the set only")
+    select.add_argument(
         "--shapes", default="", help="these f16 problems instead, e.g. 4096x4096x4096,128x4096x4096"
     )
-    report_parser = commands.add_parser("report", help="markdown table of a results.jsonl")
+    commands.add_parser(
+        "prepare", parents=[select], help="compile the kernels into $WSC_CACHE_DIR (CPU machine)"
+    )
+    run_parser = commands.add_parser("run", parents=[select], help="benchmark on the GPU machine")
+    run_parser.add_argument("--out", type=Path, required=True)
+    report_parser = commands.add_parser("report", help="markdown tables of a results.jsonl")
     report_parser.add_argument("results", type=Path)
     probe = commands.add_parser("triton-probe")
     probe.add_argument("dtype")
     probe.add_argument("layout")
     args = parser.parse_args(argv)
-    if args.command == "prepare":
-        return prepare()
-    if args.command == "run":
-        return run(args.out, args.layouts.split(","), args.quick, args.shapes)
     if args.command == "report":
         return report(args.results)
-    return triton_probe(args.dtype, args.layout)
+    if args.command == "triton-probe":
+        return triton_probe(args.dtype, args.layout)
+    selected = shapes(args.layouts.split(","), args.quick, args.shapes, args.shape_set)
+    if args.command == "prepare":
+        return prepare(selected)
+    return run(args.out, selected)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,157 @@
+"""The product benchmark's pure parts (benchmarks/wsc_matmul.py): its shape
+sets, the operands it passes, what `prepare` compiles for them, and the
+report's ratios and HBM bandwidth. No GPU: operands are meta tensors and the
+report reads made-up records."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from wsc.matmul import shape_class
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location(
+        "bench_wsc_matmul", REPO / "benchmarks" / "wsc_matmul.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def meta_operands(bench, shape):
+    storage = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
+    return bench.operands(shape, storage)
+
+
+def test_the_default_set_is_the_llm_set(bench):
+    llm = bench.shapes(bench.LAYOUTS)
+    assert len(llm) == 52 and {s["set"] for s in llm} == {"llm"}
+    assert sum(s["dtype"] == "bfloat16" for s in llm) == 2
+    assert len(bench.shapes(bench.LAYOUTS, quick=True)) == 9
+
+
+def test_the_odd_set_is_a_multiple_of_no_tile_in_any_size(bench):
+    odd = bench.shapes(bench.LAYOUTS, shape_set="odd")
+    assert {s["set"] for s in odd} == {"odd"}
+    assert {s["layout"] for s in odd} == {"nk", "kn"}
+    assert {s["dtype"] for s in odd} == {"float16", "bfloat16"}
+    for s in odd:
+        assert all(s[size] % 64 for size in "mnk"), s
+        assert s["k"] % 8 == 0, s  # A's rows as TMA reads them
+    assert any(s["m"] <= bench.HBM_BOUND_M for s in odd)
+    assert any(s["n"] % 8 for s in odd)
+
+
+def test_each_odd_shape_is_tuned_on_itself(bench):
+    """No odd shape takes the config that another shape's class tuned, of
+    either set (the sets may run in one process, one cache)."""
+
+    def tuned_class(s):
+        ((space, dtype),) = bench.planned_spaces([s])
+        return tuple(shape_class(s["m"], s["n"], s["k"])), space, dtype
+
+    llm = {tuned_class(s) for s in bench.shapes(bench.LAYOUTS)}
+    odd = [tuned_class(s) for s in bench.shapes(bench.LAYOUTS, shape_set="odd")]
+    assert len(set(odd)) == len(odd) and not llm & set(odd)
+
+
+def test_named_shapes(bench):
+    named = bench.shapes(["kn"], only="33x5000x7000,100x64x64")
+    assert [(s["m"], s["n"], s["k"], s["set"]) for s in named] == [
+        (33, 5000, 7000, "named"),
+        (100, 64, 64, "named"),
+    ]
+
+
+def test_rows_are_padded_only_where_tma_cannot_read_them(bench):
+    shape = dict(m=1000, n=1333, k=520, dtype="float16")
+    a, b, c = meta_operands(bench, {**shape, "layout": "nk"})
+    assert (a.stride(), b.stride(), c.stride()) == ((520, 1), (1, 520), (1333, 1))
+    a, b, c = meta_operands(bench, {**shape, "layout": "kn"})
+    assert b.shape == (520, 1333) and b.stride() == (1336, 1)
+    assert c.is_contiguous() and a.is_contiguous()
+    a, b, _ = meta_operands(bench, dict(m=16, n=4096, k=4100, layout="nk", dtype="bfloat16"))
+    assert a.stride() == (4104, 1) and b.stride() == (1, 4104) and b.dtype == torch.bfloat16
+
+
+def test_prepare_compiles_the_spaces_the_set_is_tuned_over(bench):
+    llm = bench.planned_spaces(bench.shapes(bench.LAYOUTS))
+    staged = {(f"{layout}-tma", dtype) for layout in ("nk", "kn") for dtype in ("f16", "bf16")}
+    assert set(llm) == staged
+    odd = bench.planned_spaces(bench.shapes(bench.LAYOUTS, shape_set="odd"))
+    assert set(odd) == staged | {("nk-coalesced", "f16"), ("kn-coalesced", "f16")}
+
+
+def test_triton_runs_where_its_descriptors_can_read_and_store_every_row(bench):
+    assert bench.triton_runs(dict(m=33, n=5000, k=7000, layout="kn", dtype="float16"))
+    assert not bench.triton_runs(dict(m=1000, n=1333, k=520, layout="nk", dtype="float16"))
+    assert not bench.triton_runs(dict(m=16, n=4096, k=4100, layout="nk", dtype="float16"))
+
+
+def _record(m, n, k, wsc_us, cublas_us, **extra):
+    def times(us):
+        summary = {"median": us, "min": us, "max": us}
+        return {"wall_us": summary, "kernel_us": summary, "kernel_tflops": 2 * m * n * k / us / 1e6}
+
+    return {
+        "m": m,
+        "n": n,
+        "k": k,
+        "layout": "nk",
+        "dtype": "float16",
+        "first_call_s": 5.0,
+        "results": {"wsc": times(wsc_us), "cublas": times(cublas_us)},
+        **extra,
+    }
+
+
+def test_hbm_bandwidth_is_the_bytes_moved_over_the_kernel_time(bench):
+    record = _record(16, 4096, 4096, wsc_us=20.0, cublas_us=10.0)
+    moved = (16 * 4096 + 4096 * 4096 + 16 * 4096) * 2
+    assert bench.bytes_moved(record) == moved
+    assert bench.hbm_bandwidth(record, "wsc") == pytest.approx(moved / 20e-6)
+    assert bench.hbm_bandwidth(record, "cublas") == pytest.approx(moved / 10e-6)
+
+
+def test_the_report_gives_each_set_its_own_mean_and_lowest(bench, tmp_path, capsys):
+    records = [
+        _record(16, 4096, 4096, wsc_us=20.0, cublas_us=10.0),  # before sets were recorded
+        _record(8192, 8192, 8192, wsc_us=100.0, cublas_us=200.0, set="llm"),
+        _record(33, 5000, 7000, wsc_us=40.0, cublas_us=36.0, set="odd"),
+        _record(3000, 5000, 7000, wsc_us=80.0, cublas_us=100.0, set="odd"),
+        _record(1000, 1333, 520, wsc_us=10.0, cublas_us=30.0, set="odd"),
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert bench.report(path) == 0
+    out = capsys.readouterr().out
+    llm, odd = out.split("### The LLM shape set")[1].split("### Sizes that are not multiples")
+    assert "geometric mean over 2 shapes: user path (wall) 1.000, lowest 0.500 (16x4096x4096" in llm
+    assert "N a multiple of 8" not in llm
+    mean = (0.9 * 1.25 * 3.0) ** (1 / 3)
+    assert f"geometric mean over 3 shapes: user path (wall) {mean:.3f}, lowest 0.900 (33x" in odd
+    # cuBLAS's slow kernels for C's rows off 16 bytes apart, from the others.
+    aligned = f"user path (wall) {math.sqrt(0.9 * 1.25):.3f}, lowest 0.900 (33x5000x7000"
+    assert f"N a multiple of 8, geometric mean over 2 shapes: {aligned}" in odd
+    assert "N not a multiple of 8, geometric mean over 1 shapes: user path (wall) 3.000" in odd
+    hbm = odd.split("HBM bandwidth at M <= 64")[1]
+    rows = [line for line in hbm.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [row.split(" | ")[:3] for row in rows] == [
+        ["| 16", "4096", "4096"],
+        ["| 33", "5000", "7000"],
+    ]
+    moved = (16 * 4096 + 4096 * 4096 + 16 * 4096) * 2
+    assert f"| {moved / 1e6:.1f} | 20.0 | {moved / 20e-6 / 1e9:.0f} | " in rows[0]
