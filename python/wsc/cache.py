@@ -50,6 +50,8 @@ import wsc
 
 #: Bumped whenever the layout or an entry's fields change meaning (2: artifact
 #: format 2, kernel-agnostic kernel.json; older entries are rebuilt, not misread).
+#: A new artifact format needs no bump: compiled kernels are keyed by the
+#: compiler's digest, which covers runtime/artifact.py (autotune.compiler_digest).
 FORMAT_VERSION = 2
 #: The stamp file of a published artifact directory.
 STAMP_FILE = "wsc-cache.json"

@@ -11,7 +11,9 @@ ARCHITECTURE.md lists. An artifact directory holds `kernel.ptx` and
 `kernel.json`, everything `wsc.runtime` needs to launch without MLIR: the
 kernel described by its tensors, sizes, grid and parameters
 (`wsc.runtime.artifact`), with nothing that depends on what it computes but
-the name of its check.
+the name of its check. A kernel that needs global memory of its own (a
+split-K kernel's partial sums and counters) declares each such workspace's
+shape, expressions of the sizes, in `write_artifact(workspaces=...)`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +33,14 @@ from wsc.codegen.info import KernelInfo
 from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.ir_utils import walk
-from wsc.runtime.artifact import ARTIFACT_FORMAT, check_sizes, grid_axis
+from wsc.runtime.artifact import (
+    ARTIFACT_FORMAT,
+    GridAxis,
+    Workspace,
+    check_sizes,
+    grid_axis,
+    size_value,
+)
 from wsc.verifier import verify_wsc
 
 
@@ -180,30 +190,34 @@ def write_artifact(
     out_dir: str | os.PathLike,
     result: CompileResult,
     sizes: dict[str, int],
-    grid_tiles: tuple[tuple[str, int], ...],
+    grid_tiles: Sequence[GridAxis],
     config: dict,
     *,
     persistent: bool = False,
     check: str | None = None,
+    workspaces: Mapping[str, Workspace] | None = None,
 ) -> Path:
     """Write kernel.ptx and kernel.json (the kernel's description,
     `wsc.runtime.artifact`) into out_dir for the problem `sizes` (the sizes
     the kernel reads, KernelInfo.dims), and kernel.cubin when ptxas
     assembled the PTX (the runtime prefers it: no JIT at load, and it is the
     very code the ptxas report describes). Each grid axis counts the tiles
-    of one of `grid_tiles`' (size, tile) pairs; a `persistent` kernel's grid
-    counts its work items (Artifact.launch_grid). Tensors name their dims by
-    size, so the runtime can resize the artifact to any other problem
-    (Artifact.resized). `check` names the reference `wsc run --check`
-    compares with (wsc.runtime.checks); `config` is reported as is."""
+    of a (size, tile) pair of `grid_tiles`, or is a fixed count (an int); a
+    `persistent` kernel's grid counts its work items (Artifact.launch_grid).
+    Tensors name their dims by size, so the runtime can resize the artifact
+    to any other problem (Artifact.resized); each tensor the kernel reports
+    as a workspace takes its shape, size expressions, from `workspaces`.
+    `check` names the reference `wsc run --check` compares with
+    (wsc.runtime.checks); `config` is reported as is."""
     info = result.info
     check_sizes(info.dims, sizes, info.name)
-    if any(size not in sizes for size, _ in grid_tiles):
-        raise ValueError(
-            f"the grid counts tiles of {', '.join(s for s, _ in grid_tiles)}; got "
-            f"sizes {', '.join(sizes)}"
-        )
+    for axis in grid_tiles:
+        if isinstance(axis, int) and (isinstance(axis, bool) or axis < 1):
+            raise ValueError(f"a fixed grid axis is a positive int, got {axis!r}")
+        if not isinstance(axis, int) and axis[0] not in sizes:
+            raise ValueError(f"the grid counts tiles of {axis[0]!r}; got sizes {', '.join(sizes)}")
     used = [name for name, spec in info.tensors.items() if spec["role"] != "unused"]
+    described = _workspace_entries(info, sizes, workspaces or {})
     dims: dict[str, list[str | None]] = {
         name: [None] * len(info.tensors[name]["shape"]) for name in used
     }
@@ -213,7 +227,7 @@ def write_artifact(
                 dims[tensor][dim] = size
     tensors = {}
     for name in used:
-        if None in dims[name]:
+        if name not in described and None in dims[name]:
             raise ValueError(
                 f"kernel '{info.name}': tensor '{name}' has a dim that none of the "
                 f"sizes it reads gives"
@@ -224,6 +238,7 @@ def write_artifact(
             "dtype": spec["dtype"],
             "shape": dims[name],
             "layout": "row_major",
+            **described.get(name, {}),
         }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -243,7 +258,7 @@ def write_artifact(
         "kernel_name": info.name,
         **images,
         "block": list(info.block),
-        "grid": [grid_axis(size, tile) for size, tile in grid_tiles],
+        "grid": [grid_axis(axis) for axis in grid_tiles],
         **({"persistent": True} if persistent else {}),
         **({"cluster": info.cluster} if info.cluster > 1 else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
@@ -264,6 +279,47 @@ def write_artifact(
     }
     _write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
+
+
+def _workspace_entries(
+    info: KernelInfo, sizes: dict[str, int], workspaces: Mapping[str, Workspace]
+) -> dict[str, dict]:
+    """The kernel.json keys ("shape", "zeroed") of each tensor the kernel
+    reports as a workspace, from its entry of `workspaces`, checked against
+    the sizes and the tensor's rank."""
+    reported = [name for name, spec in info.tensors.items() if spec["role"] == "workspace"]
+    for name in workspaces:
+        if name not in reported:
+            what = f"its role is {info.tensors[name]['role']}" if name in info.tensors else None
+            raise ValueError(
+                f"kernel '{info.name}': workspaces names '{name}', no workspace of the kernel "
+                f"({what or 'it takes no such tensor'}); its workspaces: "
+                f"{', '.join(reported) or 'none'}"
+            )
+    entries = {}
+    for name in reported:
+        if name not in workspaces:
+            raise ValueError(
+                f"kernel '{info.name}': tensor '{name}' is a workspace; give its shape "
+                f"in workspaces"
+            )
+        workspace = workspaces[name]
+        rank = len(info.tensors[name]["shape"])
+        if len(workspace.shape) != rank:
+            raise ValueError(
+                f"kernel '{info.name}': workspace '{name}' has rank {rank}; its shape "
+                f"{list(workspace.shape)} has {len(workspace.shape)} dims"
+            )
+        for dim in workspace.shape:
+            try:
+                size_value(dim, sizes)
+            except ValueError as error:
+                raise ValueError(f"kernel '{info.name}': workspace '{name}': {error}") from None
+        entries[name] = {
+            "shape": list(workspace.shape),
+            **({"zeroed": True} if workspace.zeroed else {}),
+        }
+    return entries
 
 
 def _param(param: dict[str, str], sizes: dict[str, int], tensors: dict) -> dict[str, str]:

@@ -477,6 +477,76 @@ class _BoundMatmul:
         return out
 
 
+class _BoundSplitMatmul(_BoundMatmul):
+    """A bound kernel that also takes workspaces (a split-K kernel's partial
+    sums and counters), allocated on the call's GPU when a stream first
+    launches it. Launches on one stream run one after another and share a
+    set; launches on different streams may run at once, so each stream has
+    its own. A graph captured on a stream where the signature had not run
+    gets a set of its own, allocated in its memory pool (and zeroed by it
+    where the kernel needs zeros); a graph captured where it had shares that
+    stream's set, so it must not replay while that stream runs the kernel."""
+
+    __slots__ = ("workspaces", "_specs", "_held", "_lock")
+
+    def __init__(self, launch, out_shape, out_dtype, ordinal: int, specs: list[tuple]):
+        super().__init__(launch, out_shape, out_dtype, ordinal)
+        #: The workspaces' data pointers, in launch order, by raw stream handle.
+        self.workspaces: dict[int, tuple[int, ...]] = {}
+        #: (name, shape, torch dtype, zeroed) of each workspace, in launch order.
+        self._specs = specs
+        #: The workspace tensors by stream handle, or (stream, capture id)
+        #: for a graph's.
+        self._held: dict[Any, dict] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, a, b, out):
+        if out is None:
+            out = _torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
+        pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        if (pointers[0] | pointers[1] | pointers[2]) % TMA_ALIGN:
+            _check_alignment(a, b, out)
+        stream = _current_stream(self.ordinal)
+        workspace = self.workspaces.get(stream)
+        if workspace is None:
+            workspace = self.workspace(stream)
+        self.launch(stream, *pointers, *workspace)
+        return out
+
+    def workspace(self, stream: int, tensors: dict | None = None) -> tuple[int, ...]:
+        """The data pointers of the workspaces of launches on `stream`, or of
+        the graph it is capturing; on first use `tensors` (a set of
+        `_allocate_workspaces`) or a new set."""
+        from wsc.runtime import driver
+
+        capture = driver.capture_id(stream)
+        key = stream if capture is None else (stream, capture)
+        with self._lock:
+            held = self._held.get(key)
+            if held is None:
+                # A stream captures one graph at a time, so the sets of its
+                # earlier captures are their graphs' now: their pools keep them.
+                for ended in [k for k in self._held if isinstance(k, tuple) and k[0] == stream]:
+                    del self._held[ended]
+                if tensors is None:
+                    tensors = _allocate_workspaces(self._specs, self.ordinal)
+                held = self._held[key] = tensors
+            pointers = tuple(tensor.data_ptr() for tensor in held.values())
+            if capture is None:
+                self.workspaces[stream] = pointers
+            return pointers
+
+
+def _allocate_workspaces(specs: list[tuple], ordinal: int) -> dict:
+    """A set of workspaces of `specs` (_BoundSplitMatmul's) on cuda:`ordinal`,
+    allocated and zeroed on torch's current stream there."""
+    device = _torch.device("cuda", ordinal)
+    return {
+        name: (_torch.zeros if zeroed else _torch.empty)(shape, dtype=dtype, device=device)
+        for name, shape, dtype, zeroed in specs
+    }
+
+
 def _signature(a, b, out, out_dtype) -> tuple:
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
@@ -516,10 +586,26 @@ def _bind(a, b, out) -> _BoundMatmul | None:
     ordinal = a.device.index if a.device.index is not None else 0
     kernel = _kernel_for(p, ordinal)
     kernel_b = b if p.b_layout == "kn" else b.t()
-    launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out))
-    if launch.names != ("a", "b", "c"):
-        raise RuntimeError(f"wsc.matmul: the kernel takes tensors {launch.names}, not a, b, c")
-    return _BoundMatmul(launch, (p.m, p.n), out.dtype, ordinal)
+    specs = [
+        (spec.name, spec.shape, _torch_dtype(spec.dtype), spec.zeroed)
+        for spec in kernel.artifact.tensors.values()
+        if spec.role == "workspace"
+    ]
+    if not specs:
+        launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out))
+        if launch.names != ("a", "b", "c"):
+            raise RuntimeError(f"wsc.matmul: the kernel takes tensors {launch.names}, not a, b, c")
+        return _BoundMatmul(launch, (p.m, p.n), out.dtype, ordinal)
+    workspaces = _allocate_workspaces(specs, ordinal)
+    launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **workspaces))
+    if launch.names != ("a", "b", "c", *workspaces):
+        raise RuntimeError(
+            f"wsc.matmul: the kernel takes tensors {launch.names}, not a, b, c and its "
+            f"workspaces {', '.join(workspaces)}"
+        )
+    bound = _BoundSplitMatmul(launch, (p.m, p.n), out.dtype, ordinal, specs)
+    bound.workspace(_current_stream(ordinal), workspaces)
+    return bound
 
 
 def _remember(signature: tuple, bound: _BoundMatmul) -> None:
@@ -579,7 +665,13 @@ def _matmul_numpy(a, b, out, out_dtype):
     device_a = upload(a, p.dtype)
     device_b = upload(b if p.b_layout == "kn" else b.T, p.dtype)
     device_c = DeviceArray((p.m, p.n), p.out_dtype)
-    kernel.launch(a=device_a, b=device_b, c=device_c)
+    workspaces = {}
+    for spec in kernel.artifact.tensors.values():
+        if spec.role == "workspace":
+            workspaces[spec.name] = DeviceArray(spec.shape, spec.dtype)
+            if spec.zeroed:
+                workspaces[spec.name].fill_bits(0)  # on the launch's (legacy) stream
+    kernel.launch(a=device_a, b=device_b, c=device_c, **workspaces)
     kernel.synchronize()
     result[...] = device_c.to_host().view(result.dtype)
     return result
@@ -661,7 +753,12 @@ def _matmul(a, b, out, out_dtype):
 def _torch_dtype(name: str):
     import torch
 
-    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
+    return {
+        "f32": torch.float32,
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "i32": torch.int32,
+    }[name]
 
 
 def _current_stream(ordinal: int) -> int:

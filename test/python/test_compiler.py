@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from wsc.compiler import CompileError
+from wsc.codegen import KernelInfo
+from wsc.compiler import CompileError, CompileResult, write_artifact
 from wsc.kernels.matmul.build import compile_matmul
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.runtime import load_artifact
+from wsc.runtime.artifact import Workspace
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -72,6 +74,125 @@ def test_kn_layout_shapes_b_as_k_by_n(tmp_path):
     assert meta["tensors"]["b"]["shape"] == ["k", "n"]
     assert load_artifact(tmp_path / "kn").tensors["b"].shape == (128, 192)
     assert meta["tensor_maps"]["b"]["box"] == [64, 64]
+
+
+def split_result() -> CompileResult:
+    """What the compile side reports of a split-K matmul: a and b read through
+    tensor maps, c stored through a pointer, d and e (partial sums, arrival
+    counters) workspaces the kernel reaches by pointer."""
+
+    def tensor(arg, dtype, role, rank=2):
+        return {"arg": arg, "dtype": dtype, "role": role, "shape": [-1] * rank}
+
+    info = KernelInfo(
+        name="split_matmul",
+        block=(384, 1, 1),
+        dynamic_smem_bytes=4096,
+        params=[
+            {"kind": "tensor_map", "name": "a"},
+            {"kind": "tensor_map", "name": "b"},
+            {"kind": "pointer", "name": "c"},
+            {"kind": "pointer", "name": "d"},
+            {"kind": "pointer", "name": "e"},
+            {"kind": "i32", "name": "m"},
+            {"kind": "i32", "name": "n"},
+            {"kind": "i32", "name": "k"},
+            {"kind": "i32", "name": "ldc"},
+        ],
+        tensor_maps={
+            "a": {"tensor": "a", "box": [128, 64], "swizzle": "128B"},
+            "b": {"tensor": "b", "box": [128, 64], "swizzle": "128B"},
+        },
+        tensors={
+            "a": tensor(0, "f16", "input"),
+            "b": tensor(1, "f16", "input"),
+            "c": tensor(2, "f32", "output"),
+            "d": tensor(3, "f32", "workspace", rank=1),
+            "e": tensor(4, "i32", "workspace", rank=1),
+        },
+        dims={
+            "m": [["a", 0], ["c", 0]],
+            "n": [["b", 0], ["c", 1]],
+            "k": [["a", 1], ["b", 1]],
+        },
+    )
+    return CompileResult("// split-K ptx\n", info)
+
+
+SPLIT_WORKSPACES = {
+    "d": Workspace(("cdiv(m, 128) * cdiv(n, 128) * 4 * 16384",)),
+    "e": Workspace(("cdiv(m, 128) * cdiv(n, 128)",), zeroed=True),
+}
+
+
+def test_an_artifact_with_workspaces_and_a_fixed_grid_axis(tmp_path):
+    sizes = {"m": 256, "n": 384, "k": 4096}
+    grid = [("m", 128), ("n", 128), 4]
+    write_artifact(tmp_path, split_result(), sizes, grid, {}, workspaces=SPLIT_WORKSPACES)
+    meta = json.loads((tmp_path / "kernel.json").read_text())
+    assert meta["grid"] == ["cdiv(m, 128)", "cdiv(n, 128)", "4"]
+    assert meta["tensors"]["d"] == {
+        "role": "workspace",
+        "dtype": "f32",
+        "shape": ["cdiv(m, 128) * cdiv(n, 128) * 4 * 16384"],
+        "layout": "row_major",
+    }
+    assert meta["tensors"]["e"]["zeroed"] is True and meta["tensors"]["e"]["dtype"] == "i32"
+    assert {"kind": "pointer", "name": "e"} in meta["params"]
+    artifact = load_artifact(tmp_path)
+    assert artifact.grid == (2, 3, 4)
+    assert artifact.tensors["d"].shape == (2 * 3 * 4 * 16384,)
+    assert artifact.tensors["e"].shape == (6,) and artifact.tensors["e"].zeroed
+    assert artifact.resized(m=1000, n=1333, k=520).tensors["e"].shape == (8 * 11,)
+
+
+@pytest.mark.parametrize(
+    "workspaces, grid, message",
+    [
+        ({"d": SPLIT_WORKSPACES["d"]}, None, "tensor 'e' is a workspace; give its shape"),
+        (None, None, "tensor 'd' is a workspace; give its shape"),
+        (
+            {**SPLIT_WORKSPACES, "c": Workspace(("m", "n"))},
+            None,
+            r"workspaces names 'c', no workspace of the kernel \(its role is output\); "
+            "its workspaces: d, e",
+        ),
+        (
+            {**SPLIT_WORKSPACES, "z": Workspace(("m",))},
+            None,
+            r"workspaces names 'z', no workspace of the kernel \(it takes no such tensor\)",
+        ),
+        (
+            {**SPLIT_WORKSPACES, "e": Workspace(("cdiv(m, 128)", "cdiv(n, 128)"))},
+            None,
+            r"workspace 'e' has rank 1; its shape \['cdiv\(m, 128\)', 'cdiv\(n, 128\)'\] has 2",
+        ),
+        (
+            {**SPLIT_WORKSPACES, "e": Workspace(("cdiv(m, 128) * splits",))},
+            None,
+            "workspace 'e': 'cdiv.m, 128. [*] splits' reads size 'splits', not in 'sizes'",
+        ),
+        (
+            {**SPLIT_WORKSPACES, "e": Workspace(("cdiv(m, 128) + 1",))},
+            None,
+            "workspace 'e': factor 'cdiv.m, 128. [+] 1' of .* is no size",
+        ),
+        (SPLIT_WORKSPACES, [("m", 128), ("n", 128), 0], "a fixed grid axis is a positive int"),
+        (SPLIT_WORKSPACES, [("m", 128), ("q", 128)], "the grid counts tiles of 'q'"),
+    ],
+)
+def test_bad_workspaces_are_named(tmp_path, workspaces, grid, message):
+    sizes = {"m": 256, "n": 384, "k": 4096}
+    with pytest.raises(ValueError, match=message):
+        write_artifact(
+            tmp_path,
+            split_result(),
+            sizes,
+            grid or [("m", 128), ("n", 128), 4],
+            {},
+            workspaces=workspaces,
+        )
+    assert not (tmp_path / "kernel.json").exists()
 
 
 def test_tma_row_stride_rule_is_a_compile_error(tmp_path):

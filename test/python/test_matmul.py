@@ -471,6 +471,54 @@ def test_autograd_records_the_product_and_its_gradients():
     assert a.grad.shape == (64, 32) and w.grad.shape == (48, 32)
 
 
+def test_a_split_kernel_has_a_workspace_per_stream_and_per_captured_graph(monkeypatch):
+    """_BoundSplitMatmul on CPU tensors, with streams and captures played by
+    numbers: one set of workspaces per stream, shared by its launches; a
+    graph being captured gets its own, which is never used outside it."""
+    from wsc.runtime import driver
+
+    api = sys.modules["wsc.matmul"]
+    stream, captures, sets = [7], {}, []
+    monkeypatch.setattr(api, "_current_stream", lambda ordinal: stream[0])
+    monkeypatch.setattr(driver, "capture_id", lambda handle: captures.get(handle))
+
+    def allocate(specs, ordinal):
+        sets.append({name: torch.zeros(shape, dtype=dtype) for name, shape, dtype, _ in specs})
+        return sets[-1]
+
+    monkeypatch.setattr(api, "_allocate_workspaces", allocate)
+    launches = []
+    specs = [("d", (64,), torch.float32, False), ("e", (4,), torch.int32, True)]
+    bound = api._BoundSplitMatmul(
+        lambda handle, *pointers: launches.append((handle, pointers[3:])),
+        (8, 8),
+        torch.float32,
+        0,
+        specs,
+    )
+
+    def call():
+        a, b = torch.empty(8, 16, dtype=torch.float16), torch.empty(16, 8, dtype=torch.float16)
+        bound(a, b, None)
+        return launches[-1][1]
+
+    def pointers(index):
+        return tuple(tensor.data_ptr() for tensor in sets[index].values())
+
+    assert call() == call() == pointers(0)  # one stream's launches share a set
+    stream[0] = 9
+    assert call() == pointers(1) != pointers(0)  # another stream's may run at once
+    stream[0], captures[7] = 7, 100
+    assert call() == call() == pointers(0)  # a graph captured where the stream ran shares it
+    stream[0], captures[11] = 11, 200
+    assert call() == call() == pointers(2) and 11 not in bound.workspaces
+    captures[11] = 201  # the stream's next capture: a set of the new graph's own
+    assert call() == pointers(3) and len(sets) == 4
+    del captures[11]  # capture over: eager launches never use a graph's set
+    assert call() == pointers(4) and bound.workspaces[11] == pointers(4)
+    assert set(bound._held) == {7, 9, 11}
+
+
 def test_out_does_not_support_autograd_as_in_torch():
     a = meta(64, 32).requires_grad_()
     with pytest.raises(RuntimeError, match="out=... does not support automatic differentiation"):

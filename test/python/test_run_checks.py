@@ -16,15 +16,16 @@ import wsc.runtime.checks as checks
 import wsc.runtime.run_cli as run_cli
 from wsc.kernels.matmul.check import MatmulCheck, sample_indices, sampled_relative_error
 from wsc.runtime import ArtifactError, load_artifact
+from wsc.runtime.artifact import ARTIFACT_FORMAT
 from wsc.runtime.checks import UnknownCheckError, find_check, register_check
 from wsc.runtime.driver import HOST_DTYPES
-from wsc.runtime.memory import Inputs, random_operand, to_float64
+from wsc.runtime.memory import NAN_BITS, Inputs, TorchMemory, random_operand, to_float64
 
 
 def artifact_doc(b_layout="nk", out_dtype="f32", check="matmul", m=300, n=200, k=136):
     b_dims = ["n", "k"] if b_layout == "nk" else ["k", "n"]
     doc = {
-        "format": 2,
+        "format": ARTIFACT_FORMAT,
         "wsc_version": "0.1.0",
         "kernel_name": "matmul",
         "ptx": "kernel.ptx",
@@ -186,6 +187,15 @@ class HostMemory:
     def poison(self, array, dtype):
         array[...] = np.nan
 
+    def workspace(self, shape, dtype, zeroed):
+        array = np.zeros(shape, HOST_DTYPES[dtype])
+        if not zeroed:
+            array[...] = np.nan if dtype in NAN_BITS else -1
+        return array
+
+    def nonzero_count(self, array, dtype):
+        return int(np.count_nonzero(array.view(f"u{array.itemsize}")))
+
     def float64(self, array, dtype):
         return to_float64(array, dtype)
 
@@ -231,6 +241,122 @@ class FakeKernel:
 
     def synchronize(self, stream=None, timeout_s=60.0):
         pass
+
+
+def split_artifact_doc(splits=4, **fields):
+    """A split-K matmul's artifact: f32 partial tiles in d, one zeroed i32
+    arrival counter per C tile in e, the splits along the grid's z."""
+    doc = artifact_doc(**fields)
+    doc["grid"].append(str(splits))
+    doc["tensors"]["d"] = {
+        "role": "workspace",
+        "dtype": "f32",
+        "shape": [f"cdiv(m, 64) * cdiv(n, 32) * {splits}", "2048"],
+        "layout": "row_major",
+    }
+    doc["tensors"]["e"] = {
+        "role": "workspace",
+        "dtype": "i32",
+        "shape": ["cdiv(m, 64) * cdiv(n, 32)"],
+        "layout": "row_major",
+        "zeroed": True,
+    }
+    doc["params"] += [{"kind": "pointer", "name": "d"}, {"kind": "pointer", "name": "e"}]
+    return doc
+
+
+class FakeSplitKernel(FakeKernel):
+    """C = A @ op(B) by splits of K that meet in the workspaces: each split
+    writes its partial product into d and counts itself on e; the last one
+    sums the partials, writes C and sets e back to zero, except on launches
+    from `leaky_from` on. A counter that is not zero at launch loses C."""
+
+    def __init__(self, artifact, device=0, leaky_from=None):
+        super().__init__(artifact, device)
+        self.leaky_from = leaky_from
+        self.launches = 0
+
+    def prepare(self, **tensors):
+        kernel = self
+        a, b, c, d, e = (tensors[name] for name in "abcde")
+        splits = self.artifact.grid_tiles[-1]
+        assert np.isnan(d).all(), "wsc run poisons a workspace that is not zeroed"
+
+        class Launch:
+            stream = None
+
+            def launch(self):
+                kernel.launches += 1
+                k = a.shape[1]
+                nk = kernel.artifact.tensors["b"].dims[0] == "n"
+                b_kn = b.astype(np.float64).T if nk else b.astype(np.float64)
+                started = e.copy()
+                partials = []
+                for split in range(splits):
+                    lo, hi = split * k // splits, (split + 1) * k // splits
+                    partials.append(a[:, lo:hi].astype(np.float64) @ b_kn[lo:hi])
+                    d.reshape(-1)[split] = split  # a partial tile, as far as wsc run sees
+                    e[...] += 1
+                if not started.any():
+                    c[...] = sum(partials)
+                if kernel.leaky_from is None or kernel.launches < kernel.leaky_from:
+                    e[...] = 0
+
+        return Launch()
+
+
+def test_a_split_kernel_runs_on_its_workspaces(tmp_path, memory):
+    artifact = load_artifact(write(tmp_path / "split", split_artifact_doc()))
+    drawn, draw = [], memory.inputs
+
+    def inputs(specs, scale, seed):
+        drawn.append([spec.name for spec in specs])
+        return draw(specs, scale, seed)
+
+    memory.inputs = inputs
+    report = run_cli.evaluate(FakeSplitKernel(artifact))
+    assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-6, report
+    assert drawn == [["a", "b"]]  # workspaces are no inputs, nor outputs to count NaNs in
+    assert "error" not in report
+
+
+def test_a_kernel_that_leaves_a_zeroed_workspace_non_zero_fails(tmp_path, memory):
+    artifact = load_artifact(write(tmp_path / "split", split_artifact_doc()))
+    report = run_cli.evaluate(FakeSplitKernel(artifact, leaky_from=1))
+    assert not report["ok"] and report["rel_err"] < 1e-6
+    assert report["error"] == (
+        "kernel left workspace 'e' non-zero: 35 of 35 elements after its first launch"
+    )
+
+
+def test_a_workspace_left_non_zero_by_the_timed_launches_fails(tmp_path, memory, monkeypatch):
+    def bench(launch, kernel, iters, timeout_s):
+        for _ in range(iters):
+            launch.launch()
+        return 1.0
+
+    monkeypatch.setattr(run_cli, "_bench", bench)
+    artifact = load_artifact(write(tmp_path / "split", split_artifact_doc()))
+    report = run_cli.evaluate(FakeSplitKernel(artifact), bench=True, iters=3)
+    assert report["ok"] and report["ms"] == 1.0, report
+    report = run_cli.evaluate(FakeSplitKernel(artifact, leaky_from=3), bench=True, iters=3)
+    assert not report["ok"] and report["ms"] == 1.0
+    assert report["error"].endswith("non-zero: 35 of 35 elements after the timed launches")
+
+
+def test_torch_memory_zeroes_poisons_and_reads_workspaces_as_bits():
+    torch = pytest.importorskip("torch")
+    memory = TorchMemory(torch, 0)
+    memory.device = torch.device("cpu")  # the same calls as on a GPU
+    zeroed = memory.workspace((3, 4), "i32", zeroed=True)
+    assert zeroed.dtype == torch.int32 and memory.nonzero_count(zeroed, "i32") == 0
+    poisoned = memory.workspace((5,), "i32", zeroed=False)
+    assert poisoned.tolist() == [-1] * 5 and memory.nonzero_count(poisoned, "i32") == 5
+    partials = memory.workspace((6,), "f32", zeroed=False)
+    assert torch.isnan(partials).all()
+    partials.zero_()
+    partials[2] = -0.0  # zero by value, not by bits: the next launch would see it
+    assert memory.nonzero_count(partials, "f32") == 1
 
 
 @pytest.fixture

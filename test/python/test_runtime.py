@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from wsc.kernels.matmul.check import MatmulCheck
 from wsc.runtime import (
     ArgumentError,
     ArgumentTypeError,
@@ -26,7 +27,15 @@ from wsc.runtime import (
     TensorMapError,
     load_artifact,
 )
-from wsc.runtime.artifact import ParamSpec, TensorMapSpec, TensorSpec, tile_grid
+from wsc.runtime.artifact import (
+    ARTIFACT_FORMAT,
+    ParamSpec,
+    TensorMapSpec,
+    TensorSpec,
+    Workspace,
+    size_value,
+    tile_grid,
+)
 from wsc.runtime.driver import PackedParams
 from wsc.runtime.memory import float32_to_bf16_bits, to_float64
 from wsc.runtime.run_cli import main
@@ -56,7 +65,7 @@ def matmul_doc(
     b_dims = ["n", "k"] if b_layout == "nk" else ["k", "n"]
     b_box = [box_n, box_k] if b_layout == "nk" else [box_k, box_n]
     return {
-        "format": 2,
+        "format": ARTIFACT_FORMAT,
         "wsc_version": "0.1.0",
         "kernel_name": kernel_name,
         "ptx": "kernel.ptx",
@@ -220,10 +229,12 @@ def test_bad_descriptions_are_named(tmp_path, path, value, message):
         load_artifact(write_artifact(tmp_path, _mutated(matmul_doc(), path, value)))
 
 
-@pytest.mark.parametrize("version", [KeyError, 1, 3])
+@pytest.mark.parametrize("version", [KeyError, 2, ARTIFACT_FORMAT + 1])
 def test_an_artifact_of_another_format_is_refused(tmp_path, version):
     doc = _mutated(matmul_doc(), ("format",), version)
-    with pytest.raises(ArtifactError, match="reads artifact format 2, got .*; recompile"):
+    with pytest.raises(
+        ArtifactError, match=f"reads artifact format {ARTIFACT_FORMAT}, got .*; recompile"
+    ):
         load_artifact(write_artifact(tmp_path, doc))
 
 
@@ -236,6 +247,142 @@ def test_explicit_l2_promotion(tmp_path):
     doc = matmul_doc()
     doc["tensor_maps"]["a"]["l2_promotion"] = "128B"
     assert load_artifact(write_artifact(tmp_path, doc)).tensor_maps["a"].l2_promotion == "128B"
+
+
+def split_doc(m=256, n=128, k=512, splits=4):
+    """A split-K matmul: `splits` blocks per C tile along z, f32 partial
+    tiles in d, one i32 arrival counter per C tile in e."""
+    doc = matmul_doc(m=m, n=n, k=k, grid=["cdiv(n, 128)", "cdiv(m, 128)", str(splits)])
+    doc["tensors"]["d"] = {
+        "role": "workspace",
+        "dtype": "f32",
+        "shape": [f"cdiv(m, 128) * cdiv(n, 128) * {splits} * 16384"],
+        "layout": "row_major",
+    }
+    doc["tensors"]["e"] = {
+        "role": "workspace",
+        "dtype": "i32",
+        "shape": ["cdiv(m, 128)", "cdiv(n, 128)"],
+        "layout": "row_major",
+        "zeroed": True,
+    }
+    doc["params"][3:3] = [{"kind": "pointer", "name": "d"}, {"kind": "pointer", "name": "e"}]
+    return doc
+
+
+def test_a_split_kernel_describes_its_workspaces(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path, split_doc(m=256, n=128)))
+    d, e = artifact.tensors["d"], artifact.tensors["e"]
+    assert d == TensorSpec(
+        "d", ("cdiv(m, 128) * cdiv(n, 128) * 4 * 16384",), (2 * 1 * 4 * 16384,), "f32", "workspace"
+    )
+    assert e.role == "workspace" and e.zeroed and e.shape == (2, 1) and e.dtype == "i32"
+    assert not d.zeroed and not artifact.tensors["c"].zeroed
+    assert artifact.grid_tiles == (("n", 128), ("m", 128), 4)
+    assert artifact.grid == (1, 2, 4) and artifact.launch_grid(132) == (1, 2, 4)
+    assert artifact.params[3] == ParamSpec("pointer", "d") and not artifact.strided_rows("e")
+    other = artifact.resized(m=1000, n=1333, k=520)
+    assert other.tensors["d"].shape == (8 * 11 * 4 * 16384,)
+    assert other.tensors["e"].shape == (8, 11) and other.tensors["e"].zeroed
+    assert other.grid == (11, 8, 4)
+    # The check's tiles come from the axes that count tiles, not the fixed one.
+    assert (MatmulCheck(other).tile_m, MatmulCheck(other).tile_n) == (128, 128)
+
+
+@pytest.mark.parametrize(
+    "expression, value",
+    [
+        ("m", 1000),
+        ("7", 7),
+        ("cdiv(m, 128)", 8),
+        ("cdiv( n , 64 )", 21),
+        ("cdiv(m, 128) * cdiv(n, 256) * 4 * 32768", 8 * 6 * 4 * 32768),
+        ("m*n", 1000 * 1333),
+        ("2 * k * cdiv(k, 1000)", 2 * 520),
+    ],
+)
+def test_size_expressions_evaluate(expression, value):
+    assert size_value(expression, {"m": 1000, "n": 1333, "k": 520}) == value
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (
+            ("tensors", "d", "shape"),
+            ["cdiv(m, 0)"],
+            r"'tensors.d.shape': factor 'cdiv\(m, 0\)' of 'cdiv\(m, 0\)' is no",
+        ),
+        (
+            ("tensors", "d", "shape"),
+            ["m ** 2"],
+            r"'tensors.d.shape': factor '' of 'm \*\* 2' is no size",
+        ),
+        (("tensors", "d", "shape"), ["m + 1"], r"'tensors.d.shape': factor 'm \+ 1'"),
+        (("tensors", "d", "shape"), ["0 * m"], r"'tensors.d.shape': factor '0'"),
+        (("tensors", "d", "shape"), ["-4 * m"], r"'tensors.d.shape': factor '-4'"),
+        (
+            ("tensors", "d", "shape"),
+            ["cdiv(q, 64) * 4"],
+            r"'tensors.d.shape': '.*' reads size 'q', not in 'sizes'",
+        ),
+        (
+            ("tensors", "d", "shape"),
+            ["m * q"],
+            r"'tensors.d.shape': '.*' reads size 'q', not in 'sizes'",
+        ),
+        (
+            ("tensors", "d", "shape"),
+            [],
+            r"'tensors.d.shape': expected a non-empty list of size expressions",
+        ),
+        (
+            ("tensors", "d", "shape"),
+            [4096],
+            r"'tensors.d.shape': expected a non-empty list of size expressions",
+        ),
+        (
+            ("tensors", "c", "shape"),
+            ["m", "cdiv(n, 2)"],
+            r"'tensors.c.shape': expected a non-empty",
+        ),
+        (("tensors", "c", "zeroed"), True, r"'tensors.c.zeroed': only a workspace is zeroed"),
+        (("tensors", "e", "zeroed"), 1, r"'tensors.e.zeroed': expected a bool"),
+        (("tensors", "e", "role"), "scratch", r"'tensors.e.role': expected one of"),
+        (("grid", 2), "0", r"'grid\[2\]': expected 'cdiv\(<size>, <positive tile>\)' or a pos"),
+        (("grid", 2), "-4", r"'grid\[2\]': expected"),
+        (("grid", 2), 4, r"'grid\[2\]': expected"),
+        (("grid", 2), "k / 128", r"'grid\[2\]': expected"),
+    ],
+)
+def test_bad_workspaces_and_fixed_axes_are_named(tmp_path, path, value, message):
+    doc = _mutated(split_doc(), path, value)
+    with pytest.raises(ArtifactError, match=f"kernel.json: key {message}") as error:
+        load_artifact(write_artifact(tmp_path, doc))
+    assert str(tmp_path / "kernel.json") in str(error.value)
+
+
+def test_tile_grid_with_a_fixed_axis():
+    tiles = (("m", 128), ("n", 256), 4)
+    assert tile_grid({"m": 1000, "n": 1333}, tiles) == (8, 6, 4)
+    # A persistent kernel counts every (tile, split) as a work item.
+    assert tile_grid({"m": 1000, "n": 1333}, tiles, persistent=True) == (192, 1, 1)
+    assert tile_grid({"m": 1000, "n": 1333}, (3, ("m", 128))) == (3, 8, 1)
+    assert tile_grid({"m": 1000}, (3, ("m", 128)), cluster=2) == (4, 8, 1)
+
+
+def test_a_persistent_split_kernel_launches_at_most_one_block_per_sm(tmp_path):
+    doc = dict(split_doc(m=4096, n=4096), grid=["cdiv(m, 128)", "cdiv(n, 128)", "4"])
+    artifact = load_artifact(write_artifact(tmp_path, {**doc, "persistent": True}))
+    assert artifact.grid == (32 * 32 * 4, 1, 1)
+    assert artifact.launch_grid(132) == (132, 1, 1)
+    assert artifact.resized(m=128, n=128, k=64).launch_grid(132) == (4, 1, 1)
+
+
+def test_a_workspace_shape_is_a_tuple():
+    assert Workspace(("cdiv(m, 64) * 4",), zeroed=True).shape == ("cdiv(m, 64) * 4",)
+    with pytest.raises(TypeError, match="a tuple of size expressions"):
+        Workspace("cdiv(m, 64) * 4")
 
 
 def _mutated(doc, path, value=KeyError):
@@ -264,7 +411,7 @@ def _mutated(doc, path, value=KeyError):
         (
             ("tensors", "a", "dtype"),
             "f64",
-            "key 'tensors.a.dtype': expected one of f16, bf16, f32, got 'f64'",
+            "key 'tensors.a.dtype': expected one of f16, bf16, f32, i32, got 'f64'",
         ),
         (("tensors", "a", "role"), "scratch", "key 'tensors.a.role'"),
         (("tensors", "c", "shape"), KeyError, "key 'tensors.c.shape': missing required key"),
@@ -340,9 +487,12 @@ def test_wrong_dtype_from_torch_tensor():
     info = describe(FakeTorchTensor((128, 64), dtype="torch.bfloat16"), "b")
     with pytest.raises(ArgumentTypeError, match="argument 'b': expected dtype f16, got bf16"):
         check(info, F16_SPEC, "b")
-    other = describe(FakeTorchTensor((128, 64), dtype="torch.int32"), "b")
-    with pytest.raises(ArgumentTypeError, match="got torch.int32"):
+    other = describe(FakeTorchTensor((128, 64), dtype="torch.int64"), "b")
+    with pytest.raises(ArgumentTypeError, match="got torch.int64"):
         check(other, F16_SPEC, "b")
+    counters = describe(FakeTorchTensor((128, 64), dtype="torch.int32"), "e")
+    with pytest.raises(ArgumentTypeError, match="argument 'e': expected dtype f16, got i32"):
+        check(counters, F16_SPEC, "e")
 
 
 def test_torch_tensor_device_checks():
@@ -705,6 +855,51 @@ test_matmul(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__
 extern "C" __global__ void spin_until_set(const int* flag) {
   while (atomicAdd(const_cast<int*>(flag), 0) == 0) __nanosleep(1000);
 }
+
+// Split-K C = A @ B^T without TMA: split blockIdx.z of gridDim.z sums its
+// share of K for a 64x64 tile of C into d, counts itself on the tile's
+// counter in e, and the last split to arrive adds the partials in split
+// order, writes C and sets the counter back to zero (unless LEAKY).
+template <bool LEAKY>
+__device__ void split_matmul(const __half* a, const __half* b, float* c, float* d, int* e,
+                             int m, int n, int k) {
+  const int splits = gridDim.z, split = blockIdx.z;
+  const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int k0 = split * k / splits, k1 = (split + 1) * k / splits;
+  float* partials = d + (size_t)tile * splits * BM * BN;
+  for (int i = threadIdx.x; i < BM * BN; i += THREADS) {
+    const int row = m0 + i / BN, col = n0 + i % BN;
+    float sum = 0.f;
+    for (int kk = k0; row < m && col < n && kk < k1; ++kk)
+      sum += __half2float(a[(size_t)row * k + kk]) * __half2float(b[(size_t)col * k + kk]);
+    partials[(size_t)split * BM * BN + i] = sum;
+  }
+  __threadfence();
+  __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) last = atomicAdd(&e[tile], 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = threadIdx.x; i < BM * BN; i += THREADS) {
+    const int row = m0 + i / BN, col = n0 + i % BN;
+    float sum = 0.f;
+    for (int s = 0; s < splits; ++s) sum += __ldcg(&partials[(size_t)s * BM * BN + i]);
+    if (row < m && col < n) c[(size_t)row * n + col] = sum;
+  }
+  if (threadIdx.x == 0 && !LEAKY) e[tile] = 0;
+}
+
+extern "C" __global__ void test_split_matmul(const __half* a, const __half* b, float* c, float* d,
+                                             int* e, int m, int n, int k) {
+  split_matmul<false>(a, b, c, d, e, m, n, k);
+}
+
+extern "C" __global__ void test_split_matmul_leaky(const __half* a, const __half* b, float* c,
+                                                   float* d, int* e, int m, int n, int k) {
+  split_matmul<true>(a, b, c, d, e, m, n, k);
+}
 """
 
 # 64 KiB exceeds the 48 KiB default, so launching needs the opt-in attribute.
@@ -778,6 +973,29 @@ def _gpu_artifact(directory: Path, images, b_layout="nk", kind="ptx", **override
     return write_artifact(directory, doc, ptx=None, cubin=image.read_bytes())
 
 
+def _split_gpu_artifact(directory: Path, images, kernel_name="test_split_matmul") -> Path:
+    """The split-K test kernel: 4 splits along z, one 64x64 tile of C per block."""
+    doc = matmul_doc(**RAGGED, kernel_name=kernel_name, grid=["cdiv(n, 64)", "cdiv(m, 64)", "4"])
+    doc["tensors"]["d"] = {
+        "role": "workspace",
+        "dtype": "f32",
+        "shape": ["cdiv(m, 64) * cdiv(n, 64) * 4", "4096"],
+        "layout": "row_major",
+    }
+    doc["tensors"]["e"] = {
+        "role": "workspace",
+        "dtype": "i32",
+        "shape": ["cdiv(m, 64) * cdiv(n, 64)"],
+        "layout": "row_major",
+        "zeroed": True,
+    }
+    doc["tensor_maps"] = {}
+    doc["params"] = [{"kind": "pointer", "name": name} for name in "abcde"] + [
+        {"kind": "i32", "name": size, "size": size} for size in "mnk"
+    ]
+    return write_artifact(directory, doc, ptx=images[("nk", "ptx")].read_text())
+
+
 def _run_cli(capsys, argv) -> tuple[int, dict]:
     code = main(argv)
     lines = capsys.readouterr().out.strip().splitlines()
@@ -806,6 +1024,78 @@ def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layou
     assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5
     assert report["shape"] == [300, 200, 136] and report["b_layout"] == b_layout
     assert report["ms"] > 0 and report["tflops"] > 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("backend", ["driver", "torch"])
+def test_gpu_cli_runs_a_split_kernel_on_its_workspaces(tmp_path, capsys, test_images, backend):
+    if backend == "torch":
+        _torch_or_skip()
+    directory = _split_gpu_artifact(tmp_path / "split", test_images)
+    argv = [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend]
+    code, report = _run_cli(capsys, argv)
+    assert code == 0 and report["ok"] and report["rel_err"] < 1e-5, report
+    code, report = _run_cli(capsys, [*argv, "--size", "m=1000", "--size", "k=520"])
+    assert code == 0 and report["ok"] and report["shape"] == [1000, 200, 520], report
+    leaky = _split_gpu_artifact(tmp_path / "leaky", test_images, "test_split_matmul_leaky")
+    code, report = _run_cli(capsys, [str(leaky), "--check", "--backend", backend])
+    assert code == 1 and not report["ok"] and report["rel_err"] < 1e-5
+    assert report["error"] == (
+        "kernel left workspace 'e' non-zero: 20 of 20 elements after its first launch"
+    )
+
+
+@pytest.mark.cuda
+def test_gpu_split_kernel_workspaces_per_stream_and_per_graph(tmp_path, test_images):
+    """wsc.matmul's bound split kernel: right on the default stream, on a side
+    stream (a set of its own), captured in a graph without a warm-up on the
+    capture stream (the graph's own set, zeroed by the graph) and replayed,
+    and eagerly on the capture stream after the capture."""
+    torch = _torch_or_skip()
+    import wsc.matmul  # noqa: F401  (the module, not the function wsc.matmul)
+    from wsc.runtime import BoundLaunch, Kernel
+
+    api = sys.modules["wsc.matmul"]
+    kernel = Kernel(_split_gpu_artifact(tmp_path, test_images))
+    m, n, k = RAGGED["m"], RAGGED["n"], RAGGED["k"]
+    specs = [
+        (spec.name, spec.shape, api._torch_dtype(spec.dtype), spec.zeroed)
+        for spec in kernel.artifact.tensors.values()
+        if spec.role == "workspace"
+    ]
+    a = torch.randn(m, k, device="cuda").half()
+    w = torch.randn(n, k, device="cuda").half()
+    workspaces = api._allocate_workspaces(specs, 0)
+    out = torch.empty(m, n, device="cuda")
+    launch = BoundLaunch(kernel.prepare(a=a, b=w, c=out, **workspaces))
+    bound = api._BoundSplitMatmul(launch, (m, n), torch.float32, 0, specs)
+    bound.workspace(api._current_stream(0), workspaces)
+
+    def expect(c):
+        torch.cuda.synchronize()
+        assert torch.allclose(c.double(), a.double() @ w.double().T, rtol=1e-4, atol=1e-4)
+
+    expect(bound(a, w, None))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        expect(bound(a, w, None))
+    assert len(bound.workspaces) == 2
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        bound(a, w, out)
+    assert len(bound.workspaces) == 2  # the graph's set is its own
+    for seed in range(3):
+        generator = torch.Generator(device="cuda").manual_seed(seed)
+        a.copy_(torch.randn(a.shape, device="cuda", generator=generator))
+        out.fill_(float("nan"))
+        graph.replay()
+        expect(out)
+    with torch.cuda.stream(torch.cuda.graph.default_capture_stream):
+        expect(bound(a, w, None))
+    assert len(bound.workspaces) == 3
+    for held in bound._held.values():
+        assert int(torch.count_nonzero(held["e"])) == 0
 
 
 @pytest.mark.cuda
@@ -914,7 +1204,7 @@ def test_gpu_param_mismatch_and_bad_ptx(tmp_path, test_images):
 def test_gpu_hung_kernel_times_out(tmp_path, test_images):
     """A kernel that never finishes becomes LaunchTimeout (in a child: the context is lost)."""
     doc = {
-        "format": 2,
+        "format": ARTIFACT_FORMAT,
         "wsc_version": "0.1.0",
         "kernel_name": "spin_until_set",
         "ptx": "kernel.ptx",

@@ -8,20 +8,34 @@ mysterious launch failure on the GPU.
 
 An artifact describes its kernel, whatever it computes:
 
-    "format": 2,                       ARTIFACT_FORMAT; another is refused
+    "format": 3,                       ARTIFACT_FORMAT; another is refused
     "sizes": {"m": 4096, "k": 512},    the sizes it was written for (any
                                        others: Artifact.resized)
     "tensors": {"a": {"role": "input", "dtype": "f16", "shape": ["m", "k"],
                       "layout": "row_major"}, ...}
                                        each dim names a size; row_major: unit
                                        stride along the last dim
-    "grid": ["cdiv(m, 128)", ...],     1 to 3 axes, each the tiles of a size
+               "d": {"role": "workspace", "dtype": "f32",
+                     "shape": ["cdiv(m, 128) * cdiv(n, 256) * 4 * 32768"],
+                     "layout": "row_major", "zeroed": false}
+                                       global memory the kernel needs beside
+                                       its inputs and outputs, passed like
+                                       them; each dim a size expression: a
+                                       product (*) of factors, each a size, a
+                                       positive integer or cdiv(<size>,
+                                       <positive integer>). "zeroed": true
+                                       (workspaces only; default false): it
+                                       must be all zero bits at launch, and the
+                                       kernel leaves it so
+    "grid": ["cdiv(m, 128)", "4"],     1 to 3 axes, each the tiles of a size
+                                       or a fixed count
     "params": [{"kind": "tensor_map", "name": "a"},
                {"kind": "pointer", "name": "c"},
                {"kind": "i32", "name": "m", "size": "m"},
                {"kind": "i32", "name": "ldc", "row_stride": "c"}]
                                        launch order; a scalar parameter says
-                                       where its value comes from
+                                       where its value comes from; a pointer
+                                       may name a workspace
     "check": "matmul"                  optional: the reference `wsc run
                                        --check` compares with (wsc.runtime.checks)
 
@@ -46,13 +60,17 @@ from typing import Any
 from wsc.target.hopper import ELEMENT_BYTES
 
 ARTIFACT_FILE = "kernel.json"
-#: The version of kernel.json's layout; bumped whenever a key changes meaning.
-ARTIFACT_FORMAT = 2
+#: The version of kernel.json's layout; bumped whenever a key changes meaning
+#: (3: workspace tensors, size expressions, fixed grid axes).
+ARTIFACT_FORMAT = 3
 
-# Bytes per element of each dtype the kernels may use.
-DTYPE_SIZES: Mapping[str, int] = ELEMENT_BYTES
+# Bytes per element of each dtype the kernels may use: i32 holds a
+# workspace's counters, which are no WGMMA or TMA operand.
+DTYPE_SIZES: Mapping[str, int] = {**ELEMENT_BYTES, "i32": 4}
 
-TENSOR_ROLES = ("input", "output", "inout")
+#: "workspace": global memory the kernel needs for itself (partial sums,
+#: counters); the caller allocates it, no caller reads it.
+TENSOR_ROLES = ("input", "output", "inout", "workspace")
 #: "row_major": the last dim is contiguous; rows may be padded where the
 #: kernel reads the row stride (Artifact.strided_rows).
 TENSOR_LAYOUTS = ("row_major",)
@@ -65,6 +83,8 @@ ACCUMULATORS = ("f32", "f16")
 
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+")
 _GRID_AXIS_RE = re.compile(r"^cdiv\(\s*([A-Za-z_]\w*)\s*,\s*([1-9]\d*)\s*\)$")
+_SIZE_NAME_RE = re.compile(r"^[A-Za-z_]\w*$")
+_COUNT_RE = re.compile(r"^[1-9]\d*$")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
@@ -93,16 +113,58 @@ def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> 
             raise SizesError(f"size {name} must be a positive int, got {value!r}")
 
 
+def size_value(expression: str, sizes: Mapping[str, int]) -> int:
+    """The value of a size expression for `sizes`: a product (`*`) of
+    factors, each a size, a positive integer or `cdiv(<size>, <positive
+    integer>)` (e.g. "cdiv(m, 64) * cdiv(n, 128) * 32768"). ValueError names
+    a factor that is none of these or a size not in `sizes`."""
+    value = 1
+    for text in expression.split("*"):
+        factor = text.strip()
+        if _COUNT_RE.match(factor):
+            value *= int(factor)
+            continue
+        tiles = _GRID_AXIS_RE.match(factor)
+        name = tiles[1] if tiles else factor
+        if not _SIZE_NAME_RE.match(name):
+            raise ValueError(
+                f"factor {factor!r} of {expression!r} is no size, positive integer "
+                f"or cdiv(<size>, <positive integer>)"
+            )
+        if name not in sizes:
+            raise ValueError(f"{expression!r} reads size {name!r}, not in 'sizes'")
+        value *= -(-sizes[name] // int(tiles[2])) if tiles else sizes[name]
+    return value
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace tensor of a kernel, as the compile side declares it."""
+
+    #: Per dim, outermost first, a size expression (`size_value`).
+    shape: tuple[str, ...]
+    #: It must be all zero at launch, and the kernel leaves it all zero.
+    zeroed: bool = False
+
+    def __post_init__(self):
+        # A lone string would pass for a tuple of one-character dims.
+        if isinstance(self.shape, str):
+            raise TypeError(f"Workspace.shape is a tuple of size expressions, got {self.shape!r}")
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     name: str
-    #: The size each dim equals, outermost first.
+    #: The size each dim equals, outermost first; a workspace's dims are
+    #: size expressions (`size_value`).
     dims: tuple[str, ...]
     #: The extents for the artifact's sizes.
     shape: tuple[int, ...]
     dtype: str
     role: str
     layout: str = "row_major"
+    #: A workspace that must be all zero at launch and that the kernel leaves so.
+    zeroed: bool = False
 
     @property
     def element_size(self) -> int:
@@ -130,21 +192,32 @@ class ParamSpec:
     row_stride: str | None = None
 
 
-def grid_axis(size: str, tile: int) -> str:
-    """The grid expression of an axis counting the `tile`-sized tiles of `size`."""
+#: A grid axis: the tiles of a size, as its (size, tile) pair, or a fixed count.
+GridAxis = tuple[str, int] | int
+
+
+def grid_axis(axis: GridAxis) -> str:
+    """The grid expression of an axis: "cdiv(<size>, <tile>)" or the count."""
+    if isinstance(axis, int):
+        return str(axis)
+    size, tile = axis
     return f"cdiv({size}, {tile})"
 
 
 def tile_grid(
     sizes: Mapping[str, int],
-    grid_tiles: Sequence[tuple[str, int]],
+    grid_tiles: Sequence[GridAxis],
     cluster: int = 1,
     persistent: bool = False,
 ) -> tuple[int, int, int]:
-    """The grid of a kernel whose axes count tiles of the named sizes: one
-    block per tile, x rounded up to whole clusters, or for a persistent
-    kernel the tile count on x (Artifact.launch_grid caps it at the SM count)."""
-    counts = [-(-sizes[size] // tile) for size, tile in grid_tiles]
+    """The grid of a kernel whose axes count tiles of the named sizes (or a
+    fixed number of blocks, such as the splits of K): one block per tile and
+    split, x rounded up to whole clusters, or for a persistent kernel the
+    count of its work items, every axis's product, on x (Artifact.launch_grid
+    caps it at the SM count)."""
+    counts = [
+        axis if isinstance(axis, int) else -(-sizes[axis[0]] // axis[1]) for axis in grid_tiles
+    ]
     counts += [1] * (3 - len(counts))
     # A cluster's blocks are consecutive along x and launch together: the
     # last cluster's extra blocks find their tiles past the end.
@@ -168,8 +241,9 @@ class Artifact:
     tensors: Mapping[str, TensorSpec]
     tensor_maps: Mapping[str, TensorMapSpec]
     params: tuple[ParamSpec, ...]
-    #: The (size, tile) pair each grid axis counts the tiles of.
-    grid_tiles: tuple[tuple[str, int], ...]
+    #: Per grid axis, the (size, tile) pair it counts the tiles of, or its
+    #: fixed count.
+    grid_tiles: tuple[GridAxis, ...]
     #: The kernel strides over its grid's work by gridDim.x: `grid` counts
     #: the work items and a launch runs at most one block per SM.
     persistent: bool = False
@@ -216,10 +290,11 @@ class Artifact:
 
     def resized(self, **sizes: int) -> Artifact:
         """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
-        shapes and grid follow; the kernel reads sizes at run time."""
+        shapes (workspaces' too) and grid follow; the kernel reads sizes at
+        run time."""
         check_sizes(self.sizes, sizes, self.kernel_name)
         tensors = {
-            name: replace(spec, shape=tuple(sizes[dim] for dim in spec.dims))
+            name: replace(spec, shape=tuple(size_value(dim, sizes) for dim in spec.dims))
             for name, spec in self.tensors.items()
         }
         return replace(self, sizes=dict(sizes), tensors=tensors)
@@ -371,16 +446,21 @@ class _Parser:
                 raise self.fail(f"sizes.{name}", f"expected a positive integer, got {value!r}")
         return dict(sizes)
 
-    def grid(self, doc: dict, sizes: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    def grid(self, doc: dict, sizes: Mapping[str, int]) -> tuple[GridAxis, ...]:
         axes = self.get(doc, "grid", "", list)
         if not 1 <= len(axes) <= 3:
             raise self.fail("grid", f"expected 1 to 3 axes, got {axes!r}")
-        tiles = []
+        tiles: list[GridAxis] = []
         for index, axis in enumerate(axes):
+            if isinstance(axis, str) and _COUNT_RE.match(axis):
+                tiles.append(int(axis))
+                continue
             match = _GRID_AXIS_RE.match(axis) if isinstance(axis, str) else None
             if match is None:
                 raise self.fail(
-                    f"grid[{index}]", f"expected 'cdiv(<size>, <positive tile>)', got {axis!r}"
+                    f"grid[{index}]",
+                    f"expected 'cdiv(<size>, <positive tile>)' or a positive count such "
+                    f"as '4', got {axis!r}",
                 )
             if match[1] not in sizes:
                 raise self.fail(f"grid[{index}]", f"counts tiles of {match[1]!r}, not in 'sizes'")
@@ -393,22 +473,40 @@ class _Parser:
             path = f"tensors.{name}"
             if not isinstance(spec, dict):
                 raise self.fail(path, f"expected an object, got {spec!r}")
+            role = self.choice(spec, "role", path, TENSOR_ROLES)
             dims = self.get(spec, "shape", path, list)
-            if not dims or any(not isinstance(dim, str) or dim not in sizes for dim in dims):
+            if role == "workspace":
+                shape = self.size_expressions(dims, sizes, f"{path}.shape")
+            elif not dims or any(not isinstance(dim, str) or dim not in sizes for dim in dims):
                 raise self.fail(
                     f"{path}.shape", f"expected a non-empty list of names of 'sizes', got {dims!r}"
                 )
+            else:
+                shape = tuple(sizes[dim] for dim in dims)
+            zeroed = self.get(spec, "zeroed", path, bool, required=False)
+            if zeroed is not None and role != "workspace":
+                raise self.fail(f"{path}.zeroed", f"only a workspace is zeroed, not an {role}")
             tensors[name] = TensorSpec(
                 name=name,
                 dims=tuple(dims),
-                shape=tuple(sizes[dim] for dim in dims),
+                shape=shape,
                 dtype=self.choice(spec, "dtype", path, tuple(DTYPE_SIZES)),
-                role=self.choice(spec, "role", path, TENSOR_ROLES),
+                role=role,
                 layout=self.choice(spec, "layout", path, TENSOR_LAYOUTS),
+                zeroed=bool(zeroed),
             )
         if not tensors:
             raise self.fail("tensors", "expected at least one tensor")
         return tensors
+
+    def size_expressions(self, dims, sizes: Mapping[str, int], path: str) -> tuple[int, ...]:
+        """The extents of a workspace's dims, each a size expression."""
+        if not dims or not all(isinstance(dim, str) for dim in dims):
+            raise self.fail(path, f"expected a non-empty list of size expressions, got {dims!r}")
+        try:
+            return tuple(size_value(dim, sizes) for dim in dims)
+        except ValueError as error:
+            raise self.fail(path, str(error)) from None
 
     def tensor_maps(self, doc, tensors) -> dict[str, TensorMapSpec]:
         maps = {}

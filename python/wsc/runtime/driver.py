@@ -37,7 +37,7 @@ PARAM_SIZES = {"tensor_map": TENSOR_MAP_BYTES, "pointer": 8, "i32": 4}
 
 # numpy dtypes holding each dtype's host copy; bf16 has none in numpy, so
 # its host copy is the raw 16-bit patterns.
-HOST_DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}
+HOST_DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32, "i32": np.int32}
 
 _JIT_LOG_BYTES = 16 * 1024
 
@@ -319,6 +319,15 @@ class DeviceArray:
             self.free()
         except Exception:
             pass
+
+
+def capture_id(stream) -> int | None:
+    """The id of the CUDA graph capture under way on `stream` (unique in the
+    process), or None when the stream is not capturing."""
+    status, capture, *_ = call("cuStreamGetCaptureInfo", cu.CUstream(stream_handle(stream)))
+    if status == cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
+        return None
+    return int(capture)
 
 
 def stream_handle(stream) -> int:

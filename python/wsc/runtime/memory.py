@@ -1,5 +1,6 @@
-"""Device memory for `wsc run`: random inputs, NaN-poisoned outputs, and the
-reads a check needs, for any kernel's tensors.
+"""Device memory for `wsc run`: random inputs, NaN-poisoned outputs,
+workspaces (zeroed, or poisoned so that a read of what the kernel never
+wrote shows), and the reads a check needs, for any kernel's tensors.
 
 Two kinds: torch's (when it is importable and sees a GPU), on its default
 (legacy) stream as the launches, inputs drawn on the GPU; or this runtime's
@@ -19,6 +20,9 @@ from .artifact import TensorSpec
 from .driver import HOST_DTYPES, CudaUnavailableError, DeviceArray
 
 NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+#: What a workspace holds at launch unless it is zeroed: NaN, or for
+#: integers all bits set (a counter far from any count the kernel expects).
+POISON_BITS = {**NAN_BITS, "i32": 0xFFFFFFFF}
 
 
 @dataclass
@@ -89,6 +93,16 @@ class DriverMemory:
     def poison(self, array: DeviceArray, dtype: str) -> None:
         array.fill_bits(NAN_BITS[dtype])
 
+    def workspace(self, shape: tuple[int, ...], dtype: str, zeroed: bool) -> DeviceArray:
+        array = DeviceArray(shape, dtype, self.device)
+        array.fill_bits(0 if zeroed else POISON_BITS[dtype])
+        return array
+
+    def nonzero_count(self, array: DeviceArray, dtype: str) -> int:
+        """The elements whose bits are not all zero."""
+        host = array.to_host()
+        return int(np.count_nonzero(host.view(f"u{host.itemsize}")))
+
     def float64(self, array: DeviceArray, dtype: str) -> np.ndarray:
         """The array's values on the host, exactly, as float64."""
         return to_float64(array.to_host(), dtype)
@@ -106,7 +120,14 @@ class TorchMemory:
     def __init__(self, torch: Any, device: int):
         self.torch = torch
         self.device = torch.device("cuda", device)
-        self.dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+        self.dtypes = {
+            "f16": torch.float16,
+            "bf16": torch.bfloat16,
+            "f32": torch.float32,
+            "i32": torch.int32,
+        }
+        # Same-sized integers, to read elements as bits.
+        self.bits = {2: torch.int16, 4: torch.int32}
 
     def inputs(self, specs: list[TensorSpec], scale: float, seed: int) -> Inputs:
         generator = self.torch.Generator(device=self.device).manual_seed(seed)
@@ -130,6 +151,17 @@ class TorchMemory:
 
     def poison(self, tensor: Any, dtype: str) -> None:
         tensor.fill_(float("nan"))
+
+    def workspace(self, shape: tuple[int, ...], dtype: str, zeroed: bool) -> Any:
+        tensor = self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.device)
+        # fill_ takes a value: -1 is the i32 poison's bits.
+        tensor.fill_(0 if zeroed else float("nan") if dtype in NAN_BITS else -1)
+        return tensor
+
+    def nonzero_count(self, tensor: Any, dtype: str) -> int:
+        """The elements whose bits are not all zero."""
+        bits = tensor.view(self.bits[tensor.element_size()])
+        return int(self.torch.count_nonzero(bits))
 
     def nan_count(self, tensor: Any, dtype: str) -> int:
         return int(self.torch.isnan(tensor).sum())

@@ -3,13 +3,17 @@
 The command allocates random inputs of the shapes and dtypes the artifact
 describes (or of the sizes --size gives: the kernels read their sizes at run
 time), poisons the outputs with NaN (so an element the kernel never writes
-cannot pass for a correct one), launches, and then
+cannot pass for a correct one), allocates its workspaces (zeroed where the
+kernel needs them zero, else poisoned, so that a read of a partial result
+nobody wrote shows), launches, and then
   * with --check counts NaNs over the whole outputs and compares them with a
     float64 reference: the check the artifact declares ("check": "matmul",
     found through `wsc.runtime.checks`) knows what the kernel computes;
   * with --bench reports the median time of --iters launches measured with
     CUDA events after warm-up launches, and the resulting TFLOP/s when the
     check knows the work done.
+A zeroed workspace must be all zero again after the checked launch and after
+the timed ones: the next launch relies on it.
 It prints one JSON line per artifact, in order, and exits 0 when every run is
 ok, 1 otherwise. Artifacts of one problem share its inputs and reference. A
 kernel that hangs past --timeout is reported and the process exits at once,
@@ -35,7 +39,7 @@ from . import Kernel, PreparedLaunch
 from .artifact import Artifact, ArtifactError, WscRuntimeError, load_artifact
 from .checks import Check, find_check
 from .driver import Event, KernelFault, LaunchTimeout
-from .memory import Inputs, make_memory
+from .memory import Inputs, Memory, make_memory
 
 WARMUP_LAUNCHES = 5
 #: The line on stderr before each artifact runs.
@@ -137,7 +141,7 @@ def evaluate(
     artifact = kernel.artifact
     reference = _check_of(artifact, check)
     memory = make_memory(backend, kernel.device.ordinal)
-    sources = [spec for spec in artifact.tensors.values() if spec.role != "output"]
+    sources = [spec for spec in artifact.tensors.values() if spec.role in ("input", "inout")]
     scale = reference.input_scale if reference is not None else 1.0
     key = (memory.kind, tuple((s.name, s.shape, s.dtype) for s in sources), scale, seed)
     data: Inputs | None = inputs.get(key) if inputs is not None else None
@@ -152,13 +156,18 @@ def evaluate(
         for spec in artifact.tensors.values()
         if spec.role == "output"
     }
-    launch = kernel.prepare(**data.arrays, **outputs)
+    workspaces = {
+        spec.name: memory.workspace(spec.shape, spec.dtype, spec.zeroed)
+        for spec in artifact.tensors.values()
+        if spec.role == "workspace"
+    }
+    launch = kernel.prepare(**data.arrays, **outputs, **workspaces)
 
     for name, array in outputs.items():
         memory.poison(array, artifact.tensors[name].dtype)
     launch.launch()
     kernel.synchronize(timeout_s=timeout_s)
-    written = [spec for spec in artifact.tensors.values() if spec.role != "input"]
+    written = [spec for spec in artifact.tensors.values() if spec.role in ("output", "inout")]
     arrays = {**data.arrays, **outputs}
     nan_count = sum(memory.nan_count(arrays[spec.name], spec.dtype) for spec in written)
     rel_err = None
@@ -172,11 +181,13 @@ def evaluate(
             "ok": False,
             "error": "the kernel wrote into its inputs (outside its outputs)",
         }
+    left = _left_nonzero(memory, artifact, workspaces, "after its first launch")
     ms = tflops = None
-    if bench:
+    if bench and left is None:
         ms = _bench(launch, kernel, iters, timeout_s)
         if reference is not None and reference.flops is not None:
             tflops = reference.flops / (ms * 1e-3) / 1e12
+        left = _left_nonzero(memory, artifact, workspaces, "after the timed launches")
     tol = reference.tolerance if reference is not None else None
     accurate = not check or (
         rel_err is not None and tol is not None and math.isfinite(rel_err) and rel_err <= tol
@@ -188,8 +199,24 @@ def evaluate(
         "nan_count": nan_count,
         "ms": ms,
         "tflops": tflops,
-        "ok": nan_count == 0 and accurate,
+        "ok": nan_count == 0 and accurate and left is None,
+        **({"error": left} if left is not None else {}),
     }
+
+
+def _left_nonzero(memory: Memory, artifact: Artifact, workspaces: dict, when: str) -> str | None:
+    """Why the run fails if a zeroed workspace is not all zero any more (the
+    next launch would start from what it holds), else None."""
+    for name, array in workspaces.items():
+        spec = artifact.tensors[name]
+        if spec.zeroed:
+            count = memory.nonzero_count(array, spec.dtype)
+            if count:
+                return (
+                    f"kernel left workspace '{name}' non-zero: {count} of "
+                    f"{math.prod(spec.shape)} elements {when}"
+                )
+    return None
 
 
 def _check_of(artifact: Artifact, check: bool) -> Check | None:

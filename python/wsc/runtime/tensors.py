@@ -56,7 +56,12 @@ class TensorInfo:
         return math.prod(self.shape)
 
 
-_TORCH_DTYPES = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
+_TORCH_DTYPES = {
+    "torch.float16": "f16",
+    "torch.bfloat16": "bf16",
+    "torch.float32": "f32",
+    "torch.int32": "i32",
+}
 _CUDA_DEVICE_TYPES = ("cuda", "cuda_managed")
 
 
@@ -126,7 +131,8 @@ def check(
         )
     if info.readonly and spec.role != "input":
         raise ArgumentError(
-            f"argument '{name}': is an {spec.role} of the kernel but its memory is read-only"
+            f"argument '{name}': is {'a' if spec.role == 'workspace' else 'an'} {spec.role} "
+            f"of the kernel but its memory is read-only"
         )
 
 

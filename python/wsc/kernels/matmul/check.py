@@ -84,7 +84,7 @@ class MatmulCheck:
         self.m, self.n, self.k = (artifact.sizes[size] for size in (m, n, k))
         self.dtype, self.out_dtype = a.dtype, c.dtype
         self.accumulator = artifact.accumulator or "f32"
-        tiles = dict(artifact.grid_tiles)
+        tiles = dict(axis for axis in artifact.grid_tiles if not isinstance(axis, int))
         self.tile_m, self.tile_n = tiles.get(m, DEFAULT_TILE), tiles.get(n, DEFAULT_TILE)
 
     @property
