@@ -30,6 +30,7 @@ EXAMPLES = {
     "v4": ("v4_two_consumers", "matmul_v4"),
     "v5": ("v5_one_group_in_flight", "matmul_v5"),
     "v6": ("v6_256x256", "matmul_v6"),
+    "v7": ("v7_split_k", "matmul_split_k"),
 }
 
 
