@@ -391,7 +391,10 @@ func.func @split_k_hand_off(%c: memref<?x?xf32>, %partials: memref<?xf32>, %coun
 // CHECK: llvm.addrspacecast %arg2 : !llvm.ptr to !llvm.ptr<1>
 // CHECK: [[LAST:%.*]] = llvm.inline_asm has_side_effects "{{.*}}@leader atom.acq_rel.gpu.global.add.u32 old, [$2], 1; setp.eq.and.u32 last, old, 1, leader; bar.red.or.pred last, 0, last;{{.*}}"
 // CHECK: llvm.inline_asm has_side_effects "fence.acq_rel.gpu;"
-// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];"
-// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];"
+// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4+0];", "=f,=f,=f,=f,l" [[SPLIT0:%.*]] :
+// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4+0];", "=f,=f,=f,=f,l" [[SPLIT1:%.*]] :
+// CHECK-COUNT-4: llvm.fadd
+// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4+2048];", "=f,=f,=f,=f,l" [[SPLIT0]] :
+// CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4+2048];", "=f,=f,=f,=f,l" [[SPLIT1]] :
 // CHECK-COUNT-4: llvm.fadd
 // CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>

@@ -207,10 +207,14 @@ class KernelLowering(KernelPlan):
         role = self.role_of.get(op)
         return role.begin if role is not None else 0
 
+    def _local_thread(self, op: ir.Operation) -> ir.Value:
+        """The executing thread's index in its role (in the block outside roles)."""
+        return E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+
     def _warp_and_lane(self, op: ir.Operation) -> tuple[ir.Value, ir.Value]:
         """(warp in the warpgroup, lane) of the executing thread: the
         coordinates an accumulator fragment is laid out by."""
-        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
+        local = self._local_thread(op)
         return (E.shrui(local, E.const(5, E.i32())), E.andi(local, E.const(31, E.i32())))
 
     def _lower_all(self) -> None:
@@ -748,21 +752,20 @@ class KernelLowering(KernelPlan):
         each group's byte offset from it: group q is element
         (row * splits + split * R) * C + 4 * 128 * q + 4 * thread."""
         i64 = E.i64()
-        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
         split_rows = (
             E.const(split * fragment.rows, i64)
             if isinstance(split, int)
             else E.muli(E.index_cast(split, i64), E.const(fragment.rows, i64))
         )
-        first = E.addi(E.muli(E.index_cast(row, i64), E.const(splits, i64)), split_rows)
-        block = E.muli(first, E.const(fragment.cols, i64))
-        thread = E.muli(E.arith_extsi(local, i64), E.const(4, i64))
+        block_row = E.addi(E.muli(E.index_cast(row, i64), E.const(splits, i64)), split_rows)
+        block = E.muli(block_row, E.const(fragment.cols, i64))
+        thread = E.muli(E.arith_extsi(self._local_thread(op), i64), E.const(4, i64))
         base = self._param("pointer", tensor_name(self.args.index(partials)))
         first = E.global_address(base, E.addi(block, thread), E.float_type("f32"))
         quad_bytes = 4 * WARPGROUP_SIZE * ELEMENT_BYTES["f32"]
         return first, [quad * quad_bytes for quad in range(fragment.regs_per_thread // 4)]
 
-    def _partial_registers(self, slot: AccSlot):
+    def _partial_registers(self, slot: AccSlot) -> list[tuple[int, int]]:
         """(sub-tile, register) of each register of a tile, in flat order."""
         fragment = slot.fragment
         return [(i, r) for i in range(fragment.subtiles) for r in range(fragment.regs_per_subtile)]
@@ -788,8 +791,7 @@ class KernelLowering(KernelPlan):
         # Every thread's partial stores reach the GPU before the leader counts.
         E.fence_acq_rel_gpu()
         self._lower_sync(op)
-        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
-        leader = E.cmpi("eq", local, E.const(0, E.i32()))
+        leader = E.cmpi("eq", self._local_thread(op), E.const(0, E.i32()))
         last = E.count_arrival(
             leader,
             self._counter(arrive.counters, arrive.row),
@@ -819,7 +821,7 @@ class KernelLowering(KernelPlan):
                 total = [E.addf(a, b) for a, b in zip(total, part, strict=True)]
             for (i, r), value in zip(registers[4 * quad : 4 * quad + 4], total, strict=True):
                 slot.store_element(i, r, value)
-        local = E.subi(self.tid, E.const(self._role_begin(op), E.i32()))
-        guard = E.if_then(E.cmpi("eq", local, E.const(0, E.i32())))
+        # One thread sets the counter back to zero for the next launch.
+        guard = E.if_then(E.cmpi("eq", self._local_thread(op), E.const(0, E.i32())))
         with E.then_body(guard):
             E.store(E.const(0, E.i32()), self._counter(reduce.counters, reduce.row), alignment=4)

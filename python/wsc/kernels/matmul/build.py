@@ -172,7 +172,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             tile_row = tile_row * ctas + rank
         tile_m, tile_n = tile_row * bm, tile_col * bn
         acc = kb.register_tensor(f32, [bm, bn])
-        first_k_tile, my_k_tiles = 0, k_tiles
+        first_k_tile: Scalar | int = 0
+        my_k_tiles = k_tiles
         if workspace is not None:
             # Split z sums K tiles [z * k_tiles / splits, (z + 1) * k_tiles / splits).
             split = kb.block_idx.z
