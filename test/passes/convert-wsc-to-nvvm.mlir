@@ -398,3 +398,25 @@ func.func @split_k_hand_off(%c: memref<?x?xf32>, %partials: memref<?xf32>, %coun
 // CHECK: llvm.inline_asm has_side_effects "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4+2048];", "=f,=f,=f,=f,l" [[SPLIT1]] :
 // CHECK-COUNT-4: llvm.fadd
 // CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+
+// -----
+
+// A partial sum stored by the second warpgroup: its fragment offsets count
+// threads from the role's first (tid - 128), also where an operand (the split,
+// gpu.block_id z) was lowered before the op.
+func.func @split_k_in_the_second_warpgroup(%partials: memref<?xf32>) attributes {wsc.num_threads = 256 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %is_second = "wsc.role"() {role = "consumer", thread_begin = 128 : i32, num_threads = 128 : i32} : () -> i1
+  scf.if %is_second {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
+    "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 8>, f32>, memref<?xf32>, index, index) -> ()
+  }
+  return
+}
+// CHECK-LABEL: llvm.func @split_k_in_the_second_warpgroup
+// CHECK: [[BEGIN:%.*]] = llvm.mlir.constant(128 : i32) : i32
+// CHECK: [[TID:%.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: [[LOCAL:%.*]] = llvm.sub [[TID]], [[BEGIN]] : i32
+// CHECK: llvm.sext [[LOCAL]] : i32 to i64
+// CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>

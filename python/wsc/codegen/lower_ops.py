@@ -204,7 +204,7 @@ class KernelLowering(KernelPlan):
         return self._smem_ptr(offset), offset
 
     def _role_begin(self, op: ir.Operation) -> int:
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         return role.begin if role is not None else 0
 
     def _local_thread(self, op: ir.Operation) -> ir.Value:
@@ -284,7 +284,7 @@ class KernelLowering(KernelPlan):
         self._replace(op, E.cmpi("eq", self.tid, E.const(self._role_begin(op), E.i32())))
 
     def _lower_sync(self, op):
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         if role is None:
             E.barrier()
         else:
@@ -304,7 +304,7 @@ class KernelLowering(KernelPlan):
             E.fence_mbarrier_init()
 
     def _maybe_delay(self, op) -> None:
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         if self.debug.delays(role.name if role is not None else None):
             self.debug_emitter.delay(self.tid)
 
@@ -337,7 +337,7 @@ class KernelLowering(KernelPlan):
         if not self.debug.wait_spin_limit:
             E.mbarrier_wait_parity(address32, parity32)
             return
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         self.debug_emitter.bounded_wait(
             address32,
             parity32,
@@ -625,9 +625,9 @@ class KernelLowering(KernelPlan):
         # the wait while a WGMMA still writes them; ptxas then serializes
         # every WGMMA (C7514). Tying each register to an empty asm after
         # the wait keeps every later read below it.
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         for value, slot in self.slots.items():
-            if value in self.wgmma_accumulators and self.role_of.get(defining_op(value)) is role:
+            if value in self.wgmma_accumulators and self.accumulator_roles[value] is role:
                 for i in range(slot.fragment.subtiles):
                     address = slot.subtile_address(i)
                     fenced = E.register_fence(
@@ -787,7 +787,7 @@ class KernelLowering(KernelPlan):
 
     def _lower_partial_arrive(self, op):
         arrive = ops.PartialArrive(op)
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         # Every thread's partial stores reach the GPU before the leader counts.
         E.fence_acq_rel_gpu()
         self._lower_sync(op)

@@ -185,7 +185,11 @@ class KernelPlan:
 
         self.ops = list(walk(kernel))
         self.roles: dict[ir.Operation, RoleInfo] = {}
-        self.role_of: dict[ir.Operation, RoleInfo | None] = {}
+        # By the Python object of each op of self.ops: an ir.Operation's hash
+        # follows its operands, which lowering replaces (see role_of).
+        self._op_roles: dict[int, RoleInfo | None] = {}
+        #: The role each WGMMA accumulator is allocated in.
+        self.accumulator_roles: dict[ir.Value, RoleInfo | None] = {}
         self.buffer_ops: list[ir.Operation] = []
         self.barrier_ops: list[ir.Operation] = []
         self.wgmma_accumulators: set[ir.Value] = set()
@@ -227,7 +231,12 @@ class KernelPlan:
             ):
                 self._check_sources(op)
                 if name == "wsc.wgmma":
-                    self.wgmma_accumulators.add(ops.Wgmma(op).acc)
+                    acc = ops.Wgmma(op).acc
+                    self.wgmma_accumulators.add(acc)
+                    owner = self._enclosing_role(defining_op(acc))
+                    self.accumulator_roles[acc] = (
+                        self.roles.get(owner) if owner is not None else None
+                    )
             elif name in (*_TILE_USERS, "wsc.cast"):
                 tile = _TILE_USERS[name](op).tile if name in _TILE_USERS else ops.Cast(op).src
                 source = defining_op(tile)
@@ -242,7 +251,7 @@ class KernelPlan:
                             f"can only convert from f32 (or keep the type), "
                             f"got {src_element} to {dst_element}",
                         )
-            self.role_of[op] = self.roles.get(role_op) if role_op is not None else None
+            self._op_roles[id(op)] = self.roles.get(role_op) if role_op is not None else None
             if role_op is not None and role_op not in self.roles:
                 raise fail(op, "is guarded by a role defined after it")
             if name.startswith("wsc.partial_"):
@@ -272,7 +281,7 @@ class KernelPlan:
     def _check_partial_op(self, op: ir.Operation) -> None:
         """A split-K hand-off runs in one warpgroup (the register tile's
         threads, which also count as one arrival) on workspace arguments."""
-        role = self.role_of[op]
+        role = self.role_of(op)
         threads = role.count if role is not None else self.threads
         if threads != WARPGROUP_SIZE:
             raise fail(
@@ -516,8 +525,13 @@ class KernelPlan:
                     f"of 32-element multiples per atom",
                 )
 
+    def role_of(self, op: ir.Operation) -> RoleInfo | None:
+        """The role a wsc op of self.ops (that very object) runs in; None
+        outside roles."""
+        return self._op_roles[id(op)]
+
     def _executing_threads(self, op: ir.Operation) -> int:
-        role = self.role_of.get(op)
+        role = self.role_of(op)
         return role.count if role is not None else self.threads
 
     def _check_barriers_published(self, op: ir.Operation) -> None:
