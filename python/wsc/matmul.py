@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SPACES
-from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN
+from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN, round_up
 from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
 
@@ -380,13 +380,24 @@ def _tune(p: MatmulPlan, ordinal: int) -> tuple[dict | None, str | None, bool]:
     bar on stderr): (the best config, or None and why, and whether that
     failure is the kernels')."""
     result = SPACES[p.space].tune(
-        {"m": p.m, "n": p.n, "k": p.k},
+        tuning_sizes(p),
         fixed=_fixed(p),
         problem_class={"class": shape_class(p.m, p.n, p.k)},
         cache=_cache(),
         device=ordinal,
     )
     return result.best, result.failure, result.failure_is_final
+
+
+def tuning_sizes(p: MatmulPlan) -> dict[str, int]:
+    """The sizes `p`'s class is tuned at: the call's, with every dim that is
+    the row of a tensor TMA reads (K, and N of a "kn" B) rounded up to whole
+    16-byte rows. The tuner's operands are contiguous, where the caller's rows
+    may be padded to that length (a "kn" B with N = 4097); the kernels' speed is
+    that of the same tiles."""
+    align = TMA_ALIGN // ELEMENT_BYTES[p.dtype]
+    n = round_up(p.n, align) if p.b_layout == "kn" else p.n
+    return {"m": p.m, "n": n, "k": round_up(p.k, align)}
 
 
 def _fixed(p: MatmulPlan) -> dict:

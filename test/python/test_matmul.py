@@ -349,6 +349,21 @@ def test_a_cached_config_is_used_without_tuning(cache):
     assert choose_config(same_class, "GPU", cache, tune=pytest.fail) == best
 
 
+def test_tuning_reads_whole_16_byte_rows_where_the_call_pads_them():
+    """A "kn" B of N = 4097 reaches TMA only with rows padded to 4104: the
+    tuner, whose operands are contiguous, times that width (and K's rows)."""
+    from wsc.matmul import tuning_sizes
+
+    padded = MatmulPlan(57, 4097, 4100, "f16", "f16", "kn", coalesced_store=True)
+    assert tuning_sizes(padded) == {"m": 57, "n": 4104, "k": 4104}
+    # "nk" reads N-long rows of nothing: its N stays.
+    assert tuning_sizes(MatmulPlan(57, 4097, 4104, "f16", "f16", "nk")) == {
+        "m": 57,
+        "n": 4097,
+        "k": 4104,
+    }
+
+
 def test_each_class_dtype_layout_and_gpu_has_its_own_choice(cache):
     choose_config(P, "GPU", cache, tune=lambda p: (SPACES["nk"].configs()[5], None, False))
     tuned = []
