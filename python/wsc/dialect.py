@@ -79,6 +79,20 @@ def _custom_form_op(text: str) -> tuple[int, int, str] | None:
     return None
 
 
+#: A generic op name that is a dialect prefix and nothing after it: `"wsc."(`.
+_NAMELESS_OP = re.compile(r'"([A-Za-z_][\w$]*)\."\s*\(')
+
+
+def _nameless_op(text: str) -> tuple[int, int, str] | None:
+    """(line, column, dialect) of the first generic op named only by its
+    dialect's prefix, outside comments."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _NAMELESS_OP.search(line.split("//", 1)[0])
+        if match is not None:
+            return number, match.start() + 1, match.group(1)
+    return None
+
+
 def parse_module(text: str, engine=None) -> ir.Module:
     """Parse and verify `text` as a module in the current context; raise
     wsc.diagnostics.ParseError, with the errors as located diagnostics (also
@@ -97,8 +111,20 @@ def parse_module(text: str, engine=None) -> ir.Module:
     from wsc.diagnostics import DiagnosticEngine, ParseError, PassError
 
     engine = engine if engine is not None else DiagnosticEngine("-")
-    context = ir.Context.current
     first = len(engine.diagnostics)
+    # MLIR aborts the process on such a name (it creates the op before it
+    # checks that the dialect has it), so it is refused before parsing.
+    nameless = _nameless_op(text)
+    if nameless is not None:
+        line, column, prefix = nameless
+        engine.add_pass_error(
+            PassError(
+                ir.Location.file("-", line, column),
+                f"op name '{prefix}.' has nothing after the dialect prefix",
+            )
+        )
+        raise ParseError(engine.diagnostics[first:])
+    context = ir.Context.current
     captured = context.emit_error_diagnostics
     context.emit_error_diagnostics = True
     handler = context.attach_diagnostic_handler(engine.handler)

@@ -3,6 +3,8 @@
 // error and exit status 1.
 // RUN: wsc-opt --split-input-file --verify-diagnostics --verify-pipeline %s
 // RUN: not wsc-opt --split-input-file --convert-wsc-to-nvvm %s 2>&1 | FileCheck %s
+// RUN: not wsc-opt %S/Inputs/nameless-op.mlir 2>&1 | FileCheck %s --check-prefix=NAMELESS
+// NAMELESS: nameless-op.mlir:2:8: error: op name 'wsc.' has nothing after the dialect prefix
 // CHECK-NOT: Traceback
 // CHECK-NOT: internal error
 // CHECK-NOT: Assertion
@@ -111,5 +113,13 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
       scf.yield %next_stage, %next_phase : index, i1
     }
   }
+  return
+}
+// -----
+// An op named by the dialect prefix alone: MLIR aborted the process (LLVM
+// ERROR "wsc. created with unregistered dialect", exit 134) even without a pass.
+func.func @nameless() {
+  // expected-error @below {{op name 'wsc.' has nothing after the dialect prefix}}
+  %e = "wsc."() : () -> i1
   return
 }

@@ -1,0 +1,4 @@
+func.func @f() {
+  %e = "wsc."() : () -> i1
+  return
+}
