@@ -524,6 +524,30 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]
     return shape, element
 
 
+def _verify_fenced(op: ir.Operation) -> None:
+    """A WGMMA group opens with a wsc.wgmma_fence: without it the PTX has no
+    wgmma.fence, and WGMMA may read accumulator registers before earlier
+    writes to them (undefined behaviour)."""
+    previous = op.operation
+    block = op.operation.block
+    for candidate in reversed(list(block.operations)):
+        candidate = candidate.operation
+        if previous is not None:
+            if candidate == previous:
+                previous = None
+            continue
+        if candidate.name == "wsc.wgmma_fence":
+            return
+        if candidate.name == "wsc.wgmma_commit_group":
+            break
+    _fail(
+        op,
+        "needs a wsc.wgmma_fence before it in its block (after the previous "
+        "wsc.wgmma_commit_group): WGMMA reads its accumulator asynchronously, "
+        "and the fence orders the register writes before it",
+    )
+
+
 def _verify_wgmma(op: ir.Operation) -> None:
     wgmma = ops.Wgmma(op)
     a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
@@ -578,6 +602,7 @@ def _verify_wgmma(op: ir.Operation) -> None:
                 op,
                 f"outside a role needs a block of exactly one warpgroup ({WARPGROUP_SIZE} threads)",
             )
+    _verify_fenced(op)
 
 
 def verify_wsc(module: ir.Operation) -> None:

@@ -431,3 +431,18 @@ func.func @f32_counters(%counters: memref<?xf32>) attributes {wsc.num_threads = 
   %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xf32>, index) -> i1
   return
 }
+// -----
+func.func @wgmma_without_fence() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  // The fence opened the previous group only.
+  // expected-error @below {{'wsc.wgmma' op needs a wsc.wgmma_fence before it in its block (after the previous wsc.wgmma_commit_group)}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  return
+}
