@@ -49,6 +49,7 @@ from __future__ import annotations
 from mlir import ir
 
 from wsc.pass_registry import Option, WscPass
+from wsc.target.hopper import CHIP
 
 
 class ConvertWscToNvvm(WscPass):
@@ -57,7 +58,7 @@ class ConvertWscToNvvm(WscPass):
     ARGUMENT = "convert-wsc-to-nvvm"
     SUMMARY = "Lower specialized wsc kernels to NVVM/LLVM for sm_90a"
     OPTIONS = (
-        Option("chip", str, "sm_90a", "target chip"),
+        Option("chip", str, CHIP, "target chip", choices=(CHIP,)),
         Option("ptx-version", int, 90, "PTX ISA version as major*10+minor, e.g. 90 for 9.0"),
         Option("index-bitwidth", int, 32, "bit width of index in the kernel", choices=(32, 64)),
         Option(

@@ -18,8 +18,10 @@ an error too.
 
 Options:
   max-k-tiles=<int>  the largest K extent checked, in tiles (0: 3*num_stages+1,
-                     so that every stage wraps around at least three times)
-  k-tiles=<int>      check this K extent only (0: sweep 1 .. max-k-tiles)
+                     so that every stage wraps around at least three times; at
+                     most MAX_SWEEP)
+  k-tiles=<int>      check this K extent only (0: sweep 1 .. max-k-tiles; at
+                     most MAX_EXTENT)
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ from mlir import ir
 
 from wsc.pass_registry import Option, WscPass
 from wsc.protocol import check_protocol
+
+
+#: The largest sweep and single K extent the options take: a sweep's cost
+#: grows with the square of its extent (256 takes seconds, 100000 hours).
+MAX_SWEEP = 256
+MAX_EXTENT = 4096
 
 
 class VerifyPipeline(WscPass):
@@ -40,11 +48,14 @@ class VerifyPipeline(WscPass):
 
     def __init__(self, **options):
         super().__init__(**options)
-        for name in ("max_k_tiles", "k_tiles"):
-            if getattr(self.options, name) < 0:
+        for name, limit in (("max_k_tiles", MAX_SWEEP), ("k_tiles", MAX_EXTENT)):
+            value = getattr(self.options, name)
+            if not 0 <= value <= limit:
                 raise ValueError(
-                    f"pass '{self.ARGUMENT}': option '{name.replace('_', '-')}' "
-                    f"must be non-negative"
+                    f"pass '{self.ARGUMENT}': option '{name.replace('_', '-')}' must be 0 "
+                    f"to {limit}, got {value} (a sweep simulates every extent up to "
+                    f"max-k-tiles, {MAX_SWEEP} in seconds; k-tiles checks one extent, up "
+                    f"to {MAX_EXTENT})"
                 )
 
     def run(self, module: ir.Operation) -> None:

@@ -124,7 +124,7 @@ from wsc.ir_utils import (
 )
 from wsc.pass_registry import Option, WscPass
 from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS, RELEASES, WGMMA_IN_FLIGHT
-from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
+from wsc.target.hopper import BUFFER_ALIGN, MAX_STAGES, WARP_SIZE, WARPGROUP_SIZE
 
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232
@@ -195,6 +195,15 @@ class WarpSpecialize(WscPass):
         Option("release", str, "thread", "who arrives on an empty barrier", choices=RELEASES),
         Option("verify", bool, True, "check the mbarrier protocol of the result"),
     )
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        if not 0 <= self.options.num_stages <= MAX_STAGES:
+            raise ValueError(
+                f"pass '{self.ARGUMENT}': option 'num-stages' must be 0 (as written) to "
+                f"{MAX_STAGES} (the stages of {BUFFER_ALIGN} bytes that fit in shared "
+                f"memory), got {self.options.num_stages}"
+            )
 
     def run(self, module: ir.Operation) -> None:
         found = kernels(module.operation)

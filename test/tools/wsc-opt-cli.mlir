@@ -26,6 +26,14 @@
 // HELP: USAGE: wsc-opt [options]
 // HELP: PASSES
 
+// Option values outside what a pass takes are errors before anything runs.
+// RUN: not wsc-opt --warp-specialize=num-stages=-1 %s 2>&1 | FileCheck %s --check-prefix=STAGES
+// STAGES: wsc-opt: error: pass 'warp-specialize': option 'num-stages' must be 0 (as written) to
+// RUN: not wsc-opt --convert-wsc-to-nvvm=chip=sm_80 %s 2>&1 | FileCheck %s --check-prefix=CHIP
+// CHIP: wsc-opt: error: option 'chip' must be one of sm_90a, got 'sm_80'
+// RUN: not wsc-opt --verify-pipeline=max-k-tiles=100000 %s 2>&1 | FileCheck %s --check-prefix=SWEEP
+// SWEEP: wsc-opt: error: pass 'verify-pipeline': option 'max-k-tiles' must be 0 to 256, got 100000
+
 // -o writes the output file.
 // RUN: wsc-opt %s -o %t && FileCheck %s --check-prefix=OUT < %t
 // OUT: func.func @k

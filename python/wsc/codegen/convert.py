@@ -31,6 +31,7 @@ from wsc.ir_utils import (
 )
 from wsc.target.hopper import (
     BUFFER_ALIGN,
+    CHIP,
 )
 
 
@@ -110,7 +111,7 @@ def nvvm_target(chip: str, ptx_version: int, opt_level: int = 3) -> ir.Attribute
 
 def lower_module(
     module: ir.Operation,
-    chip: str = "sm_90a",
+    chip: str = CHIP,
     ptx_version: int = 90,
     index_bitwidth: int = 32,
     debug: DebugOptions = DebugOptions(),

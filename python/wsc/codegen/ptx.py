@@ -9,6 +9,7 @@ from wsc.codegen.convert import GPU_MODULE_NAME, lower_module
 from wsc.codegen.debug import DebugOptions
 from wsc.codegen.info import KernelInfo
 from wsc.ir_utils import kernels, walk
+from wsc.target.hopper import CHIP
 
 #: What runs after --convert-wsc-to-nvvm: the NVVM ops that are PTX snippets
 #: (wgmma.mma_async among them) become llvm.inline_asm, then LLVM's NVPTX
@@ -47,7 +48,7 @@ def kernel_infos(module: ir.Operation) -> list[KernelInfo]:
 
 def lower_to_ptx(
     module,
-    chip: str = "sm_90a",
+    chip: str = CHIP,
     ptx_version: int = 90,
     index_bitwidth: int = 32,
     debug: DebugOptions = DebugOptions(),

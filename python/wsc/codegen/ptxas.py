@@ -11,6 +11,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
+from wsc.target.hopper import CHIP
+
 #: ptxas warns with this code when it ignores setmaxnreg (no register cap at
 #: kernel entry, or a structure it cannot honour): a silent loss of the
 #: register budgets, so assemble() treats it as an error.
@@ -87,7 +89,7 @@ def parse_report(log: str) -> PtxasReport:
 
 
 def assemble(
-    ptx: str, arch: str = "sm_90a", ptxas: str | None = None, extra_args: tuple[str, ...] = ()
+    ptx: str, arch: str = CHIP, ptxas: str | None = None, extra_args: tuple[str, ...] = ()
 ) -> PtxasReport:
     """Run `ptxas -arch=<arch> -v` on `ptx`; the report carries the cubin.
 

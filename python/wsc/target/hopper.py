@@ -7,6 +7,9 @@ Sources: the PTX ISA (wgmma, cp.async.bulk.tensor, mbarrier, setmaxnreg) and
 the CUDA driver API (cuTensorMapEncodeTiled, launch limits) for sm_90.
 """
 
+#: The target these facts hold for: WGMMA and setmaxnreg need the "a" variant.
+CHIP = "sm_90a"
+
 #: Threads of a warp, and of a warpgroup (the unit WGMMA and setmaxnreg work on).
 WARP_SIZE = 32
 WARPGROUP_SIZE = 128

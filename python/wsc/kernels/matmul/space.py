@@ -164,6 +164,7 @@ _DEFAULT_REGISTER_STORE = {
     "num_stages": 3,
     "wgmma_in_flight": 1,
     "persistent": False,
+    "split_k": 1,
     "group_m": 8,
 }
 _DEFAULT_STAGED = {
@@ -173,6 +174,7 @@ _DEFAULT_STAGED = {
     "producer": "warpgroup",
     "num_stages": 3,
     "persistent": True,
+    "split_k": 1,
     "group_m": 8,
     "cluster_m": 1,
 }
