@@ -31,7 +31,6 @@ from mlir import ir
 from wsc.pass_registry import Option, WscPass
 from wsc.protocol import check_protocol
 
-
 #: The largest sweep and single K extent the options take: a sweep's cost
 #: grows with the square of its extent (256 takes seconds, 100000 hours).
 MAX_SWEEP = 256

@@ -104,8 +104,10 @@ def summarize(module: ir.Operation) -> str:
     return "; ".join(parts) or f"{len(ops)} ops"
 
 
-def _run_pass(module: ir.Module, wsc_pass, dump_dir: Path | None, index: int) -> StageReport:
-    engine = DiagnosticEngine("<module>")
+def _run_pass(
+    module: ir.Module, wsc_pass, dump_dir: Path | None, index: int, source: str
+) -> StageReport:
+    engine = DiagnosticEngine(source)
     start = time.perf_counter()
     succeeded = wsc_pass.apply(module.operation, engine)
     seconds = time.perf_counter() - start
@@ -122,10 +124,12 @@ def compile_module(
     dump_dir: str | os.PathLike | None = None,
     assemble: bool = True,
     lowering=None,
+    source: str = "<module>",
 ) -> CompileResult:
     """Run `passes` over `module`, then lower it to PTX with `lowering` (a
     ConvertWscToNvvm; default options when None) and assemble it with ptxas
-    when `assemble` and ptxas is available."""
+    when `assemble` and ptxas is available. Errors are located in `source`,
+    the file the module was parsed from."""
     from wsc import codegen
     from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
 
@@ -136,17 +140,17 @@ def compile_module(
     try:
         verify_wsc(module.operation)
     except PassError as error:
-        engine = DiagnosticEngine("<module>")
+        engine = DiagnosticEngine(source)
         engine.add_pass_error(error)
         raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
     stages = [StageReport("input", 0.0, summarize(module.operation))]
     for index, wsc_pass in enumerate([*passes, lowering or ConvertWscToNvvm()], start=1):
-        stages.append(_run_pass(module, wsc_pass, dump, index))
+        stages.append(_run_pass(module, wsc_pass, dump, index, source))
     start = time.perf_counter()
     try:
         ptx, info = codegen.lower_to_ptx(module)
     except PassError as error:
-        engine = DiagnosticEngine("<module>")
+        engine = DiagnosticEngine(source)
         engine.add_pass_error(error)
         raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
     stages.append(

@@ -161,3 +161,13 @@ func.func @partial_arrive_in_a_warp(%counters: memref<?xi32>) attributes {wsc.nu
   }
   return
 }
+
+// -----
+
+// 256 x 256 f32 in one warpgroup is 512 registers per thread: it would
+// compile into tens of KB of spills.
+func.func @register_tile_too_big() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.acc_alloc' op a 256x256 f32 register tile takes 512 registers in each thread of its warpgroup, more than the 255 a thread has}}
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 256, 256>, f32>
+  return
+}

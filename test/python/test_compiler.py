@@ -230,6 +230,40 @@ def test_cli_compile_writes_ptx_and_reports_stages(tmp_path):
     assert (tmp_path / "ir" / "01-warp-specialize.mlir").exists()
 
 
+def test_cli_compiles_a_specialized_kernel_as_written(tmp_path):
+    out = tmp_path / "v3.ptx"
+    proc = _wsc("compile", str(EXAMPLES / "matmul_v3.mlir"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "verify-pipeline" in proc.stdout and "warp-specialize" not in proc.stdout
+    assert out.read_text().startswith("//")
+
+
+def test_cli_takes_every_warp_specialize_option_and_locates_errors_in_the_file(tmp_path):
+    proc = _wsc(
+        "compile",
+        str(EXAMPLES / "matmul_v2.mlir"),
+        "-o",
+        str(tmp_path / "v2.ptx"),
+        "--num-stages",
+        "3",
+        "--wgmma-in-flight",
+        "1",
+        "--release",
+        "warp",
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = _wsc("compile", str(EXAMPLES / "matmul_v2.mlir"), "-o", "x.ptx", "--producer", "bogus")
+    assert proc.returncode == 2
+    assert "option 'producer' must be one of warp, warpgroup, got 'bogus'" in proc.stderr
+    # A pass error names the file, not "<module>".
+    bad = tmp_path / "bad.mlir"
+    text = (EXAMPLES / "matmul_v2.mlir").read_text()
+    bad.write_text(text.replace("{arrival_count = 1 : i32", "{arrival_count = 2 : i32", 1))
+    proc = _wsc("compile", str(bad), "-o", str(tmp_path / "bad.ptx"))
+    assert proc.returncode == 1
+    assert f"{bad}:" in proc.stderr and "<module>" not in proc.stderr, proc.stderr
+
+
 def test_cli_reports_bad_config_without_traceback(tmp_path):
     proc = _wsc(
         "compile-matmul",

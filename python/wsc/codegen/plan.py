@@ -37,6 +37,7 @@ from wsc.ir_utils import (
 )
 from wsc.target.hopper import (
     BUFFER_ALIGN,
+    ELEMENT_BYTES,
     MAX_DYNAMIC_SMEM,
     MAX_THREAD_REGISTERS,
     NAMED_BARRIERS,
@@ -237,12 +238,15 @@ class KernelPlan:
                     self.accumulator_roles[acc] = (
                         self.roles.get(owner) if owner is not None else None
                     )
+            elif name == "wsc.acc_alloc":
+                self._check_register_budget(op, ops.AccAlloc(op).tile)
             elif name in (*_TILE_USERS, "wsc.cast"):
                 tile = _TILE_USERS[name](op).tile if name in _TILE_USERS else ops.Cast(op).src
                 source = defining_op(tile)
                 if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
                     raise fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
                 if name == "wsc.cast":
+                    self._check_register_budget(op, ops.Cast(op).result)
                     _, src_element = acc_type_parameters(tile.type)
                     _, dst_element = acc_type_parameters(ops.Cast(op).result.type)
                     if src_element != dst_element and src_element != "f32":
@@ -277,6 +281,20 @@ class KernelPlan:
             "cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, "
             "scf, index, memref.dim of kernel arguments, gpu block/thread ids)",
         )
+
+    @staticmethod
+    def _check_register_budget(op: ir.Operation, tile: ir.Value) -> None:
+        """A register tile is spread over one warpgroup's threads; one that
+        needs more registers than a thread has would compile into spills."""
+        (rows, cols), element = acc_type_parameters(tile.type)
+        registers = rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+        if registers > MAX_THREAD_REGISTERS:
+            raise fail(
+                op,
+                f"a {rows}x{cols} {element} register tile takes {registers} registers "
+                f"in each thread of its warpgroup, more than the {MAX_THREAD_REGISTERS} a "
+                f"thread has: split its rows over more consumer warpgroups or narrow it",
+            )
 
     def _check_partial_op(self, op: ir.Operation) -> None:
         """A split-K hand-off runs in one warpgroup (the register tile's

@@ -1,7 +1,7 @@
 """`wsc`: the compiler and runtime driver.
 
     wsc demo                               the tutorial's matmul through every stage
-    wsc compile KERNEL.mlir -o OUT.ptx     a V2-form kernel through the whole pipeline
+    wsc compile KERNEL.mlir -o OUT.ptx     a kernel file through the whole pipeline
     wsc compile-matmul --m M --n N --k K -o DIR
     wsc run DIR [--check] [--bench]        load and launch an artifact (no MLIR needed)
 
@@ -17,7 +17,6 @@ import sys
 import traceback
 
 from wsc.kernels.matmul.config import B_LAYOUTS
-from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS
 from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
 
 
@@ -71,20 +70,28 @@ def _compile(args) -> int:
     from wsc.compiler import compile_module
     from wsc.diagnostics import DiagnosticEngine
     from wsc.dialect import make_context, parse_module
+    from wsc.ir_utils import walk
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
+    from wsc.passes.verify_pipeline import VerifyPipeline
     from wsc.passes.warp_specialize import WarpSpecialize
 
-    # The pass's own options: num-stages 0 keeps the ring as written.
-    specialize = WarpSpecialize(
-        num_stages=args.num_stages,
-        num_consumer_groups=args.num_consumer_groups,
-        producer=args.producer,
-    )
     context = make_context()
     with context, ir.Location.unknown():
         with open(args.input) as source:
             module = parse_module(source.read(), DiagnosticEngine(args.input))
-        result = compile_module(module, [specialize, UnrollRingBuffer()], args.dump_ir)
+        if any(op.name == "wsc.role" for op in walk(module.operation)):
+            # Specialized already (V3 as written): its protocol is checked as is.
+            passes = [VerifyPipeline()]
+        else:
+            options = {
+                option.name.replace("-", "_"): getattr(args, option.name.replace("-", "_"))
+                for option in WarpSpecialize.OPTIONS
+            }
+            passes = [WarpSpecialize(**options)]
+            # A persistent kernel's stages stay run-time values (no unrolling).
+            if not any(op.name == "gpu.grid_dim" for op in walk(module.operation)):
+                passes.append(UnrollRingBuffer())
+        result = compile_module(module, passes, args.dump_ir, source=args.input)
     with open(args.output, "w") as out:
         out.write(result.ptx)
     print(f"wsc compile: {args.input} -> {args.output}")
@@ -139,6 +146,19 @@ def _demo(args) -> int:
     )
 
 
+def _option_value(option):
+    """An argparse type that reads a pass option as the pass does."""
+
+    def convert(text: str):
+        try:
+            return option.parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = option.type.__name__
+    return convert
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wsc", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -149,12 +169,22 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--size", type=int, default=4096, help="M = N = K")
     demo.add_argument("-o", "--output", help="artifact directory (default: a temporary one)")
 
-    compile_ = commands.add_parser("compile", help="compile a V2-form kernel file to PTX")
+    compile_ = commands.add_parser(
+        "compile",
+        help="compile a kernel file to PTX: a V2-form one through --warp-specialize "
+        "(and --unroll-ring-buffer), a specialized one as written",
+    )
     compile_.add_argument("input")
     compile_.add_argument("-o", "--output", required=True, help="PTX file")
-    compile_.add_argument("--num-stages", type=int, default=0)
-    compile_.add_argument("--num-consumer-groups", type=int, default=1, choices=CONSUMER_GROUPS)
-    compile_.add_argument("--producer", default="warp", choices=PRODUCERS)
+    from wsc.passes.warp_specialize import WarpSpecialize
+
+    for option in WarpSpecialize.OPTIONS:
+        compile_.add_argument(
+            f"--{option.name}",
+            type=_option_value(option),
+            default=option.default,
+            help=f"--warp-specialize's {option.name}: {option.help}",
+        )
     compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
 
     matmul = commands.add_parser(
