@@ -143,6 +143,12 @@ def clone_remapped(op: ir.Operation, mapping: dict) -> ir.Operation:
     return clone
 
 
+def use_owner(use) -> ir.Operation:
+    """The operation a use of a value belongs to."""
+    owner = use.owner
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
 def operands_deep(op: ir.Operation) -> list[ir.Value]:
     """The operands of `op` and of every op nested in it."""
     values = list(op.operands)

@@ -640,6 +640,22 @@ def test_a_split_k_artifact_describes_its_workspace(tmp_path):
     assert [p["name"] for p in meta["params"] if p["kind"] == "pointer"] == ["c", "d", "e"]
 
 
+def test_a_global_tensor_never_loaded_or_stored_is_located():
+    """Lowering keeps only the tensors a kernel reads or writes: a declared but
+    unused one would drop out of the launch's parameters unannounced."""
+
+    def build():
+        kb = KernelBuilder("k", grid=[("m", 64)])
+        c = kb.global_tensor(f32)
+        kb.global_tensor(f16)  # error: unused
+        kb.store_global(c, kb.register_tensor(f32, [64, 64]), [0, 0])
+        kb.finish()
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: unused")
+    assert "global tensor 'b' (f16)" in str(error) and "is never loaded or stored" in str(error)
+
+
 def test_split_k_misuse_is_located():
     kb = KernelBuilder("bad", grid=[("m", 64), ("n", 64)])
     with pytest.raises(BuildError, match=r"splits must be an int >= 2, got 1"):

@@ -38,7 +38,7 @@ from wsc.builder.values import (
     TileLoop,
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
-from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, use_owner
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     MAX_BLOCK_THREADS,
@@ -266,7 +266,7 @@ class KernelBuilder:
             self.func.attributes["function_type"] = ir.TypeAttr.get(
                 ir.FunctionType.get([arg.type for arg in self.body.arguments], [])
             )
-        tensor = GlobalTensor(self, value, tensor_name(len(self._tensors)), dtype)
+        tensor = GlobalTensor(self, value, tensor_name(len(self._tensors)), dtype, where)
         self._tensors.append(tensor)
         return tensor
 
@@ -775,6 +775,15 @@ class KernelBuilder:
         )
         if verify:
             kernel.verify()
+        for tensor in self._tensors:
+            # Lowering keeps only the tensors the kernel reads or writes: an
+            # unused one would silently leave the launch's parameters.
+            if all(use_owner(use).name == "memref.dim" for use in tensor.value.uses):
+                raise BuildError(
+                    f"global tensor '{tensor.name}' ({tensor.dtype}), declared at "
+                    f"{tensor.where}, is never loaded or stored: remove it, or use it",
+                    tensor.where or where,
+                )
         return kernel
 
 

@@ -214,11 +214,20 @@ class GlobalTensor:
     """A rank-2 tensor in global memory: a kernel argument. The runtime names
     arguments by position: the first is "a", then "b", "c", ..."""
 
-    def __init__(self, builder: KernelBuilder, value: ir.Value, name: str, dtype: str):
+    def __init__(
+        self,
+        builder: KernelBuilder,
+        value: ir.Value,
+        name: str,
+        dtype: str,
+        where: SourceLocation | None = None,
+    ):
         self._builder = builder
         self.value = value
         self.name = name
         self.dtype = dtype
+        #: Where the kernel declared it (KernelBuilder.global_tensor).
+        self.where = where
 
     @property
     def shape(self) -> _Dims:

@@ -33,6 +33,7 @@ from wsc.ir_utils import (
     kernel_threads,
     memref_shape,
     memref_space,
+    use_owner,
     walk,
 )
 from wsc.target.hopper import (
@@ -89,11 +90,6 @@ def dim_index(op: ir.Operation) -> int:
     if dim is None or dim not in (0, 1):
         raise fail(op, "needs a constant dimension index 0 or 1")
     return dim
-
-
-def use_owner(use) -> ir.Operation:
-    owner = use.owner
-    return owner.operation if hasattr(owner, "operation") else owner
 
 
 def fail(op: ir.Operation, message: str, notes=None) -> PassError:
