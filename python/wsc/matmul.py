@@ -484,8 +484,11 @@ class _BoundMatmul:
         pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
         if (pointers[0] | pointers[1] | pointers[2]) % TMA_ALIGN:
             _check_alignment(a, b, out)
-        self.launch(_current_stream(self.ordinal), *pointers)
+        self._launch_on(_current_stream(self.ordinal), pointers)
         return out
+
+    def _launch_on(self, stream: int, pointers: tuple[int, int, int]) -> None:
+        self.launch(stream, *pointers)
 
 
 class _BoundSplitMatmul(_BoundMatmul):
@@ -511,18 +514,11 @@ class _BoundSplitMatmul(_BoundMatmul):
         self._held: dict[Any, dict] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, a, b, out):
-        if out is None:
-            out = _torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
-        pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
-        if (pointers[0] | pointers[1] | pointers[2]) % TMA_ALIGN:
-            _check_alignment(a, b, out)
-        stream = _current_stream(self.ordinal)
+    def _launch_on(self, stream: int, pointers: tuple[int, int, int]) -> None:
         workspace = self.workspaces.get(stream)
         if workspace is None:
             workspace = self.workspace(stream)
         self.launch(stream, *pointers, *workspace)
-        return out
 
     def workspace(self, stream: int, tensors: dict | None = None) -> tuple[int, ...]:
         """The data pointers of the workspaces of launches on `stream`, or of
