@@ -211,8 +211,9 @@ class _Dims:
 
 
 class GlobalTensor:
-    """A rank-2 tensor in global memory: a kernel argument. The runtime names
-    arguments by position: the first is "a", then "b", "c", ..."""
+    """A tensor in global memory, rank 2 (rank 1 for a split-K workspace's
+    two): a kernel argument. The runtime names arguments by position: the
+    first is "a", then "b", "c", ..."""
 
     def __init__(
         self,
