@@ -71,6 +71,7 @@ def _compile(args) -> int:
     from wsc.diagnostics import DiagnosticEngine
     from wsc.dialect import make_context, parse_module
     from wsc.ir_utils import walk
+    from wsc.pass_registry import WscPass
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
     from wsc.passes.verify_pipeline import VerifyPipeline
     from wsc.passes.warp_specialize import WarpSpecialize
@@ -79,6 +80,7 @@ def _compile(args) -> int:
     with context, ir.Location.unknown():
         with open(args.input) as source:
             module = parse_module(source.read(), DiagnosticEngine(args.input))
+        passes: list[WscPass]
         if any(op.name == "wsc.role" for op in walk(module.operation)):
             # Specialized already (V3 as written): its protocol is checked as is.
             passes = [VerifyPipeline()]
