@@ -276,6 +276,65 @@ irdl.dialect @wsc {
     irdl.results(result: %result)
   }
 
+  // %sum = "wsc.tile_binary"(%x, %y) {kind = "add"}
+  //   : (!wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 128>, f32>)
+  //   -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Element by element, x <kind> y of two f32 register tiles of one shape:
+  // add, sub, mul, max or min (max and min return NaN where either is NaN).
+  // The tiles share a fragment layout, so each thread combines its own
+  // registers.
+  irdl.operation @tile_binary {
+    %x_shape = irdl.base "#builtin.dense_array"
+    %x_element = irdl.any
+    %x = irdl.parametric @wsc::@acc<%x_shape, %x_element>
+    %y_shape = irdl.base "#builtin.dense_array"
+    %y_element = irdl.any
+    %y = irdl.parametric @wsc::@acc<%y_shape, %y_element>
+    irdl.operands(x: %x, y: %y)
+    %add = irdl.is "add"
+    %sub = irdl.is "sub"
+    %mul = irdl.is "mul"
+    %max = irdl.is "max"
+    %min = irdl.is "min"
+    %kind = irdl.any_of(%add, %sub, %mul, %max, %min)
+    irdl.attributes { "kind" = %kind }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
+  // %y = "wsc.tile_unary"(%x) {kind = "exp2"}
+  //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Element by element, of an f32 register tile: exp2 (2^x, PTX's
+  // ex2.approx.f32), relu (max(x, 0)) or neg (-x).
+  irdl.operation @tile_unary {
+    %x_shape = irdl.base "#builtin.dense_array"
+    %x_element = irdl.any
+    %x = irdl.parametric @wsc::@acc<%x_shape, %x_element>
+    irdl.operands(x: %x)
+    %exp2 = irdl.is "exp2"
+    %relu = irdl.is "relu"
+    %neg = irdl.is "neg"
+    %kind = irdl.any_of(%exp2, %relu, %neg)
+    irdl.attributes { "kind" = %kind }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
+  // %t = "wsc.tile_fill"() {value = 0.5 : f32} : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // An f32 register tile with every element `value`.
+  irdl.operation @tile_fill {
+    %value = irdl.base "#builtin.float"
+    irdl.attributes { "value" = %value }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
   // "wsc.store_shared"(%acc, %sc, %stage)
   // Writes a register tile into dst[stage] (shared), whose tile shape and
   // element type must be the register tile's, in the layout TMA and WGMMA

@@ -22,8 +22,9 @@ holds
     and pure arith ops.
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
 include `multicast` `wsc.tma_load`s, which write every CTA's stages.
-The epilogue may only use the accumulator through `wsc.cast`, `wsc.store` and
-`wsc.store_shared`, and in a split-K kernel `wsc.partial_store` and
+The epilogue may only use the accumulator through `wsc.cast`, `wsc.store`,
+`wsc.store_shared` and element-wise math (`wsc.tile_binary`, `wsc.tile_unary`,
+with tiles of `wsc.tile_fill`, each rebuilt for a group's rows), and in a split-K kernel `wsc.partial_store` and
 `wsc.partial_reduce`: there it stores the partial sum, arrives
 (`wsc.partial_arrive`), and the rest of the epilogue, from the
 `wsc.partial_reduce` on, sits in an `scf.if` on the arrival's result (without
@@ -161,7 +162,13 @@ _EPILOGUE_ROW_OPS: dict[
     "wsc.partial_reduce": ops.PartialReduce,
 }
 #: The epilogue ops besides the stores that may read or write the accumulator.
-_ACC_EPILOGUE_OPS = ("wsc.cast", "wsc.partial_store", "wsc.partial_reduce")
+_ACC_EPILOGUE_OPS = (
+    "wsc.cast",
+    "wsc.tile_binary",
+    "wsc.tile_unary",
+    "wsc.partial_store",
+    "wsc.partial_reduce",
+)
 
 
 class WarpSpecialize(WscPass):
@@ -450,6 +457,7 @@ class _Specializer:
                     )
             elif op.name not in (
                 *_ACC_EPILOGUE_OPS,
+                "wsc.tile_fill",
                 "wsc.partial_arrive",
                 "wsc.elect",
                 "wsc.sync",
@@ -870,11 +878,27 @@ class _Specializer:
         own_stage: ir.Value | None,
     ) -> None:
         for op in epilogue:
+            # The group's tile has rows/G rows: register tiles made in the
+            # epilogue are rebuilt for that shape.
             if op.name == "wsc.cast":
-                # The group's tile has rows/G rows: rebuild the cast for that shape.
                 cast = ops.Cast(op)
                 _, element = dialect.acc_type_parameters(cast.result.type)
                 mapping[cast.result] = dialect.cast(mapping[cast.src], element)
+                continue
+            if op.name == "wsc.tile_binary":
+                binary = ops.TileBinary(op)
+                mapping[binary.result] = dialect.tile_binary(
+                    binary.kind, mapping[binary.x], mapping[binary.y]
+                )
+                continue
+            if op.name == "wsc.tile_unary":
+                unary = ops.TileUnary(op)
+                mapping[unary.result] = dialect.tile_unary(unary.kind, mapping[unary.x])
+                continue
+            if op.name == "wsc.tile_fill":
+                fill = ops.TileFill(op)
+                group_shape, _ = dialect.acc_type_parameters(mapping[self.acc_alloc.result].type)
+                mapping[fill.result] = dialect.tile_fill(group_shape, fill.value)
                 continue
             if op.name == "scf.if" and _is_partial_guard(op):
                 # Its region holds casts of the group's tile: cloned op by op.

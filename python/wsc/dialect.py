@@ -371,6 +371,35 @@ def cast(src: ir.Value, element: str) -> ir.Value:
     return _create("wsc.cast", operands=[src], results=[acc_type(shape, element)]).result
 
 
+def tile_binary(kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """`wsc.tile_binary`: x <kind> y, element by element, of x's type."""
+    return _create(
+        "wsc.tile_binary",
+        operands=[x, y],
+        results=[x.type],
+        attributes={"kind": ir.StringAttr.get(kind)},
+    ).result
+
+
+def tile_unary(kind: str, x: ir.Value) -> ir.Value:
+    """`wsc.tile_unary`: <kind>(x), element by element, of x's type."""
+    return _create(
+        "wsc.tile_unary",
+        operands=[x],
+        results=[x.type],
+        attributes={"kind": ir.StringAttr.get(kind)},
+    ).result
+
+
+def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
+    """`wsc.tile_fill`: an f32 register tile of `shape` with every element `value`."""
+    return _create(
+        "wsc.tile_fill",
+        results=[acc_type(shape, "f32")],
+        attributes={"value": ir.FloatAttr.get(ir.F32Type.get(), value)},
+    ).result
+
+
 def store(tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value) -> ir.Operation:
     return _create("wsc.store", operands=[tile, dst, row, col])
 

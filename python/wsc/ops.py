@@ -176,6 +176,11 @@ class StrAttr(_Field[str]):
         return str(ir.StringAttr(op.attributes[self.name]).value)
 
 
+class FloatAttr(_Field[float]):
+    def read(self, op: ir.Operation) -> float:
+        return float(ir.FloatAttr(op.attributes[self.name]).value)
+
+
 class Flag(_Field[bool]):
     """A unit attribute: present or not."""
 
@@ -322,6 +327,24 @@ class WgmmaWaitGroup(WscOp, name="wsc.wgmma_wait_group"):
 
 class Cast(WscOp, name="wsc.cast"):
     src = Operand()
+    result = Result()
+
+
+class TileBinary(WscOp, name="wsc.tile_binary"):
+    x = Operand()
+    y = Operand()
+    kind = StrAttr()
+    result = Result()
+
+
+class TileUnary(WscOp, name="wsc.tile_unary"):
+    x = Operand()
+    kind = StrAttr()
+    result = Result()
+
+
+class TileFill(WscOp, name="wsc.tile_fill"):
+    value = FloatAttr()
     result = Result()
 
 

@@ -369,6 +369,38 @@ def _verify_cast(op: ir.Operation) -> None:
     _verify_acc(op, cast.result.type)
 
 
+def _verify_f32_tile(op: ir.Operation, value: ir.Value, what: str) -> tuple[int, ...]:
+    shape, element = _verify_acc(op, value.type)
+    if element != "f32":
+        _fail(op, f"{what} must be an f32 register tile, got {element}")
+    return shape
+
+
+def _verify_tile_binary(op: ir.Operation) -> None:
+    binary = ops.TileBinary(op)
+    shapes = [
+        _verify_f32_tile(op, value, name) for value, name in ((binary.x, "x"), (binary.y, "y"))
+    ]
+    if shapes[0] != shapes[1]:
+        _fail(op, f"x and y have shapes {list(shapes[0])} and {list(shapes[1])}")
+    if binary.result.type != binary.x.type:
+        _fail(op, f"result type {binary.result.type} differs from the operands' {binary.x.type}")
+
+
+def _verify_tile_unary(op: ir.Operation) -> None:
+    unary = ops.TileUnary(op)
+    _verify_f32_tile(op, unary.x, "x")
+    if unary.result.type != unary.x.type:
+        _fail(op, f"result type {unary.result.type} differs from the operand's {unary.x.type}")
+
+
+def _verify_tile_fill(op: ir.Operation) -> None:
+    fill = ops.TileFill(op)
+    _verify_f32_tile(op, fill.result, "result")
+    if not isinstance(op.attributes["value"].type, ir.F32Type):
+        _fail(op, f"value must be an f32 attribute, got {op.attributes['value']}")
+
+
 def _verify_store(op: ir.Operation) -> None:
     store = ops.Store(op)
     _verify_global(op, store.dst.type, "destination")
@@ -642,4 +674,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.partial_store": _verify_partial_store,
     "wsc.partial_arrive": _verify_partial_arrive,
     "wsc.partial_reduce": _verify_partial_reduce,
+    "wsc.tile_binary": _verify_tile_binary,
+    "wsc.tile_unary": _verify_tile_unary,
+    "wsc.tile_fill": _verify_tile_fill,
 }

@@ -446,3 +446,25 @@ func.func @wgmma_without_fence() attributes {wsc.num_threads = 128 : i32} {
   "wsc.wgmma_commit_group"() : () -> ()
   return
 }
+// -----
+func.func @tile_math_of_mismatched_shapes() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %y = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.tile_binary' op x and y have shapes [64, 64] and [64, 128]}}
+  %s = "wsc.tile_binary"(%x, %y) {kind = "add"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @tile_math_in_f16() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  // expected-error @below {{'wsc.tile_unary' op x must be an f32 register tile, got f16}}
+  %y = "wsc.tile_unary"(%x) {kind = "relu"} : (!wsc.acc<array<i64: 64, 64>, f16>) -> !wsc.acc<array<i64: 64, 64>, f16>
+  return
+}
+// -----
+func.func @tile_math_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_unary' op '"tanh"' does not satisfy the constraint}}
+  %y = "wsc.tile_unary"(%x) {kind = "tanh"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}

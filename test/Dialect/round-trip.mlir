@@ -108,3 +108,16 @@ func.func @split_k_ops(%partials: memref<?xf32>, %counters: memref<?xi32>)
   }
   return
 }
+
+// Element-wise register-tile math.
+// CHECK-LABEL: func.func @tile_math
+func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_fill"() {value = 2.500000e-01 : f32} : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %quarter = "wsc.tile_fill"() {value = 0.25 : f32} : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_binary"(%{{.*}}, %{{.*}}) {kind = "max"}
+  %m = "wsc.tile_binary"(%acc, %quarter) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_unary"(%{{.*}}) {kind = "exp2"}
+  %e = "wsc.tile_unary"(%m) {kind = "exp2"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}

@@ -420,3 +420,26 @@ func.func @split_k_in_the_second_warpgroup(%partials: memref<?xf32>) attributes 
 // CHECK: [[LOCAL:%.*]] = llvm.sub [[TID]], [[BEGIN]] : i32
 // CHECK: llvm.sext [[LOCAL]] : i32 to i64
 // CHECK: llvm.store {{%.*}}, {{%.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+
+// -----
+
+// Element-wise register-tile math, register by register: a filled tile is a
+// constant, max keeps NaN (an unordered compare), exp2 is ex2.approx.f32.
+func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  %half = "wsc.tile_fill"() {value = 0.5 : f32} : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  %scaled = "wsc.tile_binary"(%acc, %half) {kind = "mul"} : (!wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  %top = "wsc.tile_binary"(%scaled, %acc) {kind = "max"} : (!wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  %e = "wsc.tile_unary"(%top) {kind = "exp2"} : (!wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  "wsc.store"(%e, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+// CHECK-LABEL: llvm.func @tile_math
+// CHECK: llvm.mlir.constant(5.000000e-01 : f32) : f32
+// CHECK-COUNT-4: llvm.fmul
+// CHECK: [[GREATER:%.*]] = llvm.fcmp "ugt" [[X:%.*]], [[Y:%.*]] : f32
+// CHECK-NEXT: [[MAX:%.*]] = llvm.select [[GREATER]], [[X]], [[Y]] : i1, f32
+// CHECK-NEXT: [[NAN:%.*]] = llvm.fcmp "uno" [[Y]], [[Y]] : f32
+// CHECK-NEXT: llvm.select [[NAN]], [[Y]], [[MAX]] : i1, f32
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects "ex2.approx.f32 $0, $1;", "=f,f"

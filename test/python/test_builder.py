@@ -159,8 +159,12 @@ def test_every_wsc_op_has_a_builder_method():
         line.split(" = ", 1)[1].split("(")[0].split("{")[0]
         for line in structure(kernel.module).splitlines()
     }
-    # The cluster ops, from a kernel in clusters; the split-K ops, from V7.
-    text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k())
+    # The cluster ops, from a kernel in clusters; the split-K ops, from V7;
+    # register-tile math, from an epilogue of its own.
+    math = KernelBuilder("math", grid=[("m", 64)])
+    out = math.global_tensor(f32)
+    math.store_global(out, math.exp2(math.register_tensor(f32, [64, 64]) * 2.0), [0, 0])
+    text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k()) + str(math.finish())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
     assert "wsc.tma_store" in built and "wsc.cast" in built
@@ -654,6 +658,40 @@ def test_a_global_tensor_never_loaded_or_stored_is_located():
     error = build_error(build)
     assert error.where.line == line_of("# error: unused")
     assert "global tensor 'b' (f16)" in str(error) and "is never loaded or stored" in str(error)
+
+
+def test_register_tiles_combine_element_by_element():
+    kb = KernelBuilder("epilogue", grid=[("m", 64), ("n", 64)])
+    c = kb.global_tensor(f32)
+    acc = kb.register_tensor(f32, [64, 64])
+    out = kb.max(kb.relu(acc * 0.5 + 1.0) - kb.exp2(-acc), 0.0)
+    assert out.shape == (64, 64) and out.dtype == f32
+    kb.store_global(c, out, [0, 0])
+    text = str(kb.finish())
+    for kind in ("mul", "add", "sub", "max"):
+        assert '"wsc.tile_binary"' in text and f'kind = "{kind}"' in text
+    for kind in ("relu", "exp2", "neg"):
+        assert f'kind = "{kind}"' in text
+    assert text.count('"wsc.tile_fill"') == 3  # 0.5, 1.0 and 0.0
+
+
+def test_register_tile_math_misuse_is_located():
+    def build():
+        kb = KernelBuilder("k", grid=[("m", 64)])
+        half = kb.register_tensor(f16, [64, 64])
+        return half * 2.0  # error: f16 math
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: f16 math")
+    assert "element-wise math takes f32 tiles, this one is f16" in str(error)
+
+    def mismatched():
+        kb = KernelBuilder("k", grid=[("m", 64)])
+        kb.register_tensor(f32, [64, 64]) + kb.register_tensor(f32, [64, 128])  # error: shapes
+
+    error = build_error(mismatched)
+    assert error.where.line == line_of("# error: shapes")
+    assert "tiles of shapes [64, 64] and [64, 128]" in str(error)
 
 
 def test_split_k_misuse_is_located():

@@ -56,6 +56,9 @@ def build_every_op() -> ir.Module:
             with ir.InsertionPoint(last.then_block):
                 dialect.partial_reduce(acc, partials, counters, zero, splits=2)
                 scf.YieldOp([])
+            halves = dialect.tile_fill((128, 128), 0.5)
+            scaled = dialect.tile_binary("mul", acc, halves)
+            dialect.tile_unary("relu", scaled)
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)

@@ -36,6 +36,7 @@ from wsc.builder.values import (
     SharedTile,
     SplitKWorkspace,
     TileLoop,
+    f32,
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, use_owner
@@ -348,6 +349,61 @@ class KernelBuilder:
         check_dtype(dtype, GLOBAL_DTYPES, "cast")
         with self._at():
             return RegisterTile(self, dialect.cast(tile.value, dtype), dtype, tile.shape)
+
+    def max(self, x: RegisterTile | float, y: RegisterTile | float) -> RegisterTile:
+        """max(x, y) element by element (NaN where either is NaN)."""
+        return self._tile_binary("max", x, y)
+
+    def min(self, x: RegisterTile | float, y: RegisterTile | float) -> RegisterTile:
+        """min(x, y) element by element (NaN where either is NaN)."""
+        return self._tile_binary("min", x, y)
+
+    def exp2(self, x: RegisterTile) -> RegisterTile:
+        """2^x element by element (PTX ex2.approx.f32)."""
+        return self._tile_unary("exp2", x)
+
+    def relu(self, x: RegisterTile) -> RegisterTile:
+        """max(x, 0) element by element."""
+        return self._tile_unary("relu", x)
+
+    def _f32_tile(self, value, what: str, shape: tuple[int, int] | None = None) -> RegisterTile:
+        """`value` as an f32 register tile: a tile, or a number filled into one
+        of `shape`."""
+        where = caller()
+        if isinstance(value, RegisterTile):
+            self._own(value, what)
+            if value.dtype != f32:
+                raise BuildTypeError(
+                    f"{what}: element-wise math takes f32 tiles, this one is {value.dtype}; "
+                    f"compute in f32 and kb.cast the result",
+                    where,
+                )
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or shape is None:
+            raise BuildTypeError(
+                f"{what}: expected a register tile or a number, got {type(value).__name__}", where
+            )
+        with self._at(where):
+            return RegisterTile(self, dialect.tile_fill(shape, float(value)), f32, shape)
+
+    def _tile_binary(self, kind: str, x, y) -> RegisterTile:
+        what = f"tile {kind}"
+        tiles = [v for v in (x, y) if isinstance(v, RegisterTile)]
+        shape = tiles[0].shape if tiles else None
+        x_tile, y_tile = self._f32_tile(x, what, shape), self._f32_tile(y, what, shape)
+        if x_tile.shape != y_tile.shape:
+            raise BuildError(
+                f"{what}: tiles of shapes {list(x_tile.shape)} and {list(y_tile.shape)}",
+                caller(),
+            )
+        with self._at(caller()):
+            value = dialect.tile_binary(kind, x_tile.value, y_tile.value)
+        return RegisterTile(self, value, f32, x_tile.shape)
+
+    def _tile_unary(self, kind: str, x) -> RegisterTile:
+        tile = self._f32_tile(x, f"tile {kind}")
+        with self._at(caller()):
+            return RegisterTile(self, dialect.tile_unary(kind, tile.value), f32, tile.shape)
 
     def store_global(self, dst: GlobalTensor, tile: RegisterTile, offsets: Sequence) -> None:
         """Store a register tile into dst[offsets[0]:+rows, offsets[1]:+cols], clipped at

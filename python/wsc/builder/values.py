@@ -361,13 +361,37 @@ class SplitKWorkspace:
 
 
 class RegisterTile:
-    """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`)."""
+    """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`).
+    f32 tiles combine element by element with +, - and * (with a tile of the
+    same shape or a number), and unary -; kb.max, kb.min, kb.exp2 and kb.relu
+    do the rest (wsc.tile_binary, wsc.tile_unary)."""
 
     def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int]):
         self._builder = builder
         self.value = value
         self.dtype = dtype
         self.shape = shape
+
+    def __add__(self, other: RegisterTile | float) -> RegisterTile:
+        return self._builder._tile_binary("add", self, other)
+
+    def __radd__(self, other: float) -> RegisterTile:
+        return self._builder._tile_binary("add", other, self)
+
+    def __sub__(self, other: RegisterTile | float) -> RegisterTile:
+        return self._builder._tile_binary("sub", self, other)
+
+    def __rsub__(self, other: float) -> RegisterTile:
+        return self._builder._tile_binary("sub", other, self)
+
+    def __mul__(self, other: RegisterTile | float) -> RegisterTile:
+        return self._builder._tile_binary("mul", self, other)
+
+    def __rmul__(self, other: float) -> RegisterTile:
+        return self._builder._tile_binary("mul", other, self)
+
+    def __neg__(self) -> RegisterTile:
+        return self._builder._tile_unary("neg", self)
 
 
 class _CarriesRingPosition:

@@ -143,6 +143,41 @@ def addf(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.addf(a, b)
 
 
+def subf(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.subf(a, b)
+
+
+def mulf(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.mulf(a, b)
+
+
+def maximumf(a: ir.Value, b: ir.Value) -> ir.Value:
+    """max(a, b), NaN where either is NaN."""
+    return arith.maximumf(a, b)
+
+
+def minimumf(a: ir.Value, b: ir.Value) -> ir.Value:
+    """min(a, b), NaN where either is NaN."""
+    return arith.minimumf(a, b)
+
+
+def negf(a: ir.Value) -> ir.Value:
+    return arith.negf(a)
+
+
+def float_const(value: float) -> ir.Value:
+    """An f32 constant."""
+    f32 = float_type("f32")
+    return arith.ConstantOp(f32, ir.FloatAttr.get(f32, value)).result
+
+
+def exp2_approx(x: ir.Value) -> ir.Value:
+    """2^x by ex2.approx.f32 (relative error at most 2^-22)."""
+    result = inline_asm("ex2.approx.f32 $0, $1;", "=f,f", [x], float_type("f32"))
+    assert result is not None
+    return result
+
+
 def truncf(value: ir.Value, type_: ir.Type) -> ir.Value:
     return arith.truncf(type_, value)
 

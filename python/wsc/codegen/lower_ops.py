@@ -127,6 +127,22 @@ def _pair_type(element: str) -> ir.Type:
     return ir.VectorType.get([2], E.float_type(element))
 
 
+#: Each register of wsc.tile_binary's result from the two operands' registers.
+_TILE_BINARY = {
+    "add": E.addf,
+    "sub": E.subf,
+    "mul": E.mulf,
+    "max": E.maximumf,
+    "min": E.minimumf,
+}
+#: Each register of wsc.tile_unary's result from the operand's register.
+_TILE_UNARY = {
+    "exp2": E.exp2_approx,
+    "relu": lambda x: E.maximumf(x, E.float_const(0.0)),
+    "neg": E.negf,
+}
+
+
 class KernelLowering(KernelPlan):
     """A planned kernel, and how each of its ops is emitted."""
 
@@ -648,6 +664,32 @@ class KernelLowering(KernelPlan):
                 value = source.load_element(i, r)
                 if element != source.element:  # from f32 (checked by analyze)
                     value = E.truncf(value, dst_scalar)
+                target.store_element(i, r, value)
+
+    def _lower_tile_binary(self, op):
+        binary = ops.TileBinary(op)
+        x, y = self.slots[binary.x], self.slots[binary.y]
+        target = self._acc_slot(binary.result, "f32", wgmma_form=False)
+        combine = _TILE_BINARY[binary.kind]
+        for i in range(x.fragment.subtiles):
+            for r in range(x.fragment.regs_per_subtile):
+                target.store_element(i, r, combine(x.load_element(i, r), y.load_element(i, r)))
+
+    def _lower_tile_unary(self, op):
+        unary = ops.TileUnary(op)
+        x = self.slots[unary.x]
+        target = self._acc_slot(unary.result, "f32", wgmma_form=False)
+        apply = _TILE_UNARY[unary.kind]
+        for i in range(x.fragment.subtiles):
+            for r in range(x.fragment.regs_per_subtile):
+                target.store_element(i, r, apply(x.load_element(i, r)))
+
+    def _lower_tile_fill(self, op):
+        fill = ops.TileFill(op)
+        target = self._acc_slot(fill.result, "f32", wgmma_form=False)
+        value = E.float_const(fill.value)
+        for i in range(target.fragment.subtiles):
+            for r in range(target.fragment.regs_per_subtile):
                 target.store_element(i, r, value)
 
     def _lower_store(self, op):

@@ -59,6 +59,22 @@ _TILE_USERS: dict[str, type[ops.Store | ops.StoreShared | ops.PartialStore | ops
     "wsc.partial_store": ops.PartialStore,
     "wsc.partial_reduce": ops.PartialReduce,
 }
+#: The ops that make a register tile of others, element by element.
+_TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary")
+#: The ops that define a register tile.
+_TILE_SOURCES = ("wsc.acc_alloc", "wsc.tile_fill", *_TILE_MAPS)
+
+
+def _read_tiles(op: ir.Operation) -> list[ir.Value]:
+    """The register tiles a tile-reading op takes."""
+    if op.name in _TILE_USERS:
+        return [_TILE_USERS[op.name](op).tile]
+    if op.name == "wsc.tile_binary":
+        binary = ops.TileBinary(op)
+        return [binary.x, binary.y]
+    return [ops.Cast(op).src if op.name == "wsc.cast" else ops.TileUnary(op).x]
+
+
 #: (op, operand) pairs that make a kernel argument a split-K workspace.
 _WORKSPACE_OPERANDS = (
     ("wsc.partial_store", "partials"),
@@ -236,13 +252,20 @@ class KernelPlan:
                     )
             elif name == "wsc.acc_alloc":
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
-            elif name in (*_TILE_USERS, "wsc.cast"):
-                tile = _TILE_USERS[name](op).tile if name in _TILE_USERS else ops.Cast(op).src
-                source = defining_op(tile)
-                if source is None or source.name not in ("wsc.acc_alloc", "wsc.cast"):
-                    raise fail(op, "tile must be defined by wsc.acc_alloc or wsc.cast")
+            elif name == "wsc.tile_fill":
+                self._check_register_budget(op, ops.TileFill(op).result)
+            elif name in (*_TILE_USERS, *_TILE_MAPS):
+                for tile in _read_tiles(op):
+                    source = defining_op(tile)
+                    if source is None or source.name not in _TILE_SOURCES:
+                        raise fail(
+                            op,
+                            f"tile must be defined by {', '.join(_TILE_SOURCES)} (in this kernel)",
+                        )
+                if name in _TILE_MAPS:
+                    self._check_register_budget(op, op.results[0])
                 if name == "wsc.cast":
-                    self._check_register_budget(op, ops.Cast(op).result)
+                    tile = ops.Cast(op).src
                     _, src_element = acc_type_parameters(tile.type)
                     _, dst_element = acc_type_parameters(ops.Cast(op).result.type)
                     if src_element != dst_element and src_element != "f32":
@@ -713,8 +736,8 @@ class KernelPlan:
                             found.add(self.args.index(ops.TmaStore(copy_op).dst))
                         elif copy_key == ("wsc.coalesced_store", "src"):
                             found.add(self.args.index(ops.CoalescedStore(copy_op).dst))
-                elif owner.name == "wsc.cast":
-                    pending.append(ops.Cast(owner).result)
+                elif owner.name in _TILE_MAPS:
+                    pending.append(owner.results[0])
         return found
 
     def _check_debug_options(self) -> None:

@@ -22,6 +22,16 @@ from wsc.ir_utils import (
 from wsc.protocol.violations import unsupported
 from wsc.target.hopper import WARP_SIZE
 
+#: Ops that touch only registers (or global memory no barrier guards).
+_REGISTER_ONLY = (
+    "wsc.wgmma_fence",
+    "wsc.acc_alloc",
+    "wsc.cast",
+    "wsc.store",
+    "wsc.tile_binary",
+    "wsc.tile_unary",
+    "wsc.tile_fill",
+)
 #: A loop running longer than this is a bug in the kernel's arithmetic, not a pipeline.
 MAX_TRIP_COUNT = 1 << 16
 
@@ -458,7 +468,7 @@ class _Compiler:
             return self._if(op, context, results)
         if name in ("wsc.role", "wsc.elect"):
             return _Compute(op, lambda: 1, [], results[0])
-        if name in ("wsc.wgmma_fence", "wsc.acc_alloc", "wsc.cast", "wsc.store"):
+        if name in _REGISTER_ONLY:
             return None
         handler = getattr(self, "_" + name.removeprefix("wsc."), None)
         if not name.startswith("wsc.") or handler is None:
