@@ -560,17 +560,11 @@ def _verify_fenced(op: ir.Operation) -> None:
     """A WGMMA group opens with a wsc.wgmma_fence: without it the PTX has no
     wgmma.fence, and WGMMA may read accumulator registers before earlier
     writes to them (undefined behaviour)."""
-    previous = op.operation
-    block = op.operation.block
-    for candidate in reversed(list(block.operations)):
-        candidate = candidate.operation
-        if previous is not None:
-            if candidate == previous:
-                previous = None
-            continue
-        if candidate.name == "wsc.wgmma_fence":
+    block_ops = [other.operation for other in op.operation.block.operations]
+    for earlier in reversed(block_ops[: block_ops.index(op.operation)]):
+        if earlier.name == "wsc.wgmma_fence":
             return
-        if candidate.name == "wsc.wgmma_commit_group":
+        if earlier.name == "wsc.wgmma_commit_group":
             break
     _fail(
         op,
