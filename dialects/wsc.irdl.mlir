@@ -280,7 +280,8 @@ irdl.dialect @wsc {
   //   : (!wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 128>, f32>)
   //   -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, x <kind> y of two f32 register tiles of one shape:
-  // add, sub, mul, max or min (max and min return NaN where either is NaN).
+  // add, sub, mul, max or min (max and min return NaN where either is NaN;
+  // python/wsc/ops.py's TILE_BINARY_KINDS, checked by the verifier).
   // The tiles share a fragment layout, so each thread combines its own
   // registers.
   irdl.operation @tile_binary {
@@ -291,12 +292,7 @@ irdl.dialect @wsc {
     %y_element = irdl.any
     %y = irdl.parametric @wsc::@acc<%y_shape, %y_element>
     irdl.operands(x: %x, y: %y)
-    %add = irdl.is "add"
-    %sub = irdl.is "sub"
-    %mul = irdl.is "mul"
-    %max = irdl.is "max"
-    %min = irdl.is "min"
-    %kind = irdl.any_of(%add, %sub, %mul, %max, %min)
+    %kind = irdl.base "#builtin.string"
     irdl.attributes { "kind" = %kind }
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any
@@ -307,16 +303,13 @@ irdl.dialect @wsc {
   // %y = "wsc.tile_unary"(%x) {kind = "exp2"}
   //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, of an f32 register tile: exp2 (2^x, PTX's
-  // ex2.approx.f32), relu (max(x, 0)) or neg (-x).
+  // ex2.approx.f32), relu (max(x, 0)) or neg (-x) (TILE_UNARY_KINDS).
   irdl.operation @tile_unary {
     %x_shape = irdl.base "#builtin.dense_array"
     %x_element = irdl.any
     %x = irdl.parametric @wsc::@acc<%x_shape, %x_element>
     irdl.operands(x: %x)
-    %exp2 = irdl.is "exp2"
-    %relu = irdl.is "relu"
-    %neg = irdl.is "neg"
-    %kind = irdl.any_of(%exp2, %relu, %neg)
+    %kind = irdl.base "#builtin.string"
     irdl.attributes { "kind" = %kind }
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any

@@ -330,6 +330,12 @@ class Cast(WscOp, name="wsc.cast"):
     result = Result()
 
 
+#: The element-wise operations of wsc.tile_binary and wsc.tile_unary (an
+#: attribute IRDL checks only as a string).
+TILE_BINARY_KINDS = ("add", "sub", "mul", "max", "min")
+TILE_UNARY_KINDS = ("exp2", "relu", "neg")
+
+
 class TileBinary(WscOp, name="wsc.tile_binary"):
     x = Operand()
     y = Operand()

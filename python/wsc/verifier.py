@@ -376,8 +376,14 @@ def _verify_f32_tile(op: ir.Operation, value: ir.Value, what: str) -> tuple[int,
     return shape
 
 
+def _verify_kind(op: ir.Operation, kind: str, kinds: tuple[str, ...]) -> None:
+    if kind not in kinds:
+        _fail(op, f"kind must be one of {', '.join(kinds)}, got '{kind}'")
+
+
 def _verify_tile_binary(op: ir.Operation) -> None:
     binary = ops.TileBinary(op)
+    _verify_kind(op, binary.kind, ops.TILE_BINARY_KINDS)
     shapes = [
         _verify_f32_tile(op, value, name) for value, name in ((binary.x, "x"), (binary.y, "y"))
     ]
@@ -389,6 +395,7 @@ def _verify_tile_binary(op: ir.Operation) -> None:
 
 def _verify_tile_unary(op: ir.Operation) -> None:
     unary = ops.TileUnary(op)
+    _verify_kind(op, unary.kind, ops.TILE_UNARY_KINDS)
     _verify_f32_tile(op, unary.x, "x")
     if unary.result.type != unary.x.type:
         _fail(op, f"result type {unary.result.type} differs from the operand's {unary.x.type}")

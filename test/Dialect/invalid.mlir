@@ -464,7 +464,7 @@ func.func @tile_math_in_f16() attributes {wsc.num_threads = 128 : i32} {
 // -----
 func.func @tile_math_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
-  // expected-error @below {{'wsc.tile_unary' op '"tanh"' does not satisfy the constraint}}
+  // expected-error @below {{'wsc.tile_unary' op kind must be one of exp2, relu, neg, got 'tanh'}}
   %y = "wsc.tile_unary"(%x) {kind = "tanh"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }

@@ -141,6 +141,8 @@ _TILE_UNARY = {
     "relu": lambda x: E.maximumf(x, E.float_const(0.0)),
     "neg": E.negf,
 }
+if set(_TILE_BINARY) != set(ops.TILE_BINARY_KINDS) or set(_TILE_UNARY) != set(ops.TILE_UNARY_KINDS):
+    raise TypeError("the lowering of wsc.tile_binary / wsc.tile_unary misses a kind of wsc.ops")
 
 
 class KernelLowering(KernelPlan):
