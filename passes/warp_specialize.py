@@ -162,13 +162,7 @@ _EPILOGUE_ROW_OPS: dict[
     "wsc.partial_reduce": ops.PartialReduce,
 }
 #: The epilogue ops besides the stores that may read or write the accumulator.
-_ACC_EPILOGUE_OPS = (
-    "wsc.cast",
-    "wsc.tile_binary",
-    "wsc.tile_unary",
-    "wsc.partial_store",
-    "wsc.partial_reduce",
-)
+_ACC_EPILOGUE_OPS = (*ops.TILE_MAPS, "wsc.partial_store", "wsc.partial_reduce")
 
 
 class WarpSpecialize(WscPass):
@@ -877,28 +871,19 @@ class _Specializer:
         row_offset: ir.Value | None,
         own_stage: ir.Value | None,
     ) -> None:
+        group_shape, _ = dialect.acc_type_parameters(mapping[self.acc_alloc.result].type)
         for op in epilogue:
-            # The group's tile has rows/G rows: register tiles made in the
-            # epilogue are rebuilt for that shape.
-            if op.name == "wsc.cast":
-                cast = ops.Cast(op)
-                _, element = dialect.acc_type_parameters(cast.result.type)
-                mapping[cast.result] = dialect.cast(mapping[cast.src], element)
-                continue
-            if op.name == "wsc.tile_binary":
-                binary = ops.TileBinary(op)
-                mapping[binary.result] = dialect.tile_binary(
-                    binary.kind, mapping[binary.x], mapping[binary.y]
+            if op.name in ops.TILE_MAKERS:
+                # The group's tile has rows/G rows: a register tile the
+                # epilogue makes is made again in that shape.
+                _, element = dialect.acc_type_parameters(op.results[0].type)
+                made = ir.Operation.create(
+                    op.name,
+                    results=[dialect.acc_type(group_shape, element)],
+                    operands=[mapping.get(value, value) for value in op.operands],
+                    attributes={name: op.attributes[name] for name in op.attributes},
                 )
-                continue
-            if op.name == "wsc.tile_unary":
-                unary = ops.TileUnary(op)
-                mapping[unary.result] = dialect.tile_unary(unary.kind, mapping[unary.x])
-                continue
-            if op.name == "wsc.tile_fill":
-                fill = ops.TileFill(op)
-                group_shape, _ = dialect.acc_type_parameters(mapping[self.acc_alloc.result].type)
-                mapping[fill.result] = dialect.tile_fill(group_shape, fill.value)
+                mapping[op.results[0]] = made.result
                 continue
             if op.name == "scf.if" and _is_partial_guard(op):
                 # Its region holds casts of the group's tile: cloned op by op.

@@ -334,6 +334,11 @@ class Cast(WscOp, name="wsc.cast"):
 #: attribute IRDL checks only as a string).
 TILE_BINARY_KINDS = ("add", "sub", "mul", "max", "min")
 TILE_UNARY_KINDS = ("exp2", "relu", "neg")
+#: The ops that make a register tile from others, element by element.
+TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary")
+#: The ops that make a register tile besides wsc.acc_alloc, of the shape their
+#: result type names (all but wsc.tile_fill take it from their operands).
+TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill")
 
 
 class TileBinary(WscOp, name="wsc.tile_binary"):

@@ -59,10 +59,8 @@ _TILE_USERS: dict[str, type[ops.Store | ops.StoreShared | ops.PartialStore | ops
     "wsc.partial_store": ops.PartialStore,
     "wsc.partial_reduce": ops.PartialReduce,
 }
-#: The ops that make a register tile of others, element by element.
-_TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary")
 #: The ops that define a register tile.
-_TILE_SOURCES = ("wsc.acc_alloc", "wsc.tile_fill", *_TILE_MAPS)
+_TILE_SOURCES = ("wsc.acc_alloc", *ops.TILE_MAKERS)
 
 
 def _read_tiles(op: ir.Operation) -> list[ir.Value]:
@@ -254,7 +252,7 @@ class KernelPlan:
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
             elif name == "wsc.tile_fill":
                 self._check_register_budget(op, ops.TileFill(op).result)
-            elif name in (*_TILE_USERS, *_TILE_MAPS):
+            elif name in (*_TILE_USERS, *ops.TILE_MAPS):
                 for tile in _read_tiles(op):
                     source = defining_op(tile)
                     if source is None or source.name not in _TILE_SOURCES:
@@ -262,7 +260,7 @@ class KernelPlan:
                             op,
                             f"tile must be defined by {', '.join(_TILE_SOURCES)} (in this kernel)",
                         )
-                if name in _TILE_MAPS:
+                if name in ops.TILE_MAPS:
                     self._check_register_budget(op, op.results[0])
                 if name == "wsc.cast":
                     tile = ops.Cast(op).src
@@ -736,7 +734,7 @@ class KernelPlan:
                             found.add(self.args.index(ops.TmaStore(copy_op).dst))
                         elif copy_key == ("wsc.coalesced_store", "src"):
                             found.add(self.args.index(ops.CoalescedStore(copy_op).dst))
-                elif owner.name in _TILE_MAPS:
+                elif owner.name in ops.TILE_MAPS:
                     pending.append(owner.results[0])
         return found
 

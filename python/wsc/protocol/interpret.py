@@ -648,15 +648,20 @@ class _Compiler:
         if context.elected:
             raise unsupported(op, " under wsc.elect: every thread of its warpgroup runs it")
 
-    def _partial_store(self, op, context):
+    def _partial_step(self, op, context, view, step: str):
+        """A wsc.partial_store or wsc.partial_reduce: the simulation's method
+        `step` on the rows it names."""
         self._whole_group(op, context)
-        store = ops.PartialStore(op)
-        row, splits = self.slot(store.row), store.splits
+        partial = view(op)
+        row, splits = self.slot(partial.row), partial.splits
 
         def act(process, frame):
-            process.simulation.partial_store(process, op, frame[row], splits)
+            getattr(process.simulation, step)(process, op, frame[row], splits)
 
         return _Effect(op, act)
+
+    def _partial_store(self, op, context):
+        return self._partial_step(op, context, ops.PartialStore, "partial_store")
 
     def _partial_arrive(self, op, context):
         self._whole_group(op, context)
@@ -669,14 +674,7 @@ class _Compiler:
         return _Effect(op, act)
 
     def _partial_reduce(self, op, context):
-        self._whole_group(op, context)
-        reduce = ops.PartialReduce(op)
-        row, splits = self.slot(reduce.row), reduce.splits
-
-        def act(process, frame):
-            process.simulation.partial_reduce(process, op, frame[row], splits)
-
-        return _Effect(op, act)
+        return self._partial_step(op, context, ops.PartialReduce, "partial_reduce")
 
     def _mbarrier_wait(self, op, context):
         wait = ops.MbarrierWait(op)

@@ -80,8 +80,9 @@ def _compile(args) -> int:
     with context, ir.Location.unknown():
         with open(args.input) as source:
             module = parse_module(source.read(), DiagnosticEngine(args.input))
+        names = {op.name for op in walk(module.operation)}
         passes: list[WscPass]
-        if any(op.name == "wsc.role" for op in walk(module.operation)):
+        if "wsc.role" in names:
             # Specialized already (V3 as written): its protocol is checked as is.
             passes = [VerifyPipeline()]
         else:
@@ -91,7 +92,7 @@ def _compile(args) -> int:
             }
             passes = [WarpSpecialize(**options)]
             # A persistent kernel's stages stay run-time values (no unrolling).
-            if not any(op.name == "gpu.grid_dim" for op in walk(module.operation)):
+            if "gpu.grid_dim" not in names:
                 passes.append(UnrollRingBuffer())
         result = compile_module(module, passes, args.dump_ir, source=args.input)
     with open(args.output, "w") as out:
