@@ -343,8 +343,12 @@ irdl.dialect @wsc {
 
   // "wsc.store"(%acc, %c, %row, %col)
   // Stores a register tile to dst[row:row+M, col:col+N], clipped at dst's
-  // bounds. The tile's element type must be dst's.
-  irdl.operation @store {
+  // bounds. The tile's element type must be dst's. With the unit attribute
+  // `transpose` the M x N tile is the transpose of dst's N x M block at
+  // (row, col): element (i, j) goes to dst[row + j, col + i] (a tile whose
+  // WGMMA swapped the operands, C^T = B A^T, stored as C).
+  irdl.operation @store attributes {
+      optional_attributes = {transpose = "#builtin.unit"}} {
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any
     %tile = irdl.parametric @wsc::@acc<%shape, %element>

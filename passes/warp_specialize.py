@@ -901,7 +901,11 @@ class _Specializer:
                 store = view(target)
                 if row_offset is not None and not isinstance(store, ops.StoreShared):
                     with ir.InsertionPoint(target):
-                        store.row = arith.AddIOp(store.row, row_offset).result
+                        # A transposed store puts the tile's rows in dst's columns.
+                        if isinstance(store, ops.Store) and store.transpose:
+                            store.col = arith.AddIOp(store.col, row_offset).result
+                        else:
+                            store.row = arith.AddIOp(store.row, row_offset).result
                 if isinstance(store, (ops.TmaStore, ops.CoalescedStore, ops.StoreShared)):
                     store.stage = own_stage
 

@@ -400,8 +400,12 @@ def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
     ).result
 
 
-def store(tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value) -> ir.Operation:
-    return _create("wsc.store", operands=[tile, dst, row, col])
+def store(
+    tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value, transpose: bool = False
+) -> ir.Operation:
+    return _create(
+        "wsc.store", operands=[tile, dst, row, col], attributes=_unit_attrs(transpose=transpose)
+    )
 
 
 def store_shared(tile: ir.Value, dst: ir.Value, stage: ir.Value) -> ir.Operation:

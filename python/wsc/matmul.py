@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SPACES
+from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN, round_up
 from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
@@ -113,6 +113,8 @@ class MatmulPlan:
     @property
     def space(self) -> str:
         """The name of the config space (SPACES) this problem is tuned over."""
+        if self.b_layout == "nk" and self.m <= SMALL_M:
+            return "nk-small-m"
         if self.tma_store:
             return f"{self.b_layout}-tma"
         return f"{self.b_layout}-coalesced" if self.coalesced_store else self.b_layout

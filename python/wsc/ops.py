@@ -370,6 +370,7 @@ class Store(WscOp, name="wsc.store"):
     dst = Operand()
     row = Operand()
     col = Operand()
+    transpose = Flag()
 
 
 class PartialStore(WscOp, name="wsc.partial_store"):

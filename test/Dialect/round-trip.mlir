@@ -40,6 +40,8 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
     // CHECK: "wsc.store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
     "wsc.store"(%h, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
+    // CHECK: "wsc.store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {transpose} : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
+    "wsc.store"(%h, %c, %c0, %c0) {transpose} : (!wsc.acc<array<i64: 128, 128>, f16>, memref<?x?xf16>, index, index) -> ()
     // CHECK: "wsc.store_shared"(%{{.*}}, %{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
     "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
     // CHECK: "wsc.fence_proxy_async"() : () -> ()

@@ -21,8 +21,11 @@ from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 #: The problem the GPU tests compile for first (the kernels read sizes at run
 #: time; "kn" needs N a multiple of 8, and so does a TMA store of C).
 M, K = 1000, 520
+#: The small-M space's M (SMALL_M at most).
+SMALL_M_ROWS = 100
 N = {
     "nk": 1333,
+    "nk-small-m": 1333,
     "kn": 1336,
     "nk-tma": 1336,
     "nk-coalesced": 1333,
@@ -39,7 +42,7 @@ def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPl
     if out_dtype is None:
         out_dtype = dtype if space in STAGED else "f32"
     return MatmulPlan(
-        M,
+        SMALL_M_ROWS if space.endswith("-small-m") else M,
         N[space],
         K,
         dtype,

@@ -443,3 +443,46 @@ func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i3
 // CHECK-NEXT: [[NAN:%.*]] = llvm.fcmp "uno" [[Y]], [[Y]] : f32
 // CHECK-NEXT: llvm.select [[NAN]], [[Y]], [[MAX]] : i1, f32
 // CHECK-COUNT-4: llvm.inline_asm has_side_effects "ex2.approx.f32 $0, $1;", "=f,f"
+
+// -----
+
+// A tile of a WGMMA with swapped operands (C^T = B A^T), stored transposed:
+// the sizes are named after C (A's rows are m though B's tile is the WGMMA's A
+// operand), the WGMMA is m64n16, and each element goes out on its own (its
+// fragment neighbours are a row of C apart), unchecked for a whole tile.
+// CHECK-LABEL: llvm.func @swapped_store
+// CHECK-SAME: \22m\22: {{\[\[}}\22a\22, 0], [\22c\22, 0]], \22n\22: {{\[\[}}\22b\22, 0], [\22c\22, 1]]
+// CHECK: <m = 64, n = 16, k = 16>
+// CHECK-NOT: vector<2xf16>
+// CHECK-COUNT-8: llvm.store {{.*}} {alignment = 2 : i64} : f16, !llvm.ptr
+func.func @swapped_store(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %false = arith.constant false
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %m0 = arith.muli %bx, %c16 : index
+  %n0 = arith.muli %by, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x16x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 16>, f32>
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 10240 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %m0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x16x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %n0, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sb, %sa, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<1x16x64xf16, 3>, index, !wsc.acc<array<i64: 64, 16>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f16>
+  "wsc.store"(%h, %c, %m0, %n0) {transpose} : (!wsc.acc<array<i64: 64, 16>, f16>, memref<?x?xf16>, index, index) -> ()
+  return
+}

@@ -694,6 +694,16 @@ def test_register_tile_math_misuse_is_located():
     assert "tiles of shapes [64, 64] and [64, 128]" in str(error)
 
 
+def test_a_transposed_store_is_marked_and_its_flag_checked():
+    kb = KernelBuilder("k", grid=[("m", 16), ("n", 64)])
+    c = kb.global_tensor(f32)
+    tile = kb.register_tensor(f32, [64, 16])
+    with pytest.raises(BuildTypeError, match="transpose must be a bool, got 'yes'"):
+        kb.store_global(c, tile, [0, 0], transpose="yes")
+    kb.store_global(c, tile, [0, 0], transpose=True)
+    assert '"wsc.store"' in (text := str(kb.finish())) and "{transpose}" in text
+
+
 def test_split_k_misuse_is_located():
     kb = KernelBuilder("bad", grid=[("m", 64), ("n", 64)])
     with pytest.raises(BuildError, match=r"splits must be an int >= 2, got 1"):

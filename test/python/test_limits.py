@@ -55,6 +55,19 @@ def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
             "swizzled row of 16-bit elements), got 128",
         ),
         (dict(num_stages=300), "num_stages must be 1 to 227, got 300"),
+        (
+            dict(block_m=16, block_n=100, swap_ab=True),
+            "block_n must be a multiple of 64 (the WGMMA M) up to 256 (a TMA box) with "
+            "swap_ab = True, got 100",
+        ),
+        (
+            dict(block_m=12, block_n=64, swap_ab=True),
+            "block_m must be a multiple of 8 up to 256 (the WGMMA N) with swap_ab = True, got 12",
+        ),
+        (
+            dict(block_m=16, block_n=64, swap_ab=True, tma_store=True),
+            "swap_ab = True stores the transposed tile from registers",
+        ),
     ],
 )
 def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message):
@@ -63,6 +76,12 @@ def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message
     with pytest.raises(ValueError) as error:
         MatmulConfig(**config)
     assert message in str(error.value)
+
+
+def test_swapped_operands_need_b_as_n_by_k(tmp_path):
+    config = MatmulConfig(block_m=16, block_n=64, swap_ab=True)
+    with pytest.raises(ValueError, match="swap_ab = True needs B as \\[N, K\\]"):
+        compile_matmul(16, 256, 256, MatmulProblem("f16", "f32", "kn"), config, tmp_path / "x")
 
 
 @pytest.mark.parametrize(

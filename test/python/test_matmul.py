@@ -761,7 +761,7 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
     "name, config",
     [
         (name, config)
-        for name in ("nk", "nk-tma", "kn-tma")
+        for name in ("nk", "nk-tma", "kn-tma", "nk-small-m")
         for config in SPACES[name].configs()
         if config["split_k"] > 1 and config["group_m"] == 8
     ],
@@ -770,12 +770,17 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
 def test_split_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name, config):
     """The last split adds the partial sums in split order: 20 runs of one
     product give the same bytes. Shapes: a decode step (K = 14336 in 224 K
-    tiles), ragged sizes, and K of 2 tiles for 4 splits (two splits sum no
-    K tile and hand over zeros)."""
+    tiles; "nk" takes it in its small-M space), ragged sizes, and K of 2
+    tiles for 4 splits (two splits sum no K tile and hand over zeros)."""
     monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
     kn = name.startswith("kn")
     out_dtype = torch.float32 if name == "nk" else torch.float16
-    for m, n, k in ((16, 4096, 14336), (777, 1336, 1032), (100, 1336, 72)):
+    shapes = [(777, 1336, 1032), (200, 1336, 72)]
+    if name == "nk-small-m":
+        shapes = [(16, 4096, 14336), (100, 1336, 1032), (33, 1336, 72)]
+    elif kn:
+        shapes.insert(0, (16, 4096, 14336))
+    for m, n, k in shapes:
         generator = torch.Generator(device=gpu).manual_seed(m + n + k)
         a = torch.randn(m, k, device=gpu, generator=generator).half()
         w = torch.randn(n, k, device=gpu, generator=generator).half()

@@ -405,9 +405,13 @@ class KernelBuilder:
         with self._at(caller()):
             return RegisterTile(self, dialect.tile_unary(kind, tile.value), f32, tile.shape)
 
-    def store_global(self, dst: GlobalTensor, tile: RegisterTile, offsets: Sequence) -> None:
+    def store_global(
+        self, dst: GlobalTensor, tile: RegisterTile, offsets: Sequence, transpose: bool = False
+    ) -> None:
         """Store a register tile into dst[offsets[0]:+rows, offsets[1]:+cols], clipped at
-        dst's bounds."""
+        dst's bounds. With `transpose` the tile is the transpose of dst's block
+        at `offsets` (dst[offsets[0]:+cols, offsets[1]:+rows]): the result of a
+        WGMMA with swapped operands, C^T = B A^T, stored as C."""
         where = caller()
         self._own(expect(dst, GlobalTensor, "store_global dst", "a global tensor"), "store_global")
         self._own(
@@ -419,9 +423,13 @@ class KernelBuilder:
                 f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
                 where,
             )
+        if not isinstance(transpose, bool):
+            raise BuildTypeError(
+                f"store_global: transpose must be a bool, got {transpose!r}", where
+            )
         row, col = self._offsets(offsets, "store_global")
         with self._at(where):
-            dialect.store(tile.value, dst.value, row, col)
+            dialect.store(tile.value, dst.value, row, col, transpose=transpose)
 
     def store_shared(self, dst: SharedTile, tile: RegisterTile) -> None:
         """Write a register tile into the stage tile `dst` (e.g. sc[stage]) of the

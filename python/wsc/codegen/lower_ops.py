@@ -710,6 +710,9 @@ class KernelLowering(KernelPlan):
 
         warp, lane = self._warp_and_lane(op)
         row0_32, col0_32 = self._i32(row0), self._i32(col0)
+        if store.transpose:
+            self._store_transposed(slot, base, ld, (rows, cols), (row0_32, col0_32), warp, lane)
+            return
         row_base = E.addi(
             E.addi(row0_32, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32))
         )
@@ -778,6 +781,55 @@ class KernelLowering(KernelPlan):
                             col_ok = E.if_then(E.cmpi("slt", column, cols))
                             with E.then_body(col_ok):
                                 store_element(i, h, j, c, row_off)
+
+    def _store_transposed(self, slot, base, ld, bounds, origin, warp, lane) -> None:
+        """wsc.store {transpose}: fragment element (r, c) to dst[row0 + c, col0 + r],
+        element by element (a thread's neighbours in the fragment are a row
+        apart in dst); checked against dst's bounds only for a partial tile."""
+        fragment = slot.fragment
+        i32, i64 = E.i32(), E.i64()
+        scalar = E.float_type(slot.element)
+        element_bytes = 4 if slot.element == "f32" else 2
+        (rows, cols), (row0, col0) = bounds, origin
+        # The thread's first fragment row is a dst column, its first column a dst row.
+        dst_col = E.addi(
+            E.addi(col0, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32))
+        )
+        dst_row = E.addi(row0, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
+        ld64 = E.arith_extsi(ld, i64)
+        whole_tile = E.scf_if_else(
+            E.andi(
+                E.cmpi("sle", E.addi(row0, E.const(fragment.cols, i32)), rows),
+                E.cmpi("sle", E.addi(col0, E.const(fragment.rows, i32)), cols),
+            )
+        )
+
+        def elements():
+            """(register, dst row, dst column) of every element this thread holds."""
+            for i in range(fragment.subtiles):
+                for h in range(2):
+                    column = E.addi(dst_col, E.const(SUBTILE_ROWS * i + 8 * h, i32))
+                    for j in range(fragment.cols // 8):
+                        for c in range(2):
+                            row = E.addi(dst_row, E.const(8 * j + c, i32))
+                            yield (i, 4 * j + 2 * h + c), row, column
+
+        def store_element(register, row, column):
+            offset = E.addi(E.muli(E.arith_extsi(row, i64), ld64), E.arith_extsi(column, i64))
+            E.store(
+                slot.load_element(*register),
+                E.gep(base, [offset], scalar),
+                alignment=element_bytes,
+            )
+
+        with ir.InsertionPoint.at_block_terminator(whole_tile.then_block):
+            for register, row, column in elements():
+                store_element(register, row, column)
+        with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
+            for register, row, column in elements():
+                inside = E.andi(E.cmpi("slt", row, rows), E.cmpi("slt", column, cols))
+                with E.then_body(E.if_then(inside)):
+                    store_element(register, row, column)
 
     # Split-K: partial sums in global memory, laid out in fragment order so
     # that every access is a coalesced 16-byte vector (see wsc.partial_store).

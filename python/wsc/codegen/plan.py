@@ -635,10 +635,17 @@ class KernelPlan:
             c_tensors = self._stored_tensors(wgmma.acc)
             kn = wgmma.b_layout == "kn"
             b_k, b_n = (0, 1) if kn else (1, 0)
+            # The sizes are named after C: a tile stored transposed (C^T = B A^T)
+            # has its WGMMA's M along C's columns.
+            swapped = any(c_tensors.values())
+            rows, cols = ("n", "m") if swapped else ("m", "n")
             for label, nodes in (
-                ("m", [(t, 0) for t in a_tensors] + [(t, 0) for t in c_tensors]),
+                (rows, [(t, 0) for t in a_tensors] + [(t, int(tr)) for t, tr in c_tensors.items()]),
                 ("k", [(t, 1) for t in a_tensors] + [(t, b_k) for t in b_tensors]),
-                ("n", [(t, b_n) for t in b_tensors] + [(t, 1) for t in c_tensors]),
+                (
+                    cols,
+                    [(t, b_n) for t in b_tensors] + [(t, 1 - tr) for t, tr in c_tensors.items()],
+                ),
             ):
                 for node in nodes:
                     classes.union(nodes[0], node)
@@ -714,10 +721,11 @@ class KernelPlan:
         for position in sorted(self.store_args):
             self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
 
-    def _stored_tensors(self, acc: ir.Value) -> set[int]:
-        """The tensors `acc` ends up in: stored from registers, or staged in
-        shared memory and copied out (with TMA or coalesced stores)."""
-        found: set[int] = set()
+    def _stored_tensors(self, acc: ir.Value) -> dict[int, bool]:
+        """The tensors `acc` ends up in, each with whether it is stored
+        transposed: stored from registers, or staged in shared memory and
+        copied out (with TMA or coalesced stores)."""
+        found: dict[int, bool] = {}
         pending = [acc]
         while pending:
             value = pending.pop()
@@ -725,15 +733,16 @@ class KernelPlan:
                 owner = use_owner(use)
                 key = (owner.name, ops.operand_name(owner, use.operand_number))
                 if key == ("wsc.store", "tile"):
-                    found.add(self.args.index(ops.Store(owner).dst))
+                    store = ops.Store(owner)
+                    found[self.args.index(store.dst)] = store.transpose
                 elif key == ("wsc.store_shared", "tile"):
                     for copy in ops.StoreShared(owner).dst.uses:
                         copy_op = use_owner(copy)
                         copy_key = (copy_op.name, ops.operand_name(copy_op, copy.operand_number))
                         if copy_key == ("wsc.tma_store", "src"):
-                            found.add(self.args.index(ops.TmaStore(copy_op).dst))
+                            found[self.args.index(ops.TmaStore(copy_op).dst)] = False
                         elif copy_key == ("wsc.coalesced_store", "src"):
-                            found.add(self.args.index(ops.CoalescedStore(copy_op).dst))
+                            found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
                 elif owner.name in ops.TILE_MAPS:
                     pending.append(owner.results[0])
         return found

@@ -345,7 +345,8 @@ class _Compiler:
                 extents[load.src] = tuple(tile)
             elif op.name == "wsc.store":
                 store = ops.Store(op)
-                extents.setdefault(store.dst, acc_type_parameters(store.tile.type)[0])
+                shape = acc_type_parameters(store.tile.type)[0]
+                extents.setdefault(store.dst, shape[::-1] if store.transpose else shape)
             elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
                 copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
                 extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))

@@ -44,6 +44,12 @@ order, so the result is the same bits on every run, and stores the tile.
 For problems whose tiles leave most SMs idle (small M); not persistent, not
 in clusters.
 
+With `swap_ab` the WGMMA computes the tile's transpose, C^T = B A^T: B's
+tile of BN rows is its A operand and A's tile of BM rows its B operand, so
+BM is the WGMMA's N (16 or 32 for M = 16 or 32, where a 64-row WGMMA M would
+be mostly padding) and the BN x BM accumulator is stored transposed, from
+registers. For small M ("nk" only: WGMMA reads its A operand K-major).
+
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
 the tiles in groups of G tile rows, column by column inside a group, so the
@@ -130,6 +136,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     """The V2-form matmul kernel as a module (needs an active wsc context)."""
     config.check_problem(problem)
     bm, bn, bk, stages = config.block_m, config.block_n, config.block_k, config.num_stages
+    swap = config.swap_ab
+    # The accumulator's shape: C's tile, or its transpose with swap_ab.
+    acc_shape = accumulator_shape(config)
     element, b_layout = problem.dtype, problem.b_layout
     ctas = config.cluster_m
     kb = KernelBuilder(
@@ -171,7 +180,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         if rank is not None:
             tile_row = tile_row * ctas + rank
         tile_m, tile_n = tile_row * bm, tile_col * bn
-        acc = kb.register_tensor(f32, [bm, bn])
+        acc = kb.register_tensor(f32, list(acc_shape))
         first_k_tile: Scalar | int = 0
         my_k_tiles = k_tiles
         if workspace is not None:
@@ -201,7 +210,10 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                 )
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             kb.wgmma.fence()
-            kb.wgmma.mma(a_tile, b_tile.transpose() if b_layout == "nk" else b_tile, acc)
+            if swap:
+                kb.wgmma.mma(b_tile, a_tile.transpose(), acc)
+            else:
+                kb.wgmma.mma(a_tile, b_tile.transpose() if b_layout == "nk" else b_tile, acc)
             kb.wgmma.commit_group()
             kb.wgmma.wait_group(0)
             # The stage is free once every block that reads it is done.
@@ -209,8 +221,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         if workspace is None:
             store_tile(acc, tile_m, tile_n)
             return
-        # The partial tile's rows in the workspace: the tile's number times BM.
-        row = unit * bm
+        # The partial tile's rows in the workspace: the tile's number times
+        # the accumulator's rows.
+        row = unit * acc_shape[0]
         kb.split_k.store(workspace, acc, row, split)
         with kb.if_(kb.split_k.arrive(workspace, row)):
             kb.split_k.reduce(workspace, acc, row)
@@ -219,7 +232,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     def store_tile(acc: RegisterTile, tile_m: Scalar, tile_n: Scalar) -> None:
         result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
         if sc is None:
-            kb.store_global(c, result, [tile_m, tile_n])
+            kb.store_global(c, result, [tile_m, tile_n], transpose=swap)
         else:
             store_through_shared(
                 kb,
@@ -245,6 +258,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         one_tile(first_unit + kb.block_idx.y * units_m, None)
     # compile_matmul's callers expect the verifier's rules as CompileErrors.
     return kb.finish(verify=False).module
+
+
+def accumulator_shape(config: MatmulConfig) -> tuple[int, int]:
+    """The register tile a block sums: C's tile, transposed with swap_ab."""
+    tile = (config.block_m, config.block_n)
+    return tile[::-1] if config.swap_ab else tile
 
 
 # Compiling -------------------------------------------------------------------------------
@@ -331,7 +350,7 @@ def write_matmul_artifact(
         persistent=config.persistent,
         check="matmul",
         workspaces=(
-            split_k_workspaces(result.info, tiles, splits, (config.block_m, config.block_n))
+            split_k_workspaces(result.info, tiles, splits, accumulator_shape(config))
             if splits > 1
             else None
         ),

@@ -74,6 +74,11 @@ class MatmulConfig:
     #: axis z), the last to finish adding the partial sums in a fixed order
     #: (1: no split; see wsc.kernels.matmul.build).
     split_k: int = 1
+    #: The WGMMA computes C^T = B A^T: B's tile (block_n rows of N) is its A
+    #: operand, A's tile (block_m rows of M) its B operand, and the tile is
+    #: stored transposed. For small M, where block_m can then be 16 or 32
+    #: (the WGMMA N) instead of the WGMMA M of 64 (see wsc.kernels.matmul.build).
+    swap_ab: bool = False
     #: Debug builds (wsc.codegen.debug): every mbarrier wait traps after this
     #: many failed probes, printing which wait it was (0: waits are unbounded).
     debug_spin_limit: int = 0
@@ -117,6 +122,12 @@ class MatmulConfig:
                 "split_k > 1 launches a block per tile and split: it takes neither "
                 "persistent = True nor cluster_m = 2"
             )
+        if self.swap_ab and (self.staged_store or self.persistent or self.cluster_m > 1):
+            raise ValueError(
+                "swap_ab = True stores the transposed tile from registers, a block "
+                "per tile: it takes neither tma_store, coalesced_store, persistent "
+                "nor cluster_m = 2"
+            )
         if self.persistent and self.wgmma_in_flight and not self.staged_store:
             raise ValueError(
                 "persistent = True with wgmma_in_flight = 1 needs tma_store or "
@@ -128,16 +139,21 @@ class MatmulConfig:
     def _check_ranges(self) -> None:
         """Each field within what the kernel and the hardware take, named with
         its allowed values (before any IR is built)."""
+        # The tile side along the WGMMA's M and the one along its N.
+        wgmma_m, wgmma_n = ("block_n", "block_m") if self.swap_ab else ("block_m", "block_n")
+        along_m, along_n = getattr(self, wgmma_m), getattr(self, wgmma_n)
         rules = (
             (
-                "block_m",
-                self.block_m % WGMMA_M == 0 and WGMMA_M <= self.block_m <= MAX_TMA_BOX,
-                f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)",
+                wgmma_m,
+                along_m % WGMMA_M == 0 and WGMMA_M <= along_m <= MAX_TMA_BOX,
+                f"a multiple of {WGMMA_M} (the WGMMA M) up to {MAX_TMA_BOX} (a TMA box)"
+                + (" with swap_ab = True" if self.swap_ab else ""),
             ),
             (
-                "block_n",
-                self.block_n % WGMMA_N_STEP == 0 and 0 < self.block_n <= WGMMA_N_MAX,
-                f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)",
+                wgmma_n,
+                along_n % WGMMA_N_STEP == 0 and 0 < along_n <= WGMMA_N_MAX,
+                f"a multiple of {WGMMA_N_STEP} up to {WGMMA_N_MAX} (the WGMMA N)"
+                + (" with swap_ab = True" if self.swap_ab else ""),
             ),
             (
                 "block_k",
@@ -166,6 +182,11 @@ class MatmulConfig:
 
     def check_problem(self, problem: MatmulProblem) -> None:
         """The rules that depend on the problem."""
+        if self.swap_ab and problem.b_layout != "nk":
+            raise ValueError(
+                "swap_ab = True needs B as [N, K] (b_layout 'nk'): B's tile is the "
+                "WGMMA's A operand, which it reads K-major"
+            )
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(

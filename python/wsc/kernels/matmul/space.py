@@ -27,6 +27,7 @@ def matmul_kernel(
     coalesced_store: bool = False,
     cluster_m: int = 1,
     split_k: int = 1,
+    swap_ab: bool = False,
 ):
     """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
     and ready to compile (a wsc.builder.Kernel)."""
@@ -34,7 +35,7 @@ def matmul_kernel(
 
     from wsc.builder import Kernel
     from wsc.dialect import make_context
-    from wsc.kernels.matmul.build import build_matmul
+    from wsc.kernels.matmul.build import accumulator_shape, build_matmul
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     problem = MatmulProblem(dtype, out_dtype, b_layout)
@@ -52,6 +53,7 @@ def matmul_kernel(
         coalesced_store=coalesced_store,
         cluster_m=cluster_m,
         split_k=split_k,
+        swap_ab=swap_ab,
     )
     context = make_context()
     with context, ir.Location.unknown():
@@ -65,7 +67,7 @@ def matmul_kernel(
         unroll=not persistent,
         persistent=persistent,
         check="matmul",
-        split_k=(split_k, (block_m, block_n)) if split_k > 1 else None,
+        split_k=(split_k, accumulator_shape(config)) if split_k > 1 else None,
     )
     return simple.warp_specialize(
         num_stages=num_stages,
@@ -142,6 +144,32 @@ _COALESCED_STORE = autotune(
         (128, 256, 2, "warpgroup", 3, 0, True, 1, 2),
     ],
 )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel)))
+#: Small M with B as [N, K] (MatmulPlan.space): tiles of 16 to 64 rows of M by
+#: 64 of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
+#: 16-row tile is not padded to 64), deep rings of these small stages, and
+#: split-K where the N tiles alone leave SMs idle; beside them the register-
+#: store space's narrow tiles, and its persistent 128x256 tile for a wide N.
+_SWAPPED_TILES = [
+    (16, 64, 1, "warp", 16, 1, False, 1),
+    (16, 64, 1, "warp", 16, 1, False, 2),
+    (16, 64, 1, "warp", 16, 1, False, 4),
+    (32, 64, 1, "warp", 16, 1, False, 1),
+    (32, 64, 1, "warp", 16, 1, False, 2),
+    (64, 64, 1, "warp", 12, 1, False, 1),
+    (64, 64, 1, "warp", 12, 1, False, 2),
+]
+_SMALL_M = autotune(
+    _TILES + ", swap_ab",
+    [
+        *[(*tile, True) for tile in _SWAPPED_TILES],
+        (64, 128, 1, "warp", 6, 1, False, 1, False),
+        (64, 256, 1, "warp", 4, 1, False, 1, False),
+        (128, 256, 2, "warpgroup", 4, 0, True, 1, False),
+        *[(*tile, False) for tile in _SPLIT_TILES],
+    ],
+)(autotune("group_m", [8])(matmul_kernel))
+#: The largest M of the small-M space.
+SMALL_M = 128
 #: By MatmulPlan.space: the B layout, then the staged epilogue if any. The
 #: layout is an argument of each candidate (`fixed`), so the two layouts'
 #: kernels and choices are cached apart.
@@ -154,6 +182,7 @@ SPACES = {
         ("-coalesced", _COALESCED_STORE),
     )
 }
+SPACES["nk-small-m"] = _SMALL_M
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
 _DEFAULT_REGISTER_STORE = {
@@ -186,4 +215,9 @@ DEFAULT_CONFIGS = {
         ("-tma", {**_DEFAULT_STAGED, "wgmma_in_flight": 1, "tma_store": True}),
         ("-coalesced", {**_DEFAULT_STAGED, "wgmma_in_flight": 0, "coalesced_store": True}),
     )
+}
+DEFAULT_CONFIGS["nk-small-m"] = {
+    **dict(zip(_TILES.replace(" ", "").split(","), _SWAPPED_TILES[0], strict=True)),
+    "swap_ab": True,
+    "group_m": 8,
 }
