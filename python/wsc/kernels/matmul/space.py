@@ -132,6 +132,9 @@ _TMA_STORE = autotune(
         (64, 128, 1, "warp", 6, 1, False, 1, 1),
         (64, 256, 1, "warp", 4, 1, False, 1, 1),
         (128, 128, 1, "warp", 4, 1, False, 1, 1),
+        # cuBLAS's tile at M = 512 on the H200 (nvjet 128x128, 6 stages, pairs).
+        (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
+        (128, 128, 2, "warpgroup", 6, 1, False, 1, 2),
         *[(*tile, 1) for tile in _SPLIT_TILES],
     ],
 )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
