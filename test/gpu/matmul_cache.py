@@ -22,7 +22,7 @@ from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 #: time; "kn" needs N a multiple of 8, and so does a TMA store of C).
 M, K = 1000, 520
 #: The small-M space's M (SMALL_M at most).
-SMALL_M_ROWS = 100
+SMALL_M_ROWS = 60
 N = {
     "nk": 1333,
     "nk-small-m": 1333,

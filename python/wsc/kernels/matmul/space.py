@@ -150,8 +150,10 @@ _COALESCED_STORE = autotune(
 #: Small M with B as [N, K] (MatmulPlan.space): tiles of 16 to 64 rows of M by
 #: 64 of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
 #: 16-row tile is not padded to 64), deep rings of these small stages, and
-#: split-K where the N tiles alone leave SMs idle; beside them the register-
-#: store space's narrow tiles, and its persistent 128x256 tile for a wide N.
+#: split-K where the N tiles alone leave SMs idle (cuBLAS's kernels at these
+#: sizes on the H200 have such 64 x 16 and 64 x 32 tiles, seen by ncu); beside
+#: them the register-store space's narrow tiles, and its persistent 128x256
+#: tile for a wide N.
 _SWAPPED_TILES = [
     (16, 64, 1, "warp", 16, 1, False, 1),
     (16, 64, 1, "warp", 16, 1, False, 2),
@@ -171,8 +173,10 @@ _SMALL_M = autotune(
         *[(*tile, False) for tile in _SPLIT_TILES],
     ],
 )(autotune("group_m", [8])(matmul_kernel))
-#: The largest M of the small-M space.
-SMALL_M = 128
+#: The largest M of the small-M space. At M = 128 the TMA-store space's
+#: narrow tiles beat these on the H200 (0.90 against 0.80 of cuBLAS at
+#: 128 x 4096 x 4096, results/h200-small-m-swap-ab.md).
+SMALL_M = 64
 #: By MatmulPlan.space: the B layout, then the staged epilogue if any. The
 #: layout is an argument of each candidate (`fixed`), so the two layouts'
 #: kernels and choices are cached apart.
