@@ -302,8 +302,10 @@ irdl.dialect @wsc {
 
   // %y = "wsc.tile_unary"(%x) {kind = "exp2"}
   //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
-  // Element by element, of an f32 register tile: exp2 (2^x, PTX's
-  // ex2.approx.f32), relu (max(x, 0)) or neg (-x) (TILE_UNARY_KINDS).
+  // Element by element, of an f32 register tile (TILE_UNARY_KINDS): exp2
+  // (2^x, PTX's ex2.approx.f32), log2 (lg2.approx.f32), rsqrt
+  // (rsqrt.approx.f32), tanh (tanh.approx.f32), erf (a polynomial, absolute
+  // error below 1e-6), relu (max(x, 0)) or neg (-x).
   irdl.operation @tile_unary {
     %x_shape = irdl.base "#builtin.dense_array"
     %x_element = irdl.any
@@ -311,6 +313,44 @@ irdl.dialect @wsc {
     irdl.operands(x: %x)
     %kind = irdl.base "#builtin.string"
     irdl.attributes { "kind" = %kind }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
+  // %r = "wsc.tile_load"(%src, %row, %col)
+  //   : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Reads src[row:row+M, col:col+N] (a rank-2 f16, bf16 or f32 global memref)
+  // into an f32 register tile in the accumulator's fragment layout; elements
+  // outside src read as 0. With the unit attribute `transpose` the tile is
+  // the transpose of src's N x M block at (row, col), as wsc.store {transpose}
+  // writes it.
+  irdl.operation @tile_load attributes {
+      optional_attributes = {transpose = "#builtin.unit"}} {
+    %src = irdl.base "!builtin.memref"
+    %row = irdl.is index
+    %col = irdl.is index
+    irdl.operands(src: %src, row: %row, col: %col)
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
+  // %bias = "wsc.tile_broadcast"(%src, %offset) {along = "cols"}
+  //   : (memref<?xf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // An f32 register tile made of a vector: src[offset:offset+N] along each
+  // row (along = "cols": element (i, j) is src[offset + j], e.g. a bias per
+  // column of C) or src[offset:offset+M] down each column (along = "rows":
+  // element (i, j) is src[offset + i]). src is a rank-1 f16, bf16 or f32
+  // global memref; elements past its end read as 0.
+  irdl.operation @tile_broadcast {
+    %src = irdl.base "!builtin.memref"
+    %offset = irdl.is index
+    irdl.operands(src: %src, offset: %offset)
+    %along = irdl.base "#builtin.string"
+    irdl.attributes { "along" = %along }
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any
     %result = irdl.parametric @wsc::@acc<%shape, %element>

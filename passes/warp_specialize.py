@@ -24,7 +24,10 @@ In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
 include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store`,
 `wsc.store_shared` and element-wise math (`wsc.tile_binary`, `wsc.tile_unary`,
-with tiles of `wsc.tile_fill`, each rebuilt for a group's rows), and in a split-K kernel `wsc.partial_store` and
+with tiles of `wsc.tile_fill`, `wsc.tile_load` and `wsc.tile_broadcast`, each
+rebuilt for a group's rows: a tile load reads, and a store writes, the group's
+rows, which are dst's columns where it is `transpose`d; a vector along
+columns is read whole), and in a split-K kernel `wsc.partial_store` and
 `wsc.partial_reduce`: there it stores the partial sum, arrives
 (`wsc.partial_arrive`), and the rest of the epilogue, from the
 `wsc.partial_reduce` on, sits in an `scf.if` on the arrival's result (without
@@ -163,6 +166,19 @@ _EPILOGUE_ROW_OPS: dict[
 }
 #: The epilogue ops besides the stores that may read or write the accumulator.
 _ACC_EPILOGUE_OPS = (*ops.TILE_MAPS, "wsc.partial_store", "wsc.partial_reduce")
+
+
+def _group_row_operand(op: ir.Operation) -> int | None:
+    """The operand of a tile load that a consumer group's first row adds to:
+    the row of wsc.tile_load (its column if transposed), the offset of a
+    wsc.tile_broadcast along rows; None for other tile makers."""
+    if op.name == "wsc.tile_load":
+        name = "col" if ops.TileLoad(op).transpose else "row"
+    elif op.name == "wsc.tile_broadcast" and ops.TileBroadcast(op).along == "rows":
+        name = "offset"
+    else:
+        return None
+    return ops.operand_number(op.name, name)
 
 
 class WarpSpecialize(WscPass):
@@ -451,7 +467,7 @@ class _Specializer:
                     )
             elif op.name not in (
                 *_ACC_EPILOGUE_OPS,
-                "wsc.tile_fill",
+                *ops.TILE_MAKERS,
                 "wsc.partial_arrive",
                 "wsc.elect",
                 "wsc.sync",
@@ -875,12 +891,18 @@ class _Specializer:
         for op in epilogue:
             if op.name in ops.TILE_MAKERS:
                 # The group's tile has rows/G rows: a register tile the
-                # epilogue makes is made again in that shape.
+                # epilogue makes is made again in that shape, and one it reads
+                # from memory is read from the group's rows.
                 _, element = dialect.acc_type_parameters(op.results[0].type)
+                operands = [mapping.get(value, value) for value in op.operands]
+                if row_offset is not None:
+                    moved = _group_row_operand(op)
+                    if moved is not None:
+                        operands[moved] = arith.AddIOp(operands[moved], row_offset).result
                 made = ir.Operation.create(
                     op.name,
                     results=[dialect.acc_type(group_shape, element)],
-                    operands=[mapping.get(value, value) for value in op.operands],
+                    operands=operands,
                     attributes={name: op.attributes[name] for name in op.attributes},
                 )
                 mapping[op.results[0]] = made.result

@@ -400,6 +400,29 @@ def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
     ).result
 
 
+def tile_load(
+    src: ir.Value, row: ir.Value, col: ir.Value, shape: Sequence[int], transpose: bool = False
+) -> ir.Value:
+    """`wsc.tile_load`: src's block at (row, col) as an f32 register tile of `shape`."""
+    return _create(
+        "wsc.tile_load",
+        operands=[src, row, col],
+        results=[acc_type(shape, "f32")],
+        attributes=_unit_attrs(transpose=transpose),
+    ).result
+
+
+def tile_broadcast(src: ir.Value, offset: ir.Value, shape: Sequence[int], along: str) -> ir.Value:
+    """`wsc.tile_broadcast`: the vector src[offset:] laid along the rows or
+    columns of an f32 register tile of `shape`."""
+    return _create(
+        "wsc.tile_broadcast",
+        operands=[src, offset],
+        results=[acc_type(shape, "f32")],
+        attributes={"along": ir.StringAttr.get(along)},
+    ).result
+
+
 def store(
     tile: ir.Value, dst: ir.Value, row: ir.Value, col: ir.Value, transpose: bool = False
 ) -> ir.Operation:

@@ -333,12 +333,16 @@ class Cast(WscOp, name="wsc.cast"):
 #: The element-wise operations of wsc.tile_binary and wsc.tile_unary (an
 #: attribute IRDL checks only as a string).
 TILE_BINARY_KINDS = ("add", "sub", "mul", "max", "min")
-TILE_UNARY_KINDS = ("exp2", "relu", "neg")
+TILE_UNARY_KINDS = ("exp2", "log2", "rsqrt", "tanh", "erf", "relu", "neg")
+#: How wsc.tile_broadcast lays a vector over a tile.
+BROADCAST_ALONG = ("rows", "cols")
 #: The ops that make a register tile from others, element by element.
 TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary")
+#: The ops that read a register tile from global memory.
+TILE_LOADS = ("wsc.tile_load", "wsc.tile_broadcast")
 #: The ops that make a register tile besides wsc.acc_alloc, of the shape their
-#: result type names (all but wsc.tile_fill take it from their operands).
-TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill")
+#: result type names (the maps take it from their operands).
+TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill", *TILE_LOADS)
 
 
 class TileBinary(WscOp, name="wsc.tile_binary"):
@@ -351,6 +355,21 @@ class TileBinary(WscOp, name="wsc.tile_binary"):
 class TileUnary(WscOp, name="wsc.tile_unary"):
     x = Operand()
     kind = StrAttr()
+    result = Result()
+
+
+class TileLoad(WscOp, name="wsc.tile_load"):
+    src = Operand()
+    row = Operand()
+    col = Operand()
+    transpose = Flag()
+    result = Result()
+
+
+class TileBroadcast(WscOp, name="wsc.tile_broadcast"):
+    src = Operand()
+    offset = Operand()
+    along = StrAttr()
     result = Result()
 
 

@@ -408,6 +408,33 @@ def _verify_tile_fill(op: ir.Operation) -> None:
         _fail(op, f"value must be an f32 attribute, got {op.attributes['value']}")
 
 
+def _verify_loaded_element(op: ir.Operation, src: ir.Value) -> None:
+    element = str(ir.MemRefType(src.type).element_type)
+    if element not in (*OPERAND_DTYPES, "f32"):
+        _fail(
+            op,
+            f"source element type must be one of {', '.join(OPERAND_DTYPES)}, f32; got {element}",
+        )
+
+
+def _verify_tile_load(op: ir.Operation) -> None:
+    load = ops.TileLoad(op)
+    _verify_global(op, load.src.type, "source")
+    _verify_loaded_element(op, load.src)
+    _verify_f32_tile(op, load.result, "result")
+
+
+def _verify_tile_broadcast(op: ir.Operation) -> None:
+    broadcast = ops.TileBroadcast(op)
+    shape = memref_shape(broadcast.src.type)
+    if shape is None or len(shape) != 1 or memref_space(broadcast.src.type) != 0:
+        _fail(op, f"source must be a rank-1 memref in global memory, got {broadcast.src.type}")
+    _verify_loaded_element(op, broadcast.src)
+    if broadcast.along not in ops.BROADCAST_ALONG:
+        _fail(op, f"along must be one of {', '.join(ops.BROADCAST_ALONG)}, got '{broadcast.along}'")
+    _verify_f32_tile(op, broadcast.result, "result")
+
+
 def _verify_store(op: ir.Operation) -> None:
     store = ops.Store(op)
     _verify_global(op, store.dst.type, "destination")
@@ -678,4 +705,6 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tile_binary": _verify_tile_binary,
     "wsc.tile_unary": _verify_tile_unary,
     "wsc.tile_fill": _verify_tile_fill,
+    "wsc.tile_load": _verify_tile_load,
+    "wsc.tile_broadcast": _verify_tile_broadcast,
 }

@@ -464,7 +464,42 @@ func.func @tile_math_in_f16() attributes {wsc.num_threads = 128 : i32} {
 // -----
 func.func @tile_math_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
-  // expected-error @below {{'wsc.tile_unary' op kind must be one of exp2, relu, neg, got 'tanh'}}
-  %y = "wsc.tile_unary"(%x) {kind = "tanh"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_unary' op kind must be one of exp2, log2, rsqrt, tanh, erf, relu, neg, got 'gelu'}}
+  %y = "wsc.tile_unary"(%x) {kind = "gelu"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @tile_load_of_a_vector(%v: memref<?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_load' op source must be a rank-2 memref in global memory, got memref<?xf16>}}
+  %t = "wsc.tile_load"(%v, %c0, %c0) : (memref<?xf16>, index, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @tile_load_into_f16(%r: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_load' op result must be an f32 register tile, got f16}}
+  %t = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 64>, f16>
+  return
+}
+// -----
+func.func @tile_load_of_integers(%r: memref<?x?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_load' op source element type must be one of f16, bf16, f32; got i32}}
+  %t = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xi32>, index, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @broadcast_of_a_matrix(%r: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_broadcast' op source must be a rank-1 memref in global memory, got memref<?x?xf16>}}
+  %t = "wsc.tile_broadcast"(%r, %c0) {along = "cols"} : (memref<?x?xf16>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @broadcast_along_a_diagonal(%v: memref<?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_broadcast' op along must be one of rows, cols, got 'diagonal'}}
+  %t = "wsc.tile_broadcast"(%v, %c0) {along = "diagonal"} : (memref<?xf16>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }

@@ -121,5 +121,23 @@ func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
   %m = "wsc.tile_binary"(%acc, %quarter) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.tile_unary"(%{{.*}}) {kind = "exp2"}
   %e = "wsc.tile_unary"(%m) {kind = "exp2"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_unary"(%{{.*}}) {kind = "erf"}
+  %r = "wsc.tile_unary"(%e) {kind = "erf"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+
+// Register tiles read from global memory: a block of a matrix (also
+// transposed) and a vector laid along a tile's rows or columns.
+// CHECK-LABEL: func.func @tile_loads
+func.func @tile_loads(%r: memref<?x?xf16>, %bias: memref<?xbf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // CHECK: "wsc.tile_load"(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %t = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // CHECK: "wsc.tile_load"(%{{.*}}, %{{.*}}, %{{.*}}) {transpose}
+  %tt = "wsc.tile_load"(%r, %c0, %c0) {transpose} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  // CHECK: "wsc.tile_broadcast"(%{{.*}}, %{{.*}}) {along = "cols"} : (memref<?xbf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %b = "wsc.tile_broadcast"(%bias, %c0) {along = "cols"} : (memref<?xbf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // CHECK: "wsc.tile_broadcast"(%{{.*}}, %{{.*}}) {along = "rows"}
+  %s = "wsc.tile_broadcast"(%bias, %c0) {along = "rows"} : (memref<?xbf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   return
 }

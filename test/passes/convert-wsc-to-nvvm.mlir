@@ -486,3 +486,26 @@ func.func @swapped_store(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x
   "wsc.store"(%h, %c, %m0, %n0) {transpose} : (!wsc.acc<array<i64: 64, 16>, f16>, memref<?x?xf16>, index, index) -> ()
   return
 }
+
+// -----
+
+// Register tiles read from global memory: a bf16 block (each element widened
+// to f32, 0 outside the tensor) and an f16 vector along the columns, which
+// shares its size with the stored tile's columns; then tanh.approx.
+// CHECK-LABEL: llvm.func @epilogue_loads
+// CHECK-SAME: \22b_dim1\22: {{\[\[}}\22a\22, 1], [\22b\22, 1], [\22c\22, 0]]
+// CHECK-SAME: {\22kind\22: \22i32\22, \22name\22: \22ldb\22}
+// CHECK: llvm.load {{.*}} {alignment = 2 : i64} : !llvm.ptr -> bf16
+// CHECK: llvm.fpext {{.*}} : bf16 to f32
+// CHECK: llvm.load {{.*}} {alignment = 2 : i64} : !llvm.ptr -> f16
+// CHECK: tanh.approx.f32
+func.func @epilogue_loads(%c: memref<?x?xf32>, %r: memref<?x?xbf16>, %v: memref<?xf16>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %res = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xbf16>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %bias = "wsc.tile_broadcast"(%v, %c0) {along = "cols"} : (memref<?xf16>, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %sum = "wsc.tile_binary"(%res, %bias) {kind = "add"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %t = "wsc.tile_unary"(%sum) {kind = "tanh"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%t, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

@@ -4,7 +4,7 @@ that a refactoring changed no generated code.
     python test/ptx/digests.py record    # write test/ptx/digests.json
     python test/ptx/digests.py check     # compile again; exit 1 and name each kernel that differs
 
-The set: examples V1-V6 with their default configs, and every config of
+The set: examples V1-V8 with their default configs, and every config of
 wsc.matmul's config spaces (the benchmark's winners among them), f16 inputs
 and the output dtype each space is tuned for. A change that is meant to alter
 code generation records the digests again in the same commit.
@@ -31,6 +31,7 @@ EXAMPLES = {
     "v5": ("v5_one_group_in_flight", "matmul_v5"),
     "v6": ("v6_256x256", "matmul_v6"),
     "v7": ("v7_split_k", "matmul_split_k"),
+    "v8": ("v8_fused_epilogue", "matmul_fused_epilogue"),
 }
 
 

@@ -160,10 +160,12 @@ def test_every_wsc_op_has_a_builder_method():
         for line in structure(kernel.module).splitlines()
     }
     # The cluster ops, from a kernel in clusters; the split-K ops, from V7;
-    # register-tile math, from an epilogue of its own.
+    # register-tile math and loads, from an epilogue of its own.
     math = KernelBuilder("math", grid=[("m", 64)])
-    out = math.global_tensor(f32)
-    math.store_global(out, math.exp2(math.register_tensor(f32, [64, 64]) * 2.0), [0, 0])
+    out, bias = math.global_tensor(f32), math.global_tensor(f32, rank=1)
+    tile = math.register_tensor(f32, [64, 64]) + math.load_tile(out, [0, 0], [64, 64])
+    tile = tile * math.broadcast(bias, 0, [64, 64])
+    math.store_global(out, math.exp2(tile * 2.0), [0, 0])
     text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k()) + str(math.finish())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
@@ -702,6 +704,46 @@ def test_a_transposed_store_is_marked_and_its_flag_checked():
         kb.store_global(c, tile, [0, 0], transpose="yes")
     kb.store_global(c, tile, [0, 0], transpose=True)
     assert '"wsc.store"' in (text := str(kb.finish())) and "{transpose}" in text
+
+
+def test_register_tiles_read_from_global_memory():
+    kb = KernelBuilder(
+        "epilogue",
+        grid=[("m", 64), ("n", 64)],
+        check="matmul",
+        check_config={"epilogue": {"bias": "b"}},
+    )
+    c, bias, residual = kb.global_tensor(f32), kb.global_tensor(f16, rank=1), kb.global_tensor(bf16)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    total = kb.broadcast(bias, col, [64, 64]) + kb.load_tile(residual, [row, col], [64, 64])
+    scaled = total * kb.broadcast(bias, row, [64, 64], along="rows")
+    out = kb.tanh(kb.erf(kb.rsqrt(kb.log2(scaled))))
+    assert out.shape == (64, 64) and out.dtype == f32
+    kb.store_global(c, out, [row, col])
+    kernel = kb.finish()
+    text = str(kernel)
+    assert text.count('"wsc.tile_broadcast"') == 2 and '{along = "rows"}' in text
+    assert '"wsc.tile_load"' in text
+    for kind in ("log2", "rsqrt", "erf", "tanh"):
+        assert f'kind = "{kind}"' in text
+    assert kernel.check_config == {"epilogue": {"bias": "b"}}
+
+
+def test_register_tile_loads_misuse_is_located():
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    matrix, vector = kb.global_tensor(f16), kb.global_tensor(f16, rank=1)
+    with pytest.raises(BuildError, match="broadcast: 'a' has rank 2; broadcast reads a vector"):
+        kb.broadcast(matrix, 0, [64, 64])
+    with pytest.raises(BuildError, match="load_tile: 'b' has rank 1; load_tile reads a matrix"):
+        kb.load_tile(vector, [0, 0], [64, 64])
+    with pytest.raises(BuildError, match="along must be one of 'rows', 'cols', got 'diagonal'"):
+        kb.broadcast(vector, 0, [64, 64], along="diagonal")
+    with pytest.raises(BuildTypeError, match=r"shape must be \[rows, cols\], got \[64\]"):
+        kb.load_tile(matrix, [0, 0], [64])
+    with pytest.raises(BuildError, match="rank must be 1 or 2, got 3"):
+        kb.global_tensor(f16, rank=3)
+    with pytest.raises(BuildError, match="check_config describes the kernel to a check"):
+        KernelBuilder("k", check_config={"epilogue": {}})
 
 
 def test_split_k_misuse_is_located():

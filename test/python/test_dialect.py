@@ -59,6 +59,8 @@ def build_every_op() -> ir.Module:
             halves = dialect.tile_fill((128, 128), 0.5)
             scaled = dialect.tile_binary("mul", acc, halves)
             dialect.tile_unary("relu", scaled)
+            dialect.tile_load(c, zero, zero, (128, 128))
+            dialect.tile_broadcast(partials, zero, (128, 128), "cols")
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)

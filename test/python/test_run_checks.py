@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -158,10 +160,72 @@ def test_sampled_relative_error(tmp_path, monkeypatch, b_layout, full):
     b = rng.standard_normal((150, 40) if b_layout == "nk" else (40, 150)).astype(np.float16)
     b_kn = b.astype(np.float64).T if b_layout == "nk" else b.astype(np.float64)
     exact = a.astype(np.float64) @ b_kn
-    assert sampled_relative_error(problem, a, b, exact, np.random.default_rng(2)) < 1e-12
+    hosts = {"a": a, "b": b}
+    assert sampled_relative_error(problem, hosts, exact, np.random.default_rng(2)) < 1e-12
     wrong = exact.copy()
     wrong[-1, :] = 0.0  # a broken ragged last row must be caught, sampled or not
-    assert sampled_relative_error(problem, a, b, wrong, np.random.default_rng(2)) > 1e-2
+    assert sampled_relative_error(problem, hosts, wrong, np.random.default_rng(2)) > 1e-2
+
+
+def epilogue_doc(**epilogue):
+    doc = artifact_doc(m=200, n=150, k=40)
+    doc["tensors"]["d"] = {"role": "input", "dtype": "f16", "shape": ["n"], "layout": "row_major"}
+    doc["tensors"]["e"] = {
+        "role": "input",
+        "dtype": "f16",
+        "shape": ["m", "n"],
+        "layout": "row_major",
+    }
+    doc["params"] += [{"kind": "pointer", "name": "d"}, {"kind": "pointer", "name": "e"}]
+    doc["config"]["epilogue"] = epilogue
+    return doc
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize("full", [True, False])
+def test_an_epilogue_is_applied_to_the_reference(tmp_path, monkeypatch, activation, full):
+    """C = act(A B^T + bias) + residual, each activation as torch.nn.functional
+    computes it (written out here with math's functions, element by element)."""
+    if not full:
+        monkeypatch.setattr(matmul_check, "FULL_REFERENCE_MAX_WORK", 1)
+    doc = epilogue_doc(bias="d", activation=activation, residual="e")
+    problem = MatmulCheck(load_artifact(write(tmp_path / "artifact", doc)))
+    rng = np.random.default_rng(1)
+    hosts = {
+        "a": rng.standard_normal((200, 40)).astype(np.float16),
+        "b": rng.standard_normal((150, 40)).astype(np.float16),
+        "d": rng.standard_normal(150).astype(np.float16),
+        "e": rng.standard_normal((200, 150)).astype(np.float16),
+    }
+    x = hosts["a"].astype(np.float64) @ hosts["b"].astype(np.float64).T + hosts["d"]
+    by_element = {
+        None: lambda v: v,
+        "relu": lambda v: max(v, 0.0),
+        "gelu": lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))),
+        "gelu_tanh": lambda v: (
+            0.5 * v * (1 + math.tanh(0.7978845608028654 * (v + 0.044715 * v**3)))
+        ),
+        "silu": lambda v: v / (1 + math.exp(-v)),
+    }[activation]
+    exact = np.vectorize(by_element)(x) + hosts["e"]
+    assert sampled_relative_error(problem, hosts, exact, np.random.default_rng(2)) < 1e-12
+    without_residual = exact - hosts["e"]
+    assert sampled_relative_error(problem, hosts, without_residual, np.random.default_rng(2)) > 1e-2
+
+
+@pytest.mark.parametrize(
+    "epilogue, message",
+    [
+        (dict(activation="tanh"), "activation must be one of relu, gelu, gelu_tanh, silu"),
+        (dict(bias="e"), "tensor 'e' must have dims ['n']"),
+        (dict(residual="x"), "tensor 'x' must have dims ['m', 'n']"),
+        (dict(scale=2.0), "unknown keys scale"),
+    ],
+)
+def test_a_wrong_epilogue_is_named(tmp_path, epilogue, message):
+    artifact = load_artifact(write(tmp_path / "artifact", epilogue_doc(**epilogue)))
+    with pytest.raises(ArtifactError, match=re.escape(message)):
+        MatmulCheck(artifact)
 
 
 # ---------------------------------------------------------------- wsc run on fake devices

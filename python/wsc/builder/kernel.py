@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mlir import ir
 
@@ -67,6 +68,7 @@ class Kernel:
         persistent: bool = False,
         check: str | None = None,
         split_k: tuple[int, tuple[int, int]] | None = None,
+        check_config: Mapping[str, Any] | None = None,
     ):
         self.module = module
         self.context = context
@@ -77,8 +79,10 @@ class Kernel:
         #: runtime (Artifact.launch_grid); otherwise one block per tile.
         self.grid = grid
         self.persistent = persistent
-        #: The reference its artifacts are checked with (KernelBuilder), or None.
+        #: The reference its artifacts are checked with (KernelBuilder), or None,
+        #: and what that check reads of the kernel (written into their config).
         self.check = check
+        self.check_config = dict(check_config or {})
         #: (splits, partial tile shape) of a split-K kernel, whose grid has an
         #: axis of `splits` blocks after the tile axes.
         self.split_k = split_k
@@ -139,6 +143,7 @@ class Kernel:
             self.persistent,
             self.check,
             self.split_k,
+            self.check_config,
         )
 
     def warp_specialize(self, **options) -> Kernel:
@@ -206,7 +211,7 @@ class CompiledKernel:
         # CompileResult types its info loosely: it is the lowering's KernelInfo.
         info = cast("KernelInfo", self.result.info)
         grid = self.kernel.grid
-        config: dict[str, int | bool] = {f"block_{size}": tile for size, tile in grid}
+        config: dict[str, Any] = {f"block_{size}": tile for size, tile in grid}
         if self.kernel.persistent:
             config["persistent"] = True
         if info.cluster > 1:
@@ -218,6 +223,7 @@ class CompiledKernel:
             config["splits"] = splits
             grid_axes = (*grid, splits)
             workspaces = split_k_workspaces(info, grid, splits, tile_shape)
+        config.update(self.kernel.check_config)
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(
             out,

@@ -5,8 +5,9 @@ loops) and the Pipeline that names a ring's hand-off."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, func, gpu, scf
@@ -40,6 +41,7 @@ from wsc.builder.values import (
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, use_owner
+from wsc.ops import BROADCAST_ALONG
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     MAX_BLOCK_THREADS,
@@ -73,8 +75,10 @@ class KernelBuilder:
     launching cdiv(size, tile) blocks, where size names a problem size the
     kernel reads ("m", "n" or "k" for a matmul). `check` names the reference
     `wsc run --check` compares its artifacts with ("matmul": C = A @ op(B),
-    wsc.kernels.matmul.check). The builder owns its MLIR context, unless
-    given one."""
+    wsc.kernels.matmul.check), and `check_config` what that check reads of
+    the kernel beside its tensors, written into each artifact's config (e.g.
+    the matmul's {"epilogue": {"bias": "d", "activation": "gelu"}}). The
+    builder owns its MLIR context, unless given one."""
 
     def __init__(
         self,
@@ -85,8 +89,13 @@ class KernelBuilder:
         cluster_size: int = 1,
         context: ir.Context | None = None,
         check: str | None = None,
+        check_config: Mapping[str, Any] | None = None,
     ):
         where = caller()
+        if check_config is not None and check is None:
+            raise BuildError(
+                "check_config describes the kernel to a check: name one (check=)", where
+            )
         if (
             isinstance(cluster_size, bool)
             or not isinstance(cluster_size, int)
@@ -113,6 +122,7 @@ class KernelBuilder:
             )
         self.name = name
         self.check = check
+        self.check_config = dict(check_config or {})
         self.num_threads = num_warps * WARP_SIZE
         self.context = context or dialect.make_context()
         with self.context, where.mlir():
@@ -249,13 +259,16 @@ class KernelBuilder:
 
     # Values ------------------------------------------------------------------------
 
-    def global_tensor(self, dtype: str) -> GlobalTensor:
-        """The next kernel argument: a rank-2 tensor of `dtype` in global memory."""
+    def global_tensor(self, dtype: str, rank: int = 2) -> GlobalTensor:
+        """The next kernel argument: a tensor of `dtype` in global memory, a
+        matrix (rank 2) or a vector (rank 1, read with kb.broadcast)."""
         where = caller()
         check_dtype(dtype, GLOBAL_DTYPES, "global_tensor")
+        if isinstance(rank, bool) or rank not in (1, 2):
+            raise BuildError(f"global_tensor: rank must be 1 or 2, got {rank!r}", where)
         if self._finished:
             raise BuildError(f"kernel '{self.name}' is finished", where)
-        return self._argument(dtype, 2, where)
+        return self._argument(dtype, rank, where)
 
     def _argument(self, dtype: str, rank: int, where: SourceLocation) -> GlobalTensor:
         """The next kernel argument, a memref of `rank` dynamic dims."""
@@ -365,6 +378,80 @@ class KernelBuilder:
     def relu(self, x: RegisterTile) -> RegisterTile:
         """max(x, 0) element by element."""
         return self._tile_unary("relu", x)
+
+    def log2(self, x: RegisterTile) -> RegisterTile:
+        """log2(x) element by element (PTX lg2.approx.f32)."""
+        return self._tile_unary("log2", x)
+
+    def rsqrt(self, x: RegisterTile) -> RegisterTile:
+        """1 / sqrt(x) element by element (PTX rsqrt.approx.f32)."""
+        return self._tile_unary("rsqrt", x)
+
+    def tanh(self, x: RegisterTile) -> RegisterTile:
+        """tanh(x) element by element (PTX tanh.approx.f32)."""
+        return self._tile_unary("tanh", x)
+
+    def erf(self, x: RegisterTile) -> RegisterTile:
+        """erf(x) element by element (a polynomial, absolute error below 1e-6)."""
+        return self._tile_unary("erf", x)
+
+    def _loaded(self, src, rank: int, what: str) -> GlobalTensor:
+        where = caller()
+        self._own(expect(src, GlobalTensor, f"{what} src", "a global tensor"), what)
+        if src.rank != rank:
+            raise BuildError(
+                f"{what}: '{src.name}' has rank {src.rank}; {what} reads a "
+                f"{'vector' if rank == 1 else 'matrix'} (rank {rank})",
+                where,
+            )
+        return src
+
+    def _tile_shape(self, shape: Sequence[int], what: str) -> tuple[int, int]:
+        if (
+            isinstance(shape, (str, bytes))
+            or len(shape) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in shape)
+        ):
+            raise BuildTypeError(f"{what}: shape must be [rows, cols], got {shape!r}", caller())
+        return shape[0], shape[1]
+
+    def load_tile(
+        self, src: GlobalTensor, offsets: Sequence, shape: Sequence[int], transpose: bool = False
+    ) -> RegisterTile:
+        """src[offsets[0]:+rows, offsets[1]:+cols] as an f32 register tile of
+        `shape` in the accumulator's layout (0 outside src), e.g. a residual to
+        add to it. With `transpose` the tile is the transpose of src's block at
+        `offsets`, as kb.store_global(..., transpose=True) writes it."""
+        where = caller()
+        self._loaded(src, 2, "load_tile")
+        rows, cols = self._tile_shape(shape, "load_tile")
+        if not isinstance(transpose, bool):
+            raise BuildTypeError(f"load_tile: transpose must be a bool, got {transpose!r}", where)
+        row, col = self._offsets(offsets, "load_tile")
+        with self._at(where):
+            value = dialect.tile_load(src.value, row, col, (rows, cols), transpose)
+        return RegisterTile(self, value, f32, (rows, cols))
+
+    def broadcast(
+        self, src: GlobalTensor, offset, shape: Sequence[int], along: str = "cols"
+    ) -> RegisterTile:
+        """The vector src[offset:] laid over an f32 register tile of `shape`
+        (0 past src's end): along="cols" repeats src[offset:offset+cols] on
+        every row (a bias per column), along="rows" src[offset:offset+rows]
+        down every column (a scale per row)."""
+        where = caller()
+        self._loaded(src, 1, "broadcast")
+        rows, cols = self._tile_shape(shape, "broadcast")
+        if along not in BROADCAST_ALONG:
+            raise BuildError(
+                f"broadcast: along must be one of {', '.join(map(repr, BROADCAST_ALONG))}, "
+                f"got {along!r}",
+                where,
+            )
+        with self._at(where):
+            start = self._index(offset, "broadcast offset")
+            value = dialect.tile_broadcast(src.value, start, (rows, cols), along)
+        return RegisterTile(self, value, f32, (rows, cols))
 
     def _f32_tile(self, value, what: str, shape: tuple[int, int] | None = None) -> RegisterTile:
         """`value` as an f32 register tile: a tile, or a number filled into one
@@ -836,6 +923,7 @@ class KernelBuilder:
             unroll=True in unrolled,
             check=self.check,
             split_k=split_k,
+            check_config=self.check_config,
         )
         if verify:
             kernel.verify()

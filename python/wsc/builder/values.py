@@ -211,9 +211,9 @@ class _Dims:
 
 
 class GlobalTensor:
-    """A tensor in global memory, rank 2 (rank 1 for a split-K workspace's
-    two): a kernel argument. The runtime names arguments by position: the
-    first is "a", then "b", "c", ..."""
+    """A tensor in global memory, rank 2 or 1 (a vector, e.g. a bias; a
+    split-K workspace's two): a kernel argument. The runtime names arguments
+    by position: the first is "a", then "b", "c", ..."""
 
     def __init__(
         self,
@@ -233,6 +233,10 @@ class GlobalTensor:
     @property
     def shape(self) -> _Dims:
         return _Dims(self)
+
+    @property
+    def rank(self) -> int:
+        return len(ir.MemRefType(self.value.type).shape)
 
 
 class SharedTensor:

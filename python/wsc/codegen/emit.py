@@ -173,13 +173,31 @@ def float_const(value: float) -> ir.Value:
 
 def exp2_approx(x: ir.Value) -> ir.Value:
     """2^x by ex2.approx.f32 (relative error at most 2^-22)."""
-    result = inline_asm("ex2.approx.f32 $0, $1;", "=f,f", [x], float_type("f32"))
+    return approx("ex2.approx.f32", x)
+
+
+def approx(instruction: str, x: ir.Value) -> ir.Value:
+    """An f32 PTX instruction of one operand, e.g. "tanh.approx.f32"."""
+    result = inline_asm(f"{instruction} $0, $1;", "=f,f", [x], float_type("f32"))
     assert result is not None
     return result
 
 
+def divf(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.divf(a, b)
+
+
+def cmpf_olt(a: ir.Value, b: ir.Value) -> ir.Value:
+    """a < b, false where either is NaN."""
+    return arith.cmpf(arith.CmpFPredicate.OLT, a, b)
+
+
 def truncf(value: ir.Value, type_: ir.Type) -> ir.Value:
     return arith.truncf(type_, value)
+
+
+def extf(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.extf(type_, value)
 
 
 # Pointers and memory --------------------------------------------------------

@@ -56,6 +56,7 @@ How each wsc op is lowered:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlir import ir
@@ -76,6 +77,8 @@ from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
     constant_int,
     defining_op,
+    use_owner,
+    walk,
 )
 from wsc.target.hopper import (
     BUFFER_ALIGN,
@@ -123,6 +126,25 @@ class AccSlot:
         E.store(value, E.gep(self.address, [0, i, r], self.whole_type))
 
 
+@dataclass
+class DeferredTile:
+    """A register tile never held whole: each element is computed where a
+    reader asks for it, so an element-wise chain from the accumulator to its
+    store keeps a few values live instead of a tile per op (whole tiles of
+    bias, residual and activation terms spill at 64x128 per warpgroup)."""
+
+    fragment: AccumulatorFragment
+    element: str
+    compute: Callable[[int, int], ir.Value]
+
+    def load_element(self, i: int, r: int) -> ir.Value:
+        return self.compute(i, r)
+
+
+#: Ops that write a register tile in place (the accumulator).
+_TILE_WRITERS = ("wsc.wgmma", "wsc.partial_reduce")
+
+
 def _pair_type(element: str) -> ir.Type:
     return ir.VectorType.get([2], E.float_type(element))
 
@@ -135,9 +157,33 @@ _TILE_BINARY = {
     "max": E.maximumf,
     "min": E.minimumf,
 }
+# Abramowitz and Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ... a5 t)) e^(-x^2),
+# t = 1 / (1 + p x) for x >= 0, with an absolute error below 1.5e-7.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+_LOG2_E = 1.4426950408889634
+
+
+def _erf(x: ir.Value) -> ir.Value:
+    magnitude = E.maximumf(x, E.negf(x))
+    t = E.divf(
+        E.float_const(1.0), E.addf(E.float_const(1.0), E.mulf(E.float_const(_ERF_P), magnitude))
+    )
+    poly = E.float_const(_ERF_A[-1])
+    for a in reversed(_ERF_A[:-1]):
+        poly = E.addf(E.mulf(poly, t), E.float_const(a))
+    gaussian = E.exp2_approx(E.mulf(E.mulf(magnitude, E.negf(magnitude)), E.float_const(_LOG2_E)))
+    positive = E.subf(E.float_const(1.0), E.mulf(E.mulf(poly, t), gaussian))
+    return E.select(E.cmpf_olt(x, E.float_const(0.0)), E.negf(positive), positive)
+
+
 #: Each register of wsc.tile_unary's result from the operand's register.
 _TILE_UNARY = {
     "exp2": E.exp2_approx,
+    "log2": lambda x: E.approx("lg2.approx.f32", x),
+    "rsqrt": lambda x: E.approx("rsqrt.approx.f32", x),
+    "tanh": lambda x: E.approx("tanh.approx.f32", x),
+    "erf": _erf,
     "relu": lambda x: E.maximumf(x, E.float_const(0.0)),
     "neg": E.negf,
 }
@@ -236,7 +282,7 @@ class KernelLowering(KernelPlan):
         return (E.shrui(local, E.const(5, E.i32())), E.andi(local, E.const(31, E.i32())))
 
     def _lower_all(self) -> None:
-        self.slots: dict[ir.Value, AccSlot] = {}
+        self.slots: dict[ir.Value, AccSlot | DeferredTile] = {}
         doomed: list[ir.Operation] = []
         for op in self.ops:
             name = op.name
@@ -668,31 +714,71 @@ class KernelLowering(KernelPlan):
                     value = E.truncf(value, dst_scalar)
                 target.store_element(i, r, value)
 
+    def _deferrable(self, op: ir.Operation) -> bool:
+        """Whether op's tile may be computed where it is read: every reader
+        is in op's block or in a region of an op there, and nothing from op
+        to the last of them writes a tile in place."""
+        block = op.block
+        last = op
+        for use in op.results[0].uses:
+            reader: ir.Operation | None = use_owner(use)
+            while reader is not None and reader.block != block:
+                parent = reader.parent
+                reader = parent.operation if parent is not None else None
+            if reader is None:
+                return False
+            if last.is_before_in_block(reader):
+                last = reader
+        following = False
+        for candidate in block.operations:
+            candidate = candidate.operation
+            if candidate == op:
+                following = True
+                continue
+            if following:
+                if any(n.name in _TILE_WRITERS for n in (candidate, *walk(candidate))):
+                    return False
+                if candidate == last:
+                    break
+        return True
+
+    def _define_tile(self, op: ir.Operation, compute: Callable[[int, int], ir.Value]) -> None:
+        """op's f32 tile, element (i, r) = compute(i, r): deferred to its
+        readers where that is safe, else computed here into registers."""
+        result = op.results[0]
+        (rows, cols), _ = acc_type_parameters(result.type)
+        if self._deferrable(op):
+            self.slots[result] = DeferredTile(AccumulatorFragment(rows, cols), "f32", compute)
+            return
+        target = self._acc_slot(result, "f32", wgmma_form=False)
+        for i in range(target.fragment.subtiles):
+            for r in range(target.fragment.regs_per_subtile):
+                target.store_element(i, r, compute(i, r))
+
+    # Each compute function reads its operand tiles from self.slots when it
+    # runs, never before: a deferred operand may be computed into registers
+    # by then.
+
     def _lower_tile_binary(self, op):
         binary = ops.TileBinary(op)
-        x, y = self.slots[binary.x], self.slots[binary.y]
-        target = self._acc_slot(binary.result, "f32", wgmma_form=False)
         combine = _TILE_BINARY[binary.kind]
-        for i in range(x.fragment.subtiles):
-            for r in range(x.fragment.regs_per_subtile):
-                target.store_element(i, r, combine(x.load_element(i, r), y.load_element(i, r)))
+        x, y = binary.x, binary.y
+        self._define_tile(
+            op,
+            lambda i, r: combine(
+                self.slots[x].load_element(i, r), self.slots[y].load_element(i, r)
+            ),
+        )
 
     def _lower_tile_unary(self, op):
         unary = ops.TileUnary(op)
-        x = self.slots[unary.x]
-        target = self._acc_slot(unary.result, "f32", wgmma_form=False)
         apply = _TILE_UNARY[unary.kind]
-        for i in range(x.fragment.subtiles):
-            for r in range(x.fragment.regs_per_subtile):
-                target.store_element(i, r, apply(x.load_element(i, r)))
+        x = unary.x
+        self._define_tile(op, lambda i, r: apply(self.slots[x].load_element(i, r)))
 
     def _lower_tile_fill(self, op):
-        fill = ops.TileFill(op)
-        target = self._acc_slot(fill.result, "f32", wgmma_form=False)
-        value = E.float_const(fill.value)
-        for i in range(target.fragment.subtiles):
-            for r in range(target.fragment.regs_per_subtile):
-                target.store_element(i, r, value)
+        value = ops.TileFill(op).value
+        self._define_tile(op, lambda i, r: E.float_const(value))
 
     def _lower_store(self, op):
         store = ops.Store(op)
@@ -782,6 +868,86 @@ class KernelLowering(KernelPlan):
                             with E.then_body(col_ok):
                                 store_element(i, h, j, c, row_off)
 
+    @staticmethod
+    def _element_position(warp, lane, origin, transpose, i: int, r: int):
+        """(row, column) of register r of sub-tile i, held by thread (warp,
+        lane), in the global tensor whose block at `origin` (row, col; i32)
+        the tile is, or with `transpose` whose block's transpose it is."""
+        i32 = E.i32()
+        row0, col0 = origin[::-1] if transpose else origin
+        row = E.addi(
+            E.addi(row0, E.muli(warp, E.const(16, i32))),
+            E.addi(
+                E.shrui(lane, E.const(2, i32)), E.const(SUBTILE_ROWS * i + 8 * (r // 2 % 2), i32)
+            ),
+        )
+        col = E.addi(
+            col0,
+            E.addi(
+                E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)),
+                E.const(8 * (r // 4) + r % 2, i32),
+            ),
+        )
+        return (col, row) if transpose else (row, col)
+
+    def _global_element(self, base, ld, bounds, row, col, element: str) -> ir.Value:
+        """tensor[row, col] as an f32 (0 outside `bounds`), read without a branch:
+        an element outside reads the first one instead."""
+        inside = E.andi(E.cmpi("slt", row, bounds[0]), E.cmpi("slt", col, bounds[1]))
+        i64 = E.i64()
+        offset = E.addi(
+            E.muli(E.arith_extsi(row, i64), E.arith_extsi(ld, i64)), E.arith_extsi(col, i64)
+        )
+        return self._vector_element(
+            base, E.select(inside, offset, E.const(0, i64)), inside, element
+        )
+
+    @staticmethod
+    def _vector_element(base, offset, inside, element: str) -> ir.Value:
+        """base[offset] as an f32, or 0 where `inside` is false."""
+        scalar = E.float_type(element)
+        value = E.load(scalar, E.gep(base, [offset], scalar), alignment=ELEMENT_BYTES[element])
+        if element != "f32":
+            value = E.extf(value, E.float_type("f32"))
+        return E.select(inside, value, E.float_const(0.0))
+
+    def _lower_tile_load(self, op):
+        load = ops.TileLoad(op)
+        position = self.args.index(load.src)
+        name = tensor_name(position)
+        element = str(ir.MemRefType(load.src.type).element_type)
+        base, ld = self._param("pointer", name), self._param("i32", f"ld{name}")
+        bounds = (self._size(position, 0), self._size(position, 1))
+        warp, lane = self._warp_and_lane(op)
+        origin = (self._i32(load.row), self._i32(load.col))
+
+        def compute(i: int, r: int) -> ir.Value:
+            row, col = self._element_position(warp, lane, origin, load.transpose, i, r)
+            return self._global_element(base, ld, bounds, row, col, element)
+
+        self._define_tile(op, compute)
+
+    def _lower_tile_broadcast(self, op):
+        broadcast = ops.TileBroadcast(op)
+        position = self.args.index(broadcast.src)
+        element = str(ir.MemRefType(broadcast.src.type).element_type)
+        base = self._param("pointer", tensor_name(position))
+        length = self._size(position, 0)
+        warp, lane = self._warp_and_lane(op)
+        zero = E.const(0, E.i32())
+        offset = self._i32(broadcast.offset)
+        along_rows = broadcast.along == "rows"
+        origin = (offset, zero) if along_rows else (zero, offset)
+
+        def compute(i: int, r: int) -> ir.Value:
+            row, col = self._element_position(warp, lane, origin, False, i, r)
+            index = row if along_rows else col
+            inside = E.cmpi("slt", index, length)
+            at = E.select(inside, E.arith_extsi(index, E.i64()), E.const(0, E.i64()))
+            return self._vector_element(base, at, inside, element)
+
+        self._define_tile(op, compute)
+
     def _store_transposed(self, slot, base, ld, bounds, origin, warp, lane) -> None:
         """wsc.store {transpose}: fragment element (r, c) to dst[row0 + c, col0 + r],
         element by element (a thread's neighbours in the fragment are a row
@@ -789,13 +955,8 @@ class KernelLowering(KernelPlan):
         fragment = slot.fragment
         i32, i64 = E.i32(), E.i64()
         scalar = E.float_type(slot.element)
-        element_bytes = 4 if slot.element == "f32" else 2
+        element_bytes = ELEMENT_BYTES[slot.element]
         (rows, cols), (row0, col0) = bounds, origin
-        # The thread's first fragment row is a dst column, its first column a dst row.
-        dst_col = E.addi(
-            E.addi(col0, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32))
-        )
-        dst_row = E.addi(row0, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
         ld64 = E.arith_extsi(ld, i64)
         whole_tile = E.scf_if_else(
             E.andi(
@@ -807,12 +968,8 @@ class KernelLowering(KernelPlan):
         def elements():
             """(register, dst row, dst column) of every element this thread holds."""
             for i in range(fragment.subtiles):
-                for h in range(2):
-                    column = E.addi(dst_col, E.const(SUBTILE_ROWS * i + 8 * h, i32))
-                    for j in range(fragment.cols // 8):
-                        for c in range(2):
-                            row = E.addi(dst_row, E.const(8 * j + c, i32))
-                            yield (i, 4 * j + 2 * h + c), row, column
+                for r in range(fragment.regs_per_subtile):
+                    yield (i, r), *self._element_position(warp, lane, origin, True, i, r)
 
         def store_element(register, row, column):
             offset = E.addi(E.muli(E.arith_extsi(row, i64), ld64), E.arith_extsi(column, i64))

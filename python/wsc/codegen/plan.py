@@ -250,8 +250,8 @@ class KernelPlan:
                     )
             elif name == "wsc.acc_alloc":
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
-            elif name == "wsc.tile_fill":
-                self._check_register_budget(op, ops.TileFill(op).result)
+            elif name in ("wsc.tile_fill", *ops.TILE_LOADS):
+                self._check_register_budget(op, op.results[0])
             elif name in (*_TILE_USERS, *ops.TILE_MAPS):
                 for tile in _read_tiles(op):
                     source = defining_op(tile)
@@ -410,6 +410,7 @@ class KernelPlan:
         self.tma_store_args: set[int] = set()
         self.store_args: set[int] = set()  # written by threads, from registers or shared
         self.workspace_args: set[int] = set()  # split-K partial sums and arrival counters
+        self.load_args: set[int] = set()  # read by threads into register tiles
         for position, arg in enumerate(self.args):
             for use in arg.uses:
                 owner = use_owner(use)
@@ -422,6 +423,8 @@ class KernelPlan:
                     self.store_args.add(position)
                 elif key in _WORKSPACE_OPERANDS:
                     self.workspace_args.add(position)
+                elif key in (("wsc.tile_load", "src"), ("wsc.tile_broadcast", "src")):
+                    self.load_args.add(position)
                 elif owner.name == "memref.dim":
                     pass
                 else:
@@ -431,14 +434,15 @@ class KernelPlan:
                         f"--convert-wsc-to-nvvm cannot lower",
                     )
             if position in self.workspace_args and (
-                position in self.tma_args | self.store_args | self.tma_store_args
+                position in self.tma_args | self.store_args | self.tma_store_args | self.load_args
             ):
                 raise fail(
                     self.kernel,
                     f"argument #{position} is a split-K workspace and a tensor of the "
                     f"product at once",
                 )
-            if position in self.tma_args and position in self.store_args | self.tma_store_args:
+            read = self.tma_args | self.load_args
+            if position in read and position in self.store_args | self.tma_store_args:
                 raise fail(
                     self.kernel,
                     f"argument #{position} is both read and written, which is not supported",
@@ -651,6 +655,22 @@ class KernelPlan:
                     classes.union(nodes[0], node)
                     labels.setdefault(node, label)
             matmul = matmul or bool(a_tensors and b_tensors and c_tensors)
+        # A tile read from global memory and stored with the result has its sizes.
+        for op in self.ops:
+            if op.name not in ops.TILE_LOADS:
+                continue
+            for stored, transposed in self._stored_tensors(op.results[0]).items():
+                if op.name == "wsc.tile_load":
+                    tile_load = ops.TileLoad(op)
+                    position = self.args.index(tile_load.src)
+                    flip = tile_load.transpose != transposed
+                    for dim in (0, 1):
+                        classes.union((position, dim), (stored, 1 - dim if flip else dim))
+                else:
+                    broadcast = ops.TileBroadcast(op)
+                    tile_dim = 0 if broadcast.along == "rows" else 1
+                    stored_dim = 1 - tile_dim if transposed else tile_dim
+                    classes.union((self.args.index(broadcast.src), 0), (stored, stored_dim))
 
         # Dims the kernel reads: memref.dim results and the bounds of stores
         # by threads.
@@ -658,13 +678,20 @@ class KernelPlan:
         for op in self.ops:
             if op.name == "memref.dim":
                 node = (self.args.index(op.opview.source), dim_index(op))
-            elif op.name in ("wsc.store", "wsc.coalesced_store"):
-                store = ops.Store(op) if op.name == "wsc.store" else ops.CoalescedStore(op)
-                position = self.args.index(store.dst)
+            elif op.name in ("wsc.store", "wsc.coalesced_store", "wsc.tile_load"):
+                if op.name == "wsc.tile_load":
+                    tensor = ops.TileLoad(op).src
+                else:
+                    tensor = (
+                        ops.Store(op) if op.name == "wsc.store" else ops.CoalescedStore(op)
+                    ).dst
+                position = self.args.index(tensor)
                 for node in ((position, 0), (position, 1)):
                     if node not in used:
                         used.append(node)
                 continue
+            elif op.name == "wsc.tile_broadcast":
+                node = (self.args.index(ops.TileBroadcast(op).src), 0)
             else:
                 continue
             if node not in used:
@@ -710,7 +737,7 @@ class KernelPlan:
         self.params: list[ParamInfo] = []
         for position in sorted(self.tma_args | self.tma_store_args):
             self.params.append(ParamInfo("tensor_map", tensor_name(position), ptr, tm_attrs))
-        for position in sorted(self.store_args | self.workspace_args):
+        for position in sorted(self.store_args | self.workspace_args | self.load_args):
             self.params.append(
                 ParamInfo(
                     "pointer", tensor_name(position), ptr, {"llvm.noalias": ir.UnitAttr.get()}
@@ -718,8 +745,9 @@ class KernelPlan:
             )
         for name in order:
             self.params.append(ParamInfo("i32", name, E.i32()))
-        for position in sorted(self.store_args):
-            self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
+        for position in sorted(self.store_args | self.load_args):
+            if len(memref_shape(self.args[position].type) or ()) == 2:
+                self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
 
     def _stored_tensors(self, acc: ir.Value) -> dict[int, bool]:
         """The tensors `acc` ends up in, each with whether it is stored
@@ -767,7 +795,7 @@ class KernelPlan:
             memref = ir.MemRefType(arg.type)
             role = (
                 "input"
-                if position in self.tma_args
+                if position in self.tma_args | self.load_args
                 else "output"
                 if position in self.store_args | self.tma_store_args
                 else "workspace"

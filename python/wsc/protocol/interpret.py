@@ -31,6 +31,8 @@ _REGISTER_ONLY = (
     "wsc.tile_binary",
     "wsc.tile_unary",
     "wsc.tile_fill",
+    "wsc.tile_load",
+    "wsc.tile_broadcast",
 )
 #: A loop running longer than this is a bug in the kernel's arithmetic, not a pipeline.
 MAX_TRIP_COUNT = 1 << 16

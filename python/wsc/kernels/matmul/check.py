@@ -4,6 +4,10 @@ compares it with. No MLIR: GPU machines run it without the bindings.
 
     C[M, N] = A[M, K] @ op(B),  B as [N, K] ("nk") or [K, N] ("kn")
 
+or, where the artifact's config has an "epilogue" (`Epilogue`),
+
+    C = act(A @ op(B) + bias) + residual,  bias[N] and residual[M, N] optional
+
 The layout is read from B's dims (which size each one is), never from their
 extents, which cannot tell the layouts apart where N = K. With torch the
 reference is the full product computed on the GPU; without it, it is
@@ -19,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from wsc.kernels.matmul.config import ACTIVATIONS
 from wsc.runtime.artifact import Artifact, ArtifactError
 from wsc.runtime.memory import Inputs, Memory, TorchMemory, to_float64
 from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
@@ -45,6 +50,61 @@ def tolerance_for(out_dtype: str, accumulator: str, k: int) -> float:
     if accumulator == "f16":
         bound = max(bound, 2.0**-11 * math.sqrt(k / 16))
     return bound
+
+
+def activate(name: str | None, x, erf, tanh, exp):
+    """`name`'s activation (ACTIVATIONS) of the float64 array x of numpy or
+    torch, whose erf, tanh and exp are given."""
+    if name is None:
+        return x
+    if name == "relu":
+        return x * (x > 0)
+    if name == "gelu":
+        return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    if name == "gelu_tanh":
+        return 0.5 * x * (1.0 + tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return x / (1.0 + exp(-x))  # silu
+
+
+class Epilogue:
+    """What a matmul artifact does to the product before storing C, from its
+    config's "epilogue": {"bias": tensor, "activation": name, "residual":
+    tensor}, each optional: C = act(A @ op(B) + bias) + residual."""
+
+    def __init__(self, artifact: Artifact, m: str, n: str):
+        def fail(message: str) -> ArtifactError:
+            return ArtifactError(f"{artifact.json_path}: check 'matmul': epilogue: {message}")
+
+        spec = dict((artifact.config or {}).get("epilogue") or {})
+        unknown = set(spec) - {"bias", "activation", "residual"}
+        if unknown:
+            raise fail(f"unknown keys {', '.join(sorted(unknown))}")
+        self.bias, self.activation, self.residual = (
+            spec.get("bias"),
+            spec.get("activation"),
+            spec.get("residual"),
+        )
+        if self.activation is not None and self.activation not in ACTIVATIONS:
+            raise fail(
+                f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}"
+            )
+        for name, dims in ((self.bias, (n,)), (self.residual, (m, n))):
+            if name is None:
+                continue
+            tensor = artifact.tensors.get(name)
+            if tensor is None or tuple(tensor.dims) != dims:
+                raise fail(f"tensor {name!r} must have dims {list(dims)}")
+
+    def __bool__(self) -> bool:
+        return (self.bias, self.activation, self.residual) != (None, None, None)
+
+    def apply(self, product, bias, residual, erf, tanh, exp):
+        """C's reference from the float64 product (rows x cols of C) and the
+        matching parts of the bias (cols) and the residual (rows x cols)."""
+        if bias is not None:
+            product = product + bias
+        product = activate(self.activation, product, erf, tanh, exp)
+        return product if residual is None else product + residual
 
 
 class MatmulCheck:
@@ -86,6 +146,7 @@ class MatmulCheck:
         self.accumulator = artifact.accumulator or "f32"
         tiles = dict(axis for axis in artifact.grid_tiles if not isinstance(axis, int))
         self.tile_m, self.tile_n = tiles.get(m, DEFAULT_TILE), tiles.get(n, DEFAULT_TILE)
+        self.epilogue = Epilogue(artifact, m, n)
 
     @property
     def input_scale(self) -> float:
@@ -115,14 +176,23 @@ class MatmulCheck:
             torch = memory.torch
             if "reference" not in inputs.cache:
                 a, b = inputs.arrays["a"].double(), inputs.arrays["b"].double()
-                inputs.cache["reference"] = a @ (b.T if self.b_layout == "nk" else b)
+                product = a @ (b.T if self.b_layout == "nk" else b)
+                if self.epilogue:
+                    bias, residual = (
+                        None if name is None else inputs.arrays[name].double()
+                        for name in (self.epilogue.bias, self.epilogue.residual)
+                    )
+                    product = self.epilogue.apply(
+                        product, bias, residual, torch.special.erf, torch.tanh, torch.exp
+                    )
+                inputs.cache["reference"] = product
             reference = inputs.cache["reference"]
             error = torch.linalg.norm(outputs["c"].double() - reference)
             norm = torch.linalg.norm(reference)
             return float(error / norm) if float(norm) else float(error)
         c_values = memory.float64(outputs["c"], self.out_dtype)
         rng = np.random.default_rng(seed + 1)
-        return sampled_relative_error(self, inputs.hosts["a"], inputs.hosts["b"], c_values, rng)
+        return sampled_relative_error(self, inputs.hosts, c_values, rng)
 
 
 #: The factory wsc.runtime.checks finds for "check": "matmul".
@@ -137,21 +207,45 @@ def sample_indices(rng: np.random.Generator, extent: int, count: int, tile: int)
 
 def sampled_relative_error(
     problem: MatmulCheck,
-    a_host: np.ndarray,
-    b_host: np.ndarray,
+    hosts: dict[str, np.ndarray],
     c_values: np.ndarray,
     rng: np.random.Generator,
 ) -> float:
-    """Relative Frobenius error of C against a float64 reference (full or sampled)."""
-    a = to_float64(a_host, problem.dtype)
-    b = to_float64(b_host, problem.dtype)
+    """Relative Frobenius error of C against a float64 reference (full or
+    sampled); `hosts` are the input tensors' host copies by name."""
+    a = to_float64(hosts["a"], problem.dtype)
+    b = to_float64(hosts["b"], problem.dtype)
     b_kn = b.T if problem.b_layout == "nk" else b
+    epilogue = problem.epilogue
+    bias, residual = (
+        None if name is None else to_float64(hosts[name], problem.dtype)
+        for name in (epilogue.bias, epilogue.residual)
+    )
+    erf = np.vectorize(math.erf)
+
+    def reference(rows: slice | np.ndarray, cols: slice | np.ndarray) -> np.ndarray:
+        product = a[rows, :] @ b_kn[:, cols]
+        if not epilogue:
+            return product
+        return epilogue.apply(
+            product,
+            None if bias is None else bias[cols],
+            None if residual is None else residual[rows, :][:, cols],
+            erf,
+            np.tanh,
+            np.exp,
+        )
+
+    whole = slice(None)
     if problem.m * problem.n * problem.k <= FULL_REFERENCE_MAX_WORK:
-        pairs = [(c_values, a @ b_kn)]
+        pairs = [(c_values, reference(whole, whole))]
     else:
         rows = sample_indices(rng, problem.m, SAMPLED_ROWS, problem.tile_m)
         cols = sample_indices(rng, problem.n, SAMPLED_COLS, problem.tile_n)
-        pairs = [(c_values[rows, :], a[rows, :] @ b_kn), (c_values[:, cols], a @ b_kn[:, cols])]
+        pairs = [
+            (c_values[rows, :], reference(rows, whole)),
+            (c_values[:, cols], reference(whole, cols)),
+        ]
     error = sum(float(np.sum((got - want) ** 2)) for got, want in pairs)
     norm = sum(float(np.sum(want**2)) for _, want in pairs)
     return math.sqrt(error / norm) if norm else math.sqrt(error)

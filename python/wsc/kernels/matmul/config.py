@@ -27,6 +27,10 @@ OUTPUT_DTYPES = RESULT_DTYPES
 #: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row.
 SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // 2
 B_LAYOUTS = ("nk", "kn")
+#: The activations a fused epilogue applies (wsc.kernels.matmul.epilogue),
+#: as torch.nn.functional computes them: "gelu" by erf, "gelu_tanh" by the
+#: tanh approximation.
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
 #: MatmulConfig's field annotations (strings, see `annotations` above) and the
