@@ -30,16 +30,27 @@ from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, f16, f32
 from wsc.kernels.matmul.epilogue import fused_epilogue
 
 
-def matmul_fused_epilogue(activation="gelu", num_stages=4, block_m=128, block_n=128, block_k=64):
+def matmul_fused_epilogue(
+    activation="gelu", bias=True, residual=True, num_stages=4, block_m=128, block_n=128, block_k=64
+):
+    """With activation=None, bias=False, residual=False: the same kernel
+    without an epilogue, to time it against."""
+    names = iter("de")  # the tensors after a, b, c
+    epilogue = {
+        "bias": next(names) if bias else None,
+        "activation": activation,
+        "residual": next(names) if residual else None,
+    }
     kb = KernelBuilder(
         "matmul_epilogue",
         num_warps=4,
         grid=[("m", block_m), ("n", block_n)],
         check="matmul",
-        check_config={"epilogue": {"bias": "d", "activation": activation, "residual": "e"}},
+        check_config={"epilogue": {k: v for k, v in epilogue.items() if v is not None}},
     )
     a, b, c = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
-    bias, residual = kb.global_tensor(f16, rank=1), kb.global_tensor(f16)
+    bias_vector = kb.global_tensor(f16, rank=1) if bias else None
+    residual_tile = kb.global_tensor(f16) if residual else None
     offset_m = kb.block_idx.x * block_m
     offset_n = kb.block_idx.y * block_n
     sa = kb.shared_tensor(f16, [num_stages, block_m, block_k])
@@ -62,7 +73,7 @@ def matmul_fused_epilogue(activation="gelu", num_stages=4, block_m=128, block_n=
         kb.wgmma.commit_group()
         kb.wgmma.wait_group(0)
         kb.sync()
-    out = fused_epilogue(kb, acc, (offset_m, offset_n), bias, activation, residual)
+    out = fused_epilogue(kb, acc, (offset_m, offset_n), bias_vector, activation, residual_tile)
     kb.store_global(c, kb.cast(out, f16), [offset_m, offset_n])
     return kb.finish().warp_specialize(
         num_stages=num_stages, num_consumer_groups=2, producer="warpgroup"

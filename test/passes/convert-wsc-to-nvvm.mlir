@@ -442,7 +442,7 @@ func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i3
 // CHECK-NEXT: [[MAX:%.*]] = llvm.select [[GREATER]], [[X]], [[Y]] : i1, f32
 // CHECK-NEXT: [[NAN:%.*]] = llvm.fcmp "uno" [[Y]], [[Y]] : f32
 // CHECK-NEXT: llvm.select [[NAN]], [[Y]], [[MAX]] : i1, f32
-// CHECK-COUNT-4: llvm.inline_asm has_side_effects "ex2.approx.f32 $0, $1;", "=f,f"
+// CHECK-COUNT-4: llvm.inline_asm "ex2.approx.f32 $0, $1;", "=f,f"
 
 // -----
 

@@ -177,14 +177,10 @@ def exp2_approx(x: ir.Value) -> ir.Value:
 
 
 def approx(instruction: str, x: ir.Value) -> ir.Value:
-    """An f32 PTX instruction of one operand, e.g. "tanh.approx.f32"."""
-    result = inline_asm(f"{instruction} $0, $1;", "=f,f", [x], float_type("f32"))
-    assert result is not None
-    return result
-
-
-def divf(a: ir.Value, b: ir.Value) -> ir.Value:
-    return arith.divf(a, b)
+    """An f32 PTX instruction of one operand, e.g. "tanh.approx.f32": a pure
+    function of x, which LLVM may move, merge or drop like any arithmetic."""
+    f32 = float_type("f32")
+    return llvm.InlineAsmOp(f32, [x], f"{instruction} $0, $1;", "=f,f").result
 
 
 def cmpf_olt(a: ir.Value, b: ir.Value) -> ir.Value:
