@@ -64,8 +64,9 @@ def main() -> int:
                     wanted.append((space_plan(space, dtype, out_dtype), config))
     for space, configs in SPACES.items():
         wanted += [(space_plan(space, "f16"), config) for config in configs.configs()]
-    # What the autotuning tests may choose: the staged spaces (f16 results).
-    for space in STAGED:
+    # What the autotuning tests may choose (the staged spaces) and what the
+    # split-K tests run (the small-M space too), with f16 results.
+    for space in (*STAGED, "nk-small-m"):
         wanted += [(space_plan(space, "f16", "f16"), config) for config in SPACES[space].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
