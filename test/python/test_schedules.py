@@ -5,6 +5,7 @@ delayed release (--warp-specialize wgmma-in-flight), the grouped tile order
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import re
 import sys
@@ -636,3 +637,27 @@ def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path
     )
     assert artifact.launch_grid(132) == (60, 1, 1)
     assert artifact.launch_grid(7) == (6, 1, 1)  # whole clusters of the SMs there are
+
+
+def test_a_fused_epilogue_reads_its_tensors_in_every_schedule(tmp_path):
+    """act(A B^T + bias) + residual: the bias and the residual are kernel
+    arguments d and e, whose sizes are C's, for a plain, a swapped (C^T)
+    and a split-K tile, and the artifact's config names the epilogue for
+    the matmul check."""
+    problem = MatmulProblem("f16", "f16", "nk", bias=True, activation="silu", residual=True)
+    assert problem.epilogue() == {"bias": "d", "residual": "e", "activation": "silu"}
+    for config in (
+        MatmulConfig(tma_store=True),
+        MatmulConfig(block_m=16, block_n=64, num_stages=8, swap_ab=True, split_k=2),
+    ):
+        compile_matmul(100, 1336, 520, problem, config, tmp_path / "x")
+        meta = json.loads((tmp_path / "x" / "kernel.json").read_text())
+        assert meta["config"]["epilogue"] == problem.epilogue()
+        assert meta["tensors"]["d"]["shape"] == ["n"] and meta["tensors"]["d"]["role"] == "input"
+        assert meta["tensors"]["e"]["shape"] == ["m", "n"]
+
+
+def test_an_epilogue_is_checked_when_the_problem_is_made():
+    with pytest.raises(ValueError, match="activation must be one of relu, gelu, gelu_tanh, silu"):
+        MatmulProblem(activation="tanh")
+    assert MatmulProblem(residual=True).epilogue_tensors() == {"residual": "d"}

@@ -5,6 +5,9 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
     C[M, N] = A[M, K] * op(B),  op(B) = B^T for B given as [N, K] ("nk"),
                                 op(B) = B   for B given as [K, N] ("kn")
 
+or, with the problem's fused epilogue (wsc.kernels.matmul.epilogue), C =
+act(A op(B) + bias) + residual, computed in registers before every store.
+
 Tiles are numbered t = row + col * ceil(M/BM). Without `persistent` the grid
 has one block per output tile, (ceil(M/BM), ceil(N/BN)), and block (x, y) is
 tile x + y * ceil(M/BM). With `persistent` the grid is one block per SM (at
@@ -79,6 +82,7 @@ from wsc.builder import (
 )
 from wsc.compiler import CompileResult, compile_module, write_artifact
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, check_tma_strides
+from wsc.kernels.matmul.epilogue import fused_epilogue
 from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
 
 
@@ -153,6 +157,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         kb.global_tensor(element),
         kb.global_tensor(problem.out_dtype),
     )
+    # Declared next, so that they are "d" and "e" (MatmulProblem.epilogue_tensors).
+    bias = kb.global_tensor(element, rank=1) if problem.bias else None
+    residual = kb.global_tensor(element) if problem.residual else None
     splits = config.split_k
     workspace = kb.split_k.workspace(splits) if splits > 1 else None
     k_tiles = cdiv(a.shape[1], bk)
@@ -230,6 +237,9 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             store_tile(acc, tile_m, tile_n)
 
     def store_tile(acc: RegisterTile, tile_m: Scalar, tile_n: Scalar) -> None:
+        acc = fused_epilogue(
+            kb, acc, (tile_m, tile_n), bias, problem.activation, residual, transpose=swap
+        )
         result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
         if sc is None:
             kb.store_global(c, result, [tile_m, tile_n], transpose=swap)
@@ -346,7 +356,7 @@ def write_matmul_artifact(
         result,
         {"m": m, "n": n, "k": k},
         (*tiles, splits) if splits > 1 else tiles,
-        config.as_dict(),
+        {**config.as_dict(), **({"epilogue": problem.epilogue()} if problem.epilogue() else {})},
         persistent=config.persistent,
         check="matmul",
         workspaces=(

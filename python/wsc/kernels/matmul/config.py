@@ -210,11 +210,17 @@ class MatmulConfig:
 
 @dataclass(frozen=True)
 class MatmulProblem:
-    """What the kernel computes: dtypes and B's layout (shapes are run-time)."""
+    """What the kernel computes: dtypes and B's layout (shapes are run-time),
+    and its fused epilogue, C = act(A op(B) + bias) + residual: a bias [N]
+    and a residual [M, N] of A's dtype, each optional, and an activation of
+    ACTIVATIONS or None."""
 
     dtype: str = "f16"
     out_dtype: str = "f32"
     b_layout: str = "nk"
+    bias: bool = False
+    activation: str | None = None
+    residual: bool = False
 
     def __post_init__(self):
         for name, value, allowed in (
@@ -224,6 +230,26 @@ class MatmulProblem:
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got '{value}'")
+        if self.activation is not None and self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {', '.join(ACTIVATIONS)} or None, got {self.activation!r}"
+            )
+        for name in ("bias", "residual"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+
+    def epilogue_tensors(self) -> dict[str, str]:
+        """The kernel's names of the bias and the residual it reads, after
+        a, b and c ("d", then "e")."""
+        names = iter("de")
+        return {part: next(names) for part in ("bias", "residual") if getattr(self, part)}
+
+    def epilogue(self) -> dict:
+        """The epilogue as the matmul check reads it from an artifact's config."""
+        described: dict = dict(self.epilogue_tensors())
+        if self.activation is not None:
+            described["activation"] = self.activation
+        return described
 
 
 def check_tma_strides(

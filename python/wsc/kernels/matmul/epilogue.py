@@ -42,14 +42,17 @@ def fused_epilogue(
     bias: GlobalTensor | None = None,
     activation: str | None = None,
     residual: GlobalTensor | None = None,
+    transpose: bool = False,
 ) -> RegisterTile:
-    """act(acc + bias) + residual for the tile of C at `origin` (row, col)."""
+    """act(acc + bias) + residual for the tile of C at `origin` (row, col);
+    with `transpose` acc holds that tile's transpose (C^T = B A^T), so the
+    bias runs down its rows and the residual is read transposed."""
     row, col = origin
     shape = list(acc.shape)
     if bias is not None:
-        acc = acc + kb.broadcast(bias, col, shape, along="cols")
+        acc = acc + kb.broadcast(bias, col, shape, along="rows" if transpose else "cols")
     if activation is not None:
         acc = activate(kb, acc, activation)
     if residual is not None:
-        acc = acc + kb.load_tile(residual, [row, col], shape)
+        acc = acc + kb.load_tile(residual, [row, col], shape, transpose=transpose)
     return acc

@@ -28,6 +28,9 @@ def matmul_kernel(
     cluster_m: int = 1,
     split_k: int = 1,
     swap_ab: bool = False,
+    bias: bool = False,
+    activation: str | None = None,
+    residual: bool = False,
 ):
     """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
     and ready to compile (a wsc.builder.Kernel)."""
@@ -38,7 +41,7 @@ def matmul_kernel(
     from wsc.kernels.matmul.build import accumulator_shape, build_matmul
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
-    problem = MatmulProblem(dtype, out_dtype, b_layout)
+    problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual)
     config = MatmulConfig(
         block_m=block_m,
         block_n=block_n,
@@ -68,6 +71,7 @@ def matmul_kernel(
         persistent=persistent,
         check="matmul",
         split_k=(split_k, accumulator_shape(config)) if split_k > 1 else None,
+        check_config={"epilogue": problem.epilogue()} if problem.epilogue() else None,
     )
     return simple.warp_specialize(
         num_stages=num_stages,
