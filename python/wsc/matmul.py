@@ -18,7 +18,8 @@ The kernel's config (tile, stages, consumer groups, ...) is chosen per
 (shape class, dtype, out dtype, B layout, GPU), where a shape class rounds
 each of M, N, K up to a power of two. It comes from the persistent cache
 (`wsc.cache`); on a miss the problem's config space (SPACES, by B layout and
-epilogue: MatmulPlan.space) is autotuned on the actual problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0
+epilogue, and "nk-small-m" for B as [N, K] with M <= 64: MatmulPlan.space) is
+autotuned on the actual problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0
 skips the search and uses the default config. Compiled kernels are cached
 too, one per config, dtypes and layout: the kernel reads M, N and K at run
 time, so one compile serves every shape. Compiling needs the MLIR wheels; a
