@@ -319,6 +319,26 @@ irdl.dialect @wsc {
     irdl.results(result: %result)
   }
 
+  // %m = "wsc.tile_row_reduce"(%x) {kind = "max"}
+  //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Each element is the max (or sum) of its row of the f32 tile x
+  // (ROW_REDUCE_KINDS): a row's values, which one warp holds, combine in
+  // each thread and then across the four lanes that share the row, and every
+  // lane gets the same bits. The rows of an online softmax's running max
+  // and sum, laid over the tile like a vector along rows.
+  irdl.operation @tile_row_reduce {
+    %x_shape = irdl.base "#builtin.dense_array"
+    %x_element = irdl.any
+    %x = irdl.parametric @wsc::@acc<%x_shape, %x_element>
+    irdl.operands(x: %x)
+    %kind = irdl.base "#builtin.string"
+    irdl.attributes { "kind" = %kind }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
   // %r = "wsc.tile_load"(%src, %row, %col)
   //   : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Reads src[row:row+M, col:col+N] (a rank-2 f16, bf16 or f32 global memref)

@@ -23,11 +23,12 @@ holds
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
 include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store`,
-`wsc.store_shared` and element-wise math (`wsc.tile_binary`, `wsc.tile_unary`,
-with tiles of `wsc.tile_fill`, `wsc.tile_load` and `wsc.tile_broadcast`, each
-rebuilt for a group's rows: a tile load reads, and a store writes, the group's
-rows, which are dst's columns where it is `transpose`d; a vector along
-columns is read whole), and in a split-K kernel `wsc.partial_store` and
+`wsc.store_shared` and register-tile math (`wsc.tile_binary`, `wsc.tile_unary`,
+`wsc.tile_row_reduce`, with tiles of `wsc.tile_fill`, `wsc.tile_load` and
+`wsc.tile_broadcast`, each rebuilt for a group's rows: a tile load reads, and
+a store writes, the group's rows, which are dst's columns where it is
+`transpose`d; a vector along columns is read whole), and in a split-K kernel
+`wsc.partial_store` and
 `wsc.partial_reduce`: there it stores the partial sum, arrives
 (`wsc.partial_arrive`), and the rest of the epilogue, from the
 `wsc.partial_reduce` on, sits in an `scf.if` on the arrival's result (without

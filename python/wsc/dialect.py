@@ -391,6 +391,16 @@ def tile_unary(kind: str, x: ir.Value) -> ir.Value:
     ).result
 
 
+def tile_row_reduce(kind: str, x: ir.Value) -> ir.Value:
+    """`wsc.tile_row_reduce`: each element the <kind> of its row of x."""
+    return _create(
+        "wsc.tile_row_reduce",
+        operands=[x],
+        results=[x.type],
+        attributes={"kind": ir.StringAttr.get(kind)},
+    ).result
+
+
 def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
     """`wsc.tile_fill`: an f32 register tile of `shape` with every element `value`."""
     return _create(

@@ -336,8 +336,11 @@ TILE_BINARY_KINDS = ("add", "sub", "mul", "max", "min")
 TILE_UNARY_KINDS = ("exp2", "log2", "rsqrt", "tanh", "erf", "relu", "neg")
 #: How wsc.tile_broadcast lays a vector over a tile.
 BROADCAST_ALONG = ("rows", "cols")
-#: The ops that make a register tile from others, element by element.
-TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary")
+#: What wsc.tile_row_reduce computes of each row.
+ROW_REDUCE_KINDS = ("max", "sum")
+#: The ops that make a register tile of their operands' shape from them,
+#: element by element or row by row.
+TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary", "wsc.tile_row_reduce")
 #: The ops that read a register tile from global memory.
 TILE_LOADS = ("wsc.tile_load", "wsc.tile_broadcast")
 #: The ops that make a register tile besides wsc.acc_alloc, of the shape their
@@ -353,6 +356,12 @@ class TileBinary(WscOp, name="wsc.tile_binary"):
 
 
 class TileUnary(WscOp, name="wsc.tile_unary"):
+    x = Operand()
+    kind = StrAttr()
+    result = Result()
+
+
+class TileRowReduce(WscOp, name="wsc.tile_row_reduce"):
     x = Operand()
     kind = StrAttr()
     result = Result()

@@ -401,6 +401,14 @@ def _verify_tile_unary(op: ir.Operation) -> None:
         _fail(op, f"result type {unary.result.type} differs from the operand's {unary.x.type}")
 
 
+def _verify_tile_row_reduce(op: ir.Operation) -> None:
+    reduce = ops.TileRowReduce(op)
+    _verify_kind(op, reduce.kind, ops.ROW_REDUCE_KINDS)
+    _verify_f32_tile(op, reduce.x, "x")
+    if reduce.result.type != reduce.x.type:
+        _fail(op, f"result type {reduce.result.type} differs from the operand's {reduce.x.type}")
+
+
 def _verify_tile_fill(op: ir.Operation) -> None:
     fill = ops.TileFill(op)
     _verify_f32_tile(op, fill.result, "result")
@@ -705,6 +713,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tile_binary": _verify_tile_binary,
     "wsc.tile_unary": _verify_tile_unary,
     "wsc.tile_fill": _verify_tile_fill,
+    "wsc.tile_row_reduce": _verify_tile_row_reduce,
     "wsc.tile_load": _verify_tile_load,
     "wsc.tile_broadcast": _verify_tile_broadcast,
 }

@@ -503,3 +503,17 @@ func.func @broadcast_along_a_diagonal(%v: memref<?xf16>) attributes {wsc.num_thr
   %t = "wsc.tile_broadcast"(%v, %c0) {along = "diagonal"} : (memref<?xf16>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
+// -----
+func.func @row_reduce_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_row_reduce' op kind must be one of max, sum, got 'min'}}
+  %y = "wsc.tile_row_reduce"(%x) {kind = "min"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @row_reduce_to_another_shape() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_row_reduce' op result type}}
+  %y = "wsc.tile_row_reduce"(%x) {kind = "sum"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  return
+}

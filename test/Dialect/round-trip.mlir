@@ -123,6 +123,8 @@ func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
   %e = "wsc.tile_unary"(%m) {kind = "exp2"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.tile_unary"(%{{.*}}) {kind = "erf"}
   %r = "wsc.tile_unary"(%e) {kind = "erf"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_row_reduce"(%{{.*}}) {kind = "max"}
+  %rm = "wsc.tile_row_reduce"(%r) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
 

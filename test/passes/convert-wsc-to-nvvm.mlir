@@ -509,3 +509,21 @@ func.func @epilogue_loads(%c: memref<?x?xf32>, %r: memref<?x?xbf16>, %v: memref<
   "wsc.store"(%t, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A row max: each thread combines its registers of a row, then two butterfly
+// shuffles (lanes xor 1, xor 2) combine the four lanes that hold the row; a
+// 64x16 tile gives a thread two rows.
+// CHECK-LABEL: llvm.func @row_max
+// CHECK-COUNT-4: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.return
+func.func @row_max(%c: memref<?x?xf32>, %r: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %m = "wsc.tile_row_reduce"(%x) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%m, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

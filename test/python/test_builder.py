@@ -165,7 +165,7 @@ def test_every_wsc_op_has_a_builder_method():
     out, bias = math.global_tensor(f32), math.global_tensor(f32, rank=1)
     tile = math.register_tensor(f32, [64, 64]) + math.load_tile(out, [0, 0], [64, 64])
     tile = tile * math.broadcast(bias, 0, [64, 64])
-    math.store_global(out, math.exp2(tile * 2.0), [0, 0])
+    math.store_global(out, math.exp2(math.row_max(tile) * 2.0), [0, 0])
     text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k()) + str(math.finish())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
@@ -727,6 +727,21 @@ def test_register_tiles_read_from_global_memory():
     for kind in ("log2", "rsqrt", "erf", "tanh"):
         assert f'kind = "{kind}"' in text
     assert kernel.check_config == {"epilogue": {"bias": "b"}}
+
+
+def test_rows_reduce_to_their_max_and_sum():
+    kb = KernelBuilder("softmax_step", grid=[("m", 64)])
+    out = kb.global_tensor(f32)
+    scores = kb.register_tensor(f32, [64, 64])
+    # The rows of an online softmax: exp2 of the scores less their row max, over the row sum.
+    weights = kb.exp2(scores - kb.row_max(scores))
+    kb.store_global(out, weights * kb.rsqrt(kb.row_sum(weights)), [0, 0])
+    text = str(kb.finish())
+    assert '{kind = "max"}' in text and '{kind = "sum"}' in text
+    assert text.count('"wsc.tile_row_reduce"') == 2
+    half = KernelBuilder("k", grid=[("m", 64)])
+    with pytest.raises(BuildTypeError, match="row_max: element-wise math takes f32 tiles"):
+        half.row_max(half.register_tensor(f16, [64, 64]))
 
 
 def test_register_tile_loads_misuse_is_located():

@@ -58,7 +58,7 @@ def build_every_op() -> ir.Module:
                 scf.YieldOp([])
             halves = dialect.tile_fill((128, 128), 0.5)
             scaled = dialect.tile_binary("mul", acc, halves)
-            dialect.tile_unary("relu", scaled)
+            dialect.tile_row_reduce("sum", dialect.tile_unary("relu", scaled))
             dialect.tile_load(c, zero, zero, (128, 128))
             dialect.tile_broadcast(partials, zero, (128, 128), "cols")
             half = dialect.cast(acc, "f16")

@@ -395,6 +395,21 @@ class KernelBuilder:
         """erf(x) element by element (a polynomial, absolute error below 1e-6)."""
         return self._tile_unary("erf", x)
 
+    def row_max(self, x: RegisterTile) -> RegisterTile:
+        """Each element the max of its row of x (NaN where the row has one),
+        the same in every column: an online softmax's running max."""
+        return self._row_reduce("max", x)
+
+    def row_sum(self, x: RegisterTile) -> RegisterTile:
+        """Each element the sum of its row of x, the same bits in every
+        column (one fixed order of additions)."""
+        return self._row_reduce("sum", x)
+
+    def _row_reduce(self, kind: str, x) -> RegisterTile:
+        tile = self._f32_tile(x, f"row_{kind}")
+        with self._at(caller()):
+            return RegisterTile(self, dialect.tile_row_reduce(kind, tile.value), f32, tile.shape)
+
     def _loaded(self, src, rank: int, what: str) -> GlobalTensor:
         where = caller()
         self._own(expect(src, GlobalTensor, f"{what} src", "a global tensor"), what)

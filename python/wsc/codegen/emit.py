@@ -340,6 +340,19 @@ def barrier(barrier_id: int = 0, threads: int | None = None) -> None:
         )
 
 
+def shuffle_xor(value: ir.Value, lane_mask: int) -> ir.Value:
+    """The f32 `value` of the lane whose index is this one's xor `lane_mask`
+    (shfl.sync.bfly over the whole warp)."""
+    return nvvm.ShflOp(
+        value.type,
+        const(-1, i32()),
+        value,
+        const(lane_mask, i32()),
+        const(31, i32()),
+        nvvm.ShflKind.bfly,
+    ).result
+
+
 def warp_sync() -> None:
     """bar.warp.sync of the whole warp: its threads' earlier memory accesses
     are ordered before what any of them does next."""

@@ -777,6 +777,26 @@ class KernelLowering(KernelPlan):
         x = unary.x
         self._define_tile(op, lambda i, r: apply(self.slots[x].load_element(i, r)))
 
+    def _lower_tile_row_reduce(self, op):
+        # Computed here, whole: each row's value needs all of its elements.
+        reduce = ops.TileRowReduce(op)
+        x = self.slots[reduce.x]
+        combine = _TILE_BINARY["max" if reduce.kind == "max" else "add"]
+        target = self._acc_slot(reduce.result, "f32", wgmma_form=False)
+        fragment = x.fragment
+        for i in range(fragment.subtiles):
+            for h in range(2):
+                # A thread's registers 4j + 2h + c of sub-tile i lie in one row;
+                # the row's other columns are in the lanes that differ in bits 0-1.
+                registers = [4 * j + 2 * h + c for j in range(fragment.cols // 8) for c in range(2)]
+                row = x.load_element(i, registers[0])
+                for r in registers[1:]:
+                    row = combine(row, x.load_element(i, r))
+                for lane_mask in (1, 2):
+                    row = combine(row, E.shuffle_xor(row, lane_mask))
+                for r in registers:
+                    target.store_element(i, r, row)
+
     def _lower_tile_fill(self, op):
         value = ops.TileFill(op).value
         self._define_tile(op, lambda i, r: E.float_const(value))

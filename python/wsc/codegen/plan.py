@@ -70,6 +70,8 @@ def _read_tiles(op: ir.Operation) -> list[ir.Value]:
     if op.name == "wsc.tile_binary":
         binary = ops.TileBinary(op)
         return [binary.x, binary.y]
+    if op.name == "wsc.tile_row_reduce":
+        return [ops.TileRowReduce(op).x]
     return [ops.Cast(op).src if op.name == "wsc.cast" else ops.TileUnary(op).x]
 
 
