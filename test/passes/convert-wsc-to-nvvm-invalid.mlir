@@ -13,6 +13,24 @@ func.func @written_twice(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 
 
 // -----
 
+// expected-error @below {{'func.func' op argument #0 is read both by TMA and by wsc.tile_load or wsc.tile_broadcast, which is not supported (one tensor map or pointer per tensor)}}
+func.func @read_twice(%a: memref<?x?xf16>, %c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 8192 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %c0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  %r = "wsc.tile_load"(%a, %c0, %c0) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.store"(%r, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
 // expected-error @below {{'func.func' op needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90}}
 func.func @too_much_shared_memory(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
   // expected-note @below {{this ring buffer takes 131072 bytes}}

@@ -456,6 +456,13 @@ class KernelPlan:
                     f"wsc.store or wsc.coalesced_store, which is not "
                     f"supported (one tensor map or pointer per tensor)",
                 )
+            if position in self.tma_args and position in self.load_args:
+                raise fail(
+                    self.kernel,
+                    f"argument #{position} is read both by TMA and by "
+                    f"wsc.tile_load or wsc.tile_broadcast, which is not "
+                    f"supported (one tensor map or pointer per tensor)",
+                )
 
     def _plan_roles(self) -> None:
         """setmaxnreg: inc or dec from the entry count, and whether it can be met.
