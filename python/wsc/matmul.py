@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wsc.kernels.matmul.config import ACTIVATIONS
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN, round_up
 from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
@@ -110,6 +111,18 @@ class MatmulPlan:
     #: A 16-bit C whose rows TMA cannot store: staged in shared memory and
     #: copied out with coalesced stores (SPACES["<b_layout>-coalesced"]).
     coalesced_store: bool = False
+    #: The fused epilogue, C = act(A @ B + bias) + residual
+    #: (wsc.kernels.matmul.epilogue): whether a bias [N] and a residual
+    #: [M, N] are given, and the activation's name, if any.
+    bias: bool = False
+    activation: str | None = None
+    residual: bool = False
+
+    @property
+    def epilogue(self) -> dict:
+        """The epilogue's parts that are present (none for a plain product)."""
+        parts = {"bias": self.bias, "activation": self.activation, "residual": self.residual}
+        return {name: value for name, value in parts.items() if value}
 
     @property
     def space(self) -> str:
@@ -161,7 +174,7 @@ def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int) -> str:
     return b_layout
 
 
-def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
+def plan(a, b, out=None, out_dtype=None, bias=None, activation=None, residual=None) -> MatmulPlan:
     """Check the arguments of wsc.matmul from their metadata only (it works on
     fake and meta tensors) and work out B's layout. Raises TypeError for the
     wrong kind or dtype of argument, ValueError for the wrong rank, shape,
@@ -238,6 +251,7 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
     staged = result_dtype in INPUT_DTYPES
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
+    _check_epilogue(a_op, m, n, bias, activation, residual)
     return MatmulPlan(
         m,
         n,
@@ -247,7 +261,43 @@ def plan(a, b, out=None, out_dtype=None) -> MatmulPlan:
         b_layout,
         tma_store,
         coalesced_store=staged and not tma_store,
+        bias=bias is not None,
+        activation=activation,
+        residual=residual is not None,
     )
+
+
+def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual) -> None:
+    """The fused epilogue's arguments: a bias [N] and a residual [M, N] of A's
+    kind, dtype and device (the residual's rows may be padded, each row's
+    elements contiguous), and an activation of ACTIVATIONS."""
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(
+            f"wsc.matmul: activation must be one of {', '.join(map(repr, ACTIVATIONS))} or "
+            f"None, got {activation!r}"
+        )
+    for name, value, shape in (("bias", bias, (n,)), ("residual", residual, (m, n))):
+        if value is None:
+            continue
+        op = _describe(value, name)
+        if a_op.kind != "torch" or op.kind != "torch":
+            raise TypeError(f"wsc.matmul: {name} is supported for torch tensors only")
+        if op.dtype != a_op.dtype:
+            raise TypeError(f"wsc.matmul: {name} must be {a_op.dtype} like a, got {op.dtype}")
+        if op.shape != shape:
+            expected = "[N]" if name == "bias" else "[M, N]"
+            raise ValueError(
+                f"wsc.matmul: {name} must be {expected} = {list(shape)}, got {list(op.shape)}"
+            )
+        if op.device != a_op.device:
+            raise ValueError(
+                f"wsc.matmul: {name} must be on {a_op.device} like a and b, got {op.device}"
+            )
+        contiguous = op.strides[-1] == 1 or shape[-1] == 1
+        if not contiguous or (name == "residual" and _row_major_stride(op) is None):
+            raise ValueError(
+                f"wsc.matmul: {name} must have unit stride along N, got strides {list(op.strides)}"
+            )
 
 
 def _dtype_name(dtype) -> str:
@@ -282,6 +332,7 @@ def config_key(p: MatmulPlan, device: str) -> dict:
         "dtype": p.dtype,
         "out_dtype": p.out_dtype,
         "b_layout": p.b_layout,
+        **({"epilogue": p.epilogue} if p.epilogue else {}),
         "device": device,
         "space": SPACES[p.space].configs(),
         "kernels": SPACES[p.space].identity(),
@@ -348,7 +399,13 @@ _untuned: set = set()
 
 
 def _class(p: MatmulPlan) -> tuple:
-    return (p.space, tuple(shape_class(p.m, p.n, p.k)), p.dtype, p.out_dtype)
+    return (
+        p.space,
+        tuple(shape_class(p.m, p.n, p.k)),
+        p.dtype,
+        p.out_dtype,
+        tuple(p.epilogue.items()),
+    )
 
 
 def _describe_plan(p: MatmulPlan) -> str:
@@ -404,8 +461,10 @@ def tuning_sizes(p: MatmulPlan) -> dict[str, int]:
 
 
 def _fixed(p: MatmulPlan) -> dict:
-    """The kernel arguments a problem fixes (those of matmul_kernel but the config)."""
-    return {"dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout}
+    """The kernel arguments a problem fixes (those of matmul_kernel but the
+    config); a plain product's are the dtypes and B's layout alone, as before
+    kernels took an epilogue, so their cached kernels and choices still serve."""
+    return {"dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout, **p.epilogue}
 
 
 _state_lock = threading.Lock()
@@ -481,16 +540,20 @@ class _BoundMatmul:
         self.launch, self.out_shape = launch, out_shape
         self.out_dtype, self.ordinal = out_dtype, ordinal
 
-    def __call__(self, a, b, out):
+    def __call__(self, a, b, out, *epilogue):
+        """The launch on a, b, out and the epilogue's tensors (bias, residual:
+        those the call passed, in that order)."""
         if out is None:
             out = _torch.empty(self.out_shape, dtype=self.out_dtype, device=a.device)
-        pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        pointers = (a.data_ptr(), b.data_ptr(), out.data_ptr())
         if (pointers[0] | pointers[1] | pointers[2]) % TMA_ALIGN:
             _check_alignment(a, b, out)
+        if epilogue:
+            pointers += tuple(tensor.data_ptr() for tensor in epilogue)
         self._launch_on(_current_stream(self.ordinal), pointers)
         return out
 
-    def _launch_on(self, stream: int, pointers: tuple[int, int, int]) -> None:
+    def _launch_on(self, stream: int, pointers: tuple[int, ...]) -> None:
         self.launch(stream, *pointers)
 
 
@@ -517,7 +580,7 @@ class _BoundSplitMatmul(_BoundMatmul):
         self._held: dict[Any, dict] = {}
         self._lock = threading.Lock()
 
-    def _launch_on(self, stream: int, pointers: tuple[int, int, int]) -> None:
+    def _launch_on(self, stream: int, pointers: tuple[int, ...]) -> None:
         workspace = self.workspaces.get(stream)
         if workspace is None:
             workspace = self.workspace(stream)
@@ -557,11 +620,11 @@ def _allocate_workspaces(specs: list[tuple], ordinal: int) -> dict:
     }
 
 
-def _signature(a, b, out, out_dtype) -> tuple:
+def _signature(a, b, out, out_dtype, bias=None, activation=None, residual=None) -> tuple:
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
     result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else None
-    return (
+    signature = (
         a.shape,
         a.stride(),
         a.dtype,
@@ -573,6 +636,19 @@ def _signature(a, b, out, out_dtype) -> tuple:
         result,
         out_dtype,
     )
+    if bias is None and activation is None and residual is None:
+        return signature
+    return (
+        *signature,
+        None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.device),
+        activation,
+        None if residual is None else (residual.shape, residual.stride(), residual.dtype),
+    )
+
+
+def _epilogue_tensors(bias, residual) -> tuple:
+    """The epilogue tensors a call passes, in the kernel's order."""
+    return tuple(tensor for tensor in (bias, residual) if tensor is not None)
 
 
 def _check_alignment(a, b, out) -> None:
@@ -584,34 +660,44 @@ def _check_alignment(a, b, out) -> None:
             )
 
 
-def _bind(a, b, out) -> _BoundMatmul | None:
+def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul | None:
     """Resolve a call of a new signature (checks, config, kernel) and remember
     it; None for an empty product, which launches nothing."""
+    from wsc.kernels.matmul.config import MatmulProblem
     from wsc.runtime import BoundLaunch
 
-    p = plan(a, b, out)
+    p = plan(a, b, out, bias=bias, activation=activation, residual=residual)
     _check_alignment(a, b, out)
     if 0 in (p.m, p.n, p.k):
         return None
     ordinal = a.device.index if a.device.index is not None else 0
     kernel = _kernel_for(p, ordinal)
     kernel_b = b if p.b_layout == "kn" else b.t()
+    names = MatmulProblem(bias=p.bias, residual=p.residual).epilogue_tensors()
+    epilogue = {
+        names[part]: tensor
+        for part, tensor in (("bias", bias), ("residual", residual))
+        if tensor is not None
+    }
     specs = [
         (spec.name, spec.shape, _torch_dtype(spec.dtype), spec.zeroed)
         for spec in kernel.artifact.tensors.values()
         if spec.role == "workspace"
     ]
     if not specs:
-        launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out))
-        if launch.names != ("a", "b", "c"):
-            raise RuntimeError(f"wsc.matmul: the kernel takes tensors {launch.names}, not a, b, c")
+        launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **epilogue))
+        if launch.names != ("a", "b", "c", *epilogue):
+            raise RuntimeError(
+                f"wsc.matmul: the kernel takes tensors {launch.names}, not "
+                f"{', '.join(('a', 'b', 'c', *epilogue))}"
+            )
         return _BoundMatmul(launch, (p.m, p.n), out.dtype, ordinal)
     workspaces = _allocate_workspaces(specs, ordinal)
-    launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **workspaces))
-    if launch.names != ("a", "b", "c", *workspaces):
+    launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **workspaces))
+    if launch.names != ("a", "b", "c", *epilogue, *workspaces):
         raise RuntimeError(
-            f"wsc.matmul: the kernel takes tensors {launch.names}, not a, b, c and its "
-            f"workspaces {', '.join(workspaces)}"
+            f"wsc.matmul: the kernel takes tensors {launch.names}, not "
+            f"{', '.join(('a', 'b', 'c', *epilogue))} and its workspaces {', '.join(workspaces)}"
         )
     bound = _BoundSplitMatmul(launch, (p.m, p.n), out.dtype, ordinal, specs)
     bound.workspace(_current_stream(ordinal), workspaces)
@@ -625,19 +711,40 @@ def _remember(signature: tuple, bound: _BoundMatmul) -> None:
         _bound[signature] = bound
 
 
-def _run_torch(a, b, out) -> None:
-    """out = a @ b for CUDA tensors (checked here too: the custom ops can be
-    called directly, without wsc.matmul's checks)."""
-    signature = _signature(a, b, out, None)
+def _run_torch(a, b, out, bias=None, activation=None, residual=None) -> None:
+    """out = a @ b, or act(a @ b + bias) + residual, for CUDA tensors (checked
+    here too: the custom ops can be called directly, without wsc.matmul's
+    checks)."""
+    signature = _signature(a, b, out, None, bias, activation, residual)
     bound = _bound.get(signature)
     if bound is None:
-        bound = _bind(a, b, out)
+        bound = _bind(a, b, out, bias, activation, residual)
         if bound is None:
             if out.numel():
-                out.zero_()  # K = 0: a sum of nothing
+                # K = 0: a sum of nothing, then the epilogue of zeros.
+                out.copy_(_epilogue_of_zeros(out, bias, activation, residual))
             return
         _remember(signature, bound)
-    bound(a, b, out)
+    bound(a, b, out, *_epilogue_tensors(bias, residual))
+
+
+def _epilogue_of_zeros(out, bias, activation, residual):
+    """C for K = 0: act(0 + bias) + residual, by torch (zeros without an epilogue)."""
+    torch = _torch
+    value = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
+    if bias is not None:
+        value = value + bias.float()
+    if activation is not None:
+        functional = torch.nn.functional
+        value = {
+            "relu": functional.relu,
+            "gelu": functional.gelu,
+            "gelu_tanh": lambda x: functional.gelu(x, approximate="tanh"),
+            "silu": functional.silu,
+        }[activation](value)
+    if residual is not None:
+        value = value + residual.float()
+    return value
 
 
 def _matmul_numpy(a, b, out, out_dtype):
@@ -687,19 +794,32 @@ def _matmul_numpy(a, b, out, out_dtype):
     return result
 
 
-def matmul(a, b, *, out=None, out_dtype=None):
+def matmul(a, b, *, out=None, out_dtype=None, bias=None, activation=None, residual=None):
     """a @ b with fp32 accumulation (see the module docstring). Returns `out`
-    when given, else a new tensor (or numpy array, for numpy inputs)."""
+    when given, else a new tensor (or numpy array, for numpy inputs).
+
+    With `bias` ([N]), `activation` ("relu", "gelu", "gelu_tanh" or "silu",
+    as torch.nn.functional computes them) or `residual` ([M, N]), the kernel
+    computes act(a @ b + bias) + residual in registers before it stores C
+    (torch tensors of a's dtype; not under autograd)."""
     torch = _torch
+    # A plain call builds nothing for the epilogue: this is the hot path.
+    epilogue = () if bias is None and residual is None else _epilogue_tensors(bias, residual)
     if (
         torch is not None
         and type(a) in _PLAIN_TENSORS
         and type(b) in _PLAIN_TENSORS
         and (out is None or type(out) in _PLAIN_TENSORS)
+        and (not epilogue or all(type(tensor) in _PLAIN_TENSORS for tensor in epilogue))
         and not torch.compiler.is_compiling()
         and not (
             torch.is_grad_enabled()
-            and (a.requires_grad or b.requires_grad or (out is not None and out.requires_grad))
+            and (
+                a.requires_grad
+                or b.requires_grad
+                or (out is not None and out.requires_grad)
+                or (epilogue and any(tensor.requires_grad for tensor in epilogue))
+            )
         )
         and _dispatch_mode() is None
         and torch._C._get_tracing_state() is None
@@ -709,13 +829,13 @@ def matmul(a, b, *, out=None, out_dtype=None):
         # a signature, and any call torch must see (tracing, a dispatch mode,
         # fake tensors, autograd, a lazily negated view), takes the custom op
         # below, which resolves it.
-        bound = _bound.get(_signature(a, b, out, out_dtype))
+        bound = _bound.get(_signature(a, b, out, out_dtype, bias, activation, residual))
         if bound is not None:
             if out is not None:
                 torch.autograd.graph.increment_version(out)  # as any in-place write does
-            return bound(a, b, out)
+            return bound(a, b, out, *epilogue)
     try:
-        return _matmul(a, b, out, out_dtype)
+        return _matmul(a, b, out, out_dtype, bias, activation, residual)
     except Exception as error:
         from wsc.runtime.driver import CudaUnavailableError
 
@@ -728,10 +848,15 @@ def matmul(a, b, *, out=None, out_dtype=None):
         ) from None
 
 
-def _matmul(a, b, out, out_dtype):
+def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None):
+    fused = bias is not None or activation is not None or residual is not None
     if _describe(a, "a").kind == "numpy":
+        if fused:
+            raise TypeError(
+                "wsc.matmul: bias, activation and residual are supported for torch tensors only"
+            )
         return _matmul_numpy(a, b, out, out_dtype)
-    p = plan(a, b, out, out_dtype)
+    p = plan(a, b, out, out_dtype, bias, activation, residual)
     # Meta tensors run the fake implementation: the result's metadata only.
     if a.device.type not in ("cuda", "meta"):
         raise ValueError(
@@ -740,23 +865,39 @@ def _matmul(a, b, out, out_dtype):
             f"the GPU for you)"
         )
     torch = _torch
-    needs_grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+    needs_grad = torch.is_grad_enabled() and any(
+        tensor.requires_grad for tensor in (a, b, *_epilogue_tensors(bias, residual))
+    )
+    if fused and needs_grad:
+        raise NotImplementedError(
+            "wsc.matmul: a call with bias, activation or residual does not support "
+            "automatic differentiation yet, but one of the arguments requires grad; "
+            "compute the epilogue with torch around wsc.matmul(a, b) instead"
+        )
     if out is not None:
         if needs_grad:
             raise RuntimeError(
                 "wsc.matmul(): a call with out=... does not support automatic "
                 "differentiation, but one of the arguments requires grad"
             )
-        torch.ops.wsc.matmul_out(a, b, out)
+        if fused:
+            torch.ops.wsc.matmul_epilogue_out(a, b, bias, activation, residual, out)
+        else:
+            torch.ops.wsc.matmul_out(a, b, out)
         return out
     if needs_grad:
         return _MatmulWithGrad.apply(a, b, _torch_dtype(p.out_dtype))
-    result = torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
+    if fused:
+        result = torch.ops.wsc.matmul_epilogue(
+            a, b, bias, activation, residual, _torch_dtype(p.out_dtype)
+        )
+    else:
+        result = torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
     if not torch.compiler.is_compiling() and a.device.type == "cuda":
         # The functional call of this signature: allocate and launch from now on.
-        bound = _bound.get(_signature(a, b, result, None))
+        bound = _bound.get(_signature(a, b, result, None, bias, activation, residual))
         if bound is not None:
-            _remember(_signature(a, b, None, out_dtype), bound)
+            _remember(_signature(a, b, None, out_dtype, bias, activation, residual), bound)
     return result
 
 
@@ -781,8 +922,10 @@ def _current_stream(ordinal: int) -> int:
 
 def _register_torch_ops() -> None:
     """torch.ops.wsc.matmul (functional) and torch.ops.wsc.matmul_out (writes
-    `out`), each with a fake implementation: the result's metadata from the
-    same checks, for meta tensors and torch.compile's tracing."""
+    `out`), and their fused-epilogue forms matmul_epilogue and
+    matmul_epilogue_out, each with a fake implementation: the result's
+    metadata from the same checks, for meta tensors and torch.compile's
+    tracing."""
     import torch
     from torch.utils._python_dispatch import _get_current_dispatch_mode
 
@@ -799,6 +942,17 @@ def _register_torch_ops() -> None:
         "matmul(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor", tags=strides
     )
     _library.define("matmul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
+    # With the fused epilogue: C = act(a @ b + bias) + residual.
+    _library.define(
+        "matmul_epilogue(Tensor a, Tensor b, Tensor? bias, str? activation, Tensor? residual, "
+        "ScalarType? out_dtype=None) -> Tensor",
+        tags=strides,
+    )
+    _library.define(
+        "matmul_epilogue_out(Tensor a, Tensor b, Tensor? bias, str? activation, "
+        "Tensor? residual, Tensor(a!) out) -> ()",
+        tags=strides,
+    )
 
     def matmul_op(a, b, out_dtype=None):
         p = plan(a, b, out_dtype=out_dtype)
@@ -812,6 +966,22 @@ def _register_torch_ops() -> None:
 
     def matmul_out_fake(a, b, out):
         plan(a, b, out)
+
+    def matmul_epilogue_op(a, b, bias, activation, residual, out_dtype=None):
+        p = plan(a, b, None, out_dtype, bias, activation, residual)
+        out = torch.empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype), device=a.device)
+        _run_torch(a, b, out, bias, activation, residual)
+        return out
+
+    def matmul_epilogue_fake(a, b, bias, activation, residual, out_dtype=None):
+        p = plan(a, b, None, out_dtype, bias, activation, residual)
+        return a.new_empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype))
+
+    def matmul_epilogue_out(a, b, bias, activation, residual, out):
+        _run_torch(a, b, out, bias, activation, residual)
+
+    def matmul_epilogue_out_fake(a, b, bias, activation, residual, out):
+        plan(a, b, out, None, bias, activation, residual)
 
     class MatmulWithGrad(torch.autograd.Function):
         """wsc.matmul where autograd records it: the product by the wsc kernel,
@@ -839,8 +1009,12 @@ def _register_torch_ops() -> None:
 
     _library.impl("matmul", matmul_op, "CUDA")
     _library.impl("matmul_out", _run_torch, "CUDA")
+    _library.impl("matmul_epilogue", matmul_epilogue_op, "CUDA")
+    _library.impl("matmul_epilogue_out", matmul_epilogue_out, "CUDA")
     torch.library.register_fake("wsc::matmul", matmul_fake, lib=_library)
     torch.library.register_fake("wsc::matmul_out", matmul_out_fake, lib=_library)
+    torch.library.register_fake("wsc::matmul_epilogue", matmul_epilogue_fake, lib=_library)
+    torch.library.register_fake("wsc::matmul_epilogue_out", matmul_epilogue_out_fake, lib=_library)
 
 
 #: torch, once the ops are registered (None without torch), and their Library.

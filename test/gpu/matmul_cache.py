@@ -6,8 +6,9 @@ the MLIR wheels (wsc.matmul compiles only on a cache miss):
     WSC_CACHE_DIR=DIR pytest -q -m cuda test/python/test_matmul.py   # there: run
 
 That is: the default config of each space for every dtype and output dtype
-the tests use, every config of every space for the per-config test, and the
-autotuning candidates of the problems the autotuning tests tune.
+the tests use, every config of every space for the per-config test, the
+autotuning candidates of the problems the autotuning tests tune, and the
+fused-epilogue kernels of the epilogue tests.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 
 from wsc.cache import Cache
+from wsc.kernels.matmul.config import ACTIVATIONS
 from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 
 #: The problem the GPU tests compile for first (the kernels read sizes at run
@@ -68,6 +70,29 @@ def main() -> int:
     # split-K tests run (the small-M space too), with f16 results.
     for space in (*STAGED, "nk-small-m"):
         wanted += [(space_plan(space, "f16", "f16"), config) for config in SPACES[space].configs()]
+    # The fused-epilogue tests: each space's default config, with a bias and a
+    # residual and each activation (test_a_fused_epilogue_is_correct).
+    for space, m, n in (
+        ("nk-small-m", 40, 1336),
+        ("nk-tma", 300, 1336),
+        ("nk-coalesced", 1000, 1333),
+    ):
+        for activation in (*ACTIVATIONS, None):
+            fused = MatmulPlan(
+                m,
+                n,
+                K,
+                "f16",
+                "f16",
+                "nk",
+                tma_store=space.endswith("-tma"),
+                coalesced_store=space.endswith("-coalesced"),
+                bias=True,
+                activation=activation,
+                residual=True,
+            )
+            assert fused.space == space
+            wanted.append((fused, DEFAULT_CONFIGS[space]))
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
     failed, candidates = [], 0

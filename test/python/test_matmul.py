@@ -20,6 +20,7 @@ from wsc.matmul import (
     SPACES,
     MatmulPlan,
     NoCorrectKernel,
+    _fixed,
     choose_config,
     compiled_kernel_dir,
     config_key,
@@ -968,3 +969,88 @@ def test_gradients_flow_through_a_call(gpu, monkeypatch):
     y.backward(grad)
     assert_exact_within_tolerance(x.grad, grad, weight.detach())
     assert_exact_within_tolerance(weight.grad, grad.T, x.detach())
+
+
+# The fused epilogue: C = act(a @ b + bias) + residual ------------------------------------
+
+
+def test_a_fused_call_checks_its_epilogue():
+    a, w = meta(64, 128), meta(256, 128)
+    bias, residual = meta(256), meta(64, 256)
+    p = plan(a, w.T, bias=bias, activation="gelu", residual=residual)
+    assert p.epilogue == {"bias": True, "activation": "gelu", "residual": True}
+    assert plan(a, w.T).epilogue == {}
+    for kwargs, error, message in (
+        ({"activation": "tanh"}, ValueError, "activation must be one of 'relu', 'gelu'"),
+        ({"bias": meta(255)}, ValueError, r"bias must be \[N\] = \[256\], got \[255\]"),
+        ({"bias": meta(256, dtype=torch.float32)}, TypeError, "bias must be f16 like a"),
+        ({"residual": meta(256, 64).T}, ValueError, "residual must have unit stride along N"),
+        ({"residual": torch.empty(64, 256, dtype=torch.float16)}, ValueError, "must be on meta"),
+        ({"bias": np.zeros(256, np.float16)}, TypeError, "bias is supported for torch tensors"),
+    ):
+        with pytest.raises(error, match=message):
+            plan(a, w.T, **kwargs)
+
+
+def test_a_fused_call_has_its_own_kernels_and_choice():
+    a, w = meta(64, 128), meta(256, 128)
+    plain, fused = plan(a, w.T), plan(a, w.T, activation="relu", residual=meta(64, 256))
+    assert _fixed(plain) == {"dtype": "f16", "out_dtype": "f16", "b_layout": "nk"}
+    assert _fixed(fused) == {**_fixed(plain), "activation": "relu", "residual": True}
+    assert config_key(plain, "GPU") != config_key(fused, "GPU")
+    assert "epilogue" not in config_key(plain, "GPU")
+
+
+def test_a_fused_call_on_meta_tensors_gives_the_result_s_metadata():
+    a, w, bias = meta(64, 128), meta(256, 128), meta(256)
+    c = wsc.matmul(a, w.T, bias=bias, activation="silu", out_dtype=torch.float32)
+    assert c.shape == (64, 256) and c.dtype == torch.float32 and c.device.type == "meta"
+    out = meta(64, 256)
+    assert wsc.matmul(a, w.T, residual=meta(64, 256), out=out) is out
+
+
+def test_a_fused_call_refuses_autograd_and_numpy():
+    a, w = meta(64, 128).requires_grad_(), meta(256, 128)
+    with pytest.raises(NotImplementedError, match="does not support automatic differentiation"):
+        wsc.matmul(a, w.T, activation="relu")
+    with pytest.raises(TypeError, match="supported for torch tensors only"):
+        wsc.matmul(np.zeros((4, 8), np.float16), np.zeros((8, 4), np.float16), activation="relu")
+
+
+def reference_epilogue(a, b, bias, activation, residual):
+    """act(a @ b + bias) + residual in float64, as torch.nn.functional computes it."""
+    functional = torch.nn.functional
+    value = a.double() @ b.double()
+    if bias is not None:
+        value = value + bias.double()
+    if activation is not None:
+        value = {
+            "relu": functional.relu,
+            "gelu": functional.gelu,
+            "gelu_tanh": lambda x: functional.gelu(x, approximate="tanh"),
+            "silu": functional.silu,
+        }[activation](value)
+    return value if residual is None else value + residual.double()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu", None])
+@pytest.mark.parametrize("m, n, k", [(40, 1336, 520), (300, 1336, 520), (1000, 1333, 520)])
+def test_a_fused_epilogue_is_correct(gpu, monkeypatch, activation, m, n, k):
+    """Small M (swapped operands), a TMA-stored C and a C whose rows TMA
+    cannot store (coalesced stores), each with bias and residual, functional
+    and into a NaN-poisoned out=; the default config of each space (the
+    schedules of test/gpu/matmul_cache.py's epilogue kernels)."""
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    generator = torch.Generator(device=gpu).manual_seed(m + n)
+    a, w = (torch.randn(*s, device=gpu, generator=generator).half() for s in ((m, k), (n, k)))
+    bias = torch.randn(n, device=gpu, generator=generator).half()
+    residual = torch.randn(m, n, device=gpu, generator=generator).half()
+    want = reference_epilogue(a, w.T, bias, activation, residual)
+    got = wsc.matmul(a, w.T, bias=bias, activation=activation, residual=residual)
+    out = torch.full((m, n), float("nan"), device=gpu, dtype=torch.float16)
+    wsc.matmul(a, w.T, bias=bias, activation=activation, residual=residual, out=out)
+    torch.cuda.synchronize()
+    for result in (got, out):
+        assert not torch.isnan(result).any()
+        assert relative_error(result, want) < TOLERANCE[torch.float16]
