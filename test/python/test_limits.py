@@ -8,6 +8,7 @@ TMA checks (16-byte aligned base, row strides, box limits) are tested in
 test_runtime.py (`test_misaligned_base`, `test_plan_rejects_tma_violations`).
 """
 
+import re
 import sys
 import textwrap
 
@@ -26,10 +27,6 @@ from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
             dict(num_stages=8),
             "needs 263296 bytes of shared memory (262272 for buffers and barriers + 1024 "
             "alignment padding), more than the 232448 bytes (227 KB) a block may use on sm_90",
-        ),
-        (
-            dict(block_m=64, num_consumer_groups=2),
-            "a 64-row tile cannot be split over 2 consumer warpgroups in multiples of 64 rows",
         ),
     ],
 )
@@ -68,6 +65,10 @@ def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
             dict(block_m=16, block_n=64, swap_ab=True, tma_store=True),
             "swap_ab = True stores the transposed tile from registers",
         ),
+        (
+            dict(block_m=64, num_consumer_groups=2),
+            "block_m = 64 cannot be split over 2 consumer warpgroups in multiples of 64 rows",
+        ),
     ],
 )
 def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message):
@@ -76,6 +77,22 @@ def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message
     with pytest.raises(ValueError) as error:
         MatmulConfig(**config)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "config, b_layout, message",
+    [
+        (dict(block_n=8), "kn", "B's tile rows are 8 x 2 B with b_layout 'kn'"),
+        (dict(block_n=8, tma_store=True), "nk", "the staged epilogue's tile rows are 8 x 2 B"),
+        (dict(block_n=8, cluster_m=2), "nk", "a multiple of 16 rows"),
+    ],
+)
+def test_tiles_tma_cannot_copy_are_refused_with_the_problem(tmp_path, config, b_layout, message):
+    """Rules of a config on a problem, found by the kernel fuzzer
+    (test/fuzz/kernels.py) as build errors inside wsc's own matmul."""
+    problem = MatmulProblem("f16", "f16", b_layout)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        compile_matmul(64, 256, 256, problem, MatmulConfig(**config), tmp_path / "x")
 
 
 def test_swapped_operands_need_b_as_n_by_k(tmp_path):

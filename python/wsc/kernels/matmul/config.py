@@ -15,6 +15,7 @@ from wsc.target.hopper import (
     OPERAND_DTYPES,
     RESULT_DTYPES,
     SWIZZLE_BYTES,
+    SWIZZLE_SPANS,
     TMA_ALIGN,
     WGMMA_K,
     WGMMA_M,
@@ -183,9 +184,38 @@ class MatmulConfig:
         for name, ok, allowed in rules:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+        groups = self.num_consumer_groups
+        if along_m % (WGMMA_M * groups):
+            raise ValueError(
+                f"{wgmma_m} = {along_m} cannot be split over {groups} consumer warpgroups "
+                f"in multiples of {WGMMA_M} rows (the WGMMA M)"
+            )
 
     def check_problem(self, problem: MatmulProblem) -> None:
         """The rules that depend on the problem."""
+        # B's stage tile is [BN, BK] for "nk", [BK, BN] for "kn".
+        b_rows, b_cols = (
+            (self.block_n, self.block_k)
+            if problem.b_layout == "nk"
+            else (self.block_k, self.block_n)
+        )
+        narrowest = SWIZZLE_SPANS[-1]
+        if b_cols * ELEMENT_BYTES[problem.dtype] % narrowest:
+            raise ValueError(
+                f"B's tile rows are {b_cols} x {ELEMENT_BYTES[problem.dtype]} B with b_layout "
+                f"'{problem.b_layout}': TMA and WGMMA need a multiple of {narrowest} B"
+            )
+        if self.staged_store and self.block_n * ELEMENT_BYTES[problem.out_dtype] % narrowest:
+            raise ValueError(
+                f"the staged epilogue's tile rows are {self.block_n} x "
+                f"{ELEMENT_BYTES[problem.out_dtype]} B: TMA needs a multiple of {narrowest} B"
+            )
+        if self.cluster_m > 1 and b_rows % (8 * self.cluster_m):
+            raise ValueError(
+                f"cluster_m = {self.cluster_m} splits B's tile of {b_rows} rows between the "
+                f"blocks of a cluster in slices of 8 rows: it needs a multiple of "
+                f"{8 * self.cluster_m} rows"
+            )
         if self.swap_ab and problem.b_layout != "nk":
             raise ValueError(
                 "swap_ab = True needs B as [N, K] (b_layout 'nk'): B's tile is the "
