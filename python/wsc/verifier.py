@@ -393,20 +393,20 @@ def _verify_tile_binary(op: ir.Operation) -> None:
         _fail(op, f"result type {binary.result.type} differs from the operands' {binary.x.type}")
 
 
+def _verify_one_tile_op(op: ir.Operation, view: ops.TileUnary | ops.TileRowReduce, kinds) -> None:
+    """An op of one f32 tile, a kind of `kinds` and a result of its type."""
+    _verify_kind(op, view.kind, kinds)
+    _verify_f32_tile(op, view.x, "x")
+    if view.result.type != view.x.type:
+        _fail(op, f"result type {view.result.type} differs from the operand's {view.x.type}")
+
+
 def _verify_tile_unary(op: ir.Operation) -> None:
-    unary = ops.TileUnary(op)
-    _verify_kind(op, unary.kind, ops.TILE_UNARY_KINDS)
-    _verify_f32_tile(op, unary.x, "x")
-    if unary.result.type != unary.x.type:
-        _fail(op, f"result type {unary.result.type} differs from the operand's {unary.x.type}")
+    _verify_one_tile_op(op, ops.TileUnary(op), ops.TILE_UNARY_KINDS)
 
 
 def _verify_tile_row_reduce(op: ir.Operation) -> None:
-    reduce = ops.TileRowReduce(op)
-    _verify_kind(op, reduce.kind, ops.ROW_REDUCE_KINDS)
-    _verify_f32_tile(op, reduce.x, "x")
-    if reduce.result.type != reduce.x.type:
-        _fail(op, f"result type {reduce.result.type} differs from the operand's {reduce.x.type}")
+    _verify_one_tile_op(op, ops.TileRowReduce(op), ops.ROW_REDUCE_KINDS)
 
 
 def _verify_tile_fill(op: ir.Operation) -> None:
