@@ -371,34 +371,29 @@ def cast(src: ir.Value, element: str) -> ir.Value:
     return _create("wsc.cast", operands=[src], results=[acc_type(shape, element)]).result
 
 
-def tile_binary(kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
-    """`wsc.tile_binary`: x <kind> y, element by element, of x's type."""
+def _tile_of_kind(name: str, kind: str, *tiles: ir.Value) -> ir.Value:
+    """Op `name` of `kind` on register tiles, with a result of the first's type."""
     return _create(
-        "wsc.tile_binary",
-        operands=[x, y],
-        results=[x.type],
+        name,
+        operands=list(tiles),
+        results=[tiles[0].type],
         attributes={"kind": ir.StringAttr.get(kind)},
     ).result
+
+
+def tile_binary(kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """`wsc.tile_binary`: x <kind> y, element by element, of x's type."""
+    return _tile_of_kind("wsc.tile_binary", kind, x, y)
 
 
 def tile_unary(kind: str, x: ir.Value) -> ir.Value:
     """`wsc.tile_unary`: <kind>(x), element by element, of x's type."""
-    return _create(
-        "wsc.tile_unary",
-        operands=[x],
-        results=[x.type],
-        attributes={"kind": ir.StringAttr.get(kind)},
-    ).result
+    return _tile_of_kind("wsc.tile_unary", kind, x)
 
 
 def tile_row_reduce(kind: str, x: ir.Value) -> ir.Value:
     """`wsc.tile_row_reduce`: each element the <kind> of its row of x."""
-    return _create(
-        "wsc.tile_row_reduce",
-        operands=[x],
-        results=[x.type],
-        attributes={"kind": ir.StringAttr.get(kind)},
-    ).result
+    return _tile_of_kind("wsc.tile_row_reduce", kind, x)
 
 
 def tile_fill(shape: Sequence[int], value: float) -> ir.Value:

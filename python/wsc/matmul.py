@@ -730,18 +730,14 @@ def _run_torch(a, b, out, bias=None, activation=None, residual=None) -> None:
 
 def _epilogue_of_zeros(out, bias, activation, residual):
     """C for K = 0: act(0 + bias) + residual, by torch (zeros without an epilogue)."""
+    # The matmul check's activations (it imports numpy: not at wsc.matmul's import).
+    from wsc.kernels.matmul.check import activate
+
     torch = _torch
     value = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
     if bias is not None:
         value = value + bias.float()
-    if activation is not None:
-        functional = torch.nn.functional
-        value = {
-            "relu": functional.relu,
-            "gelu": functional.gelu,
-            "gelu_tanh": lambda x: functional.gelu(x, approximate="tanh"),
-            "silu": functional.silu,
-        }[activation](value)
+    value = activate(activation, value, torch.special.erf, torch.tanh, torch.exp)
     if residual is not None:
         value = value + residual.float()
     return value

@@ -449,20 +449,21 @@ class KernelPlan:
                     self.kernel,
                     f"argument #{position} is both read and written, which is not supported",
                 )
-            if position in self.tma_store_args and position in self.store_args:
-                raise fail(
-                    self.kernel,
-                    f"argument #{position} is written both by TMA and by "
-                    f"wsc.store or wsc.coalesced_store, which is not "
-                    f"supported (one tensor map or pointer per tensor)",
-                )
-            if position in self.tma_args and position in self.load_args:
-                raise fail(
-                    self.kernel,
-                    f"argument #{position} is read both by TMA and by "
-                    f"wsc.tile_load or wsc.tile_broadcast, which is not "
-                    f"supported (one tensor map or pointer per tensor)",
-                )
+            for access, by_tma, by_threads, thread_ops in (
+                (
+                    "written",
+                    self.tma_store_args,
+                    self.store_args,
+                    "wsc.store or wsc.coalesced_store",
+                ),
+                ("read", self.tma_args, self.load_args, "wsc.tile_load or wsc.tile_broadcast"),
+            ):
+                if position in by_tma and position in by_threads:
+                    raise fail(
+                        self.kernel,
+                        f"argument #{position} is {access} both by TMA and by {thread_ops}, "
+                        f"which is not supported (one tensor map or pointer per tensor)",
+                    )
 
     def _plan_roles(self) -> None:
         """setmaxnreg: inc or dec from the entry count, and whether it can be met.

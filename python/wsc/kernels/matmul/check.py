@@ -53,8 +53,8 @@ def tolerance_for(out_dtype: str, accumulator: str, k: int) -> float:
 
 
 def activate(name: str | None, x, erf, tanh, exp):
-    """`name`'s activation (ACTIVATIONS) of the float64 array x of numpy or
-    torch, whose erf, tanh and exp are given."""
+    """`name`'s activation (ACTIVATIONS) of the float array x of numpy or
+    torch, whose erf, tanh and exp are given (None: x itself)."""
     if name is None:
         return x
     if name == "relu":
