@@ -226,9 +226,12 @@ irdl.dialect @wsc {
   // "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"}
   // acc += sa[stage][a_row : a_row + M, :] * op(sb[stage]) where M x N is acc's
   // shape; op(B) = B^T when B's stage tile is [N, K] ("nk"), B when it is
-  // [K, N] ("kn"). The accumulator is f32, or f16 for f16 operands.
+  // [K, N] ("kn"). With the unit attribute `a_transposed` A's stage tile is
+  // [K, M] (read M-major) and the product takes its columns a_row : a_row + M,
+  // transposed. The accumulator is f32, or f16 for f16 operands.
   // Asynchronous: joins the open WGMMA group.
-  irdl.operation @wgmma {
+  irdl.operation @wgmma attributes {
+      optional_attributes = {a_transposed = "#builtin.unit"}} {
     %a = irdl.base "!builtin.memref"
     %b = irdl.base "!builtin.memref"
     %stage = irdl.is index

@@ -341,13 +341,18 @@ def acc_alloc(type_: ir.Type) -> ir.Value:
 
 
 def wgmma(
-    a: ir.Value, b: ir.Value, stage: ir.Value, acc: ir.Value, a_row: int = 0, b_layout: str = "nk"
+    a: ir.Value,
+    b: ir.Value,
+    stage: ir.Value,
+    acc: ir.Value,
+    a_row: int = 0,
+    b_layout: str = "nk",
+    a_transposed: bool = False,
 ) -> ir.Operation:
-    return _create(
-        "wsc.wgmma",
-        operands=[a, b, stage, acc],
-        attributes={"a_row": _i32(a_row), "b_layout": ir.StringAttr.get(b_layout)},
-    )
+    attributes = {"a_row": _i32(a_row), "b_layout": ir.StringAttr.get(b_layout)}
+    if a_transposed:
+        attributes["a_transposed"] = ir.UnitAttr.get()
+    return _create("wsc.wgmma", operands=[a, b, stage, acc], attributes=attributes)
 
 
 def wgmma_fence() -> ir.Operation:

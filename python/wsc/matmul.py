@@ -18,7 +18,7 @@ The kernel's config (tile, stages, consumer groups, ...) is chosen per
 (shape class, dtype, out dtype, B layout, GPU), where a shape class rounds
 each of M, N, K up to a power of two. It comes from the persistent cache
 (`wsc.cache`); on a miss the problem's config space (SPACES, by B layout and
-epilogue, and "nk-small-m" for B as [N, K] with M <= 64: MatmulPlan.space) is
+epilogue, and "<B layout>-small-m" for M <= 64: MatmulPlan.space) is
 autotuned on the actual problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0
 skips the search and uses the default config. Compiled kernels are cached
 too, one per config, dtypes and layout: the kernel reads M, N and K at run
@@ -127,8 +127,8 @@ class MatmulPlan:
     @property
     def space(self) -> str:
         """The name of the config space (SPACES) this problem is tuned over."""
-        if self.b_layout == "nk" and self.m <= SMALL_M:
-            return "nk-small-m"
+        if self.m <= SMALL_M:
+            return f"{self.b_layout}-small-m"
         if self.tma_store:
             return f"{self.b_layout}-tma"
         return f"{self.b_layout}-coalesced" if self.coalesced_store else self.b_layout

@@ -319,6 +319,8 @@ class Wgmma(WscOp, name="wsc.wgmma"):
     acc = Operand()
     a_row = IntAttr()
     b_layout = StrAttr()
+    #: A's stage tile is [K, M]: WGMMA reads A M-major.
+    a_transposed = Flag()
 
 
 class WgmmaWaitGroup(WscOp, name="wsc.wgmma_wait_group"):

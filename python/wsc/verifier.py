@@ -635,13 +635,15 @@ def _verify_wgmma(op: ir.Operation) -> None:
     if str(ir.MemRefType(a.type).element_type) != str(ir.MemRefType(b.type).element_type):
         _fail(op, "A and B element types differ")
     a_row = wgmma.a_row
-    block_k = a_shape[2]
+    # A's stage tile is [M, K], or [K, M] when transposed.
+    a_m, block_k = (a_shape[2], a_shape[1]) if wgmma.a_transposed else (a_shape[1], a_shape[2])
     if block_k % WGMMA_K:
         _fail(op, f"K tile {block_k} is not a multiple of {WGMMA_K} (the WGMMA K)")
-    if a_row < 0 or a_row % WGMMA_M or a_row + m > a_shape[1]:
+    if a_row < 0 or a_row % WGMMA_M or a_row + m > a_m:
+        side = "column" if wgmma.a_transposed else "row"
         _fail(
             op,
-            f"rows [{a_row}, {a_row + m}) of A are outside its {a_shape[1]}-row tile "
+            f"{side}s [{a_row}, {a_row + m}) of A are outside its {a_m}-{side} tile "
             f"or not {WGMMA_M}-aligned",
         )
     layout = wgmma.b_layout

@@ -68,6 +68,17 @@ func.func @a_rows_not_64_aligned() attributes {wsc.num_threads = 128 : i32} {
   return
 }
 // -----
+// A transposed A stage is [K, M]: its M extent is the stage's columns.
+func.func @transposed_a_columns_outside_the_tile() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %a = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %b = "wsc.alloc_shared"() : () -> memref<2x16x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 16>, f32>
+  // expected-error @below {{'wsc.wgmma' op columns [64, 128) of A are outside its 64-column tile or not 64-aligned}}
+  "wsc.wgmma"(%a, %b, %c0, %acc) {a_row = 64 : i32, a_transposed, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x16x64xf16, 3>, index, !wsc.acc<array<i64: 64, 16>, f32>) -> ()
+  return
+}
+// -----
 // Outside a role every thread of the block runs the WGMMA: only one warpgroup may.
 func.func @wgmma_in_a_two_warpgroup_block() attributes {wsc.num_threads = 256 : i32} {
   %c0 = arith.constant 0 : index

@@ -517,3 +517,11 @@ func.func @row_reduce_to_another_shape() attributes {wsc.num_threads = 128 : i32
   %y = "wsc.tile_row_reduce"(%x) {kind = "sum"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
   return
 }
+// -----
+func.func @a_transposed_on_a_store(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.store' op 'a_transposed' applies to wsc.wgmma only}}
+  "wsc.store"(%acc, %c, %c0, %c0) {a_transposed} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf16>, index, index) -> ()
+  return
+}

@@ -12,6 +12,7 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
   %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
   %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
   %sc = "wsc.alloc_shared"() : () -> memref<1x128x128xf16, 3>
+  %st = "wsc.alloc_shared"() : () -> memref<2x64x128xf16, 3>
   // CHECK: %[[FULL:.*]] = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
   %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
   %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
@@ -22,12 +23,15 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
   scf.if %is_consumer {
     // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
     %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %acc64 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
     // CHECK: "wsc.mbarrier_wait"(%[[FULL]], %{{.*}}, %{{.*}}) : (!wsc.mbarriers, index, i1) -> ()
     "wsc.mbarrier_wait"(%full, %c0, %true) : (!wsc.mbarriers, index, i1) -> ()
     // CHECK: "wsc.wgmma_fence"() : () -> ()
     "wsc.wgmma_fence"() : () -> ()
     // CHECK: "wsc.wgmma"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 0 : i32, b_layout = "nk"}
     "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    // CHECK: "wsc.wgmma"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 64 : i32, a_transposed, b_layout = "nk"}
+    "wsc.wgmma"(%st, %sb, %c0, %acc64) {a_row = 64 : i32, a_transposed, b_layout = "nk"} : (memref<2x64x128xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
     // CHECK: "wsc.wgmma_commit_group"() : () -> ()
     "wsc.wgmma_commit_group"() : () -> ()
     // CHECK: "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()

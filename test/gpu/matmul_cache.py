@@ -28,6 +28,7 @@ SMALL_M_ROWS = 60
 N = {
     "nk": 1333,
     "nk-small-m": 1333,
+    "kn-small-m": 1336,
     "kn": 1336,
     "nk-tma": 1336,
     "nk-coalesced": 1333,
@@ -68,7 +69,7 @@ def main() -> int:
         wanted += [(space_plan(space, "f16"), config) for config in configs.configs()]
     # What the autotuning tests may choose (the staged spaces) and what the
     # split-K tests run (the small-M space too), with f16 results.
-    for space in (*STAGED, "nk-small-m"):
+    for space in (*STAGED, "nk-small-m", "kn-small-m"):
         wanted += [(space_plan(space, "f16", "f16"), config) for config in SPACES[space].configs()]
     # The fused-epilogue tests: each space's default config, with a bias and a
     # residual and each activation (test_a_fused_epilogue_is_correct).

@@ -156,6 +156,42 @@ func.func @kn_bf16(%a: memref<?x?xbf16>, %b: memref<?x?xbf16>, %c: memref<?x?xbf
 
 // -----
 
+// Swapped operands with B given as [K, N] (C^T = B^T A^T): B's [K, N] stage is
+// the WGMMA's A operand, read M-major (A layout <col>, trans-a 1), A's
+// K-major [M, K] stage its B operand; the 64 x 16 accumulator is stored
+// transposed. The sizes are named after C: A's rows are "m".
+
+// CHECK-LABEL: llvm.func @kn_swapped(
+// CHECK-SAME: \22dims\22: {\22k\22: {{\[\[}}\22a\22, 1], [\22b\22, 0]], \22m\22: {{\[\[}}\22a\22, 0], [\22c\22, 0]], \22n\22: {{\[\[}}\22b\22, 1], [\22c\22, 1]]}
+// CHECK-SAME: \22tensor_maps\22: {\22a\22: {\22box\22: [16, 64], \22swizzle\22: \22128B\22, \22tensor\22: \22a\22}, \22b\22: {\22box\22: [64, 64], \22swizzle\22: \22128B\22, \22tensor\22: \22b\22}}
+// CHECK-COUNT-4: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <col>], B[<f16>, <one>, <col>]
+func.func @kn_swapped(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<2x16x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 16>, f32>
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c1) {tx_bytes = 10240 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %c0, %c0, %sa, %c1, %full) : (memref<?x?xf16>, index, index, memref<2x16x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %c0, %c0, %sb, %c1, %full) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c1, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sb, %sa, %c1, %acc) {a_row = 0 : i32, a_transposed, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x16x64xf16, 3>, index, !wsc.acc<array<i64: 64, 16>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store"(%acc, %c, %c0, %c0) {transpose} : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
 // A TMA-store epilogue with an f16 accumulator: WGMMA works on f16x2 pairs,
 // each thread stores its pairs at their swizzled offsets (xor), fences them
 // for the async proxy, syncs, and one thread copies the tile out as one bulk

@@ -406,7 +406,7 @@ def test_wgmma_shapes_must_chain():
 
     error = build_error(build)
     assert error.where.line == line_of("# error: chain")
-    assert "A is [128, 64], B is [32, 128]" in str(error)
+    assert "A is [128, 64] (a [M, K] stage), B is [32, 128]" in str(error)
 
 
 def test_wait_on_a_barrier_never_allocated_in_this_kernel():

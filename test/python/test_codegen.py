@@ -186,8 +186,16 @@ def test_n_major_descriptor():
     assert fields["swizzle"] == 128 and fields["stride_byte_offset"] == 1024
     assert fields["leading_byte_offset"] == 64 * 128  # the next N atom
     assert [operand.offset(k) for k in range(4)] == [0, 2048, 4096, 6144]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="starts on an atom"):
         operand.offset(0, row0=8)
+
+
+def test_an_m_major_a_operand_starts_at_its_columns_atom():
+    # A stage [K, M] = [64, 128] f16, read M-major: the second m64 operand
+    # (a second consumer group's) is the second 128-B atom, 64 x 128 B on.
+    operand = OperandDescriptors(TileLayout.choose(64, 128, 2), k_major=False)
+    assert operand.offset(0, row0=64) == operand.tile.atom_bytes == 8192
+    assert operand.offset(3, row0=64) == 8192 + 3 * 2048
 
 
 # ----------------------------------------------------------------------- layout

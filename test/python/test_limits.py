@@ -95,12 +95,6 @@ def test_tiles_tma_cannot_copy_are_refused_with_the_problem(tmp_path, config, b_
         compile_matmul(64, 256, 256, problem, MatmulConfig(**config), tmp_path / "x")
 
 
-def test_swapped_operands_need_b_as_n_by_k(tmp_path):
-    config = MatmulConfig(block_m=16, block_n=64, swap_ab=True)
-    with pytest.raises(ValueError, match="swap_ab = True needs B as \\[N, K\\]"):
-        compile_matmul(16, 256, 256, MatmulProblem("f16", "f32", "kn"), config, tmp_path / "x")
-
-
 @pytest.mark.parametrize(
     "problem, n, k, message",
     [

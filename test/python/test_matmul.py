@@ -98,6 +98,13 @@ def test_c_goes_out_by_tma_where_its_rows_allow():
     assert plan(meta(1000, 520), w.T, out=odd_rows).space == "nk-coalesced"
 
 
+def test_small_m_is_tuned_over_the_swapped_tiles_in_both_layouts():
+    w = meta(1336, 520)
+    assert plan(meta(64, 520), w.T).space == "nk-small-m"
+    assert plan(meta(16, 520), meta(520, 1336)).space == "kn-small-m"
+    assert plan(meta(65, 520), meta(520, 1336)).space == "kn-tma"
+
+
 def test_padded_rows_are_fine_where_tma_can_read_them():
     wide_a = meta(64, 136)[:, :128]
     wide_w = meta(96, 136)[:, :128]
@@ -762,7 +769,7 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
     "name, config",
     [
         (name, config)
-        for name in ("nk", "nk-tma", "kn-tma", "nk-small-m")
+        for name in ("nk", "nk-tma", "kn-tma", "nk-small-m", "kn-small-m")
         for config in SPACES[name].configs()
         if config["split_k"] > 1 and config["group_m"] == 8
     ],
@@ -777,7 +784,7 @@ def test_split_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name, 
     kn = name.startswith("kn")
     out_dtype = torch.float32 if name == "nk" else torch.float16
     shapes = [(777, 1336, 1032), (200, 1336, 72)]
-    if name == "nk-small-m":
+    if name.endswith("-small-m"):
         shapes = [(16, 4096, 14336), (60, 1336, 1032), (33, 1336, 72)]
     elif kn:
         shapes.insert(0, (16, 4096, 14336))

@@ -566,6 +566,35 @@ def test_b_as_k_by_n_takes_the_tiles_of_b_as_n_by_k():
         MatmulConfig(block_n=block_n).check_problem(kn)
 
 
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_swapped_operands_read_b_as_the_wgmma_a_in_either_layout(tmp_path, b_layout):
+    """C^T = op(B)^T A^T: B's stage is the WGMMA's A operand, read K-major
+    from an [N, K] stage and M-major (trans-a 1) from a [K, N] one; the
+    second consumer group reads the stage's second 64 rows or its second
+    128-byte atom of columns. Sizes are named after C either way."""
+    config = MatmulConfig(
+        block_m=32,
+        block_n=128,
+        num_stages=4,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        swap_ab=True,
+    )
+    result = compile_matmul(
+        40, 1336, 520, MatmulProblem("f16", "f32", b_layout), config, tmp_path / "x"
+    )
+    wgmmas = [
+        " ".join(line.split()) for line in result.ptx.splitlines() if "wgmma.mma_async" in line
+    ]
+    trans_a = "1" if b_layout == "kn" else "0"
+    assert wgmmas and all(
+        "m64n32k16" in w and w.endswith(f"p, 1, 1, {trans_a}, 0;") for w in wgmmas
+    )
+    tensors = json.loads((tmp_path / "x" / "kernel.json").read_text())["tensors"]
+    assert tensors["a"]["shape"] == ["m", "k"] and tensors["c"]["shape"] == ["m", "n"]
+    assert tensors["b"]["shape"] == (["k", "n"] if b_layout == "kn" else ["n", "k"])
+
+
 def test_release_options():
     with pytest.raises(ValueError, match="release must be 'thread' or 'warp', got 'lane'"):
         MatmulConfig(release="lane")

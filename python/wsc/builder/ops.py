@@ -195,8 +195,9 @@ class WgmmaOps:
 
     def mma(self, a: SharedTile, b: SharedTile, acc: RegisterTile) -> None:
         """acc += a @ b, asynchronously, in the open WGMMA group. `a` is [M, K]
-        (rows of A's stage); `b` is a [K, N] stage, or `sb[stage].transpose()`
-        for a stage stored [N, K]."""
+        (rows of A's stage), or `sa[stage].transpose()` for a stage stored
+        [K, M]; `b` is a [K, N] stage, or `sb[stage].transpose()` for a stage
+        stored [N, K]."""
         kb = self._kb
         where = caller()
         expect(a, SharedTile, "wgmma.mma a", "a stage of a shared tensor, e.g. sa[stage]")
@@ -210,23 +211,21 @@ class WgmmaOps:
             expect(acc, RegisterTile, "wgmma.mma acc", "a register tile (kb.register_tensor)"),
             "wgmma.mma",
         )
-        if a.transposed:
-            raise BuildError(
-                "wgmma.mma: A is read as stored, [M, K]; it cannot be transposed", where
-            )
         if b.row != 0 or b.rows != b.ring.shape[1]:
             raise BuildError(
                 "wgmma.mma: B is a whole stage tile; only A's rows can be sliced", where
             )
         if a.dtype != b.dtype:
             raise BuildTypeError(f"wgmma.mma: A is {a.dtype} but B is {b.dtype}", where)
+        a_m, a_k = (a.cols, a.rows) if a.transposed else (a.rows, a.cols)
         b_k, b_n = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
         m, n = acc.shape
-        if a.rows != m or b_n != n or a.cols != b_k:
-            layout = "[N, K] stage, transposed" if b.transposed else "[K, N] stage"
+        if a_m != m or b_n != n or a_k != b_k:
+            a_layout = "[K, M] stage, transposed" if a.transposed else "[M, K] stage"
+            b_layout = "[N, K] stage, transposed" if b.transposed else "[K, N] stage"
             raise BuildError(
-                f"wgmma.mma: shapes do not chain: A is [{a.rows}, {a.cols}], B "
-                f"is [{b_k}, {b_n}] (a {layout}), acc is [{m}, {n}]",
+                f"wgmma.mma: shapes do not chain: A is [{a_m}, {a_k}] (a {a_layout}), B "
+                f"is [{b_k}, {b_n}] (a {b_layout}), acc is [{m}, {n}]",
                 where,
             )
         if a.stage_key != b.stage_key:
@@ -239,6 +238,7 @@ class WgmmaOps:
                 acc.value,
                 a.row,
                 "nk" if b.transposed else "kn",
+                a_transposed=a.transposed,
             )
 
     def commit_group(self) -> None:

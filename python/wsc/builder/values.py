@@ -291,7 +291,8 @@ class SharedTile:
         return not self.transposed and self.row == 0 and self.rows == self.ring.shape[1]
 
     def transpose(self) -> SharedTile:
-        """This tile as WGMMA's B^T: a stage stored [N, K] used as a [K, N] operand."""
+        """This tile transposed: as WGMMA's B, a stage stored [N, K] used as a
+        [K, N] operand; as its A, a stage stored [K, M] used as [M, K]."""
         return SharedTile(
             self.ring, self.stage, self.stage_key, self.row, self.rows, not self.transposed
         )

@@ -22,10 +22,11 @@ Operand layouts (see layout.TileLayout; the swizzle span S is 128, 64 or 32 B):
   32*k bytes within an atom (and to the next atom every S/32 steps); the
   8-row core-matrix groups along M/N are SBO = 8*S bytes apart; LBO is unused
   with a swizzle and set to 1 (16 bytes), as CUTLASS does.
-* MN-major (B when its stage tile is [K, N], b_layout "kn"): rows are K, N is
-  contiguous. Instruction k starts 16 rows further, 16*S bytes; the 8-row K
-  groups are SBO = 8*S apart and consecutive N atoms (S bytes of N each) are
-  LBO = rows*S apart.
+* MN-major (B when its stage tile is [K, N], b_layout "kn"; A when its stage
+  tile is [K, M], a_transposed): rows are K, M or N is contiguous. Instruction
+  k starts 16 rows further, 16*S bytes; the 8-row K groups are SBO = 8*S apart
+  and consecutive M/N atoms (S bytes each) are LBO = rows*S apart. An A operand
+  whose M extent starts at column `row0` starts at that column's atom.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class OperandDescriptors:
 
     def offset(self, k_step: int, row0: int = 0) -> int:
         """Byte offset from the tile start of instruction `k_step`'s operand whose
-        M/N extent starts at row `row0` (K-major only; must be 8-row aligned)."""
+        M/N extent starts at `row0`: a row of a K-major tile (8-row aligned) or
+        a column of an MN-major one (atom aligned)."""
         tile = self.tile
         if self.k_major:
             if row0 % CORE_ROWS:
@@ -123,9 +125,12 @@ class OperandDescriptors:
             k_bytes = k_step * WGMMA_K * tile.element_bytes
             atom, inner = divmod(k_bytes, tile.swizzle)
             return tile.atom_offset(atom) + row0 * tile.swizzle + inner
-        if row0:
-            raise ValueError("an MN-major operand always starts at N = 0")
-        return k_step * WGMMA_K * tile.swizzle
+        atom, inner = divmod(row0, tile.atom_cols)
+        if inner:
+            raise ValueError(
+                f"an MN-major operand starts on an atom ({tile.atom_cols} columns), got column {row0}"
+            )
+        return tile.atom_offset(atom) + k_step * WGMMA_K * tile.swizzle
 
     def descriptor(self, tile_address: int, k_step: int, row0: int = 0) -> int:
         """The full descriptor for a tile at shared address `tile_address`."""

@@ -502,11 +502,12 @@ def wgmma_mma_async(
     desc_b: ir.Value,
     n: int,
     input_type: str,
+    a_k_major: bool,
     b_k_major: bool,
     output_type: str = "f32",
 ) -> ir.Value:
-    """D += A * B for one m64nNk16; A K-major, B K-major or N-major. D is a
-    struct of N/2 f32, or (output_type f16) of N/4 vector<2xf16>."""
+    """D += A * B for one m64nNk16; A K-major or M-major, B K-major or N-major.
+    D is a struct of N/2 f32, or (output_type f16) of N/4 vector<2xf16>."""
     shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = 16>")
     in_type = getattr(nvvm.WGMMATypes, _WGMMA_TYPES[input_type])
     return nvvm.WgmmaMmaAsyncOp(
@@ -521,7 +522,7 @@ def wgmma_mma_async(
         nvvm.WGMMAScaleOut.one,
         nvvm.WGMMAScaleIn.one,
         nvvm.WGMMAScaleIn.one,
-        nvvm.MMALayout.row,
+        nvvm.MMALayout.row if a_k_major else nvvm.MMALayout.col,
         nvvm.MMALayout.col if b_k_major else nvvm.MMALayout.row,
     ).result
 

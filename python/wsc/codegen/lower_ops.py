@@ -515,8 +515,8 @@ class KernelLowering(KernelPlan):
         a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
         a_slot = self.buffers[defining_op(a)]
         b_slot = self.buffers[defining_op(b)]
-        k_major_b = wgmma.b_layout == "nk"
-        a_desc = OperandDescriptors(a_slot.tile, k_major=True)
+        k_major_a, k_major_b = not wgmma.a_transposed, wgmma.b_layout == "nk"
+        a_desc = OperandDescriptors(a_slot.tile, k_major=k_major_a)
         b_desc = OperandDescriptors(b_slot.tile, k_major=k_major_b)
         acc_slot = self.slots[acc]
         fragment = acc_slot.fragment
@@ -527,8 +527,7 @@ class KernelLowering(KernelPlan):
         values = [
             E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)
         ]
-        k_steps = a_slot.tile.cols // WGMMA_K
-        for k in range(k_steps):
+        for k in range(a_desc.k_steps):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
             for i in range(fragment.subtiles):
                 a_offset = a_desc.offset(k, a_row + SUBTILE_ROWS * i)
@@ -539,6 +538,7 @@ class KernelLowering(KernelPlan):
                     b_value,
                     fragment.cols,
                     input_type,
+                    k_major_a,
                     k_major_b,
                     acc_slot.element,
                 )

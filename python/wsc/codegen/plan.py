@@ -649,13 +649,17 @@ class KernelPlan:
             c_tensors = self._stored_tensors(wgmma.acc)
             kn = wgmma.b_layout == "kn"
             b_k, b_n = (0, 1) if kn else (1, 0)
+            a_m, a_k = (1, 0) if wgmma.a_transposed else (0, 1)
             # The sizes are named after C: a tile stored transposed (C^T = B A^T)
             # has its WGMMA's M along C's columns.
             swapped = any(c_tensors.values())
             rows, cols = ("n", "m") if swapped else ("m", "n")
             for label, nodes in (
-                (rows, [(t, 0) for t in a_tensors] + [(t, int(tr)) for t, tr in c_tensors.items()]),
-                ("k", [(t, 1) for t in a_tensors] + [(t, b_k) for t in b_tensors]),
+                (
+                    rows,
+                    [(t, a_m) for t in a_tensors] + [(t, int(tr)) for t, tr in c_tensors.items()],
+                ),
+                ("k", [(t, a_k) for t in a_tensors] + [(t, b_k) for t in b_tensors]),
                 (
                     cols,
                     [(t, b_n) for t in b_tensors] + [(t, 1 - tr) for t, tr in c_tensors.items()],

@@ -286,7 +286,7 @@ class _Compiler:
                 wgmma = ops.Wgmma(op)
                 operand_names.setdefault(wgmma.a, "A")
                 operand_names.setdefault(wgmma.b, "B")
-                k_dims[wgmma.a] = 1
+                k_dims[wgmma.a] = 0 if wgmma.a_transposed else 1
                 k_dims[wgmma.b] = 1 if wgmma.b_layout == "nk" else 0
         for op in kernel_ops:
             if op.name == "wsc.store_shared":

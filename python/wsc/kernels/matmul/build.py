@@ -47,11 +47,11 @@ order, so the result is the same bits on every run, and stores the tile.
 For problems whose tiles leave most SMs idle (small M); not persistent, not
 in clusters.
 
-With `swap_ab` the WGMMA computes the tile's transpose, C^T = B A^T: B's
-tile of BN rows is its A operand and A's tile of BM rows its B operand, so
-BM is the WGMMA's N (16 or 32 for M = 16 or 32, where a 64-row WGMMA M would
-be mostly padding) and the BN x BM accumulator is stored transposed, from
-registers. For small M ("nk" only: WGMMA reads its A operand K-major).
+With `swap_ab` the WGMMA computes the tile's transpose, C^T = op(B)^T A^T:
+B's tile of BN rows is its A operand (read K-major for "nk", M-major for
+"kn") and A's tile of BM rows its B operand, so BM is the WGMMA's N (16 or 32
+for M = 16 or 32, where a 64-row WGMMA M would be mostly padding) and the
+BN x BM accumulator is stored transposed, from registers. For small M.
 
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
@@ -217,10 +217,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                 )
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             kb.wgmma.fence()
+            # B's tile as the WGMMA sees it: [K, N] ("nk" stages are [N, K]).
+            b_kn = b_tile.transpose() if b_layout == "nk" else b_tile
             if swap:
-                kb.wgmma.mma(b_tile, a_tile.transpose(), acc)
+                kb.wgmma.mma(b_kn.transpose(), a_tile.transpose(), acc)
             else:
-                kb.wgmma.mma(a_tile, b_tile.transpose() if b_layout == "nk" else b_tile, acc)
+                kb.wgmma.mma(a_tile, b_kn, acc)
             kb.wgmma.commit_group()
             kb.wgmma.wait_group(0)
             # The stage is free once every block that reads it is done.

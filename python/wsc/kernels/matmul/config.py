@@ -216,11 +216,6 @@ class MatmulConfig:
                 f"blocks of a cluster in slices of 8 rows: it needs a multiple of "
                 f"{8 * self.cluster_m} rows"
             )
-        if self.swap_ab and problem.b_layout != "nk":
-            raise ValueError(
-                "swap_ab = True needs B as [N, K] (b_layout 'nk'): B's tile is the "
-                "WGMMA's A operand, which it reads K-major"
-            )
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(

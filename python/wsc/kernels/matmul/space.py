@@ -151,7 +151,7 @@ _COALESCED_STORE = autotune(
         (128, 256, 2, "warpgroup", 3, 0, True, 1, 2),
     ],
 )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel)))
-#: Small M with B as [N, K] (MatmulPlan.space): tiles of 16 to 64 rows of M by
+#: Small M (MatmulPlan.space): tiles of 16 to 64 rows of M by
 #: 64 of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
 #: 16-row tile is not padded to 64), deep rings of these small stages, and
 #: split-K where the N tiles alone leave SMs idle (cuBLAS's kernels at these
@@ -193,7 +193,7 @@ SPACES = {
         ("-coalesced", _COALESCED_STORE),
     )
 }
-SPACES["nk-small-m"] = _SMALL_M
+SPACES.update({f"{layout}-small-m": _SMALL_M for layout in ("nk", "kn")})
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
 _DEFAULT_REGISTER_STORE = {
@@ -227,8 +227,9 @@ DEFAULT_CONFIGS = {
         ("-coalesced", {**_DEFAULT_STAGED, "wgmma_in_flight": 0, "coalesced_store": True}),
     )
 }
-DEFAULT_CONFIGS["nk-small-m"] = {
+_DEFAULT_SMALL_M = {
     **dict(zip(_TILES.replace(" ", "").split(","), _SWAPPED_TILES[0], strict=True)),
     "swap_ab": True,
     "group_m": 8,
 }
+DEFAULT_CONFIGS.update({f"{layout}-small-m": _DEFAULT_SMALL_M for layout in ("nk", "kn")})
