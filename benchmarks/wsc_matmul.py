@@ -42,6 +42,15 @@ The sets, each with B as the transpose of a row-major weight ("nk",
 First, a host-overhead probe: a 256^3 problem, where the GPU waits for the
 host, wall time per call of wsc.matmul against torch.mm.
 
+With `--epilogue bias,gelu,residual` (any of bias, residual and one of
+ACTIVATIONS) every call computes act(A @ B + bias) + residual: wsc.matmul with
+its fused epilogue against the same written for torch, `act(F.linear(a, w,
+bias)) + residual`, compiled by torch.compile ("compiled") and eager
+("eager": cuBLAS with the bias, then the activation and the sum as kernels
+of their own), beside the bare torch.mm ("cublas"), which is what the fused
+epilogue should cost almost nothing over. `--min-m` keeps the shapes with at
+least that M.
+
 `report` prints a table per set with its geometric mean and lowest ratio,
 then, for M <= 64, where the kernel is bound by reading B, the HBM bandwidth
 of wsc and cuBLAS: bytes moved (A and B read once, C written once) over the
@@ -60,6 +69,7 @@ import sys
 import time
 from pathlib import Path
 
+from wsc.kernels.matmul.check import activate
 from wsc.target.hopper import TMA_ALIGN
 
 HERE = Path(__file__).resolve().parent
@@ -106,10 +116,46 @@ L2_BYTES = 60 * 2**20
 TOLERANCE = {"float16": 1e-3, "bfloat16": 2.0**-8}
 
 
-def shapes(layouts, quick: bool = False, only: str = "", shape_set: str = "llm") -> list[dict]:
+def parse_epilogue(spec: str) -> dict:
+    """--epilogue's "bias,gelu,residual" as wsc.matmul's keyword arguments'
+    description: {"bias": True, "activation": "gelu", "residual": True}."""
+    from wsc.kernels.matmul.config import ACTIVATIONS
+
+    epilogue: dict = {}
+    for part in filter(None, spec.split(",")):
+        if part in ("bias", "residual"):
+            epilogue[part] = True
+        elif part in ACTIVATIONS and "activation" not in epilogue:
+            epilogue["activation"] = part
+        else:
+            raise ValueError(
+                f"--epilogue takes bias, residual and one of {', '.join(ACTIVATIONS)}, "
+                f"separated by commas; got {part!r} in {spec!r}"
+            )
+    return epilogue
+
+
+def shapes(
+    layouts,
+    quick: bool = False,
+    only: str = "",
+    shape_set: str = "llm",
+    epilogue: dict | None = None,
+    min_m: int = 0,
+) -> list[dict]:
     """The set `shape_set` ("llm" or "odd") in `layouts` (a few of its shapes
     if `quick`), or the f16 problems `only` names ("MxNxK,MxNxK...", set
-    "named"). Each shape names its set, which its record keeps."""
+    "named"), those with M >= `min_m`. Each shape names its set, which its
+    record keeps, and the fused epilogue its calls compute, if any."""
+    rows = [
+        {**row, "epilogue": epilogue} if epilogue else row
+        for row in _set_shapes(layouts, quick, only, shape_set)
+        if row["m"] >= min_m
+    ]
+    return rows
+
+
+def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
     if only:
         named = [tuple(map(int, item.split("x"))) for item in only.split(",")]
         return [
@@ -145,25 +191,37 @@ def padded(elements: int) -> int:
 
 
 def operands(shape: dict, storage) -> tuple:
-    """(a, b, c) of `shape` as the benchmark passes them: a [M, K]; b [K, N],
-    for "nk" the transpose view of a row-major [N, K]; A's and B's rows
-    `padded`; c a contiguous [M, N]. `storage(rows, cols)` makes each of A
-    and B (in that order) as a row-major tensor, on the device and in the
-    dtype the operands are to have."""
+    """(a, b, c, bias, residual) of `shape` as the benchmark passes them:
+    a [M, K]; b [K, N], for "nk" the transpose view of a row-major [N, K];
+    A's and B's rows `padded`; c a contiguous [M, N]; the epilogue's bias
+    [N] and residual [M, N] where it has them, else None.
+    `storage(rows, cols)` makes each of A and B (in that order), then the
+    residual, as a row-major tensor on the device and in the operands' dtype."""
     m, n, k = shape["m"], shape["n"], shape["k"]
+    epilogue = shape.get("epilogue") or {}
     a = storage(m, padded(k))[:, :k]
     if shape["layout"] == "nk":
         b = storage(n, padded(k))[:, :k].T
     else:
         b = storage(k, padded(n))[:, :n]
-    return a, b, a.new_empty(m, n)
+    bias = storage(1, n)[0] if epilogue.get("bias") else None
+    residual = storage(m, n) if epilogue.get("residual") else None
+    return a, b, a.new_empty(m, n), bias, residual
+
+
+def epilogue_kwargs(shape: dict, bias, residual) -> dict:
+    """wsc.matmul's keyword arguments of `shape`'s fused epilogue."""
+    activation = (shape.get("epilogue") or {}).get("activation")
+    return {"bias": bias, "activation": activation, "residual": residual}
 
 
 def bytes_moved(shape: dict) -> int:
     """The least the product moves through HBM: A and B read once, C (of A's
-    dtype) written once."""
+    dtype) written once, and the epilogue's bias and residual read once."""
     m, n, k = shape["m"], shape["n"], shape["k"]
-    return (m * k + k * n + m * n) * ELEMENT_BYTES[shape["dtype"]]
+    epilogue = shape.get("epilogue") or {}
+    extra = n * bool(epilogue.get("bias")) + m * n * bool(epilogue.get("residual"))
+    return (m * k + k * n + m * n + extra) * ELEMENT_BYTES[shape["dtype"]]
 
 
 def triton_runs(shape: dict) -> bool:
@@ -188,25 +246,22 @@ def planned_spaces(selected: list[dict]) -> dict:
     plans = {}
     for shape in selected:
         meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
-        p = plan(*operands(shape, meta))
+        a, b, c, bias, residual = operands(shape, meta)
+        p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
         plans.setdefault((p.space, p.dtype), p)
     return plans
 
 
 def prepare(selected: list[dict]) -> int:
     from wsc.cache import Cache
-    from wsc.matmul import SPACES
+    from wsc.matmul import SPACES, _fixed
 
     plans = planned_spaces(selected)
     cache = Cache()
     start = time.perf_counter()
     failed = 0
     for (space, dtype), p in sorted(plans.items()):
-        result = SPACES[space].tune(
-            {"m": 256, "n": 256, "k": 256},
-            fixed={"dtype": dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout},
-            cache=cache,
-        )
+        result = SPACES[space].tune({"m": 256, "n": 256, "k": 256}, fixed=_fixed(p), cache=cache)
         for candidate in result.candidates:
             if candidate.error:
                 failed += 1
@@ -261,16 +316,31 @@ class Problem:
             )
 
         self.sets = [operands(shape, storage) for _ in range(self.count)]
+        self.activation = epilogue_kwargs(shape, None, None)["activation"]
 
-    def check(self, call) -> dict:
-        """Relative error of `call` on the first set against float64, every
-        element, the output NaN-poisoned first."""
+    def check(self, call, epilogue: bool = True) -> dict:
+        """Relative error of `call`'s result on the first set against
+        float64, every element, the output NaN-poisoned first; against the
+        bare product where `epilogue` is False (cuBLAS's time reference)."""
         torch = self.torch
-        a, b, c = self.sets[0]
+        a, b, c, bias, residual = self.sets[0]
         c.fill_(float("nan"))
-        call(a, b, c)
+        c = call(*self.sets[0])
         torch.cuda.synchronize()
         reference = a.double() @ b.double()
+        if not epilogue:
+            bias = residual = None
+        if bias is not None:
+            reference += bias.double()
+        reference = activate(
+            self.activation if epilogue else None,
+            reference,
+            erf=torch.erf,
+            tanh=torch.tanh,
+            exp=torch.exp,
+        )
+        if residual is not None:
+            reference += residual.double()
         nan_count = int(torch.isnan(c).sum())
         error = float(torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference))
         return {
@@ -364,7 +434,8 @@ def triton_probe(dtype: str, layout: str) -> int:
     import torch
 
     problem = Problem(torch, dict(m=512, n=512, k=512, layout=layout, dtype=dtype))
-    print(json.dumps(problem.check(_triton_call(torch, layout))))
+    triton = _triton_call(torch, layout)
+    print(json.dumps(problem.check(lambda a, b, c, *_: triton(a, b, c))))
     return 0
 
 
@@ -388,7 +459,7 @@ def host_probe(torch, wsc) -> dict:
     problem = Problem(
         torch, dict(m=PROBE["m"], n=PROBE["n"], k=PROBE["k"], layout="nk", dtype="float16")
     )
-    a, b, c = problem.sets[0]
+    a, b, c, *_ = problem.sets[0]
     methods = {
         "torch.mm(a, b, out=c)": lambda: torch.mm(a, b, out=c),
         "wsc.matmul(a, b, out=c)": lambda: wsc.matmul(a, b, out=c),
@@ -421,25 +492,63 @@ def host_probe(torch, wsc) -> dict:
     }
 
 
+def torch_epilogue(torch, activation: str | None):
+    """act(F.linear(a, b^T, bias)) + residual, as a torch user writes the
+    fused epilogue (b is [K, N]: its transpose is the linear's weight)."""
+    functional = torch.nn.functional
+    act = {
+        None: None,
+        "relu": functional.relu,
+        "gelu": functional.gelu,
+        "gelu_tanh": functools.partial(functional.gelu, approximate="tanh"),
+        "silu": functional.silu,
+    }[activation]
+
+    def linear(a, b, bias, residual):
+        y = functional.linear(a, b.T, bias)
+        if act is not None:
+            y = act(y)
+        return y if residual is None else y + residual
+
+    return linear
+
+
+def _methods(torch, wsc, shape: dict, triton_ok: bool) -> dict:
+    """{name: call(a, b, c, bias, residual) -> the result}."""
+    methods = {"cublas": lambda a, b, c, *_: torch.mm(a, b, out=c)}
+    if not shape.get("epilogue"):
+        methods["wsc"] = lambda a, b, c, *_: wsc.matmul(a, b, out=c)
+        if triton_ok:
+            triton = _triton_call(torch, shape["layout"])
+            methods["triton"] = lambda a, b, c, *_: triton(a, b, c)
+        return methods
+    eager = torch_epilogue(torch, epilogue_kwargs(shape, None, None)["activation"])
+    # A fresh compile per shape: its sizes are static, as in a served model.
+    compiled = torch.compile(eager, dynamic=False)
+    methods["eager"] = lambda a, b, c, bias, residual: eager(a, b, bias, residual)
+    methods["compiled"] = lambda a, b, c, bias, residual: compiled(a, b, bias, residual)
+    methods["wsc"] = lambda a, b, c, bias, residual: wsc.matmul(
+        a, b, out=c, **epilogue_kwargs(shape, bias, residual)
+    )
+    return methods
+
+
 def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     problem = Problem(torch, shape)
-    a, b, c = problem.sets[0]
+    methods = _methods(torch, wsc, shape, triton_ok)
     torch.cuda.synchronize()
     began = time.perf_counter()
-    wsc.matmul(a, b, out=c)
+    methods["wsc"](*problem.sets[0])
     torch.cuda.synchronize()
     first_call_s = time.perf_counter() - began
-    methods = {
-        "cublas": lambda a, b, c: torch.mm(a, b, out=c),
-        "wsc": lambda a, b, c: wsc.matmul(a, b, out=c),
-    }
-    if triton_ok:
-        methods["triton"] = _triton_call(torch, shape["layout"])
+    # With an epilogue, cuBLAS's bare product is the time it should cost.
     record = {
         **shape,
         "first_call_s": first_call_s,
         "input_sets": problem.count,
-        "check": {name: problem.check(call) for name, call in methods.items()},
+        "check": {
+            name: problem.check(call, epilogue=name != "cublas") for name, call in methods.items()
+        },
     }
     calls = _calls_per_block(shape["m"], shape["n"], shape["k"])
     replays = {name: _graph(torch, call, problem.sets, calls) for name, call in methods.items()}
@@ -469,8 +578,10 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     )
     from wsc.matmul import _cache, _device_name, choose_config, plan
 
-    record["space"] = plan(a, b, c).space
-    record["config"] = choose_config(plan(a, b, c), _device_name(0), _cache())
+    a, b, c, bias, residual = problem.sets[0]
+    p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
+    record["space"] = p.space
+    record["config"] = choose_config(p, _device_name(0), _cache())
     return record
 
 
@@ -490,9 +601,11 @@ def run(out: Path, selected: list[dict]) -> int:
     with (out / "results.jsonl").open("a") as results:
         for shape in selected:
             key = (shape["dtype"], shape["layout"])
-            if key not in triton_ok:
+            # The Triton GEMM has no epilogue: torch.compile stands in for it.
+            if key not in triton_ok and not shape.get("epilogue"):
                 triton_ok[key] = _triton_works(*key)
-            record = bench_shape(torch, wsc, shape, triton_ok[key] and triton_runs(shape))
+            runs = triton_ok.get(key, False) and triton_runs(shape)
+            record = bench_shape(torch, wsc, shape, runs)
             results.write(json.dumps(record) + "\n")
             results.flush()
             print(_line(record), flush=True)
@@ -523,10 +636,16 @@ def hbm_bandwidth(record, method: str) -> float:
     return bytes_moved(record) / (record["results"][method]["kernel_us"]["median"] * 1e-6)
 
 
+def _baseline(record) -> str:
+    """What wsc is measured against: torch.compile with an epilogue, else cuBLAS."""
+    return "compiled" if record.get("epilogue") else "cublas"
+
+
 def _line(record) -> str:
     r = record["results"]
+    base = _baseline(record)
     ratios = " ".join(
-        f"{key.split('_')[0]}={_ratio(record, 'cublas', key):.3f}"
+        f"{key.split('_')[0]}={_ratio(record, base, key):.3f}"
         for key in ("kernel_us", "device_us", "wall_us")
     )
     ok = all(check["ok"] for check in record["check"].values())
@@ -535,22 +654,31 @@ def _line(record) -> str:
         bandwidth = hbm_bandwidth(record, "wsc")
         hbm = f" ({bandwidth / 1e9:.0f} GB/s, {bandwidth / H200_HBM_BYTES_PER_S:.2f} of HBM peak)"
     return (
-        f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}: "
-        f"wsc/cublas {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} TFLOP/s{hbm}; first call "
+        f"{_name(record)}: wsc/{base} {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} "
+        f"TFLOP/s{hbm}; first call "
         f"{record['first_call_s']:.1f} s; checks {'ok' if ok else record['check']}"
     )
 
 
+def _epilogue_name(record) -> str:
+    """ "bias,gelu,residual": the record's fused epilogue as --epilogue spells it."""
+    epilogue = record.get("epilogue") or {}
+    parts = ["bias"] * bool(epilogue.get("bias")) + [epilogue.get("activation")]
+    return ",".join(filter(None, parts + ["residual"] * bool(epilogue.get("residual"))))
+
+
 def _name(record) -> str:
-    return f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}"
+    name = f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}"
+    return f"{name} +{_epilogue_name(record)}" if record.get("epilogue") else name
 
 
 def summary(records) -> str:
-    """Geometric mean and lowest of the ratios wsc/cuBLAS over `records`, on
-    the user path (wall) and for the kernel alone."""
+    """Geometric mean and lowest of the ratios of wsc to its baseline (cuBLAS,
+    or torch.compile with an epilogue) over `records`, on the user path
+    (wall) and for the kernel alone."""
     parts = []
     for key, label in (("wall_us", "user path (wall)"), ("kernel_us", "kernel alone")):
-        ratios = [(_ratio(rec, "cublas", key), rec) for rec in records]
+        ratios = [(_ratio(rec, _baseline(rec), key), rec) for rec in records]
         mean = math.exp(sum(math.log(ratio) for ratio, _ in ratios) / len(ratios))
         lowest, where = min(ratios, key=lambda pair: pair[0])
         parts.append(f"{label} {mean:.3f}, lowest {lowest:.3f} ({_name(where)})")
@@ -607,8 +735,38 @@ def _hbm_table(records) -> None:
         )
 
 
+def _epilogue_table(records) -> None:
+    print(
+        "| M | N | K | B | dtype | epilogue | kernel us: wsc / compiled / eager / torch.mm "
+        "| wsc/compiled (kernel) | wsc/compiled (wall) | wsc/eager (kernel) "
+        "| TFLOP/s: wsc / compiled / torch.mm | first call s |"
+    )
+    print("|" + "---|" * 11)
+    for rec in records:
+        r = rec["results"]
+        times = " / ".join(
+            f"{r[name]['kernel_us']['median']:.1f}"
+            for name in ("wsc", "compiled", "eager", "cublas")
+        )
+        tflops = " / ".join(
+            f"{r[name]['kernel_tflops']:.0f}" for name in ("wsc", "compiled", "cublas")
+        )
+        print(
+            f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "
+            f"{_epilogue_name(rec)} | {times} | {_ratio(rec, 'compiled', 'kernel_us'):.3f} | "
+            f"{_ratio(rec, 'compiled', 'wall_us'):.3f} | {_ratio(rec, 'eager', 'kernel_us'):.3f} | "
+            f"{tflops} | {rec['first_call_s']:.1f} |"
+        )
+
+
 def report(path: Path) -> int:
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    fused = [rec for rec in records if rec.get("epilogue")]
+    if fused:
+        print("### Fused epilogues (--epilogue): wsc against torch.compile\n")
+        _epilogue_table(fused)
+        print(f"\n{summary(fused)}\n")
+    records = [rec for rec in records if not rec.get("epilogue")]
     for shape_set, title in SET_TITLES.items():
         of_set = [rec for rec in records if rec.get("set", "llm") == shape_set]
         if of_set:
@@ -640,6 +798,12 @@ def main(argv=None) -> int:
     select.add_argument(
         "--shapes", default="", help="these f16 problems instead, e.g. 4096x4096x4096,128x4096x4096"
     )
+    select.add_argument(
+        "--epilogue",
+        default="",
+        help="a fused epilogue for every call, against torch.compile: e.g. bias,gelu,residual",
+    )
+    select.add_argument("--min-m", type=int, default=0, help="only the shapes with M >= this")
     commands.add_parser(
         "prepare", parents=[select], help="compile the kernels into $WSC_CACHE_DIR (CPU machine)"
     )
@@ -655,7 +819,13 @@ def main(argv=None) -> int:
         return report(args.results)
     if args.command == "triton-probe":
         return triton_probe(args.dtype, args.layout)
-    selected = shapes(args.layouts.split(","), args.quick, args.shapes, args.shape_set)
+    try:
+        epilogue = parse_epilogue(args.epilogue)
+    except ValueError as error:
+        parser.error(str(error))
+    selected = shapes(
+        args.layouts.split(","), args.quick, args.shapes, args.shape_set, epilogue, args.min_m
+    )
     if args.command == "prepare":
         return prepare(selected)
     return run(args.out, selected)

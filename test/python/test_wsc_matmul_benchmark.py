@@ -78,12 +78,12 @@ def test_named_shapes(bench):
 
 def test_rows_are_padded_only_where_tma_cannot_read_them(bench):
     shape = dict(m=1000, n=1333, k=520, dtype="float16")
-    a, b, c = meta_operands(bench, {**shape, "layout": "nk"})
+    a, b, c, _, _ = meta_operands(bench, {**shape, "layout": "nk"})
     assert (a.stride(), b.stride(), c.stride()) == ((520, 1), (1, 520), (1333, 1))
-    a, b, c = meta_operands(bench, {**shape, "layout": "kn"})
+    a, b, c, _, _ = meta_operands(bench, {**shape, "layout": "kn"})
     assert b.shape == (520, 1333) and b.stride() == (1336, 1)
     assert c.is_contiguous() and a.is_contiguous()
-    a, b, _ = meta_operands(bench, dict(m=16, n=4096, k=4100, layout="nk", dtype="bfloat16"))
+    a, b, *_ = meta_operands(bench, dict(m=16, n=4096, k=4100, layout="nk", dtype="bfloat16"))
     assert a.stride() == (4104, 1) and b.stride() == (1, 4104) and b.dtype == torch.bfloat16
 
 
@@ -156,3 +156,54 @@ def test_the_report_gives_each_set_its_own_mean_and_lowest(bench, tmp_path, caps
     ]
     moved = (16 * 4096 + 4096 * 4096 + 16 * 4096) * 2
     assert f"| {moved / 1e6:.1f} | 20.0 | {moved / 20e-6 / 1e9:.0f} | " in rows[0]
+
+
+def test_an_epilogue_is_named_as_wsc_matmul_takes_it(bench):
+    assert bench.parse_epilogue("bias,gelu,residual") == {
+        "bias": True,
+        "activation": "gelu",
+        "residual": True,
+    }
+    assert bench.parse_epilogue("") == {}
+    for bad in ("bias,tanh", "relu,silu"):
+        with pytest.raises(ValueError, match="bias, residual and one of relu, gelu"):
+            bench.parse_epilogue(bad)
+
+
+def test_epilogue_shapes_carry_their_tensors_and_plan_fused_spaces(bench):
+    epilogue = {"bias": True, "activation": "silu", "residual": True}
+    fused = bench.shapes(["nk"], epilogue=epilogue, min_m=2048)
+    assert len(fused) == 11 and all(s["m"] >= 2048 and s["epilogue"] == epilogue for s in fused)
+    shape = dict(m=2048, n=4096, k=1024, layout="nk", dtype="float16", epilogue=epilogue)
+    a, b, c, bias, residual = meta_operands(bench, shape)
+    assert bias.shape == (4096,) and residual.shape == (2048, 4096)
+    assert bench.bytes_moved(shape) == (2048 * 1024 + 1024 * 4096 + 2 * 2048 * 4096 + 4096) * 2
+    ((space, dtype), p), *_ = bench.planned_spaces([shape]).items()
+    assert (space, p.bias, p.activation, p.residual) == ("nk-tma", True, "silu", True)
+    plain = dict(shape, epilogue=None)
+    assert meta_operands(bench, plain)[3:] == (None, None)
+
+
+def test_the_report_measures_a_fused_epilogue_against_torch_compile(bench, tmp_path, capsys):
+    fused = _record(4096, 4096, 4096, wsc_us=220.0, cublas_us=200.0, set="llm")
+    fused["epilogue"] = {"bias": True, "activation": "gelu", "residual": True}
+    for name, us in (("compiled", 242.0), ("eager", 300.0)):
+        fused["results"][name] = {
+            "wall_us": {"median": us},
+            "kernel_us": {"median": us},
+            "kernel_tflops": 2 * 4096**3 / us / 1e6,
+        }
+    plain = _record(8192, 8192, 8192, wsc_us=100.0, cublas_us=200.0, set="llm")
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (fused, plain)))
+    assert bench.report(path) == 0
+    out = capsys.readouterr().out
+    epilogues, sets = out.split("### The LLM shape set")
+    assert (
+        "| bias,gelu,residual | 220.0 / 242.0 / 300.0 / 200.0 | 1.100 | 1.100 | 1.364 |"
+        in epilogues
+    )
+    assert "kernel alone 1.100, lowest 1.100 (4096x4096x4096 nk float16 +bias,gelu,residual)" in (
+        epilogues
+    )
+    assert "geometric mean over 1 shapes: user path (wall) 2.000" in sets
