@@ -139,16 +139,27 @@ def arith_extsi(value: ir.Value, type_: ir.Type) -> ir.Value:
     return arith.extsi(type_, value)
 
 
-def addf(a: ir.Value, b: ir.Value) -> ir.Value:
-    return arith.addf(a, b)
+def _fastmath(contract: bool) -> dict:
+    """arith's fastmath attribute: with `contract`, a product and the sum it
+    feeds may become one fma (register-tile math); without, PTX's mul.rn and
+    add.rn keep each rounding."""
+    return {"fastmath": ir.Attribute.parse("#arith.fastmath<contract>")} if contract else {}
 
 
-def subf(a: ir.Value, b: ir.Value) -> ir.Value:
-    return arith.subf(a, b)
+def addf(a: ir.Value, b: ir.Value, contract: bool = False) -> ir.Value:
+    return arith.addf(a, b, **_fastmath(contract))
 
 
-def mulf(a: ir.Value, b: ir.Value) -> ir.Value:
-    return arith.mulf(a, b)
+def subf(a: ir.Value, b: ir.Value, contract: bool = False) -> ir.Value:
+    return arith.subf(a, b, **_fastmath(contract))
+
+
+def mulf(a: ir.Value, b: ir.Value, contract: bool = False) -> ir.Value:
+    return arith.mulf(a, b, **_fastmath(contract))
+
+
+def absf(a: ir.Value) -> ir.Value:
+    return llvm.intr_fabs(a)
 
 
 def maximumf(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -491,6 +502,12 @@ def register_fence(value: ir.Value, element: ir.Type, count: int) -> ir.Value:
         pair = llvm.BitcastOp(element, extractvalue(tied, i, i32())).result
         result = insertvalue(result, pair, i)
     return result
+
+
+def opaque(value: ir.Value) -> ir.Value:
+    """The i32 `value` through an empty asm tied to it: no instruction, but
+    LLVM cannot hoist what is computed from it out of the loop it is in."""
+    return inline_asm("", "=r,0", [value], i32())
 
 
 _WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}

@@ -151,9 +151,9 @@ def _pair_type(element: str) -> ir.Type:
 
 #: Each register of wsc.tile_binary's result from the two operands' registers.
 _TILE_BINARY = {
-    "add": E.addf,
-    "sub": E.subf,
-    "mul": E.mulf,
+    "add": lambda x, y: E.addf(x, y, contract=True),
+    "sub": lambda x, y: E.subf(x, y, contract=True),
+    "mul": lambda x, y: E.mulf(x, y, contract=True),
     "max": E.maximumf,
     "min": E.minimumf,
 }
@@ -166,15 +166,19 @@ _LOG2_E = 1.4426950408889634
 
 
 def _erf(x: ir.Value) -> ir.Value:
-    magnitude = E.maximumf(x, E.negf(x))
-    t = E.approx(
-        "rcp.approx.ftz.f32", E.addf(E.float_const(1.0), E.mulf(E.float_const(_ERF_P), magnitude))
-    )
+    def add(a, b):
+        return E.addf(a, b, contract=True)
+
+    def mul(a, b):
+        return E.mulf(a, b, contract=True)
+
+    magnitude = E.absf(x)
+    t = E.approx("rcp.approx.ftz.f32", add(E.float_const(1.0), mul(E.float_const(_ERF_P), magnitude)))
     poly = E.float_const(_ERF_A[-1])
     for a in reversed(_ERF_A[:-1]):
-        poly = E.addf(E.mulf(poly, t), E.float_const(a))
-    gaussian = E.exp2_approx(E.mulf(E.mulf(magnitude, E.negf(magnitude)), E.float_const(_LOG2_E)))
-    positive = E.subf(E.float_const(1.0), E.mulf(E.mulf(poly, t), gaussian))
+        poly = add(mul(poly, t), E.float_const(a))
+    gaussian = E.exp2_approx(mul(mul(magnitude, E.negf(magnitude)), E.float_const(_LOG2_E)))
+    positive = E.subf(E.float_const(1.0), mul(mul(poly, t), gaussian), contract=True)
     return E.select(E.cmpf_olt(x, E.float_const(0.0)), E.negf(positive), positive)
 
 
@@ -504,9 +508,12 @@ class KernelLowering(KernelPlan):
     def _descriptor_base(
         self, slot: BufferSlot, stage: ir.Value, operand: OperandDescriptors
     ) -> ir.Value:
-        """i64: every descriptor field of the stage tile, the start address included."""
+        """i64: every descriptor field of the stage tile, the start address
+        included. Opaque, so that the descriptors of an unrolled ring's stages
+        (two registers each per WGMMA) are not all hoisted above its loop and
+        held there, beside the accumulator, for the whole kernel."""
         offset = self._smem_offset(slot.offset, stage, slot.stage_bytes)
-        address = E.addi(self.smem_aligned32, offset)
+        address = E.opaque(E.addi(self.smem_aligned32, offset))
         field = E.shrui(E.andi(address, E.const(0x3FFFF, E.i32())), E.const(4, E.i32()))
         return E.ori(E.extui(field, E.i64()), E.const(_signed64(operand.static_bits), E.i64()))
 
@@ -705,9 +712,18 @@ class KernelLowering(KernelPlan):
     def _lower_cast(self, op):
         cast = ops.Cast(op)
         source = self.slots[cast.src]
-        _, element = acc_type_parameters(cast.result.type)
-        target = self._acc_slot(cast.result, element, wgmma_form=False)
+        (rows, cols), element = acc_type_parameters(cast.result.type)
         dst_scalar = E.float_type(element)
+        if self._deferrable(op):
+            src = cast.src
+
+            def convert(i: int, r: int) -> ir.Value:
+                value = self.slots[src].load_element(i, r)
+                return value if element == self.slots[src].element else E.truncf(value, dst_scalar)
+
+            self.slots[cast.result] = DeferredTile(AccumulatorFragment(rows, cols), element, convert)
+            return
+        target = self._acc_slot(cast.result, element, wgmma_form=False)
         for i in range(source.fragment.subtiles):
             for r in range(source.fragment.regs_per_subtile):
                 value = source.load_element(i, r)
