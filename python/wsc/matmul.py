@@ -16,7 +16,8 @@ must be a multiple of 8 elements, or the rows padded to one.
 
 The kernel's config (tile, stages, consumer groups, ...) is chosen per
 (shape class, dtype, out dtype, B layout, GPU), where a shape class rounds
-each of M, N, K up to a power of two. It comes from the persistent cache
+each of M, N, K up to a power of two (finer at small M: `shape_class`). It
+comes from the persistent cache
 (`wsc.cache`); on a miss the problem's config space (SPACES, by B layout and
 epilogue, and "<B layout>-small-m" for M <= 64: MatmulPlan.space) is
 autotuned on the actual problem, with a progress bar, and the winner cached. WSC_AUTOTUNE=0
@@ -312,10 +313,21 @@ def _dtype_name(dtype) -> str:
 # Choosing and compiling the kernel -----------------------------------------------------
 
 
+#: M of a small-M class is rounded up to a multiple of this.
+SMALL_M_CLASS_STEP = 16
+
+
 def shape_class(m: int, n: int, k: int) -> list[int]:
     """M, N and K each rounded up to a power of two: problems of one class share
-    a tuned config."""
-    return [1 << max(0, (size - 1).bit_length()) for size in (m, n, k)]
+    a tuned config. For M <= SMALL_M, where the kernel streams B and its best
+    tile and split depend on how N and K fill the SMs, the classes are finer:
+    M rounded up to a multiple of 16, N and K to a quarter octave (4, 5, 6 or 7
+    times a power of two)."""
+    if m > SMALL_M:
+        return [1 << max(0, (size - 1).bit_length()) for size in (m, n, k)]
+    return [round_up(m, SMALL_M_CLASS_STEP)] + [
+        round_up(size, 1 << max(0, (size - 1).bit_length() - 3)) for size in (n, k)
+    ]
 
 
 def _autotune_enabled() -> bool:

@@ -343,7 +343,16 @@ def test_fake_tensor_tracing_records_the_op():
 def test_shape_classes_round_up_to_powers_of_two():
     assert shape_class(1000, 1333, 520) == [1024, 2048, 1024]
     assert shape_class(8192, 8192, 8192) == [8192, 8192, 8192]
-    assert shape_class(1, 8193, 64) == [1, 16384, 64]
+    assert shape_class(65, 8193, 64) == [128, 16384, 64]
+
+
+def test_small_m_classes_are_finer():
+    """At M <= 64: M by 16, N and K by quarter octaves, so that 33 x 5000 x
+    7000 does not take the config 64 x 8192 x 8192 was tuned for."""
+    assert shape_class(33, 5000, 7000) == [48, 5120, 7168]
+    assert shape_class(64, 8192, 8192) == [64, 8192, 8192]
+    assert shape_class(16, 4097, 4096) == [16, 5120, 4096]
+    assert shape_class(1, 1, 3) == [16, 1, 3]
 
 
 P = MatmulPlan(1000, 1333, 520, "f16", "f16", "nk")
