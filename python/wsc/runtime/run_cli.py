@@ -11,7 +11,11 @@ nobody wrote shows), launches, and then
     found through `wsc.runtime.checks`) knows what the kernel computes;
   * with --bench reports the median time of --iters launches measured with
     CUDA events after warm-up launches, and the resulting TFLOP/s when the
-    check knows the work done.
+    check knows the work done. The L2 cache is flushed before each timed
+    launch: the autotuner's choices must hold for calls whose operands come
+    from HBM (weights streamed layer by layer, the product benchmark's
+    rotating inputs), and a small problem's operands would otherwise stay in
+    L2 from launch to launch.
 A zeroed workspace must be all zero again after the checked launch and after
 the timed ones: the next launch relies on it.
 It prints one JSON line per artifact, in order, and exits 0 when every run is
@@ -34,11 +38,12 @@ import os
 import sys
 
 import numpy as np
+from cuda.bindings import driver as cu
 
 from . import Kernel, PreparedLaunch
 from .artifact import Artifact, ArtifactError, WscRuntimeError, load_artifact
 from .checks import Check, find_check
-from .driver import Event, KernelFault, LaunchTimeout
+from .driver import DeviceArray, Event, KernelFault, LaunchTimeout
 from .memory import Inputs, Memory, make_memory
 
 WARMUP_LAUNCHES = 5
@@ -232,17 +237,34 @@ def _check_of(artifact: Artifact, check: bool) -> Check | None:
 
 
 def _bench(launch: PreparedLaunch, kernel: Kernel, iters: int, timeout_s: float) -> float:
-    """Median milliseconds of `iters` launches, each between its own pair of events."""
+    """Median milliseconds of `iters` launches, each between its own pair of
+    events and after a write over twice the L2 cache."""
     for _ in range(WARMUP_LAUNCHES):
         launch.launch()
     kernel.synchronize(launch.stream, timeout_s)
+    flush = _l2_flush_buffer(kernel.device)
     events = [(Event(), Event()) for _ in range(iters)]
     for start, end in events:
+        flush.fill_bits(0, launch.stream)
         start.record(launch.stream)
         launch.launch()
         end.record(launch.stream)
     kernel.synchronize(launch.stream, timeout_s)
     return float(np.median([start.elapsed_ms(end) for start, end in events]))
+
+
+#: One L2 flush buffer per device, kept for the process.
+_flush_buffers: dict = {}
+
+
+def _l2_flush_buffer(device) -> DeviceArray:
+    """A buffer of twice the device's L2 cache: writing it evicts every line."""
+    buffer = _flush_buffers.get(device.ordinal)
+    if buffer is None:
+        l2_bytes = device.attribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+        buffer = DeviceArray((2 * l2_bytes // 4,), "f32", device.ordinal)
+        _flush_buffers[device.ordinal] = buffer
+    return buffer
 
 
 def _base_report(artifact: Artifact) -> dict:
