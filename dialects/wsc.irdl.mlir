@@ -303,6 +303,50 @@ irdl.dialect @wsc {
     irdl.results(result: %result)
   }
 
+  // %r = "wsc.tile_select"(%lhs, %rhs, %on_true, %on_false) {predicate = "lt"}
+  //   : (!wsc.acc<array<i64: 64, 128>, f32>, ... x4) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Element by element, on_true where lhs <predicate> rhs and on_false
+  // elsewhere, of four f32 register tiles of one shape (TILE_PREDICATES: lt,
+  // le, gt, ge and eq are false where either side is NaN, ne is true there,
+  // as torch compares). With wsc.tile_iota, a causal mask.
+  irdl.operation @tile_select {
+    %lhs_shape = irdl.base "#builtin.dense_array"
+    %lhs_element = irdl.any
+    %lhs = irdl.parametric @wsc::@acc<%lhs_shape, %lhs_element>
+    %rhs_shape = irdl.base "#builtin.dense_array"
+    %rhs_element = irdl.any
+    %rhs = irdl.parametric @wsc::@acc<%rhs_shape, %rhs_element>
+    %true_shape = irdl.base "#builtin.dense_array"
+    %true_element = irdl.any
+    %on_true = irdl.parametric @wsc::@acc<%true_shape, %true_element>
+    %false_shape = irdl.base "#builtin.dense_array"
+    %false_element = irdl.any
+    %on_false = irdl.parametric @wsc::@acc<%false_shape, %false_element>
+    irdl.operands(lhs: %lhs, rhs: %rhs, on_true: %on_true, on_false: %on_false)
+    %predicate = irdl.base "#builtin.string"
+    irdl.attributes { "predicate" = %predicate }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
+  // %rows = "wsc.tile_iota"(%origin) {along = "rows"}
+  //   : (index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Each element is its row index (along = "rows") or column index
+  // (along = "cols") in the matrix the tile is a block of: origin plus its
+  // place in the tile, as an f32 (exact below 2^24).
+  irdl.operation @tile_iota {
+    %origin = irdl.is index
+    irdl.operands(origin: %origin)
+    %along = irdl.base "#builtin.string"
+    irdl.attributes { "along" = %along }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
   // %y = "wsc.tile_unary"(%x) {kind = "exp2"}
   //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, of an f32 register tile (TILE_UNARY_KINDS): exp2

@@ -15,7 +15,7 @@ carries exactly (stage, phase), advanced by one `wsc.ring_advance`; its body
 holds
   - an `scf.if` guarded by `wsc.elect` with one `wsc.mbarrier_arrive_expect_tx`
     and the `wsc.tma_load`s of the tile, all completing on the *full* barriers
-    (arrival count 1);
+    (arrival count 1), and nothing else but arith ops;
   - `wsc.mbarrier_wait` on the full barriers, then `wsc.wgmma_fence`,
     `wsc.wgmma`s, `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`;
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
@@ -24,10 +24,11 @@ In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
 include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store`,
 `wsc.store_shared` and register-tile math (`wsc.tile_binary`, `wsc.tile_unary`,
-`wsc.tile_row_reduce`, with tiles of `wsc.tile_fill`, `wsc.tile_load` and
-`wsc.tile_broadcast`, each rebuilt for a group's rows: a tile load reads, and
-a store writes, the group's rows, which are dst's columns where it is
-`transpose`d; a vector along columns is read whole), and in a split-K kernel
+`wsc.tile_select`, `wsc.tile_row_reduce`, with tiles of `wsc.tile_fill`,
+`wsc.tile_iota`, `wsc.tile_load` and `wsc.tile_broadcast`, each rebuilt for a
+group's rows: a tile load reads, and a store writes, the group's rows, which
+are dst's columns where it is `transpose`d, and row indices count from the
+group's first row; a vector along columns is read whole), and in a split-K kernel
 `wsc.partial_store` and
 `wsc.partial_reduce`: there it stores the partial sum, arrives
 (`wsc.partial_arrive`), and the rest of the epilogue, from the
@@ -170,13 +171,16 @@ _ACC_EPILOGUE_OPS = (*ops.TILE_MAPS, "wsc.partial_store", "wsc.partial_reduce")
 
 
 def _group_row_operand(op: ir.Operation) -> int | None:
-    """The operand of a tile load that a consumer group's first row adds to:
+    """The operand of a tile maker that a consumer group's first row adds to:
     the row of wsc.tile_load (its column if transposed), the offset of a
-    wsc.tile_broadcast along rows; None for other tile makers."""
+    wsc.tile_broadcast along rows, the origin of a wsc.tile_iota of row
+    indices; None for other tile makers."""
     if op.name == "wsc.tile_load":
         name = "col" if ops.TileLoad(op).transpose else "row"
     elif op.name == "wsc.tile_broadcast" and ops.TileBroadcast(op).along == "rows":
         name = "offset"
+    elif op.name == "wsc.tile_iota" and ops.TileIota(op).along == "rows":
+        name = "origin"
     else:
         return None
     return ops.operand_number(op.name, name)
@@ -408,8 +412,16 @@ class _Specializer:
                 barriers = ops.TmaLoad(op).barriers
             elif op.name == "wsc.mbarrier_arrive_expect_tx":
                 barriers = ops.MbarrierArriveExpectTx(op).barriers
-            else:
+            elif op.name == "scf.yield" or op.name.startswith(_PURE_DIALECTS):
                 continue
+            else:
+                # The group goes to the producer whole: anything else in it
+                # would run in the wrong role, or read what only consumers hold.
+                self._fail(
+                    op,
+                    f"the elected copy group may hold only TMA copies, their "
+                    f"wsc.mbarrier_arrive_expect_tx and pure arithmetic; found '{op.name}'",
+                )
             if self.full is not None and barriers != self.full:
                 self._fail(op, "all copies of a K tile must complete on one barrier array")
             self.full = barriers

@@ -396,6 +396,29 @@ def tile_unary(kind: str, x: ir.Value) -> ir.Value:
     return _tile_of_kind("wsc.tile_unary", kind, x)
 
 
+def tile_select(
+    predicate: str, lhs: ir.Value, rhs: ir.Value, on_true: ir.Value, on_false: ir.Value
+) -> ir.Value:
+    """`wsc.tile_select`: on_true where lhs <predicate> rhs, else on_false."""
+    return _create(
+        "wsc.tile_select",
+        operands=[lhs, rhs, on_true, on_false],
+        results=[lhs.type],
+        attributes={"predicate": ir.StringAttr.get(predicate)},
+    ).result
+
+
+def tile_iota(shape: Sequence[int], along: str, origin: ir.Value) -> ir.Value:
+    """`wsc.tile_iota`: an f32 tile of `shape` whose elements are their row
+    (or column) index, counted from `origin`."""
+    return _create(
+        "wsc.tile_iota",
+        operands=[origin],
+        results=[acc_type(shape, "f32")],
+        attributes={"along": ir.StringAttr.get(along)},
+    ).result
+
+
 def tile_row_reduce(kind: str, x: ir.Value) -> ir.Value:
     """`wsc.tile_row_reduce`: each element the <kind> of its row of x."""
     return _tile_of_kind("wsc.tile_row_reduce", kind, x)

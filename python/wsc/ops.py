@@ -336,18 +336,27 @@ class Cast(WscOp, name="wsc.cast"):
 #: attribute IRDL checks only as a string).
 TILE_BINARY_KINDS = ("add", "sub", "mul", "max", "min")
 TILE_UNARY_KINDS = ("exp2", "log2", "rsqrt", "tanh", "erf", "relu", "neg")
-#: How wsc.tile_broadcast lays a vector over a tile.
+#: The comparisons of wsc.tile_select.
+TILE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
+#: How wsc.tile_broadcast lays a vector over a tile, and which index
+#: wsc.tile_iota gives each element.
 BROADCAST_ALONG = ("rows", "cols")
 #: What wsc.tile_row_reduce computes of each row.
 ROW_REDUCE_KINDS = ("max", "sum")
 #: The ops that make a register tile of their operands' shape from them,
 #: element by element or row by row.
-TILE_MAPS = ("wsc.cast", "wsc.tile_binary", "wsc.tile_unary", "wsc.tile_row_reduce")
+TILE_MAPS = (
+    "wsc.cast",
+    "wsc.tile_binary",
+    "wsc.tile_unary",
+    "wsc.tile_select",
+    "wsc.tile_row_reduce",
+)
 #: The ops that read a register tile from global memory.
 TILE_LOADS = ("wsc.tile_load", "wsc.tile_broadcast")
 #: The ops that make a register tile besides wsc.acc_alloc, of the shape their
 #: result type names (the maps take it from their operands).
-TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill", *TILE_LOADS)
+TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill", "wsc.tile_iota", *TILE_LOADS)
 
 
 class TileBinary(WscOp, name="wsc.tile_binary"):
@@ -360,6 +369,21 @@ class TileBinary(WscOp, name="wsc.tile_binary"):
 class TileUnary(WscOp, name="wsc.tile_unary"):
     x = Operand()
     kind = StrAttr()
+    result = Result()
+
+
+class TileSelect(WscOp, name="wsc.tile_select"):
+    lhs = Operand()
+    rhs = Operand()
+    on_true = Operand()
+    on_false = Operand()
+    predicate = StrAttr()
+    result = Result()
+
+
+class TileIota(WscOp, name="wsc.tile_iota"):
+    origin = Operand()
+    along = StrAttr()
     result = Result()
 
 

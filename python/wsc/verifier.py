@@ -409,6 +409,36 @@ def _verify_tile_row_reduce(op: ir.Operation) -> None:
     _verify_one_tile_op(op, ops.TileRowReduce(op), ops.ROW_REDUCE_KINDS)
 
 
+def _verify_tile_select(op: ir.Operation) -> None:
+    select = ops.TileSelect(op)
+    if select.predicate not in ops.TILE_PREDICATES:
+        _fail(
+            op,
+            f"predicate must be one of {', '.join(ops.TILE_PREDICATES)}, got '{select.predicate}'",
+        )
+    named = (
+        (select.lhs, "lhs"),
+        (select.rhs, "rhs"),
+        (select.on_true, "on_true"),
+        (select.on_false, "on_false"),
+    )
+    shapes = [_verify_f32_tile(op, value, name) for value, name in named]
+    if len(set(shapes)) > 1:
+        listed = ", ".join(
+            f"{name} {list(shape)}" for (_, name), shape in zip(named, shapes, strict=True)
+        )
+        _fail(op, f"operands have different shapes: {listed}")
+    if select.result.type != select.lhs.type:
+        _fail(op, f"result type {select.result.type} differs from the operands' {select.lhs.type}")
+
+
+def _verify_tile_iota(op: ir.Operation) -> None:
+    iota = ops.TileIota(op)
+    if iota.along not in ops.BROADCAST_ALONG:
+        _fail(op, f"along must be one of {', '.join(ops.BROADCAST_ALONG)}, got '{iota.along}'")
+    _verify_f32_tile(op, iota.result, "result")
+
+
 def _verify_tile_fill(op: ir.Operation) -> None:
     fill = ops.TileFill(op)
     _verify_f32_tile(op, fill.result, "result")
@@ -715,6 +745,8 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tile_binary": _verify_tile_binary,
     "wsc.tile_unary": _verify_tile_unary,
     "wsc.tile_fill": _verify_tile_fill,
+    "wsc.tile_select": _verify_tile_select,
+    "wsc.tile_iota": _verify_tile_iota,
     "wsc.tile_row_reduce": _verify_tile_row_reduce,
     "wsc.tile_load": _verify_tile_load,
     "wsc.tile_broadcast": _verify_tile_broadcast,

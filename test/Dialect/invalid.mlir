@@ -455,6 +455,28 @@ func.func @tile_math_of_mismatched_shapes() attributes {wsc.num_threads = 128 : 
   return
 }
 // -----
+func.func @select_of_an_unknown_predicate() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_select' op predicate must be one of lt, le, gt, ge, eq, ne, got 'olt'}}
+  %y = "wsc.tile_select"(%x, %x, %x, %x) {predicate = "olt"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @select_of_mismatched_shapes() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %w = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.tile_select' op operands have different shapes: lhs [64, 64], rhs [64, 64], on_true [64, 128], on_false [64, 64]}}
+  %y = "wsc.tile_select"(%x, %x, %w, %x) {predicate = "lt"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @indices_along_no_axis() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_iota' op along must be one of rows, cols, got 'depth'}}
+  %i = "wsc.tile_iota"(%c0) {along = "depth"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
 func.func @tile_math_in_f16() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
   // expected-error @below {{'wsc.tile_unary' op x must be an f32 register tile, got f16}}

@@ -129,6 +129,13 @@ func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
   %r = "wsc.tile_unary"(%e) {kind = "erf"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.tile_row_reduce"(%{{.*}}) {kind = "max"}
   %rm = "wsc.tile_row_reduce"(%r) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %c0 = arith.constant 0 : index
+  // CHECK: "wsc.tile_iota"(%{{.*}}) {along = "rows"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %rows = "wsc.tile_iota"(%c0) {along = "rows"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_iota"(%{{.*}}) {along = "cols"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %cols = "wsc.tile_iota"(%c0) {along = "cols"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_select"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {predicate = "gt"}
+  %masked = "wsc.tile_select"(%cols, %rows, %quarter, %rm) {predicate = "gt"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
 

@@ -482,6 +482,28 @@ func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i3
 
 // -----
 
+// A causal mask: index tiles are the element's row and column from the
+// fragment layout, as f32; the select compares ordered ("ogt": false for
+// NaN) and picks per register.
+func.func @causal_mask(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  %rows = "wsc.tile_iota"(%c64) {along = "rows"} : (index) -> !wsc.acc<array<i64: 64, 8>, f32>
+  %cols = "wsc.tile_iota"(%c0) {along = "cols"} : (index) -> !wsc.acc<array<i64: 64, 8>, f32>
+  %low = "wsc.tile_fill"() {value = -1.0e+30 : f32} : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  %masked = "wsc.tile_select"(%cols, %rows, %low, %acc) {predicate = "gt"} : (!wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  "wsc.store"(%masked, %c, %c64, %c0) : (!wsc.acc<array<i64: 64, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+// CHECK-LABEL: llvm.func @causal_mask
+// CHECK: [[COL:%.*]] = llvm.sitofp {{.*}} : i32 to f32
+// CHECK: [[ROW:%.*]] = llvm.sitofp {{.*}} : i32 to f32
+// CHECK: [[ABOVE:%.*]] = llvm.fcmp "ogt" [[COL]], [[ROW]] : f32
+// CHECK: llvm.select [[ABOVE]], {{%.*}}, {{%.*}} : i1, f32
+
+// -----
+
 // A tile of a WGMMA with swapped operands (C^T = B A^T), stored transposed:
 // the sizes are named after C (A's rows are m though B's tile is the WGMMA's A
 // operand), the WGMMA is m64n16, and each element goes out on its own (its

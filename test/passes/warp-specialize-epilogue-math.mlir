@@ -95,3 +95,51 @@ func.func @epilogue_loads(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?
 // CHECK: %[[FIRST:.*]] = arith.addi %c0, %[[ROWS]] : index
 // CHECK: "wsc.tile_broadcast"(%arg4, %[[FIRST]]) {along = "rows"}
 // CHECK: "wsc.tile_broadcast"(%arg4, %c0) {along = "cols"}
+
+// A causal mask: row indices count from the group's first row, column
+// indices as written.
+func.func @causal_mask(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %false = arith.constant false
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %kt = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %r:2 = scf.for %i = %c0 to %kt step %c1 iter_args(%s = %c0, %p = %false) -> (index, i1) {
+    %k0 = arith.muli %i, %c64 : index
+    %e0 = "wsc.elect"() : () -> i1
+    scf.if %e0 {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %s) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %c0, %k0, %sa, %s, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %c0, %k0, %sb, %s, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %s, %p) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %s, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %ns, %np = "wsc.ring_advance"(%s, %p) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+    scf.yield %ns, %np : index, i1
+  }
+  %rows = "wsc.tile_iota"(%c0) {along = "rows"} : (index) -> !wsc.acc<array<i64: 128, 128>, f32>
+  %cols = "wsc.tile_iota"(%c0) {along = "cols"} : (index) -> !wsc.acc<array<i64: 128, 128>, f32>
+  %low = "wsc.tile_fill"() {value = -1.0e+30 : f32} : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %masked = "wsc.tile_select"(%cols, %rows, %low, %acc) {predicate = "gt"} : (!wsc.acc<array<i64: 128, 128>, f32>, !wsc.acc<array<i64: 128, 128>, f32>, !wsc.acc<array<i64: 128, 128>, f32>, !wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f32>
+  "wsc.store"(%masked, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @causal_mask
+// CHECK: "wsc.tile_iota"(%c0) {along = "rows"}
+// CHECK: "wsc.tile_iota"(%c0) {along = "cols"}
+// CHECK: "wsc.tile_select"({{.*}}) {predicate = "gt"} : (!wsc.acc<array<i64: 64, 128>, f32>
+// CHECK: %[[ROWS:.*]] = arith.constant 64 : index
+// CHECK: %[[FIRST:.*]] = arith.addi %c0, %[[ROWS]] : index
+// CHECK: "wsc.tile_iota"(%[[FIRST]]) {along = "rows"}
+// CHECK: "wsc.tile_iota"(%c0) {along = "cols"}

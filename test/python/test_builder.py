@@ -165,6 +165,7 @@ def test_every_wsc_op_has_a_builder_method():
     out, bias = math.global_tensor(f32), math.global_tensor(f32, rank=1)
     tile = math.register_tensor(f32, [64, 64]) + math.load_tile(out, [0, 0], [64, 64])
     tile = tile * math.broadcast(bias, 0, [64, 64])
+    tile = math.where(math.indices([64, 64], along="cols") > tile, tile, 0.0)
     math.store_global(out, math.exp2(math.row_max(tile) * 2.0), [0, 0])
     text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k()) + str(math.finish())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
@@ -742,6 +743,41 @@ def test_rows_reduce_to_their_max_and_sum():
     half = KernelBuilder("k", grid=[("m", 64)])
     with pytest.raises(BuildTypeError, match="row_max: element-wise math takes f32 tiles"):
         half.row_max(half.register_tensor(f16, [64, 64]))
+
+
+def test_a_causal_mask_selects_by_row_and_column_index():
+    """kb.where(cols > rows, -inf, scores): attention's causal mask, from
+    index tiles counted from the block's first row and column."""
+    kb = KernelBuilder("masked", grid=[("m", 64), ("n", 64)])
+    out = kb.global_tensor(f32)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    scores = kb.register_tensor(f32, [64, 64])
+    rows = kb.indices([64, 64], along="rows", start=row)
+    cols = kb.indices([64, 64], along="cols", start=col)
+    masked = kb.where(cols > rows, float("-inf"), scores)
+    kept = kb.where(kb.compare(scores, "ne", scores), 0.0, masked)  # NaN to 0
+    kb.store_global(out, kb.where(kept <= 1.0, kept, 1.0), [row, col])
+    text = str(kb.finish())
+    assert text.count('"wsc.tile_iota"') == 2 and '{along = "cols"}' in text
+    assert [f'predicate = "{p}"' in text for p in ("gt", "ne", "le")] == [True] * 3
+    assert text.count('"wsc.tile_select"') == 3
+
+
+def test_select_misuse_is_located():
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    x, wide = kb.register_tensor(f32, [64, 64]), kb.register_tensor(f32, [64, 128])
+    with pytest.raises(BuildTypeError, match="where condition: expected a comparison of tiles"):
+        kb.where(True, x, x)
+    with pytest.raises(
+        BuildError, match=r"where: tiles of shapes \[64, 64\], \[64, 64\], \[64, 128\]"
+    ):
+        kb.where(x < 0.0, wide, x)
+    with pytest.raises(BuildTypeError, match="at least one operand must be a register tile"):
+        kb.where(kb.compare(1.0, "lt", 2.0), 0.0, 1.0)
+    with pytest.raises(BuildError, match="compare: predicate must be one of 'lt', 'le'"):
+        kb.compare(x, "<", x)
+    with pytest.raises(BuildError, match="indices: along must be one of 'rows', 'cols'"):
+        kb.indices([64, 64], along="depth")
 
 
 def test_register_tile_loads_misuse_is_located():

@@ -61,6 +61,10 @@ def build_every_op() -> ir.Module:
             dialect.tile_row_reduce("sum", dialect.tile_unary("relu", scaled))
             dialect.tile_load(c, zero, zero, (128, 128))
             dialect.tile_broadcast(partials, zero, (128, 128), "cols")
+            rows = dialect.tile_iota((128, 128), "rows", zero)
+            dialect.tile_select(
+                "gt", dialect.tile_iota((128, 128), "cols", zero), rows, acc, halves
+            )
             half = dialect.cast(acc, "f16")
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)

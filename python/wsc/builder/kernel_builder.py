@@ -36,12 +36,13 @@ from wsc.builder.values import (
     SharedTensor,
     SharedTile,
     SplitKWorkspace,
+    TileComparison,
     TileLoop,
     f32,
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, use_owner
-from wsc.ops import BROADCAST_ALONG
+from wsc.ops import BROADCAST_ALONG, TILE_PREDICATES
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     MAX_BLOCK_THREADS,
@@ -404,6 +405,62 @@ class KernelBuilder:
         """Each element the sum of its row of x, the same bits in every
         column (one fixed order of additions)."""
         return self._row_reduce("sum", x)
+
+    def compare(self, x: RegisterTile | float, predicate: str, y: RegisterTile | float):
+        """x <predicate> y for kb.where, predicate one of TILE_PREDICATES
+        ("eq" and "ne" have no operator here: == keeps its Python meaning)."""
+        if predicate not in TILE_PREDICATES:
+            raise BuildError(
+                f"compare: predicate must be one of {', '.join(map(repr, TILE_PREDICATES))}, "
+                f"got {predicate!r}",
+                caller(),
+            )
+        return TileComparison(predicate, x, y)
+
+    def where(
+        self,
+        condition: TileComparison,
+        on_true: RegisterTile | float,
+        on_false: RegisterTile | float,
+    ) -> RegisterTile:
+        """on_true where `condition` holds, else on_false, element by element
+        (wsc.tile_select): e.g. kb.where(cols > rows, -inf, scores), a causal
+        mask. Comparisons with NaN are false, but "ne", which is true."""
+        where = caller()
+        expect(condition, TileComparison, "where condition", "a comparison of tiles, e.g. x < y")
+        parts = (condition.lhs, condition.rhs, on_true, on_false)
+        tiles = [v for v in parts if isinstance(v, RegisterTile)]
+        if not tiles:
+            raise BuildTypeError("where: at least one operand must be a register tile", where)
+        shape = tiles[0].shape
+        lhs, rhs, if_true, if_false = (self._f32_tile(v, "where", shape) for v in parts)
+        shapes = [t.shape for t in (lhs, rhs, if_true, if_false)]
+        if len(set(shapes)) > 1:
+            raise BuildError(
+                f"where: tiles of shapes {', '.join(str(list(s)) for s in shapes)}", where
+            )
+        with self._at(where):
+            value = dialect.tile_select(
+                condition.predicate, lhs.value, rhs.value, if_true.value, if_false.value
+            )
+        return RegisterTile(self, value, f32, shape)
+
+    def indices(self, shape: Sequence[int], along: str = "rows", start=0) -> RegisterTile:
+        """An f32 register tile of `shape` whose elements are their row index
+        (along="rows") or column index (along="cols") in the matrix the tile is
+        a block of, counted from `start` (the block's first row or column)."""
+        where = caller()
+        rows, cols = self._tile_shape(shape, "indices")
+        if along not in BROADCAST_ALONG:
+            raise BuildError(
+                f"indices: along must be one of {', '.join(map(repr, BROADCAST_ALONG))}, "
+                f"got {along!r}",
+                where,
+            )
+        with self._at(where):
+            origin = self._index(start, "indices start")
+            value = dialect.tile_iota((rows, cols), along, origin)
+        return RegisterTile(self, value, f32, (rows, cols))
 
     def _row_reduce(self, kind: str, x) -> RegisterTile:
         tile = self._f32_tile(x, f"row_{kind}")

@@ -365,11 +365,22 @@ class SplitKWorkspace:
         self.tile_shape: tuple[int, int] | None = None
 
 
+@dataclass(frozen=True)
+class TileComparison:
+    """`lhs <predicate> rhs` of register tiles (or a tile and a number), as
+    kb.where takes it: made by <, <=, >, >= on tiles or by kb.compare."""
+
+    predicate: str
+    lhs: RegisterTile | float
+    rhs: RegisterTile | float
+
+
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`).
     f32 tiles combine element by element with +, - and * (with a tile of the
     same shape or a number), and unary -; kb.max, kb.min, kb.exp2 and kb.relu
-    do the rest (wsc.tile_binary, wsc.tile_unary)."""
+    do the rest (wsc.tile_binary, wsc.tile_unary). <, <=, > and >= compare
+    them for kb.where (wsc.tile_select)."""
 
     def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int]):
         self._builder = builder
@@ -397,6 +408,18 @@ class RegisterTile:
 
     def __neg__(self) -> RegisterTile:
         return self._builder._tile_unary("neg", self)
+
+    def __lt__(self, other: RegisterTile | float) -> TileComparison:
+        return TileComparison("lt", self, other)
+
+    def __le__(self, other: RegisterTile | float) -> TileComparison:
+        return TileComparison("le", self, other)
+
+    def __gt__(self, other: RegisterTile | float) -> TileComparison:
+        return TileComparison("gt", self, other)
+
+    def __ge__(self, other: RegisterTile | float) -> TileComparison:
+        return TileComparison("ge", self, other)
 
 
 class _CarriesRingPosition:

@@ -196,7 +196,16 @@ def approx(instruction: str, x: ir.Value) -> ir.Value:
 
 def cmpf_olt(a: ir.Value, b: ir.Value) -> ir.Value:
     """a < b, false where either is NaN."""
-    return arith.cmpf(arith.CmpFPredicate.OLT, a, b)
+    return cmpf("olt", a, b)
+
+
+def cmpf(predicate: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    """arith.cmpf with `predicate` named as arith spells it ("olt", "une", ...)."""
+    return arith.cmpf(getattr(arith.CmpFPredicate, predicate.upper()), a, b)
+
+
+def sitofp(value: ir.Value, type_: ir.Type) -> ir.Value:
+    return arith.sitofp(type_, value)
 
 
 def truncf(value: ir.Value, type_: ir.Type) -> ir.Value:

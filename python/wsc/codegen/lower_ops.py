@@ -85,7 +85,6 @@ from wsc.target.hopper import (
     ELEMENT_BYTES,
     WARP_SIZE,
     WARPGROUP_SIZE,
-    WGMMA_K,
 )
 
 #: The extern dynamic shared-memory symbol every kernel addresses.
@@ -173,7 +172,9 @@ def _erf(x: ir.Value) -> ir.Value:
         return E.mulf(a, b, contract=True)
 
     magnitude = E.absf(x)
-    t = E.approx("rcp.approx.ftz.f32", add(E.float_const(1.0), mul(E.float_const(_ERF_P), magnitude)))
+    t = E.approx(
+        "rcp.approx.ftz.f32", add(E.float_const(1.0), mul(E.float_const(_ERF_P), magnitude))
+    )
     poly = E.float_const(_ERF_A[-1])
     for a in reversed(_ERF_A[:-1]):
         poly = add(mul(poly, t), E.float_const(a))
@@ -183,6 +184,19 @@ def _erf(x: ir.Value) -> ir.Value:
 
 
 #: Each register of wsc.tile_unary's result from the operand's register.
+#: wsc.tile_select's comparisons: ordered (false where either side is NaN)
+#: but "ne", which is true there, as torch compares.
+_TILE_PREDICATES = {
+    predicate: (lambda p: lambda x, y: E.cmpf(p, x, y))(arith_predicate)
+    for predicate, arith_predicate in (
+        ("lt", "olt"),
+        ("le", "ole"),
+        ("gt", "ogt"),
+        ("ge", "oge"),
+        ("eq", "oeq"),
+        ("ne", "une"),
+    )
+}
 _TILE_UNARY = {
     "exp2": E.exp2_approx,
     "log2": lambda x: E.approx("lg2.approx.f32", x),
@@ -192,8 +206,12 @@ _TILE_UNARY = {
     "relu": lambda x: E.maximumf(x, E.float_const(0.0)),
     "neg": E.negf,
 }
-if set(_TILE_BINARY) != set(ops.TILE_BINARY_KINDS) or set(_TILE_UNARY) != set(ops.TILE_UNARY_KINDS):
-    raise TypeError("the lowering of wsc.tile_binary / wsc.tile_unary misses a kind of wsc.ops")
+if (
+    set(_TILE_BINARY) != set(ops.TILE_BINARY_KINDS)
+    or set(_TILE_UNARY) != set(ops.TILE_UNARY_KINDS)
+    or set(_TILE_PREDICATES) != set(ops.TILE_PREDICATES)
+):
+    raise TypeError("the lowering of the register-tile ops misses a kind of wsc.ops")
 
 
 class KernelLowering(KernelPlan):
@@ -721,7 +739,9 @@ class KernelLowering(KernelPlan):
                 value = self.slots[src].load_element(i, r)
                 return value if element == self.slots[src].element else E.truncf(value, dst_scalar)
 
-            self.slots[cast.result] = DeferredTile(AccumulatorFragment(rows, cols), element, convert)
+            self.slots[cast.result] = DeferredTile(
+                AccumulatorFragment(rows, cols), element, convert
+            )
             return
         target = self._acc_slot(cast.result, element, wgmma_form=False)
         for i in range(source.fragment.subtiles):
@@ -812,6 +832,37 @@ class KernelLowering(KernelPlan):
                     row = combine(row, E.shuffle_xor(row, lane_mask))
                 for r in registers:
                     target.store_element(i, r, row)
+
+    def _lower_tile_select(self, op):
+        select = ops.TileSelect(op)
+        compare = _TILE_PREDICATES[select.predicate]
+        lhs, rhs, on_true, on_false = select.lhs, select.rhs, select.on_true, select.on_false
+
+        def element(i: int, r: int) -> ir.Value:
+            condition = compare(
+                self.slots[lhs].load_element(i, r), self.slots[rhs].load_element(i, r)
+            )
+            return E.select(
+                condition,
+                self.slots[on_true].load_element(i, r),
+                self.slots[on_false].load_element(i, r),
+            )
+
+        self._define_tile(op, element)
+
+    def _lower_tile_iota(self, op):
+        iota = ops.TileIota(op)
+        warp, lane = self._warp_and_lane(op)
+        zero, origin = E.const(0, E.i32()), self._i32(iota.origin)
+        along_rows = iota.along == "rows"
+
+        def index(i: int, r: int) -> ir.Value:
+            row, col = self._element_position(
+                warp, lane, (origin, zero) if along_rows else (zero, origin), False, i, r
+            )
+            return E.sitofp(row if along_rows else col, E.float_type("f32"))
+
+        self._define_tile(op, index)
 
     def _lower_tile_fill(self, op):
         value = ops.TileFill(op).value

@@ -72,6 +72,9 @@ def _read_tiles(op: ir.Operation) -> list[ir.Value]:
         return [binary.x, binary.y]
     if op.name == "wsc.tile_row_reduce":
         return [ops.TileRowReduce(op).x]
+    if op.name == "wsc.tile_select":
+        select = ops.TileSelect(op)
+        return [select.lhs, select.rhs, select.on_true, select.on_false]
     return [ops.Cast(op).src if op.name == "wsc.cast" else ops.TileUnary(op).x]
 
 
@@ -252,7 +255,7 @@ class KernelPlan:
                     )
             elif name == "wsc.acc_alloc":
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
-            elif name in ("wsc.tile_fill", *ops.TILE_LOADS):
+            elif name in ("wsc.tile_fill", "wsc.tile_iota", *ops.TILE_LOADS):
                 self._check_register_budget(op, op.results[0])
             elif name in (*_TILE_USERS, *ops.TILE_MAPS):
                 for tile in _read_tiles(op):
