@@ -68,6 +68,15 @@ class _Scope:
     constants: dict[int, ir.Value] = field(default_factory=dict)
 
 
+def _check_along(along: str, what: str) -> None:
+    """`along` names a tile axis of BROADCAST_ALONG (a BuildError at the caller's line)."""
+    if along not in BROADCAST_ALONG:
+        raise BuildError(
+            f"{what}: along must be one of {', '.join(map(repr, BROADCAST_ALONG))}, got {along!r}",
+            caller(),
+        )
+
+
 class KernelBuilder:
     """Builds one kernel, a func.func of wsc IR, op by op.
 
@@ -451,12 +460,7 @@ class KernelBuilder:
         a block of, counted from `start` (the block's first row or column)."""
         where = caller()
         rows, cols = self._tile_shape(shape, "indices")
-        if along not in BROADCAST_ALONG:
-            raise BuildError(
-                f"indices: along must be one of {', '.join(map(repr, BROADCAST_ALONG))}, "
-                f"got {along!r}",
-                where,
-            )
+        _check_along(along, "indices")
         with self._at(where):
             origin = self._index(start, "indices start")
             value = dialect.tile_iota((rows, cols), along, origin)
@@ -514,12 +518,7 @@ class KernelBuilder:
         where = caller()
         self._loaded(src, 1, "broadcast")
         rows, cols = self._tile_shape(shape, "broadcast")
-        if along not in BROADCAST_ALONG:
-            raise BuildError(
-                f"broadcast: along must be one of {', '.join(map(repr, BROADCAST_ALONG))}, "
-                f"got {along!r}",
-                where,
-            )
+        _check_along(along, "broadcast")
         with self._at(where):
             start = self._index(offset, "broadcast offset")
             value = dialect.tile_broadcast(src.value, start, (rows, cols), along)

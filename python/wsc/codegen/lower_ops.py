@@ -184,19 +184,9 @@ def _erf(x: ir.Value) -> ir.Value:
 
 
 #: Each register of wsc.tile_unary's result from the operand's register.
-#: wsc.tile_select's comparisons: ordered (false where either side is NaN)
-#: but "ne", which is true there, as torch compares.
-_TILE_PREDICATES = {
-    predicate: (lambda p: lambda x, y: E.cmpf(p, x, y))(arith_predicate)
-    for predicate, arith_predicate in (
-        ("lt", "olt"),
-        ("le", "ole"),
-        ("gt", "ogt"),
-        ("ge", "oge"),
-        ("eq", "oeq"),
-        ("ne", "une"),
-    )
-}
+#: wsc.tile_select's comparisons as arith.cmpf's predicates: ordered (false
+#: where either side is NaN) but "ne", which is true there, as torch compares.
+_TILE_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 _TILE_UNARY = {
     "exp2": E.exp2_approx,
     "log2": lambda x: E.approx("lg2.approx.f32", x),
@@ -835,12 +825,12 @@ class KernelLowering(KernelPlan):
 
     def _lower_tile_select(self, op):
         select = ops.TileSelect(op)
-        compare = _TILE_PREDICATES[select.predicate]
+        predicate = _TILE_PREDICATES[select.predicate]
         lhs, rhs, on_true, on_false = select.lhs, select.rhs, select.on_true, select.on_false
 
         def element(i: int, r: int) -> ir.Value:
-            condition = compare(
-                self.slots[lhs].load_element(i, r), self.slots[rhs].load_element(i, r)
+            condition = E.cmpf(
+                predicate, self.slots[lhs].load_element(i, r), self.slots[rhs].load_element(i, r)
             )
             return E.select(
                 condition,
