@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             counts[outcome.kind] += 1
             if out is not None:
                 out.write(json.dumps(outcome.__dict__) + "\n")
+                out.flush()  # a long run stopped early keeps every seed it ran
             if outcome.kind == "finding":
                 print(f"seed {seed}: {outcome.message[:500]}", flush=True)
     finally:
