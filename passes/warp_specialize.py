@@ -793,9 +793,11 @@ class _Specializer:
 
         def tile(mapping, stage, phase, *turn_phase):
             self._clone_tile_prologue(mapping)
-            mapping[self.acc_alloc.result] = dialect.acc_alloc(
-                dialect.acc_type((rows, block_n), element)
-            )
+            # The group's accumulator keeps the author's location (its diagnostics).
+            with self.acc_alloc.location:
+                mapping[self.acc_alloc.result] = dialect.acc_alloc(
+                    dialect.acc_type((rows, block_n), element)
+                )
             if not self.ping_pong:
                 loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
                 self._store_rows(group, first_row, mapping)
@@ -917,6 +919,7 @@ class _Specializer:
                     results=[dialect.acc_type(group_shape, element)],
                     operands=operands,
                     attributes={name: op.attributes[name] for name in op.attributes},
+                    loc=op.location,
                 )
                 mapping[op.results[0]] = made.result
                 continue

@@ -32,6 +32,7 @@ import wsc
 from wsc.codegen.info import KernelInfo
 from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
+from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import walk
 from wsc.runtime.artifact import (
     ARTIFACT_FORMAT,
@@ -41,6 +42,7 @@ from wsc.runtime.artifact import (
     grid_axis,
     size_value,
 )
+from wsc.target.hopper import ELEMENT_BYTES, WARPGROUP_SIZE
 from wsc.verifier import verify_wsc
 
 
@@ -125,11 +127,14 @@ def compile_module(
     assemble: bool = True,
     lowering=None,
     source: str = "<module>",
+    allow_spills: bool = False,
 ) -> CompileResult:
     """Run `passes` over `module`, then lower it to PTX with `lowering` (a
     ConvertWscToNvvm; default options when None) and assemble it with ptxas
     when `assemble` and ptxas is available. Errors are located in `source`,
-    the file the module was parsed from."""
+    the file the module was parsed from. Registers ptxas spills to local
+    memory are an error at the kernel, naming its register tiles, unless
+    `allow_spills`."""
     from wsc import codegen
     from wsc.passes.convert_wsc_to_nvvm import ConvertWscToNvvm
 
@@ -144,8 +149,14 @@ def compile_module(
         engine.add_pass_error(error)
         raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
     stages = [StageReport("input", 0.0, summarize(module.operation))]
-    for index, wsc_pass in enumerate([*passes, lowering or ConvertWscToNvvm()], start=1):
+    # For a spill error: the author's tiles, then (before lowering erases
+    # them) the tiles a thread holds once the passes have split them.
+    written = register_tiles(module.operation)
+    for index, wsc_pass in enumerate(passes, start=1):
         stages.append(_run_pass(module, wsc_pass, dump, index, source))
+    held = register_tiles(module.operation)
+    lowering = lowering or ConvertWscToNvvm()
+    stages.append(_run_pass(module, lowering, dump, len(passes) + 1, source))
     start = time.perf_counter()
     try:
         ptx, info = codegen.lower_to_ptx(module)
@@ -178,7 +189,67 @@ def compile_module(
                 f"spill bytes, {result.ptxas.smem_bytes} B static shared memory",
             )
         )
+        spilled = result.ptxas.spill_stores + result.ptxas.spill_loads
+        if spilled and not allow_spills:
+            engine = DiagnosticEngine(source)
+            engine.add_pass_error(_spill_error(result.ptxas, written, held))
+            raise CompileError("\n".join(d.format() for d in engine.diagnostics))
     return result
+
+
+@dataclass(frozen=True)
+class RegisterTileUse:
+    """A register tile of a compiled kernel and the registers it takes in each
+    thread of its warpgroup."""
+
+    location: ir.Location
+    shape: tuple[int, int]
+    element: str
+    registers: int
+
+
+def register_tiles(module: ir.Operation) -> list[RegisterTileUse]:
+    """The register tiles `module` makes (accumulators and the tiles of
+    register-tile math), largest first."""
+    from wsc import ops
+
+    found = []
+    for op in walk(module):
+        if op.name == "wsc.acc_alloc" or op.name in ops.TILE_MAKERS:
+            (rows, cols), element = acc_type_parameters(op.results[0].type)
+            registers = rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+            found.append(RegisterTileUse(op.location, (rows, cols), element, registers))
+    return sorted(found, key=lambda tile: -tile.registers)
+
+
+def _spill_error(
+    ptxas: PtxasReport, written: list[RegisterTileUse], held: list[RegisterTileUse]
+) -> PassError:
+    """ptxas's spills as an error at the author's largest register tile (one
+    held whole next to others is the usual cause), the next ones as notes,
+    naming the tiles a thread holds after the passes."""
+    spilled = (
+        f"ptxas spilled registers to local memory ({ptxas.spill_stores} bytes stored, "
+        f"{ptxas.spill_loads} loaded per thread) at {ptxas.registers} registers per thread"
+    )
+    accept = "or accept the spills (KernelBuilder(allow_spills=True), wsc compile --allow-spills)"
+    if not written:
+        return PassError(ir.Location.unknown(), f"{spilled}; {accept}")
+    shapes = dict.fromkeys(
+        f"{tile.shape[0]}x{tile.shape[1]} {tile.element} ({tile.registers} registers)"
+        for tile in held
+    )
+    largest = written[0]
+    return PassError(
+        largest.location,
+        f"{spilled}, holding register tiles of {', '.join(shapes)} per thread; narrow "
+        f"the register tile made here or split its rows over more consumer "
+        f"warpgroups, {accept}",
+        [
+            (tile.location, f"a {tile.shape[0]}x{tile.shape[1]} {tile.element} register tile")
+            for tile in written[1:3]
+        ],
+    )
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -20,6 +20,7 @@ from wsc.builder import (
     f32,
     structure,
 )
+from wsc.codegen import find_ptxas
 from wsc.compiler import CompileError
 from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.runtime import load_artifact
@@ -35,6 +36,7 @@ from v3_warp_specialized import matmul_v3  # noqa: E402
 from v4_two_consumers import matmul_v4  # noqa: E402
 from v5_one_group_in_flight import matmul_v5  # noqa: E402
 from v7_split_k import matmul_split_k  # noqa: E402
+from v8_fused_epilogue import matmul_fused_epilogue  # noqa: E402
 
 RAGGED = {"m": 1000, "n": 1333, "k": 520}
 
@@ -814,6 +816,21 @@ def test_split_k_misuse_is_located():
     unused.split_k.workspace(2)
     with pytest.raises(BuildError, match="never receives a partial sum"):
         unused.finish()
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_spills_are_an_error_unless_the_author_allows_them():
+    """V8's GELU epilogue makes ptxas spill: without allow_spills that is an
+    error at the author's accumulator, naming the tiles a thread holds."""
+    with pytest.raises(CompileError) as caught:
+        matmul_fused_epilogue(allow_spills=False).compile()
+    message = str(caught.value)
+    assert "v8_fused_epilogue.py:" in message.splitlines()[0]
+    assert "ptxas spilled registers to local memory" in message
+    assert "holding register tiles of 64x128 f32 (64 registers)" in message
+    assert "KernelBuilder(allow_spills=True)" in message
+    compiled = matmul_fused_epilogue().compile()
+    assert compiled.result.ptxas.spill_stores > 0
 
 
 def test_artifact_needs_the_sizes_the_kernel_reads(tmp_path):

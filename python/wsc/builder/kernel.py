@@ -69,6 +69,7 @@ class Kernel:
         check: str | None = None,
         split_k: tuple[int, tuple[int, int]] | None = None,
         check_config: Mapping[str, Any] | None = None,
+        allow_spills: bool = False,
     ):
         self.module = module
         self.context = context
@@ -90,6 +91,8 @@ class Kernel:
         #: "builder", or the flag of the pass that made this kernel from `previous`.
         self.made_by = made_by
         self.previous = previous
+        #: Whether ptxas may spill registers (compile() fails on spills otherwise).
+        self.allow_spills = allow_spills
 
     def lineage(self) -> list[Kernel]:
         """The built kernel and every kernel a pass made from it, ending with this one."""
@@ -144,6 +147,7 @@ class Kernel:
             self.check,
             self.split_k,
             self.check_config,
+            self.allow_spills,
         )
 
     def warp_specialize(self, **options) -> Kernel:
@@ -176,7 +180,10 @@ class Kernel:
 
         with self.context:
             result = compile_module(
-                self.module.operation.clone(), self.remaining_passes(), dump_dir
+                self.module.operation.clone(),
+                self.remaining_passes(),
+                dump_dir,
+                allow_spills=self.allow_spills,
             )
         return CompiledKernel(self, result)
 

@@ -87,8 +87,9 @@ class KernelBuilder:
     `wsc run --check` compares its artifacts with ("matmul": C = A @ op(B),
     wsc.kernels.matmul.check), and `check_config` what that check reads of
     the kernel beside its tensors, written into each artifact's config (e.g.
-    the matmul's {"epilogue": {"bias": "d", "activation": "gelu"}}). The
-    builder owns its MLIR context, unless given one."""
+    the matmul's {"epilogue": {"bias": "d", "activation": "gelu"}}). A
+    kernel whose registers ptxas spills to local memory fails to compile
+    unless `allow_spills`. The builder owns its MLIR context, unless given one."""
 
     def __init__(
         self,
@@ -100,8 +101,11 @@ class KernelBuilder:
         context: ir.Context | None = None,
         check: str | None = None,
         check_config: Mapping[str, Any] | None = None,
+        allow_spills: bool = False,
     ):
         where = caller()
+        if not isinstance(allow_spills, bool):
+            raise BuildTypeError(f"allow_spills must be a bool, got {allow_spills!r}", where)
         if check_config is not None and check is None:
             raise BuildError(
                 "check_config describes the kernel to a check: name one (check=)", where
@@ -133,6 +137,7 @@ class KernelBuilder:
         self.name = name
         self.check = check
         self.check_config = dict(check_config or {})
+        self.allow_spills = allow_spills
         self.num_threads = num_warps * WARP_SIZE
         self.context = context or dialect.make_context()
         with self.context, where.mlir():
@@ -995,6 +1000,7 @@ class KernelBuilder:
             check=self.check,
             split_k=split_k,
             check_config=self.check_config,
+            allow_spills=self.allow_spills,
         )
         if verify:
             kernel.verify()

@@ -94,7 +94,9 @@ def _compile(args) -> int:
             # A persistent kernel's stages stay run-time values (no unrolling).
             if "gpu.grid_dim" not in names:
                 passes.append(UnrollRingBuffer())
-        result = compile_module(module, passes, args.dump_ir, source=args.input)
+        result = compile_module(
+            module, passes, args.dump_ir, source=args.input, allow_spills=args.allow_spills
+        )
     with open(args.output, "w") as out:
         out.write(result.ptx)
     print(f"wsc compile: {args.input} -> {args.output}")
@@ -189,6 +191,11 @@ def _parser() -> argparse.ArgumentParser:
             help=f"--warp-specialize's {option.name}: {option.help}",
         )
     compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
+    compile_.add_argument(
+        "--allow-spills",
+        action="store_true",
+        help="accept registers ptxas spills to local memory (an error otherwise)",
+    )
 
     matmul = commands.add_parser(
         "compile-matmul", help="compile a matmul into an artifact directory"
