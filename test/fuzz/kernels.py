@@ -16,10 +16,12 @@ Each seed ends one of four ways:
               TIMEOUT_S
 
     python test/fuzz/kernels.py --seeds 0:10000 [--out FILE]   # a long run
+    python test/fuzz/kernels.py --seeds 2000:2400 --artifacts DIR   # a GPU sample
 
 test/python/test_fuzz_kernels.py runs a seeded slice in CI. Every accepted
-kernel is a matmul whose artifact the "matmul" check can run against float64
-on a GPU (issue 18's GPU sample; not run yet).
+kernel is a matmul: with --artifacts each is also assembled and written as
+an artifact directory for a seeded problem size (`sizes`), which
+`wsc run --check` runs against float64 on a GPU.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from wsc.kernels.matmul.config import ACTIVATIONS
 
@@ -111,14 +114,26 @@ def draw(seed: int) -> tuple[dict, dict]:
     return problem, config
 
 
-def run(seed: int) -> Outcome:
-    """Build and compile `seed`'s kernel (in this process, bounded by TIMEOUT_S)."""
+def sizes(seed: int) -> tuple[int, int, int]:
+    """The problem (M, N, K) `seed`'s artifact is written for: ragged M, and
+    N and K multiples of 8, which TMA's 16-byte rows need in every layout."""
+    rng = random.Random(f"sizes {seed}")
+    return rng.randint(1, 600), 8 * rng.randint(1, 170), 8 * rng.randint(1, 130)
+
+
+def run(seed: int, artifacts: Path | None = None) -> Outcome:
+    """Build and compile `seed`'s kernel (in this process, bounded by
+    TIMEOUT_S); with `artifacts`, write a compiled one's artifact there."""
     from mlir import ir
 
     from wsc.builder import BuildError
     from wsc.compiler import CompileError, compile_module
     from wsc.dialect import make_context
-    from wsc.kernels.matmul.build import build_matmul, specialization_passes
+    from wsc.kernels.matmul.build import (
+        build_matmul,
+        specialization_passes,
+        write_matmul_artifact,
+    )
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     problem, config = draw(seed)
@@ -138,7 +153,17 @@ def run(seed: int) -> Outcome:
     try:
         with make_context(), ir.Location.unknown():
             module = build_matmul(matmul_problem, matmul_config)
-            compile_module(module, specialization_passes(matmul_config), assemble=False)
+            result = compile_module(
+                module,
+                specialization_passes(matmul_config),
+                assemble=artifacts is not None,
+                allow_spills=True,
+            )
+        if artifacts is not None:
+            m, n, k = sizes(seed)
+            write_matmul_artifact(
+                artifacts / f"seed{seed}", result, m, n, k, matmul_problem, matmul_config
+            )
     except (CompileError, BuildError) as error:
         text = str(error)
         located = _LOCATED.search(text) is not None
@@ -157,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0:100", help="first:end (end excluded)")
     parser.add_argument("--out", help="write every outcome as a JSON line here")
+    parser.add_argument(
+        "--artifacts", type=Path, help="write each compiled kernel's artifact under this directory"
+    )
     args = parser.parse_args(argv)
     first, end = (int(part) for part in args.seeds.split(":"))
     counts: collections.Counter = collections.Counter()
@@ -164,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     out = open(args.out, "w") if args.out else None
     try:
         for seed in range(first, end):
-            outcome = run(seed)
+            outcome = run(seed, args.artifacts)
             counts[outcome.kind] += 1
             if out is not None:
                 out.write(json.dumps(outcome.__dict__) + "\n")

@@ -9,7 +9,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 
-from kernels import run  # noqa: E402
+from kernels import run, sizes  # noqa: E402
+
+from wsc.codegen import find_ptxas  # noqa: E402
+from wsc.runtime import load_artifact  # noqa: E402
 
 SEEDS = range(100)
 
@@ -28,3 +31,14 @@ def test_the_slice_reaches_every_end_but_a_finding():
     """The slice is not all refusals: kernels compile and passes reject some."""
     kinds = {run(seed).kind for seed in range(40)}
     assert {"refused", "compiled"} <= kinds
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_a_compiled_kernel_is_written_as_an_artifact_for_its_seeded_sizes(tmp_path):
+    """--artifacts: the GPU sample's input, one matmul artifact per compiled seed."""
+    seed = next(seed for seed in SEEDS if run(seed).kind == "compiled")
+    assert run(seed, tmp_path).kind == "compiled"
+    artifact = load_artifact(tmp_path / f"seed{seed}")
+    m, n, k = sizes(seed)
+    assert artifact.sizes == {"m": m, "n": n, "k": k} and artifact.check == "matmul"
+    assert n % 8 == 0 and k % 8 == 0
