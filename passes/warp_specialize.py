@@ -112,7 +112,6 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from wsc import dialect, ops
-from wsc.codegen.plan import entry_register_cap
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
@@ -130,7 +129,13 @@ from wsc.ir_utils import (
 )
 from wsc.pass_registry import Option, WscPass
 from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS, RELEASES, WGMMA_IN_FLIGHT
-from wsc.target.hopper import BUFFER_ALIGN, MAX_STAGES, WARP_SIZE, WARPGROUP_SIZE
+from wsc.target.hopper import (
+    BUFFER_ALIGN,
+    MAX_STAGES,
+    WARP_SIZE,
+    WARPGROUP_SIZE,
+    entry_register_cap,
+)
 
 #: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
 DEFAULT_CONSUMER_REGISTERS = 232

@@ -833,6 +833,17 @@ def test_spills_are_an_error_unless_the_author_allows_them():
     assert compiled.result.ptxas.spill_stores > 0
 
 
+def test_a_wgmma_beyond_the_blocks_register_budget_is_located():
+    """Four 64x256 consumer groups and a producer warpgroup: ptxas gives each
+    of the 640 threads 96 registers, too few for a 128-register accumulator's
+    WGMMA (ptxas would stop with C7602)."""
+    kernel = matmul_v2(block_m=256, block_n=256, prefetch=False).warp_specialize(
+        num_stages=2, num_consumer_groups=4, producer="warpgroup"
+    )
+    with pytest.raises(CompileError, match="ptxas gives each thread of a 640-thread block 96"):
+        kernel.compile()
+
+
 def test_artifact_needs_the_sizes_the_kernel_reads(tmp_path):
     compiled = matmul_v1().compile()
     with pytest.raises(ValueError, match="reads sizes k, m, n; got m, n"):

@@ -69,6 +69,13 @@ def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
             dict(block_m=64, num_consumer_groups=2),
             "block_m = 64 cannot be split over 2 consumer warpgroups in multiples of 64 rows",
         ),
+        (
+            # Found by the kernel fuzzer's GPU sample: ptxas refused to assemble it (C7602).
+            dict(block_m=256, block_n=256, num_consumer_groups=4, producer="warp"),
+            "each consumer group's 64x256 f32 accumulator takes 128 registers per thread "
+            "and its WGMMA about 26 more, but ptxas gives each thread of the 544-thread "
+            "block 96",
+        ),
     ],
 )
 def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message):

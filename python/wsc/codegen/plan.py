@@ -42,11 +42,12 @@ from wsc.target.hopper import (
     MAX_DYNAMIC_SMEM,
     MAX_THREAD_REGISTERS,
     NAMED_BARRIERS,
-    REGISTER_FILE,
     TENSOR_MAP_ALIGN,
     TENSOR_MAP_BYTES,
     WARP_SIZE,
     WARPGROUP_SIZE,
+    WGMMA_EXTRA_REGISTERS,
+    entry_register_cap,
 )
 
 #: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
@@ -85,17 +86,6 @@ _WORKSPACE_OPERANDS = (
     ("wsc.partial_arrive", "counters"),
     ("wsc.partial_reduce", "counters"),
 )
-
-
-def entry_register_cap(threads: int) -> int:
-    """The per-thread register count ptxas gives a kernel launched with
-    `.maxntid threads` and `.minnctapersm 1` that uses setmaxnreg: all it may,
-    with the block rounded up to whole warpgroups,
-    min(255, floor(65536 / roundup(threads, 128) / 8) * 8)
-    (160 threads -> 255, 288 or 384 -> 168, observed with ptxas 13.0)."""
-    rounded = -(-threads // WARPGROUP_SIZE) * WARPGROUP_SIZE
-    per_thread = REGISTER_FILE // rounded
-    return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
 
 
 def _allocated(registers: int) -> int:
@@ -248,6 +238,7 @@ class KernelPlan:
                 self._check_sources(op)
                 if name == "wsc.wgmma":
                     acc = ops.Wgmma(op).acc
+                    self._check_wgmma_registers(op, acc)
                     self.wgmma_accumulators.add(acc)
                     owner = self._enclosing_role(defining_op(acc))
                     self.accumulator_roles[acc] = (
@@ -316,6 +307,22 @@ class KernelPlan:
                 f"a {rows}x{cols} {element} register tile takes {registers} registers "
                 f"in each thread of its warpgroup, more than the {MAX_THREAD_REGISTERS} a "
                 f"thread has: split its rows over more consumer warpgroups or narrow it",
+            )
+
+    def _check_wgmma_registers(self, op: ir.Operation, acc: ir.Value) -> None:
+        """ptxas allocates every thread the block's entry budget (not the
+        setmaxnreg one): a WGMMA whose accumulator and operands exceed it
+        does not assemble."""
+        (rows, cols), element = acc_type_parameters(acc.type)
+        registers = rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+        cap = entry_register_cap(self.threads)
+        if registers + WGMMA_EXTRA_REGISTERS > cap:
+            raise fail(
+                op,
+                f"its {rows}x{cols} {element} accumulator takes {registers} registers per "
+                f"thread and the WGMMA about {WGMMA_EXTRA_REGISTERS} more, but ptxas gives "
+                f"each thread of a {self.threads}-thread block {cap}: use fewer threads per "
+                f"block (fewer consumer warpgroups, a producer warp) or narrower tiles",
             )
 
     def _check_partial_op(self, op: ir.Operation) -> None:

@@ -21,6 +21,23 @@ MAX_PORTABLE_CLUSTER = 8
 #: 32-bit registers of an SM, and the most one thread may use.
 REGISTER_FILE = 65536
 MAX_THREAD_REGISTERS = 255
+#: Registers a WGMMA needs beside its accumulator's: ptxas 13.0 refuses an
+#: m64n256 f32 WGMMA (128 accumulator registers) below 154 per thread (C7602).
+WGMMA_EXTRA_REGISTERS = 26
+
+
+def entry_register_cap(threads: int) -> int:
+    """The per-thread register count ptxas gives a kernel launched with
+    `.maxntid threads` and `.minnctapersm 1` that uses setmaxnreg: all it may,
+    with the block rounded up to whole warpgroups,
+    min(255, floor(65536 / roundup(threads, 128) / 8) * 8)
+    (160 threads -> 255, 288 or 384 -> 168, observed with ptxas 13.0). ptxas
+    allocates within it even where setmaxnreg raises a role's budget."""
+    rounded = -(-threads // WARPGROUP_SIZE) * WARPGROUP_SIZE
+    per_thread = REGISTER_FILE // rounded
+    return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
+
+
 #: setmaxnreg takes budgets in [24, 256], in multiples of 8.
 MIN_SETMAXNREG, MAX_SETMAXNREG, SETMAXNREG_STEP = 24, 256, 8
 #: Named barriers (bar.sync ids) of a block.

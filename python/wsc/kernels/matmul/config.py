@@ -17,10 +17,14 @@ from wsc.target.hopper import (
     SWIZZLE_BYTES,
     SWIZZLE_SPANS,
     TMA_ALIGN,
+    WARP_SIZE,
+    WARPGROUP_SIZE,
+    WGMMA_EXTRA_REGISTERS,
     WGMMA_K,
     WGMMA_M,
     WGMMA_N_MAX,
     WGMMA_N_STEP,
+    entry_register_cap,
 )
 
 INPUT_DTYPES = OPERAND_DTYPES
@@ -189,6 +193,20 @@ class MatmulConfig:
             raise ValueError(
                 f"{wgmma_m} = {along_m} cannot be split over {groups} consumer warpgroups "
                 f"in multiples of {WGMMA_M} rows (the WGMMA M)"
+            )
+        # A group's f32 accumulator: its share of the rows, or (ping-pong) the tile.
+        rows = along_m if self.ping_pong else along_m // groups
+        registers = rows * along_n // WARPGROUP_SIZE
+        threads = groups * WARPGROUP_SIZE + (
+            WARPGROUP_SIZE if self.producer == "warpgroup" else WARP_SIZE
+        )
+        cap = entry_register_cap(threads)
+        if registers + WGMMA_EXTRA_REGISTERS > cap:
+            raise ValueError(
+                f"each consumer group's {rows}x{along_n} f32 accumulator takes {registers} "
+                f"registers per thread and its WGMMA about {WGMMA_EXTRA_REGISTERS} more, but "
+                f"ptxas gives each thread of the {threads}-thread block {cap}: use fewer "
+                f"consumer groups, producer = 'warp' or a narrower tile"
             )
 
     def check_problem(self, problem: MatmulProblem) -> None:
