@@ -201,9 +201,9 @@ def test_tma_row_stride_rule_is_a_compile_error(tmp_path):
 
 
 def test_shared_memory_limit_is_a_compile_error(tmp_path):
-    # 8 stages of 256x64 A and 256x64 B tiles: 512 KB of shared memory.
+    # 8 stages of 256x64 A and 128x64 B tiles: 384 KB of shared memory.
     config = MatmulConfig(
-        block_m=256, block_n=256, num_stages=8, num_consumer_groups=4, producer="warpgroup"
+        block_m=256, block_n=128, num_stages=8, num_consumer_groups=4, producer="warpgroup"
     )
     with pytest.raises(CompileError, match="227 KB"):
         compile_matmul(1024, 1024, 1024, MatmulProblem(), config, tmp_path / "big")

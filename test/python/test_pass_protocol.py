@@ -29,7 +29,11 @@ def test_specialized_and_unrolled_kernels_are_clean(num_stages, groups, producer
     # block_k = 32 keeps 8 stages of a 256-row A tile within the 227 KB of
     # shared memory a ring may take.
     config = MatmulConfig(
-        block_m=64 * groups if groups > 1 else 128, block_k=32, num_stages=num_stages
+        block_m=64 * groups if groups > 1 else 128,
+        block_k=32,
+        num_stages=num_stages,
+        num_consumer_groups=groups,
+        producer=producer,
     )
     with make_context(), ir.Location.unknown():
         module = build_matmul(MatmulProblem(), config)
