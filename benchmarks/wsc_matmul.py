@@ -147,12 +147,11 @@ def shapes(
     if `quick`), or the f16 problems `only` names ("MxNxK,MxNxK...", set
     "named"), those with M >= `min_m`. Each shape names its set, which its
     record keeps, and the fused epilogue its calls compute, if any."""
-    rows = [
+    return [
         {**row, "epilogue": epilogue} if epilogue else row
         for row in _set_shapes(layouts, quick, only, shape_set)
         if row["m"] >= min_m
     ]
-    return rows
 
 
 def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
