@@ -128,7 +128,13 @@ from wsc.ir_utils import (
     walk,
 )
 from wsc.pass_registry import Option, WscPass
-from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS, RELEASES, WGMMA_IN_FLIGHT
+from wsc.passes.warp_specialize_choices import (
+    CONSUMER_GROUPS,
+    PRODUCER_THREADS,
+    PRODUCERS,
+    RELEASES,
+    WGMMA_IN_FLIGHT,
+)
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     MAX_STAGES,
@@ -634,7 +640,7 @@ class _Specializer:
                 f"a {block_m}-row tile cannot be split over {groups} "
                 f"consumer warpgroups in multiples of 64 rows",
             )
-        producer_threads = WARP_SIZE if self.options.producer == "warp" else WARPGROUP_SIZE
+        producer_threads = PRODUCER_THREADS[self.options.producer]
         consumer_threads = WARPGROUP_SIZE * groups
         producer_registers, consumer_registers = self._register_budgets(
             groups, consumer_threads + producer_threads

@@ -42,7 +42,7 @@ from wsc.runtime.artifact import (
     grid_axis,
     size_value,
 )
-from wsc.target.hopper import ELEMENT_BYTES, WARPGROUP_SIZE
+from wsc.target.hopper import tile_registers
 from wsc.verifier import verify_wsc
 
 
@@ -217,7 +217,7 @@ def register_tiles(module: ir.Operation) -> list[RegisterTileUse]:
     for op in walk(module):
         if op.name == "wsc.acc_alloc" or op.name in ops.TILE_MAKERS:
             (rows, cols), element = acc_type_parameters(op.results[0].type)
-            registers = rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+            registers = tile_registers(rows, cols, element)
             found.append(RegisterTileUse(op.location, (rows, cols), element, registers))
     return sorted(found, key=lambda tile: -tile.registers)
 

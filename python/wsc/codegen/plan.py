@@ -38,7 +38,6 @@ from wsc.ir_utils import (
 )
 from wsc.target.hopper import (
     BUFFER_ALIGN,
-    ELEMENT_BYTES,
     MAX_DYNAMIC_SMEM,
     MAX_THREAD_REGISTERS,
     NAMED_BARRIERS,
@@ -48,6 +47,7 @@ from wsc.target.hopper import (
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
     entry_register_cap,
+    tile_registers,
 )
 
 #: Dialects whose ops may stay in the kernel: the upstream conversions lower them.
@@ -300,7 +300,7 @@ class KernelPlan:
         """A register tile is spread over one warpgroup's threads; one that
         needs more registers than a thread has would compile into spills."""
         (rows, cols), element = acc_type_parameters(tile.type)
-        registers = rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+        registers = tile_registers(rows, cols, element)
         if registers > MAX_THREAD_REGISTERS:
             raise fail(
                 op,
@@ -314,7 +314,7 @@ class KernelPlan:
         setmaxnreg one): a WGMMA whose accumulator and operands exceed it
         does not assemble."""
         (rows, cols), element = acc_type_parameters(acc.type)
-        registers = rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+        registers = tile_registers(rows, cols, element)
         cap = entry_register_cap(self.threads)
         if registers + WGMMA_EXTRA_REGISTERS > cap:
             raise fail(

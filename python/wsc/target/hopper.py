@@ -38,6 +38,12 @@ def entry_register_cap(threads: int) -> int:
     return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
 
 
+def tile_registers(rows: int, cols: int, element: str) -> int:
+    """The 32-bit registers each thread of a warpgroup holds of a rows x cols
+    register tile of `element` (the tile is spread over the warpgroup)."""
+    return rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
+
+
 #: setmaxnreg takes budgets in [24, 256], in multiples of 8.
 MIN_SETMAXNREG, MAX_SETMAXNREG, SETMAXNREG_STEP = 24, 256, 8
 #: Named barriers (bar.sync ids) of a block.

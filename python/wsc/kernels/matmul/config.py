@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from wsc.passes.warp_specialize_choices import CONSUMER_GROUPS, PRODUCERS, RELEASES, WGMMA_IN_FLIGHT
+from wsc.passes.warp_specialize_choices import (
+    CONSUMER_GROUPS,
+    PRODUCER_THREADS,
+    PRODUCERS,
+    RELEASES,
+    WGMMA_IN_FLIGHT,
+)
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     MAX_STAGES,
@@ -17,7 +23,6 @@ from wsc.target.hopper import (
     SWIZZLE_BYTES,
     SWIZZLE_SPANS,
     TMA_ALIGN,
-    WARP_SIZE,
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
     WGMMA_K,
@@ -25,6 +30,7 @@ from wsc.target.hopper import (
     WGMMA_N_MAX,
     WGMMA_N_STEP,
     entry_register_cap,
+    tile_registers,
 )
 
 INPUT_DTYPES = OPERAND_DTYPES
@@ -196,10 +202,8 @@ class MatmulConfig:
             )
         # A group's f32 accumulator: its share of the rows, or (ping-pong) the tile.
         rows = along_m if self.ping_pong else along_m // groups
-        registers = rows * along_n // WARPGROUP_SIZE
-        threads = groups * WARPGROUP_SIZE + (
-            WARPGROUP_SIZE if self.producer == "warpgroup" else WARP_SIZE
-        )
+        registers = tile_registers(rows, along_n, "f32")
+        threads = groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
         cap = entry_register_cap(threads)
         if registers + WGMMA_EXTRA_REGISTERS > cap:
             raise ValueError(
