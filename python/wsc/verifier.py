@@ -376,14 +376,15 @@ def _verify_f32_tile(op: ir.Operation, value: ir.Value, what: str) -> tuple[int,
     return shape
 
 
-def _verify_kind(op: ir.Operation, kind: str, kinds: tuple[str, ...]) -> None:
-    if kind not in kinds:
-        _fail(op, f"kind must be one of {', '.join(kinds)}, got '{kind}'")
+def _verify_choice(op: ir.Operation, attribute: str, value: str, choices: tuple[str, ...]) -> None:
+    """A string attribute IRDL checks only as a string: one of `choices`."""
+    if value not in choices:
+        _fail(op, f"{attribute} must be one of {', '.join(choices)}, got '{value}'")
 
 
 def _verify_tile_binary(op: ir.Operation) -> None:
     binary = ops.TileBinary(op)
-    _verify_kind(op, binary.kind, ops.TILE_BINARY_KINDS)
+    _verify_choice(op, "kind", binary.kind, ops.TILE_BINARY_KINDS)
     shapes = [
         _verify_f32_tile(op, value, name) for value, name in ((binary.x, "x"), (binary.y, "y"))
     ]
@@ -395,7 +396,7 @@ def _verify_tile_binary(op: ir.Operation) -> None:
 
 def _verify_one_tile_op(op: ir.Operation, view: ops.TileUnary | ops.TileRowReduce, kinds) -> None:
     """An op of one f32 tile, a kind of `kinds` and a result of its type."""
-    _verify_kind(op, view.kind, kinds)
+    _verify_choice(op, "kind", view.kind, kinds)
     _verify_f32_tile(op, view.x, "x")
     if view.result.type != view.x.type:
         _fail(op, f"result type {view.result.type} differs from the operand's {view.x.type}")
@@ -411,11 +412,7 @@ def _verify_tile_row_reduce(op: ir.Operation) -> None:
 
 def _verify_tile_select(op: ir.Operation) -> None:
     select = ops.TileSelect(op)
-    if select.predicate not in ops.TILE_PREDICATES:
-        _fail(
-            op,
-            f"predicate must be one of {', '.join(ops.TILE_PREDICATES)}, got '{select.predicate}'",
-        )
+    _verify_choice(op, "predicate", select.predicate, ops.TILE_PREDICATES)
     named = (
         (select.lhs, "lhs"),
         (select.rhs, "rhs"),
@@ -434,8 +431,7 @@ def _verify_tile_select(op: ir.Operation) -> None:
 
 def _verify_tile_iota(op: ir.Operation) -> None:
     iota = ops.TileIota(op)
-    if iota.along not in ops.BROADCAST_ALONG:
-        _fail(op, f"along must be one of {', '.join(ops.BROADCAST_ALONG)}, got '{iota.along}'")
+    _verify_choice(op, "along", iota.along, ops.BROADCAST_ALONG)
     _verify_f32_tile(op, iota.result, "result")
 
 
@@ -468,8 +464,7 @@ def _verify_tile_broadcast(op: ir.Operation) -> None:
     if shape is None or len(shape) != 1 or memref_space(broadcast.src.type) != 0:
         _fail(op, f"source must be a rank-1 memref in global memory, got {broadcast.src.type}")
     _verify_loaded_element(op, broadcast.src)
-    if broadcast.along not in ops.BROADCAST_ALONG:
-        _fail(op, f"along must be one of {', '.join(ops.BROADCAST_ALONG)}, got '{broadcast.along}'")
+    _verify_choice(op, "along", broadcast.along, ops.BROADCAST_ALONG)
     _verify_f32_tile(op, broadcast.result, "result")
 
 

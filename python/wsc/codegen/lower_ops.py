@@ -165,12 +165,7 @@ _LOG2_E = 1.4426950408889634
 
 
 def _erf(x: ir.Value) -> ir.Value:
-    def add(a, b):
-        return E.addf(a, b, contract=True)
-
-    def mul(a, b):
-        return E.mulf(a, b, contract=True)
-
+    add, sub, mul = _TILE_BINARY["add"], _TILE_BINARY["sub"], _TILE_BINARY["mul"]
     magnitude = E.absf(x)
     t = E.approx(
         "rcp.approx.ftz.f32", add(E.float_const(1.0), mul(E.float_const(_ERF_P), magnitude))
@@ -179,14 +174,14 @@ def _erf(x: ir.Value) -> ir.Value:
     for a in reversed(_ERF_A[:-1]):
         poly = add(mul(poly, t), E.float_const(a))
     gaussian = E.exp2_approx(mul(mul(magnitude, E.negf(magnitude)), E.float_const(_LOG2_E)))
-    positive = E.subf(E.float_const(1.0), mul(mul(poly, t), gaussian), contract=True)
+    positive = sub(E.float_const(1.0), mul(mul(poly, t), gaussian))
     return E.select(E.cmpf_olt(x, E.float_const(0.0)), E.negf(positive), positive)
 
 
-#: Each register of wsc.tile_unary's result from the operand's register.
 #: wsc.tile_select's comparisons as arith.cmpf's predicates: ordered (false
 #: where either side is NaN) but "ne", which is true there, as torch compares.
 _TILE_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+#: Each register of wsc.tile_unary's result from the operand's register.
 _TILE_UNARY = {
     "exp2": E.exp2_approx,
     "log2": lambda x: E.approx("lg2.approx.f32", x),
@@ -719,27 +714,16 @@ class KernelLowering(KernelPlan):
 
     def _lower_cast(self, op):
         cast = ops.Cast(op)
-        source = self.slots[cast.src]
-        (rows, cols), element = acc_type_parameters(cast.result.type)
+        src = cast.src
+        _, element = acc_type_parameters(cast.result.type)
         dst_scalar = E.float_type(element)
-        if self._deferrable(op):
-            src = cast.src
 
-            def convert(i: int, r: int) -> ir.Value:
-                value = self.slots[src].load_element(i, r)
-                return value if element == self.slots[src].element else E.truncf(value, dst_scalar)
+        def convert(i: int, r: int) -> ir.Value:
+            value = self.slots[src].load_element(i, r)
+            # From f32 (checked by analyze), or the same type.
+            return value if element == self.slots[src].element else E.truncf(value, dst_scalar)
 
-            self.slots[cast.result] = DeferredTile(
-                AccumulatorFragment(rows, cols), element, convert
-            )
-            return
-        target = self._acc_slot(cast.result, element, wgmma_form=False)
-        for i in range(source.fragment.subtiles):
-            for r in range(source.fragment.regs_per_subtile):
-                value = source.load_element(i, r)
-                if element != source.element:  # from f32 (checked by analyze)
-                    value = E.truncf(value, dst_scalar)
-                target.store_element(i, r, value)
+        self._define_tile(op, convert, element)
 
     def _deferrable(self, op: ir.Operation) -> bool:
         """Whether op's tile may be computed where it is read: every reader
@@ -769,15 +753,17 @@ class KernelLowering(KernelPlan):
                     break
         return True
 
-    def _define_tile(self, op: ir.Operation, compute: Callable[[int, int], ir.Value]) -> None:
-        """op's f32 tile, element (i, r) = compute(i, r): deferred to its
-        readers where that is safe, else computed here into registers."""
+    def _define_tile(
+        self, op: ir.Operation, compute: Callable[[int, int], ir.Value], element: str = "f32"
+    ) -> None:
+        """op's tile of `element`, element (i, r) = compute(i, r): deferred to
+        its readers where that is safe, else computed here into registers."""
         result = op.results[0]
         (rows, cols), _ = acc_type_parameters(result.type)
         if self._deferrable(op):
-            self.slots[result] = DeferredTile(AccumulatorFragment(rows, cols), "f32", compute)
+            self.slots[result] = DeferredTile(AccumulatorFragment(rows, cols), element, compute)
             return
-        target = self._acc_slot(result, "f32", wgmma_form=False)
+        target = self._acc_slot(result, element, wgmma_form=False)
         for i in range(target.fragment.subtiles):
             for r in range(target.fragment.regs_per_subtile):
                 target.store_element(i, r, compute(i, r))
