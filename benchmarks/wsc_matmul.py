@@ -142,16 +142,22 @@ def shapes(
     shape_set: str = "llm",
     epilogue: dict | None = None,
     min_m: int = 0,
+    dtypes: list[str] | None = None,
 ) -> list[dict]:
     """The set `shape_set` ("llm" or "odd") in `layouts` (a few of its shapes
     if `quick`), or the f16 problems `only` names ("MxNxK,MxNxK...", set
-    "named"), those with M >= `min_m`. Each shape names its set, which its
-    record keeps, and the fused epilogue its calls compute, if any."""
-    return [
-        {**row, "epilogue": epilogue} if epilogue else row
-        for row in _set_shapes(layouts, quick, only, shape_set)
-        if row["m"] >= min_m
-    ]
+    "named"), those with M >= `min_m`; with `dtypes`, each of its sizes in
+    each of those instead of the set's own dtypes. Each shape names its set,
+    which its record keeps, and the fused epilogue its calls compute, if any."""
+    rows = [row for row in _set_shapes(layouts, quick, only, shape_set) if row["m"] >= min_m]
+    if dtypes:
+        sizes = dict.fromkeys((r["m"], r["n"], r["k"], r["layout"], r["set"]) for r in rows)
+        rows = [
+            dict(m=m, n=n, k=k, layout=layout, dtype=dtype, set=named)
+            for m, n, k, layout, named in sizes
+            for dtype in dtypes
+        ]
+    return [{**row, "epilogue": epilogue} if epilogue else row for row in rows]
 
 
 def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
@@ -803,6 +809,12 @@ def main(argv=None) -> int:
         help="a fused epilogue for every call, against torch.compile: e.g. bias,gelu,residual",
     )
     select.add_argument("--min-m", type=int, default=0, help="only the shapes with M >= this")
+    select.add_argument(
+        "--dtypes",
+        default="",
+        help="every size in each of these input dtypes, e.g. float16,bfloat16 "
+        "(default: the set's own, f16 everywhere and bf16 on some)",
+    )
     commands.add_parser(
         "prepare", parents=[select], help="compile the kernels into $WSC_CACHE_DIR (CPU machine)"
     )
@@ -822,8 +834,18 @@ def main(argv=None) -> int:
         epilogue = parse_epilogue(args.epilogue)
     except ValueError as error:
         parser.error(str(error))
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    unknown = sorted(set(dtypes) - {"float16", "bfloat16"})
+    if unknown:
+        parser.error(f"--dtypes takes float16 and bfloat16, not {', '.join(unknown)}")
     selected = shapes(
-        args.layouts.split(","), args.quick, args.shapes, args.shape_set, epilogue, args.min_m
+        args.layouts.split(","),
+        args.quick,
+        args.shapes,
+        args.shape_set,
+        epilogue,
+        args.min_m,
+        dtypes,
     )
     if args.command == "prepare":
         return prepare(selected)

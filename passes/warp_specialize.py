@@ -32,8 +32,11 @@ group's first row; a vector along columns is read whole), and in a split-K kerne
 `wsc.partial_store` and
 `wsc.partial_reduce`: there it stores the partial sum, arrives
 (`wsc.partial_arrive`), and the rest of the epilogue, from the
-`wsc.partial_reduce` on, sits in an `scf.if` on the arrival's result (without
-an else region). A staged epilogue writes the tile into a one-stage buffer
+`wsc.partial_reduce` on, sits in an `scf.if` on the arrival's result. Parts of
+the epilogue may sit in `scf.if`s (without else regions) on any condition that
+is the same in every thread: an arrival's result, or arith on block indices,
+sizes and loop indices (a stream-K tile is stored whole or handed over,
+wsc.kernels.matmul.build). A staged epilogue writes the tile into a one-stage buffer
 of the accumulator's shape (`wsc.store_shared`, then `wsc.sync`) and copies
 it out: with TMA, after a `wsc.fence_proxy_async` before the sync, under a
 `wsc.elect` (`wsc.tma_store`, with `wsc.tma_store_wait`s under `wsc.elect`s
@@ -464,18 +467,11 @@ class _Specializer:
                 stores = True
                 if op.name == "wsc.store_shared":
                     self._match_staging(op)
-            elif op.name == "scf.if" and _is_partial_guard(op):
+            elif op.name == "scf.if" and _is_uniform_guard(op):
                 body = [n.operation for n in op.regions[0].blocks[0].operations][:-1]
                 if op.regions[1].blocks and list(op.regions[1].blocks[0].operations)[:-1]:
-                    self._fail(op, "the split-K guard of the epilogue has no else region")
+                    self._fail(op, "a guard in the epilogue has no else region")
                 stores = self._match_epilogue_ops(body) or stores
-            elif uses_acc and op.name not in _ACC_EPILOGUE_OPS:
-                self._fail(
-                    op,
-                    f"the epilogue may use the accumulator only through "
-                    f"{', '.join(_ACC_EPILOGUE_OPS)}, wsc.store and wsc.store_shared, "
-                    f"not '{op.name}'",
-                )
             elif op.name == "scf.if":
                 guard = defining_op(op.opview.condition)
                 inner = [n.name for n in walk(op) if n.name != "scf.yield"]
@@ -487,8 +483,17 @@ class _Specializer:
                     self._fail(
                         op,
                         "an scf.if in the epilogue must be a wsc.elect guarding "
-                        "wsc.tma_store / wsc.tma_store_wait",
+                        "wsc.tma_store / wsc.tma_store_wait, or take its condition from "
+                        "arith on block indices, sizes, loop indices and wsc.partial_arrive "
+                        "(the same in every thread)",
                     )
+            elif uses_acc and op.name not in _ACC_EPILOGUE_OPS:
+                self._fail(
+                    op,
+                    f"the epilogue may use the accumulator only through "
+                    f"{', '.join(_ACC_EPILOGUE_OPS)}, wsc.store and wsc.store_shared, "
+                    f"not '{op.name}'",
+                )
             elif op.name not in (
                 *_ACC_EPILOGUE_OPS,
                 *ops.TILE_MAKERS,
@@ -934,7 +939,7 @@ class _Specializer:
                 )
                 mapping[op.results[0]] = made.result
                 continue
-            if op.name == "scf.if" and _is_partial_guard(op):
+            if op.name == "scf.if" and _is_uniform_guard(op):
                 # Its region holds casts of the group's tile: cloned op by op.
                 guard = scf.IfOp(mapping[op.opview.condition])
                 with ir.InsertionPoint(guard.then_block):
@@ -998,10 +1003,26 @@ class _Specializer:
             scf.YieldOp([next_stage, next_phase])
 
 
-def _is_partial_guard(op: ir.Operation) -> bool:
-    """Whether an scf.if runs where a wsc.partial_arrive said its split was last."""
-    guard = defining_op(op.opview.condition)
-    return guard is not None and guard.name == "wsc.partial_arrive"
+#: Ops whose results are the same in every thread of the block, given operands
+#: that are (besides arith, which computes from its operands alone).
+_UNIFORM_SOURCES = ("wsc.partial_arrive", "gpu.block_id", "gpu.grid_dim", "memref.dim")
+
+
+def _is_uniform_guard(op: ir.Operation) -> bool:
+    """Whether an scf.if's condition is the same in every thread of the block:
+    a wsc.partial_arrive's result (a split-K hand-over), or arith on block
+    indices, sizes and loop indices (e.g. whether a stream-K block sums the
+    whole tile). The epilogue it guards then runs in every group or none."""
+    pending, seen = [op.opview.condition], set()
+    while pending:
+        source = defining_op(pending.pop())
+        if source is None or source in seen:
+            continue  # a block argument: a kernel argument or a loop's index
+        seen.add(source)
+        if not (source.name.startswith("arith.") or source.name in _UNIFORM_SOURCES):
+            return False
+        pending.extend(source.operands)
+    return True
 
 
 def _inside(op: ir.Operation | None, ancestor: ir.Operation) -> bool:

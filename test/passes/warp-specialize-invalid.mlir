@@ -581,10 +581,52 @@ func.func @sync_under_elect(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref
   "wsc.fence_proxy_async"() : () -> ()
   "wsc.sync"() : () -> ()
   %storer = "wsc.elect"() : () -> i1
-  // expected-error @below {{--warp-specialize: an scf.if in the epilogue must be a wsc.elect guarding wsc.tma_store / wsc.tma_store_wait}}
+  // expected-error @below {{--warp-specialize: an scf.if in the epilogue must be a wsc.elect guarding wsc.tma_store / wsc.tma_store_wait, or take its condition from arith on block indices, sizes, loop indices and wsc.partial_arrive (the same in every thread)}}
   scf.if %storer {
     "wsc.sync"() : () -> ()
     "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  }
+  return
+}
+
+// -----
+
+// A guard that differs between threads: half of each consumer group would
+// skip the epilogue's stores (and any barrier in it).
+func.func @epilogue_guard_on_the_thread(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %false = arith.constant false
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %thread = gpu.thread_id x
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %ring:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %c0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %c0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next:2 = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next#0, %next#1 : index, i1
+  }
+  %low_half = arith.cmpi ult, %thread, %c64 : index
+  // expected-error @below {{--warp-specialize: an scf.if in the epilogue must be a wsc.elect guarding wsc.tma_store / wsc.tma_store_wait, or take its condition from arith on block indices, sizes, loop indices and wsc.partial_arrive (the same in every thread)}}
+  scf.if %low_half {
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
   }
   return
 }
@@ -627,7 +669,7 @@ func.func @split_k_guard_with_else(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c:
   }
   "wsc.partial_store"(%acc, %d, %row, %split) {splits = 4 : i32} : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?xf32>, index, index) -> ()
   %last = "wsc.partial_arrive"(%e, %row) {splits = 4 : i32} : (memref<?xi32>, index) -> i1
-  // expected-error @below {{--warp-specialize: the split-K guard of the epilogue has no else region}}
+  // expected-error @below {{--warp-specialize: a guard in the epilogue has no else region}}
   scf.if %last {
     "wsc.partial_reduce"(%acc, %d, %e, %row) {splits = 4 : i32} : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
     %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>

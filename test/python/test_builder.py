@@ -803,6 +803,8 @@ def test_split_k_misuse_is_located():
     kb = KernelBuilder("bad", grid=[("m", 64), ("n", 64)])
     with pytest.raises(BuildError, match=r"splits must be an int >= 2, got 1"):
         kb.split_k.workspace(1)
+    with pytest.raises(BuildError, match=r"slots must be None or an int >= 1, got 0"):
+        kb.split_k.workspace(2, slots=0)
     workspace = kb.split_k.workspace(2)
     with pytest.raises(BuildError, match="the kernel already has one"):
         kb.split_k.workspace(2)

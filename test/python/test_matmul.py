@@ -814,6 +814,41 @@ def test_split_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name, 
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize(
+    "name, config",
+    [
+        (name, config)
+        for name in ("nk-tma", "kn-tma")
+        for config in SPACES[name].configs()
+        if config.get("stream_k") and config["group_m"] == 8
+    ],
+    ids=lambda value: "-".join(map(str, value.values())) if isinstance(value, dict) else value,
+)
+def test_stream_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name, config):
+    """More 128x256 tiles than SMs, so blocks start and end their shares
+    mid-tile and hand tiles over: 16 x 20 tiles with ragged M, N and K (17 K
+    tiles, the last of 8 columns), 13 x 11 tiles of 2 K tiles, and the LLM
+    shape that needs it (4 x 112 tiles of 128 K tiles). The two partial sums
+    of a tile are added in one order: 20 runs give the same bytes."""
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
+    for m, n, k in [(1999, 5000, 1032), (1664, 2816, 72), (512, 28672, 8192)]:
+        generator = torch.Generator(device=gpu).manual_seed(m + n + k)
+        a = torch.randn(m, k, device=gpu, generator=generator).half()
+        w = torch.randn(n, k, device=gpu, generator=generator).half()
+        b = w.T.contiguous() if name.startswith("kn") else w.T
+        assert plan(a, b).space == name
+        runs = []
+        for _ in range(20):
+            out = torch.full((m, n), float("nan"), device=gpu, dtype=torch.float16)
+            wsc.matmul(a, b, out=out)
+            runs.append(out)
+        torch.cuda.synchronize()
+        assert_exact_within_tolerance(runs[0], a, b)
+        first = runs[0].view(torch.uint8)
+        assert all(torch.equal(run.view(torch.uint8), first) for run in runs[1:])
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("name", list(SPACES))
 def test_every_config_of_the_space_is_correct(gpu, name):
     """`wsc run --check` on every autotuning candidate of the space, in one

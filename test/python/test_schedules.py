@@ -20,7 +20,10 @@ from wsc.dialect import make_context
 from wsc.ir_utils import constant_int
 from wsc.kernels.matmul.build import build_matmul, compile_matmul, specialization_passes
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
+from wsc.kernels.matmul.space import matmul_kernel
 from wsc.protocol import check_protocol
+from wsc.runtime import load_artifact
+from wsc.target.hopper import MAX_SMS
 
 REPO = Path(__file__).resolve().parents[2]
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
@@ -81,6 +84,58 @@ def test_ping_pong_protocol_is_clean(stages):
         for wsc_pass in specialization_passes(config):
             wsc_pass.run(module.operation)
         check_protocol(module.operation, max_k_tiles=3 * stages + 2)
+
+
+@pytest.mark.parametrize("stages,groups", [(2, 1), (3, 2)])
+def test_stream_k_protocol_is_clean(stages, groups):
+    """Blocks share tiles by K tiles and hand a shared tile over through the
+    workspace: the check runs the block also as block 1 of 3 over four
+    tiles, whose share starts and ends mid-tile, for every K extent, as the
+    last and as an earlier arrival."""
+    config = MatmulConfig(
+        num_stages=stages,
+        num_consumer_groups=groups,
+        block_m=64 * groups,
+        producer="warpgroup" if groups > 1 else "warp",
+        persistent=True,
+        tma_store=True,
+        wgmma_in_flight=1,
+        stream_k=True,
+    )
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(MatmulProblem("f16", "f16"), config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * stages + 2)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(),
+        dict(persistent=True, cluster_m=2),
+        dict(persistent=True, ping_pong=True, num_consumer_groups=2, block_m=128),
+    ],
+)
+def test_stream_k_needs_a_persistent_grid_of_single_blocks(fields):
+    with pytest.raises(ValueError, match="stream_k = True shares K tiles between the blocks"):
+        MatmulConfig(stream_k=True, **fields)
+
+
+def test_a_stream_k_artifact_has_a_workspace_slot_per_block(tmp_path):
+    """Stream-K hands tiles over between neighbouring blocks of the
+    persistent grid: its workspace has a fixed number of slots (one per
+    boundary between blocks, as many as a Hopper GPU has SMs), two partial
+    tiles each, and the grid gains no axis of splits."""
+    kernel = matmul_kernel(
+        "f16", "f16", "nk", num_stages=3, persistent=True, tma_store=True, stream_k=True
+    )
+    directory = kernel.compile().write_artifact(tmp_path, m=512, n=28672, k=8192)
+    artifact = load_artifact(directory)
+    assert artifact.persistent and artifact.grid == (4 * 112, 1, 1)
+    assert artifact.tensors["d"].shape == (MAX_SMS * 2 * 128 * 256,)
+    assert artifact.tensors["e"].shape == (MAX_SMS * 128,) and artifact.tensors["e"].zeroed
+    assert json.loads((directory / "kernel.json").read_text())["config"]["splits"] == 2
 
 
 def test_ping_pong_needs_a_persistent_kernel_of_two_groups():

@@ -76,6 +76,15 @@ def test_named_shapes(bench):
     ]
 
 
+def test_dtypes_give_every_size_in_each(bench):
+    both = bench.shapes(["nk"], dtypes=["float16", "bfloat16"])
+    sizes = {(s["m"], s["n"], s["k"]) for s in bench.shapes(["nk"])}
+    assert len(both) == 2 * len(sizes)
+    assert {(s["m"], s["n"], s["k"], s["dtype"]) for s in both} == {
+        (*size, dtype) for size in sizes for dtype in ("float16", "bfloat16")
+    }
+
+
 def test_rows_are_padded_only_where_tma_cannot_read_them(bench):
     shape = dict(m=1000, n=1333, k=520, dtype="float16")
     a, b, c, _, _ = meta_operands(bench, {**shape, "layout": "nk"})

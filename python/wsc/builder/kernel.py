@@ -29,15 +29,19 @@ def split_k_workspaces(
     grid: tuple[tuple[str, int], ...],
     splits: int,
     tile_shape: tuple[int, int],
+    slots: int | None = None,
 ) -> dict[str, Workspace]:
     """The workspace arguments of a lowered split-K kernel (`info`) whose
     grid's (size, tile) axes count its output tiles, each a register tile of
-    `tile_shape`: per output tile `splits` f32 partial tiles, and one i32
-    arrival counter per row (wsc.partial_store), zero at launch."""
+    `tile_shape`: per output tile, or per slot of `slots`, `splits` f32
+    partial tiles and one i32 arrival counter per row (wsc.partial_store),
+    zero at launch."""
     from wsc.runtime.artifact import Workspace
 
     rows, cols = tile_shape
-    tiles = " * ".join(f"cdiv({size}, {tile})" for size, tile in grid)
+    tiles = (
+        " * ".join(f"cdiv({size}, {tile})" for size, tile in grid) if slots is None else str(slots)
+    )
     elements = {"f32": rows * splits * cols, "i32": rows}
     return {
         name: Workspace(
@@ -67,7 +71,7 @@ class Kernel:
         previous: Kernel | None = None,
         persistent: bool = False,
         check: str | None = None,
-        split_k: tuple[int, tuple[int, int]] | None = None,
+        split_k: tuple[int, tuple[int, int], int | None] | None = None,
         check_config: Mapping[str, Any] | None = None,
         allow_spills: bool = False,
     ):
@@ -84,7 +88,8 @@ class Kernel:
         #: and what that check reads of the kernel (written into their config).
         self.check = check
         self.check_config = dict(check_config or {})
-        #: (splits, partial tile shape) of a split-K kernel, whose grid has an
+        #: (splits, partial tile shape, slots) of a kernel that hands partial
+        #: sums over (kb.split_k.workspace); without slots its grid has an
         #: axis of `splits` blocks after the tile axes.
         self.split_k = split_k
         self.unroll = unroll
@@ -226,10 +231,11 @@ class CompiledKernel:
         grid_axes: tuple[tuple[str, int] | int, ...] = grid
         workspaces = None
         if self.kernel.split_k is not None:
-            splits, tile_shape = self.kernel.split_k
+            splits, tile_shape, slots = self.kernel.split_k
             config["splits"] = splits
-            grid_axes = (*grid, splits)
-            workspaces = split_k_workspaces(info, grid, splits, tile_shape)
+            if slots is None:
+                grid_axes = (*grid, splits)
+            workspaces = split_k_workspaces(info, grid, splits, tile_shape, slots)
         config.update(self.kernel.check_config)
         out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="wsc-"))
         return write_artifact(

@@ -990,7 +990,7 @@ class KernelBuilder:
                 raise BuildError(
                     "the split_k.workspace never receives a partial sum (split_k.store)", where
                 )
-            split_k = (workspace.splits, workspace.tile_shape)
+            split_k = (workspace.splits, workspace.tile_shape, workspace.slots)
         kernel = Kernel(
             self.module,
             self.context,

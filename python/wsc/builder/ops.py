@@ -271,30 +271,42 @@ class SplitKOps:
             ...                                    # the epilogue
 
     `row` is the output tile's index among the grid's tiles times the tile's
-    rows: the workspace holds one partial tile per split and output tile."""
+    rows: the workspace holds one partial tile per split and output tile.
+    With `slots` = S it holds S such sets of partial tiles instead, and `row`
+    is a slot's index times the tile's rows: blocks of a persistent grid that
+    share a tile hand over through the slot they choose (stream-K: one per
+    boundary between two blocks' shares of the K tiles), and the grid gains
+    no axis."""
 
     def __init__(self, builder: KernelBuilder):
         self._kb = builder
 
-    def workspace(self, splits: int) -> SplitKWorkspace:
+    def workspace(self, splits: int, slots: int | None = None) -> SplitKWorkspace:
         """The kernel's split-K workspace, two kernel arguments after those
-        declared so far; the grid gains an axis of `splits` blocks."""
+        declared so far; without `slots` the grid gains an axis of `splits`
+        blocks."""
         kb = self._kb
         where = caller()
         if isinstance(splits, bool) or not isinstance(splits, int) or splits < 2:
             raise BuildError(
                 f"split_k.workspace: splits must be an int >= 2, got {splits!r}", where
             )
+        if slots is not None and (
+            isinstance(slots, bool) or not isinstance(slots, int) or slots < 1
+        ):
+            raise BuildError(
+                f"split_k.workspace: slots must be None or an int >= 1, got {slots!r}", where
+            )
         if kb._workspace is not None:
             raise BuildError("split_k.workspace: the kernel already has one", where)
-        if len(kb.grid) > 2:
+        if slots is None and len(kb.grid) > 2:
             raise BuildError(
                 "split_k.workspace: the splits take a grid axis, and the grid has three already",
                 where,
             )
         kb._require_top_level("split_k.workspace", "it declares kernel arguments")
         kb._workspace = SplitKWorkspace(
-            kb, kb._argument("f32", 1, where), kb._argument("i32", 1, where), splits
+            kb, kb._argument("f32", 1, where), kb._argument("i32", 1, where), splits, slots
         )
         return kb._workspace
 

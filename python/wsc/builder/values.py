@@ -348,7 +348,8 @@ class BarrierRef:
 class SplitKWorkspace:
     """The global memory through which a split-K kernel's blocks hand partial
     sums over: two kernel arguments, the f32 partial sums and the i32 arrival
-    counters (all zero at launch), and the number of splits of K."""
+    counters (all zero at launch), the number of splits of K, and the number
+    of slots of `splits` partial tiles (None: one per output tile)."""
 
     def __init__(
         self,
@@ -356,11 +357,13 @@ class SplitKWorkspace:
         partials: GlobalTensor,
         counters: GlobalTensor,
         splits: int,
+        slots: int | None = None,
     ):
         self._builder = builder
         self.partials = partials
         self.counters = counters
         self.splits = splits
+        self.slots = slots
         #: The register tile shape its partial sums have (set by the first store).
         self.tile_shape: tuple[int, int] | None = None
 

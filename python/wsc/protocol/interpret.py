@@ -455,17 +455,8 @@ class _Compiler:
             "arith.extui",
         ):
             return _Compute(op, self._arith(op), args, results[0])
-        if name in ("gpu.block_id", "wsc.cluster_rank"):
-            # One cluster (one block without clusters): block x is the rank.
-            slot = results[0]
-
-            def act(process, frame):
-                frame[slot] = process.cta
-
-            return _Effect(op, act)
-        if name == "gpu.grid_dim":  # one cluster: a persistent kernel's first does every tile
-            ctas = cluster_size(self.kernel)
-            return _Compute(op, lambda: ctas, [], results[0])
+        if name in ("gpu.block_id", "wsc.cluster_rank", "gpu.grid_dim"):
+            return self._block_index(op, results[0])
         if name == "memref.dim":
             return self._dim(op, results)
         if name == "scf.for":
@@ -527,6 +518,26 @@ class _Compiler:
         bounds = [self.slot(v) for v in (loop.lowerBound, loop.upperBound, loop.step)]
         inits = [self.slot(v) for v in loop.initArgs]
         return _For(op, bounds, inits, iv, iter_args, body, yields, results)
+
+    def _block_index(self, op, slot):
+        """gpu.block_id, wsc.cluster_rank or gpu.grid_dim of the simulated
+        cluster (a block without clusters) of the simulation's grid along x;
+        along y and z the grid is one cluster, and block 0 (split 0 of a
+        split-K grid) is simulated."""
+        ctas = cluster_size(self.kernel)
+        along_x = op.name != "wsc.cluster_rank" and str(op.attributes["dimension"]) == "#gpu<dim x>"
+        if op.name == "gpu.grid_dim":
+
+            def act(process, frame):
+                frame[slot] = ctas * (process.simulation.clusters if along_x else 1)
+
+        else:
+
+            def act(process, frame):
+                cluster = process.simulation.cluster if along_x else 0
+                frame[slot] = cluster * ctas + process.cta
+
+        return _Effect(op, act)
 
     def _if(self, op, context, results):
         condition = defining_op(op.opview.condition)

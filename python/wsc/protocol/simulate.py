@@ -63,10 +63,10 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
         kernel = compile_kernel(kernel_op)
         last = max_k_tiles or 3 * kernel.num_stages + 1
         arrivals = (False, True) if kernel.split_k else (True,)
-        for tile_extent in (1, 2) if kernel.persistent else (1,):
+        for tile_extent, grid in _GRIDS if kernel.persistent else ((1, (0, 1)),):
             for count in [k_tiles] if k_tiles else range(1, last + 1):
                 runs = (
-                    _simulate(kernel, count, tile_extent, schedule, arrives_last)
+                    _simulate(kernel, count, tile_extent, schedule, arrives_last, grid)
                     for schedule in _SCHEDULES
                     for arrives_last in arrivals
                 )
@@ -80,7 +80,15 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
                         count,
                         kernel.num_stages,
                         tile_extent**2,
+                        grid,
                     )
+
+
+#: A persistent kernel's runs: (tiles along M and along N, (the simulated
+#: cluster, clusters in the grid)). The grid of three for four tiles puts
+#: the simulated block's share of the work mid-way (a stream-K block then
+#: hands tiles over at both ends); it never exceeds the tiles, as no launch does.
+_GRIDS = ((1, (0, 1)), (2, (0, 1)), (2, (1, 3)))
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,11 @@ class _Simulation:
         tile_extent: int,
         schedule: _Schedule,
         arrives_last: bool = True,
+        grid: tuple[int, int] = (0, 1),
     ):
         self.kernel, self.schedule = kernel, schedule
+        #: (the simulated cluster, the grid's clusters) along x.
+        self.cluster, self.clusters = grid
         #: Whether this block's wsc.partial_arrives are the last of their splits.
         self.arrives_last = arrives_last
         self.k_extent = k_tiles * kernel.block_k
@@ -672,10 +683,15 @@ def _stuck_with_part_of_its_arrivals(pause: object) -> bool:
 
 
 def _simulate(
-    kernel: Kernel, k_tiles: int, tile_extent: int, schedule: _Schedule, arrives_last: bool
+    kernel: Kernel,
+    k_tiles: int,
+    tile_extent: int,
+    schedule: _Schedule,
+    arrives_last: bool,
+    grid: tuple[int, int],
 ) -> Violation | None:
     try:
-        _Simulation(kernel, k_tiles, tile_extent, schedule, arrives_last).run()
+        _Simulation(kernel, k_tiles, tile_extent, schedule, arrives_last, grid).run()
     except Violation as violation:
         return violation
     return None

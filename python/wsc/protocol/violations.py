@@ -50,8 +50,8 @@ DIAGNOSIS_ORDER = (
 
 class ProtocolViolation(PassError):
     """A synchronisation bug, located at the offending op; the message ends
-    with the K extent, ring size and (when more than one) output tiles per
-    block it shows up at."""
+    with the K extent, ring size and (when more than one) output tiles and
+    blocks it shows up at."""
 
     def __init__(
         self,
@@ -61,9 +61,13 @@ class ProtocolViolation(PassError):
         k_tiles: int,
         num_stages: int,
         tiles: int = 1,
+        grid: tuple[int, int] = (0, 1),
     ):
         where = f"k_tiles = {k_tiles}, num_stages = {num_stages}"
-        if tiles > 1:
+        cluster, clusters = grid
+        if clusters > 1:
+            where += f", {tiles} output tiles over {clusters} blocks, as block {cluster}"
+        elif tiles > 1:
             where += f", {tiles} output tiles per block"
         super().__init__(location, f"{message} ({where})")
         self.kind = kind

@@ -17,6 +17,9 @@ WARPGROUP_SIZE = 128
 MAX_BLOCK_THREADS = 1024
 #: Blocks per cluster a launch may ask for without opting in to more.
 MAX_PORTABLE_CLUSTER = 8
+#: SMs of a full GH100 die: no Hopper part has more (the H100 SXM and H200 enable
+#: 132), so a persistent grid capped at the SM count never has more blocks.
+MAX_SMS = 144
 
 #: 32-bit registers of an SM, and the most one thread may use.
 REGISTER_FILE = 65536

@@ -47,6 +47,20 @@ order, so the result is the same bits on every run, and stores the tile.
 For problems whose tiles leave most SMs idle (small M); not persistent, not
 in clusters.
 
+With `stream_k` (persistent) the blocks share the work by K tiles instead
+of by tiles: of the T = tiles * k_tiles K tiles, in tile order, block c of G
+sums [c * T / G, (c + 1) * T / G), so every block has the same work however
+many tiles there are (448 tiles of 128x256 on 132 SMs leave the fourth wave
+61 % empty). The tile loop walks the tiles that range touches, each over the
+K tiles of it in the range. G <= tiles (the grid is capped at the tile
+count), so a share spans at least one tile's K tiles and a tile is shared by
+at most two blocks: the one that ends in it sums its first K tiles, the one
+that starts in it the rest. Both store their partial sums through the
+split-K workspace in the slot of the boundary between them (block c's start
+is boundary c), as splits 0 and 1, and the later to arrive adds them in that
+order and stores the tile: the same bits every run on one GPU (G is its SM
+count).
+
 With `swap_ab` the WGMMA computes the tile's transpose, C^T = op(B)^T A^T:
 B's tile of BN rows is its A operand (read K-major for "nk", M-major for
 "kn") and A's tile of BM rows its B operand, so BM is the WGMMA's N (16 or 32
@@ -83,7 +97,10 @@ from wsc.builder import (
 from wsc.compiler import CompileResult, compile_module, write_artifact
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, check_tma_strides
 from wsc.kernels.matmul.epilogue import fused_epilogue
-from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE
+from wsc.target.hopper import MAX_SMS, WARP_SIZE, WARPGROUP_SIZE
+
+#: A stream-K tile's two shares: its first K tiles and the rest.
+STREAM_K_SPLITS = 2
 
 
 def _tile_counts(a: GlobalTensor, c: GlobalTensor, bm: int, bn: int) -> tuple[Scalar, Scalar]:
@@ -160,8 +177,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     # Declared next, so that they are "d" and "e" (MatmulProblem.epilogue_tensors).
     bias = kb.global_tensor(element, rank=1) if problem.bias else None
     residual = kb.global_tensor(element) if problem.residual else None
-    splits = config.split_k
-    workspace = kb.split_k.workspace(splits) if splits > 1 else None
+    partials = partial_sums(config)
+    workspace = kb.split_k.workspace(partials[0], partials[2]) if partials else None
     k_tiles = cdiv(a.shape[1], bk)
     sa = kb.shared_tensor(element, [stages, bm, bk])
     sb = kb.shared_tensor(element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn])
@@ -180,9 +197,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         units_m = cdiv(tiles_m, ctas)
         rank = kb.cluster_rank
 
-    def one_tile(unit: Scalar, tiles: TileLoop | None) -> None:
+    def one_tile(
+        unit: Scalar, tiles: TileLoop | None, share: tuple[Scalar, Scalar] | None = None
+    ) -> None:
         """Work unit `unit`'s K loop and its store; the loop continues the
-        ring position `tiles` carries, or starts the ring."""
+        ring position `tiles` carries, or starts the ring. With stream-K,
+        `share` is the block's [begin, end) of all tiles' K tiles."""
         tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
         if rank is not None:
             tile_row = tile_row * ctas + rank
@@ -190,9 +210,17 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         acc = kb.register_tensor(f32, list(acc_shape))
         first_k_tile: Scalar | int = 0
         my_k_tiles = k_tiles
-        if workspace is not None:
+        if share is not None:
+            begin, end = share
+            tile_start = unit * k_tiles
+            # The tile's K tiles in [begin, end), in unsigned arithmetic: only
+            # the first tile of the share starts after tile_start.
+            first_k_tile = begin - minimum(begin, tile_start)
+            my_k_tiles = minimum(end - tile_start, k_tiles) - first_k_tile
+        elif workspace is not None:
             # Split z sums K tiles [z * k_tiles / splits, (z + 1) * k_tiles / splits).
             split = kb.block_idx.z
+            splits = config.split_k
             first_k_tile = split * k_tiles // splits
             my_k_tiles = (split + 1) * k_tiles // splits - first_k_tile
         ring_loop = (
@@ -230,9 +258,25 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         if workspace is None:
             store_tile(acc, tile_m, tile_n)
             return
-        # The partial tile's rows in the workspace: the tile's number times
-        # the accumulator's rows.
-        row = unit * acc_shape[0]
+        if share is None:
+            # The partial tile's rows in the workspace: the tile's number
+            # times the accumulator's rows.
+            hand_over(acc, unit * acc_shape[0], split, tile_m, tile_n)
+            return
+        whole = (first_k_tile == 0) & (my_k_tiles == k_tiles)
+        with kb.if_(whole):
+            store_tile(acc, tile_m, tile_n)
+        with kb.if_(~whole):
+            # Split 1 (the tile's later K tiles) starts the block's share, at
+            # boundary block_x; split 0 ends it, at boundary block_x + 1.
+            later = minimum(first_k_tile, 1)
+            hand_over(acc, (block_x + 1 - later) * acc_shape[0], later, tile_m, tile_n)
+
+    def hand_over(
+        acc: RegisterTile, row: Scalar, split: Scalar, tile_m: Scalar, tile_n: Scalar
+    ) -> None:
+        """Store `acc` as split `split`'s partial sum at workspace row `row`;
+        the last split to arrive adds them all and stores the tile."""
         kb.split_k.store(workspace, acc, row, split)
         with kb.if_(kb.split_k.arrive(workspace, row)):
             kb.split_k.reduce(workspace, acc, row)
@@ -259,7 +303,18 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
 
     # In a cluster, a unit per cluster: block x / ctas.
     first_unit = block_x // ctas
-    if config.persistent:
+    if config.stream_k:
+        blocks, total = kb.grid_dim.x, units_m * tiles_n * k_tiles
+        begin, end = block_x * total // blocks, (block_x + 1) * total // blocks
+        for tiles in kb.tile_range(
+            begin // k_tiles,
+            (end - 1) // k_tiles + 1,
+            1,
+            stages=stages,
+            phase=CONSUMER_INITIAL_PHASE,
+        ):
+            one_tile(tiles.tile, tiles, (begin, end))
+    elif config.persistent:
         num_units = units_m * tiles_n
         step = kb.grid_dim.x // ctas
         for tiles in kb.tile_range(
@@ -276,6 +331,17 @@ def accumulator_shape(config: MatmulConfig) -> tuple[int, int]:
     """The register tile a block sums: C's tile, transposed with swap_ab."""
     tile = (config.block_m, config.block_n)
     return tile[::-1] if config.swap_ab else tile
+
+
+def partial_sums(config: MatmulConfig) -> tuple[int, tuple[int, int], int | None] | None:
+    """(splits, partial tile shape, slots) of the kernel's split-K workspace
+    (kb.split_k.workspace; slots None: one per output tile), or None."""
+    if config.stream_k:
+        # Boundaries between blocks: fewer than the SMs a grid is capped at.
+        return STREAM_K_SPLITS, accumulator_shape(config), MAX_SMS
+    if config.split_k > 1:
+        return config.split_k, accumulator_shape(config), None
+    return None
 
 
 # Compiling -------------------------------------------------------------------------------
@@ -358,6 +424,7 @@ def write_matmul_artifact(
     check_tma_strides(k, n, problem, config)
     tiles = (("m", config.block_m), ("n", config.block_n))
     splits = config.split_k
+    partials = partial_sums(config)
     return write_artifact(
         out_dir,
         result,
@@ -366,9 +433,5 @@ def write_matmul_artifact(
         {**config.as_dict(), **({"epilogue": problem.epilogue()} if problem.epilogue() else {})},
         persistent=config.persistent,
         check="matmul",
-        workspaces=(
-            split_k_workspaces(result.info, tiles, splits, accumulator_shape(config))
-            if splits > 1
-            else None
-        ),
+        workspaces=split_k_workspaces(result.info, tiles, *partials) if partials else None,
     )

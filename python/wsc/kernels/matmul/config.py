@@ -89,6 +89,11 @@ class MatmulConfig:
     #: axis z), the last to finish adding the partial sums in a fixed order
     #: (1: no split; see wsc.kernels.matmul.build).
     split_k: int = 1
+    #: A persistent block sums an equal share of all tiles' K tiles, taken in
+    #: tile order, so the last wave is as full as the others; a tile shared by
+    #: two blocks is handed over through the split-K workspace and added in a
+    #: fixed order (see wsc.kernels.matmul.build).
+    stream_k: bool = False
     #: The WGMMA computes C^T = B A^T: B's tile (block_n rows of N) is its A
     #: operand, A's tile (block_m rows of M) its B operand, and the tile is
     #: stored transposed. For small M, where block_m can then be 16 or 32
@@ -136,6 +141,14 @@ class MatmulConfig:
             raise ValueError(
                 "split_k > 1 launches a block per tile and split: it takes neither "
                 "persistent = True nor cluster_m = 2"
+            )
+        if self.stream_k and not (
+            self.persistent and self.cluster_m == 1 and not self.ping_pong and self.split_k == 1
+        ):
+            raise ValueError(
+                "stream_k = True shares K tiles between the blocks of a persistent grid: it "
+                "needs persistent = True and takes neither cluster_m = 2, ping_pong = True "
+                "nor split_k > 1"
             )
         if self.swap_ab and (self.staged_store or self.persistent or self.cluster_m > 1):
             raise ValueError(

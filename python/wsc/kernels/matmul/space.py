@@ -27,6 +27,7 @@ def matmul_kernel(
     coalesced_store: bool = False,
     cluster_m: int = 1,
     split_k: int = 1,
+    stream_k: bool = False,
     swap_ab: bool = False,
     bias: bool = False,
     activation: str | None = None,
@@ -38,7 +39,7 @@ def matmul_kernel(
 
     from wsc.builder import Kernel
     from wsc.dialect import make_context
-    from wsc.kernels.matmul.build import accumulator_shape, build_matmul
+    from wsc.kernels.matmul.build import build_matmul, partial_sums
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
     problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual)
@@ -56,6 +57,7 @@ def matmul_kernel(
         coalesced_store=coalesced_store,
         cluster_m=cluster_m,
         split_k=split_k,
+        stream_k=stream_k,
         swap_ab=swap_ab,
     )
     context = make_context()
@@ -70,7 +72,7 @@ def matmul_kernel(
         unroll=not persistent,
         persistent=persistent,
         check="matmul",
-        split_k=(split_k, accumulator_shape(config)) if split_k > 1 else None,
+        split_k=partial_sums(config),
         check_config={"epilogue": problem.epilogue()} if problem.epilogue() else None,
         # The tuner weighs a config's spills by its speed: they are not errors here.
         allow_spills=True,
@@ -126,22 +128,34 @@ _REGISTER_STORE = autotune(
         *_SPLIT_TILES,
     ],
 )(autotune("group_m", [0, 8])(matmul_kernel))
+#: Stream-K (see wsc.kernels.matmul.build): the persistent 128x256 tiles with
+#: every block summing the same share of K tiles, for tile counts just above a
+#: multiple of the SMs (M = 512, N = 28672: 448 tiles, 3.4 waves of 132).
+_STREAM_K_TILES = [
+    (128, 256, 2, "warpgroup", 3, in_flight, True, 1, 1, True) for in_flight in (1, 0)
+]
 _TMA_STORE = autotune(
-    _CLUSTERED_TILES,
+    _CLUSTERED_TILES + ", stream_k",
     [
-        (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
-        (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
-        (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
-        (256, 128, 2, "warpgroup", 3, 1, True, 1, 1),
-        (128, 256, 2, "warpgroup", 3, 1, True, 1, 2),
-        (128, 256, 2, "warpgroup", 3, 1, False, 1, 2),
-        (64, 128, 1, "warp", 6, 1, False, 1, 1),
-        (64, 256, 1, "warp", 4, 1, False, 1, 1),
-        (128, 128, 1, "warp", 4, 1, False, 1, 1),
-        # cuBLAS's tile at M = 512 on the H200 (nvjet 128x128, 6 stages, pairs).
-        (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
-        (128, 128, 2, "warpgroup", 6, 1, False, 1, 2),
-        *[(*tile, 1) for tile in _SPLIT_TILES],
+        *[
+            (*tile, False)
+            for tile in [
+                (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
+                (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
+                (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
+                (256, 128, 2, "warpgroup", 3, 1, True, 1, 1),
+                (128, 256, 2, "warpgroup", 3, 1, True, 1, 2),
+                (128, 256, 2, "warpgroup", 3, 1, False, 1, 2),
+                (64, 128, 1, "warp", 6, 1, False, 1, 1),
+                (64, 256, 1, "warp", 4, 1, False, 1, 1),
+                (128, 128, 1, "warp", 4, 1, False, 1, 1),
+                # cuBLAS's tile at M = 512 on the H200 (nvjet 128x128, 6 stages, pairs).
+                (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
+                (128, 128, 2, "warpgroup", 6, 1, False, 1, 2),
+                *[(*tile, 1) for tile in _SPLIT_TILES],
+            ]
+        ],
+        *_STREAM_K_TILES,
     ],
 )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
 _COALESCED_STORE = autotune(
@@ -225,7 +239,7 @@ DEFAULT_CONFIGS = {
     for layout in ("nk", "kn")
     for epilogue, config in (
         ("", _DEFAULT_REGISTER_STORE),
-        ("-tma", {**_DEFAULT_STAGED, "wgmma_in_flight": 1, "tma_store": True}),
+        ("-tma", {**_DEFAULT_STAGED, "wgmma_in_flight": 1, "tma_store": True, "stream_k": False}),
         ("-coalesced", {**_DEFAULT_STAGED, "wgmma_in_flight": 0, "coalesced_store": True}),
     )
 }
