@@ -246,6 +246,31 @@ irdl.dialect @wsc {
     irdl.attributes { "a_row" = %a_row, "b_layout" = %b_layout }
   }
 
+  // "wsc.wgmma_register_a"(%a, %sb, %stage, %acc) {b_layout = "nk"}
+  //   : (!wsc.acc<array<i64: 64, 64>, f16>, memref<2x64x64xf16, 3>, index,
+  //      !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  // acc += a * op(sb[stage]) with A an M x K register tile of f16 or bf16 in
+  // the accumulator's fragment layout (e.g. a wsc.cast of an accumulator),
+  // read from registers: its columns [16k, 16k + 16) are the A fragment of
+  // the k-th m64nNk16 step. op(B) as for wsc.wgmma; the accumulator is f32.
+  // Asynchronous: joins the open WGMMA group, and A's registers must not
+  // change until the group is waited for.
+  irdl.operation @wgmma_register_a {
+    %a_shape = irdl.base "#builtin.dense_array"
+    %a_element = irdl.any
+    %a = irdl.parametric @wsc::@acc<%a_shape, %a_element>
+    %b = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %acc = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.operands(a: %a, b: %b, stage: %stage, acc: %acc)
+    %nk = irdl.is "nk"
+    %kn = irdl.is "kn"
+    %b_layout = irdl.any_of(%nk, %kn)
+    irdl.attributes { "b_layout" = %b_layout }
+  }
+
   // Orders register accesses before the following WGMMAs (wgmma_fence).
   irdl.operation @wgmma_fence {
   }

@@ -96,7 +96,7 @@ def summarize(module: ir.Operation) -> str:
     for names, label in (
         (("scf.for",), "loops"),
         (("wsc.tma_load",), "tma copies"),
-        (("wsc.wgmma",), "wgmma"),
+        (("wsc.wgmma", "wsc.wgmma_register_a"), "wgmma"),
         (("wsc.mbarrier_wait",), "waits"),
         (("nvvm.wgmma.mma_async",), "wgmma.mma_async"),
     ):

@@ -355,6 +355,17 @@ def wgmma(
     return _create("wsc.wgmma", operands=[a, b, stage, acc], attributes=attributes)
 
 
+def wgmma_register_a(
+    a: ir.Value, b: ir.Value, stage: ir.Value, acc: ir.Value, b_layout: str = "nk"
+) -> ir.Operation:
+    """`wsc.wgmma_register_a`: acc += a (a register tile) * op(b[stage])."""
+    return _create(
+        "wsc.wgmma_register_a",
+        operands=[a, b, stage, acc],
+        attributes={"b_layout": ir.StringAttr.get(b_layout)},
+    )
+
+
 def wgmma_fence() -> ir.Operation:
     return _create("wsc.wgmma_fence")
 

@@ -323,6 +323,14 @@ class Wgmma(WscOp, name="wsc.wgmma"):
     a_transposed = Flag()
 
 
+class WgmmaRegisterA(WscOp, name="wsc.wgmma_register_a"):
+    a = Operand()
+    b = Operand()
+    stage = Operand()
+    acc = Operand()
+    b_layout = StrAttr()
+
+
 class WgmmaWaitGroup(WscOp, name="wsc.wgmma_wait_group"):
     pending = IntAttr()
 

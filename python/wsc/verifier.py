@@ -678,6 +678,39 @@ def _verify_wgmma(op: ir.Operation) -> None:
             op,
             f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
         )
+    _verify_warpgroup_issuer(op)
+
+
+def _verify_wgmma_register_a(op: ir.Operation) -> None:
+    wgmma = ops.WgmmaRegisterA(op)
+    (a_m, block_k), a_element = _verify_acc(op, wgmma.a.type)
+    b_shape = _verify_shared_buffer(op, wgmma.b.type, "B")
+    (m, n), element = _verify_acc(op, wgmma.acc.type)
+    b_element = str(ir.MemRefType(wgmma.b.type).element_type)
+    if a_element not in OPERAND_DTYPES or a_element != b_element:
+        _fail(
+            op,
+            f"A (registers) and B must be both f16 or both bf16, got {a_element} and {b_element}",
+        )
+    if element != "f32":
+        _fail(op, f"accumulator must be f32, got {element}")
+    if a_m != m:
+        _fail(op, f"A has {a_m} rows, the accumulator {m}")
+    if block_k % WGMMA_K:
+        _fail(op, f"A's {block_k} columns (K) are not a multiple of {WGMMA_K} (the WGMMA K)")
+    _verify_stage(op, wgmma.stage, b_shape[0])
+    layout = wgmma.b_layout
+    b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
+    if b_n != n or b_k != block_k:
+        _fail(
+            op,
+            f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
+        )
+    _verify_warpgroup_issuer(op)
+
+
+def _verify_warpgroup_issuer(op: ir.Operation) -> None:
+    """A WGMMA runs in one warpgroup, after a wsc.wgmma_fence."""
     role_op = enclosing_role(op)
     if role_op is not None:
         role = ops.Role(role_op)
@@ -685,7 +718,7 @@ def _verify_wgmma(op: ir.Operation) -> None:
         if begin % WARPGROUP_SIZE or count != WARPGROUP_SIZE:
             raise PassError(
                 op.location,
-                f"'wsc.wgmma' op must run in one warpgroup-aligned role "
+                f"'{op.name}' op must run in one warpgroup-aligned role "
                 f"(4 warps starting at a multiple of {WARPGROUP_SIZE} threads); "
                 f"its role covers threads [{begin}, {begin + count})",
                 notes=[(role_op.location, "role defined here")],
@@ -730,6 +763,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tma_store_wait": _verify_tma_store_wait,
     "wsc.store_shared": _verify_store_shared,
     "wsc.wgmma": _verify_wgmma,
+    "wsc.wgmma_register_a": _verify_wgmma_register_a,
     "wsc.wgmma_wait_group": _verify_wgmma_wait_group,
     "wsc.acc_alloc": _verify_acc_alloc,
     "wsc.cast": _verify_cast,

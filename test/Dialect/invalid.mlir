@@ -547,3 +547,57 @@ func.func @a_transposed_on_a_store(%c: memref<?x?xf16>) attributes {wsc.num_thre
   "wsc.store"(%acc, %c, %c0, %c0) {a_transposed} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf16>, index, index) -> ()
   return
 }
+// -----
+func.func @register_a_of_f32() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %a = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma_register_a' op A (registers) and B must be both f16 or both bf16, got f32 and f16}}
+  "wsc.wgmma_register_a"(%a, %sb, %c0, %acc) {b_layout = "nk"} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
+func.func @register_a_into_f16() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %a = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma_register_a' op accumulator must be f32, got f16}}
+  "wsc.wgmma_register_a"(%a, %sb, %c0, %acc) {b_layout = "nk"} : (!wsc.acc<array<i64: 64, 64>, f16>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f16>) -> ()
+  return
+}
+// -----
+func.func @register_a_rows() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %a = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f16>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma_register_a' op A has 128 rows, the accumulator 64}}
+  "wsc.wgmma_register_a"(%a, %sb, %c0, %acc) {b_layout = "nk"} : (!wsc.acc<array<i64: 128, 64>, f16>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
+func.func @register_a_k_against_b() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %a = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f16>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma_register_a' op B stage tile 64x64 (kn) does not match N=64, K=128}}
+  "wsc.wgmma_register_a"(%a, %sb, %c0, %acc) {b_layout = "kn"} : (!wsc.acc<array<i64: 64, 128>, f16>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
+func.func @register_a_without_fence() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %a = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.wgmma_register_a' op needs a wsc.wgmma_fence before it in its block}}
+  "wsc.wgmma_register_a"(%a, %sb, %c0, %acc) {b_layout = "nk"} : (!wsc.acc<array<i64: 64, 64>, f16>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}

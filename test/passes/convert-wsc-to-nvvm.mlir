@@ -585,3 +585,30 @@ func.func @row_max(%c: memref<?x?xf32>, %r: memref<?x?xf32>)
   "wsc.store"(%m, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A WGMMA with A in registers: the 64x32 f16 tile (a cast of an f32 tile
+// loaded from global memory here) is two K steps of 16; each step takes four
+// i32 registers of element pairs, and B by descriptor (N-major: trans-b 1).
+// The NVVM op reads A only by descriptor, so the step is PTX in inline asm,
+// the accumulator tied in and out.
+// CHECK-LABEL: llvm.func @register_a
+// CHECK: llvm.bitcast %{{.*}} : vector<2xf16> to i32
+// CHECK-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// CHECK-NOT: wgmma.mma_async
+// CHECK: llvm.return
+func.func @register_a(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<1x32x64xf16, 3>
+  %loaded = "wsc.tile_load"(%x, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 32>, f32>
+  %p = "wsc.cast"(%loaded) : (!wsc.acc<array<i64: 64, 32>, f32>) -> !wsc.acc<array<i64: 64, 32>, f16>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma_register_a"(%p, %sb, %c0, %acc) {b_layout = "kn"} : (!wsc.acc<array<i64: 64, 32>, f16>, memref<1x32x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

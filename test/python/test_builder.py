@@ -137,7 +137,12 @@ def test_every_wsc_op_has_a_builder_method():
             kb.wgmma.commit_group()
             kb.wgmma.wait_group(0)
             kb.mbarrier.arrive(empty[it.stage])
-        kb.store_global(c, kb.cast(acc, f16), [kb.block_idx.x * 128, kb.block_idx.y * 64])
+        second = kb.register_tensor(f32, [128, 64])
+        kb.wgmma.fence()
+        kb.wgmma.mma(kb.cast(acc, f16), sb[0], second)  # A from registers
+        kb.wgmma.commit_group()
+        kb.wgmma.wait_group(0)
+        kb.store_global(c, kb.cast(second, f16), [kb.block_idx.x * 128, kb.block_idx.y * 64])
         kb.store_shared(sc[0], kb.cast(acc, f16))
         kb.fence_proxy_async()
         kb.sync()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from wsc import dialect
-from wsc.builder.errors import BuildError, BuildTypeError, caller, expect
+from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation, caller, expect
 from wsc.builder.values import (
     BarrierRef,
     Barriers,
@@ -17,6 +17,7 @@ from wsc.builder.values import (
     RegisterTile,
     SharedTile,
     SplitKWorkspace,
+    f32,
 )
 
 if TYPE_CHECKING:
@@ -193,14 +194,22 @@ class WgmmaOps:
         with self._kb._at():
             dialect.wgmma_fence()
 
-    def mma(self, a: SharedTile, b: SharedTile, acc: RegisterTile) -> None:
+    def mma(self, a: SharedTile | RegisterTile, b: SharedTile, acc: RegisterTile) -> None:
         """acc += a @ b, asynchronously, in the open WGMMA group. `a` is [M, K]
         (rows of A's stage), or `sa[stage].transpose()` for a stage stored
-        [K, M]; `b` is a [K, N] stage, or `sb[stage].transpose()` for a stage
-        stored [N, K]."""
+        [K, M], or an f16/bf16 register tile of M x K (e.g. `kb.cast(acc1,
+        f16)`: read from registers, not shared memory; it must stay unchanged
+        until the group is waited for); `b` is a [K, N] stage, or
+        `sb[stage].transpose()` for a stage stored [N, K]."""
         kb = self._kb
         where = caller()
-        expect(a, SharedTile, "wgmma.mma a", "a stage of a shared tensor, e.g. sa[stage]")
+        if not isinstance(a, RegisterTile):
+            expect(
+                a,
+                SharedTile,
+                "wgmma.mma a",
+                "a stage of a shared tensor, e.g. sa[stage], or a 16-bit register tile",
+            )
         expect(
             b,
             SharedTile,
@@ -215,6 +224,9 @@ class WgmmaOps:
             raise BuildError(
                 "wgmma.mma: B is a whole stage tile; only A's rows can be sliced", where
             )
+        if isinstance(a, RegisterTile):
+            self._mma_register_a(a, b, acc, where)
+            return
         if a.dtype != b.dtype:
             raise BuildTypeError(f"wgmma.mma: A is {a.dtype} but B is {b.dtype}", where)
         a_m, a_k = (a.cols, a.rows) if a.transposed else (a.rows, a.cols)
@@ -239,6 +251,35 @@ class WgmmaOps:
                 a.row,
                 "nk" if b.transposed else "kn",
                 a_transposed=a.transposed,
+            )
+
+    def _mma_register_a(
+        self, a: RegisterTile, b: SharedTile, acc: RegisterTile, where: SourceLocation
+    ) -> None:
+        kb = self._kb
+        kb._own(a, "wgmma.mma")
+        if a.dtype != b.dtype:
+            raise BuildTypeError(
+                f"wgmma.mma: A (registers) is {a.dtype} but B is {b.dtype}; cast A "
+                f"to B's dtype (kb.cast)",
+                where,
+            )
+        if acc.dtype != f32:
+            raise BuildTypeError(
+                f"wgmma.mma: with A in registers the accumulator is f32, got {acc.dtype}", where
+            )
+        b_k, b_n = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
+        (a_m, a_k), (m, n) = a.shape, acc.shape
+        if a_m != m or b_n != n or a_k != b_k:
+            b_layout = "[N, K] stage, transposed" if b.transposed else "[K, N] stage"
+            raise BuildError(
+                f"wgmma.mma: shapes do not chain: A is [{a_m}, {a_k}] (registers), B is "
+                f"[{b_k}, {b_n}] (a {b_layout}), acc is [{m}, {n}]",
+                where,
+            )
+        with kb._at(where):
+            dialect.wgmma_register_a(
+                a.value, b.ring.value, b.stage, acc.value, "nk" if b.transposed else "kn"
             )
 
     def commit_group(self) -> None:

@@ -553,6 +553,42 @@ def wgmma_mma_async(
     ).result
 
 
+def pack_pair(first: ir.Value, second: ir.Value) -> ir.Value:
+    """Two 16-bit floats as one i32 register, `first` in the low half (the
+    order of a WGMMA A fragment's element pairs)."""
+    pair = undef(ir.VectorType.get([2], first.type))
+    pair = insertelement(insertelement(pair, first, 0), second, 1)
+    return llvm.BitcastOp(i32(), pair).result
+
+
+def wgmma_register_a(
+    accumulator: ir.Value,
+    a_registers: Sequence[ir.Value],
+    desc_b: ir.Value,
+    n: int,
+    input_type: str,
+    b_k_major: bool,
+) -> ir.Value:
+    """D += A * B for one m64nNk16 with A's fragment in four i32 registers
+    (element pairs, `pack_pair`) and B by descriptor, K-major or N-major; D
+    is a struct of N/2 f32. The NVVM op takes A only by descriptor, so this
+    is the PTX itself, D tied in and out."""
+    count = n // 2
+    f32 = float_type("f32")
+    d = ", ".join(f"${i}" for i in range(count))
+    a = ", ".join(f"${2 * count + q}" for q in range(4))
+    text = (
+        "{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input_type}.{input_type} "
+        f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1, {0 if b_k_major else 1}; }}"
+    )
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["r"] * 4 + ["l"])
+    values = [extractvalue(accumulator, i, f32) for i in range(count)]
+    result = inline_asm(text, constraints, [*values, *a_registers, desc_b], accumulator.type)
+    assert result is not None
+    return result
+
+
 # Split-K hand-off through global memory ----------------------------------------
 
 

@@ -15,6 +15,12 @@ repeated over N/8 column blocks and 4 warps.
 A register tile (`!wsc.acc<[M, N], T>`) of M = 64*s rows is s such m64nN
 fragments ("sub-tiles") stacked along M: sub-tile i covers rows [64*i, 64*i+64).
 Flat register index of (i, r): i * (N/2) + r.
+
+The same layout, read as columns [16k, 16k + 16), is the A operand fragment
+of an m64nNk16 WGMMA with A in registers (PTX ISA, matrix A of wgmma in
+registers: a0, a1 in row l/4, a2, a3 eight rows down, a4..a7 the same eight
+columns further): a 16-bit tile of an accumulator's shape feeds the next
+WGMMA without going through shared memory (`a_operand_registers`).
 """
 
 from __future__ import annotations
@@ -96,3 +102,12 @@ class AccumulatorFragment:
         quad, c = divmod(cc, 2)
         lane = 4 * group + quad
         return WARP_SIZE * warp + lane, subtile, 4 * j + 2 * h + c
+
+
+def a_operand_registers(step: int) -> list[tuple[int, int]]:
+    """The register pairs of a sub-tile that form the A operand of WGMMA K
+    step `step` (columns [16 step, 16 step + 16)), in the order of its four
+    32-bit A registers: 8-column blocks 2 step and 2 step + 1, each the pair
+    of row l/4 and the pair of row l/4 + 8."""
+    first = 8 * step
+    return [(first + 2 * q, first + 2 * q + 1) for q in range(4)]

@@ -67,7 +67,7 @@ from wsc import ops
 from wsc.codegen import emit as E
 from wsc.codegen.debug import DebugEmitter
 from wsc.codegen.descriptors import OperandDescriptors
-from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment
+from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment, a_operand_registers
 from wsc.codegen.info import tensor_name
 from wsc.codegen.layout import (
     BufferSlot,
@@ -141,7 +141,7 @@ class DeferredTile:
 
 
 #: Ops that write a register tile in place (the accumulator).
-_TILE_WRITERS = ("wsc.wgmma", "wsc.partial_reduce")
+_TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce")
 
 
 def _pair_type(element: str) -> ir.Type:
@@ -551,6 +551,32 @@ class KernelLowering(KernelPlan):
                     k_major_a,
                     k_major_b,
                     acc_slot.element,
+                )
+        for i, value in enumerate(values):
+            E.store(value, acc_slot.subtile_address(i))
+
+    def _lower_wgmma_register_a(self, op):
+        wgmma = ops.WgmmaRegisterA(op)
+        a_tile = self.slots[wgmma.a]
+        b_slot = self.buffers[defining_op(wgmma.b)]
+        k_major_b = wgmma.b_layout == "nk"
+        b_desc = OperandDescriptors(b_slot.tile, k_major=k_major_b)
+        acc_slot = self.slots[wgmma.acc]
+        fragment = acc_slot.fragment
+        input_type = str(ir.MemRefType(wgmma.b.type).element_type)
+        b_base = self._descriptor_base(b_slot, wgmma.stage, b_desc)
+        values = [
+            E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)
+        ]
+        for k in range(b_desc.k_steps):
+            b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
+            for i in range(fragment.subtiles):
+                a_registers = [
+                    E.pack_pair(a_tile.load_element(i, low), a_tile.load_element(i, high))
+                    for low, high in a_operand_registers(k)
+                ]
+                values[i] = E.wgmma_register_a(
+                    values[i], a_registers, b_value, fragment.cols, input_type, k_major_b
                 )
         for i, value in enumerate(values):
             E.store(value, acc_slot.subtile_address(i))

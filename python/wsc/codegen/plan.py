@@ -231,13 +231,14 @@ class KernelPlan:
                 "wsc.tma_store",
                 "wsc.coalesced_store",
                 "wsc.wgmma",
+                "wsc.wgmma_register_a",
                 "wsc.mbarrier_arrive",
                 "wsc.mbarrier_arrive_expect_tx",
                 "wsc.mbarrier_wait",
             ):
                 self._check_sources(op)
-                if name == "wsc.wgmma":
-                    acc = ops.Wgmma(op).acc
+                if name in ("wsc.wgmma", "wsc.wgmma_register_a"):
+                    acc = op.operands[ops.operand_number(name, "acc")]
                     self._check_wgmma_registers(op, acc)
                     self.wgmma_accumulators.add(acc)
                     owner = self._enclosing_role(defining_op(acc))
@@ -380,6 +381,7 @@ class KernelPlan:
             ("wsc.tma_load", "dst"),
             ("wsc.wgmma", "a"),
             ("wsc.wgmma", "b"),
+            ("wsc.wgmma_register_a", "b"),
             ("wsc.tma_store", "src"),
             ("wsc.coalesced_store", "src"),
             ("wsc.store_shared", "dst"),
@@ -399,6 +401,7 @@ class KernelPlan:
             "wsc.tma_store": {"src": "wsc.alloc_shared"},
             "wsc.coalesced_store": {"src": "wsc.alloc_shared"},
             "wsc.wgmma": {"a": "wsc.alloc_shared", "b": "wsc.alloc_shared", "acc": "wsc.acc_alloc"},
+            "wsc.wgmma_register_a": {"b": "wsc.alloc_shared", "acc": "wsc.acc_alloc"},
             "wsc.mbarrier_arrive": {"barriers": "wsc.mbarrier_alloc"},
             "wsc.mbarrier_arrive_expect_tx": {"barriers": "wsc.mbarrier_alloc"},
             "wsc.mbarrier_wait": {"barriers": "wsc.mbarrier_alloc"},
@@ -679,6 +682,38 @@ class KernelPlan:
                     classes.union(nodes[0], node)
                     labels.setdefault(node, label)
             matmul = matmul or bool(a_tensors and b_tensors and c_tensors)
+        # A WGMMA reading A from registers (a tile made from an earlier
+        # WGMMA's accumulator) has that WGMMA's rows, and its K is that one's N.
+        for op in self.ops:
+            if op.name != "wsc.wgmma_register_a":
+                continue
+            second = ops.WgmmaRegisterA(op)
+            first = self._source_wgmma(second.a)
+            if first is None:
+                continue
+            a_tensors = loads_into.get(defining_op(first.a), set())
+            b1_tensors = loads_into.get(defining_op(first.b), set())
+            b2_tensors = loads_into.get(defining_op(second.b), set())
+            c_tensors = self._stored_tensors(second.acc)
+            a_m = 1 if first.a_transposed else 0
+            b1_n = 1 if first.b_layout == "kn" else 0
+            b2_k, b2_n = (0, 1) if second.b_layout == "kn" else (1, 0)
+            for label, nodes in (
+                (
+                    "m",
+                    [(t, a_m) for t in a_tensors] + [(t, int(tr)) for t, tr in c_tensors.items()],
+                ),
+                ("n", [(t, b1_n) for t in b1_tensors] + [(t, b2_k) for t in b2_tensors]),
+                (
+                    None,
+                    [(t, b2_n) for t in b2_tensors] + [(t, 1 - tr) for t, tr in c_tensors.items()],
+                ),
+            ):
+                for node in nodes:
+                    classes.union(nodes[0], node)
+                    if label is not None:
+                        labels.setdefault(node, label)
+            matmul = matmul or bool(a_tensors and c_tensors)
         # A tile read from global memory and stored with the result has its sizes.
         for op in self.ops:
             if op.name not in ops.TILE_LOADS:
@@ -772,6 +807,26 @@ class KernelPlan:
         for position in sorted(self.store_args | self.load_args):
             if len(memref_shape(self.args[position].type) or ()) == 2:
                 self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
+
+    @staticmethod
+    def _source_wgmma(tile: ir.Value) -> ops.Wgmma | None:
+        """The wsc.wgmma whose accumulator `tile` is computed from through
+        register-tile maps (e.g. a wsc.cast of it), if one is."""
+        pending, seen = [tile], set()
+        while pending:
+            value = pending.pop()
+            source = defining_op(value)
+            if source is None or source in seen:
+                continue
+            seen.add(source)
+            if source.name == "wsc.acc_alloc":
+                for use in value.uses:
+                    owner = use_owner(use)
+                    if owner.name == "wsc.wgmma" and ops.Wgmma(owner).acc == value:
+                        return ops.Wgmma(owner)
+            elif source.name in ops.TILE_MAPS:
+                pending.extend(source.operands)
+        return None
 
     def _stored_tensors(self, acc: ir.Value) -> dict[int, bool]:
         """The tensors `acc` ends up in, each with whether it is stored

@@ -64,9 +64,12 @@ What is checked, each reported at the op that commits it (kind in brackets):
   [phase-overrun]       a phase completes while a waiter for the previous one
                         has not returned (its wait then misses that phase);
   [under-arrival]       at the end, a phase left with part of its arrivals;
-  [deadlock]            every process blocked and no copy in flight: the wait
-                        blamed is one on a barrier stuck with part of its
-                        arrivals, else the one that blocked last (it closed
+  [deadlock]            every process blocked and no copy in flight: blamed
+                        on the copies of a phase no expect_tx opened (they
+                        landed, the arrival it needs never comes), else on a
+                        wait on barriers no op of the kernel arrives on, else
+                        on a wait on a barrier stuck with part of its
+                        arrivals, else on the one that blocked last (it closed
                         the cycle: the others waited while it could still run);
   [missing-drain]       a producer (a process issuing copies) exits before its
                         waits have seen every release of the barriers other

@@ -82,6 +82,9 @@ class Kernel:
     #: Hands partial sums over (wsc.partial_arrive): simulated both as the
     #: last split to arrive and as an earlier one.
     split_k: bool = False
+    #: The barrier arrays some op arrives on (wsc.mbarrier_arrive or
+    #: wsc.mbarrier_arrive_expect_tx): a wait on any other never returns.
+    arrived_on: frozenset = frozenset()
 
 
 def _int_width(type_: ir.Type) -> int:
@@ -263,6 +266,7 @@ class _Compiler:
         self.copy_issuers: set = set()
         self.waits: dict = {}  # owner -> barrier specs waited on
         self.releases: dict = {}  # owner -> barrier specs arrived on (plain arrive)
+        self.arrived_on: set = set()  # barrier specs any op arrives on
         self._survey(kernel)
 
     # -- what the kernel contains, before any node is built
@@ -290,6 +294,10 @@ class _Compiler:
                 operand_names.setdefault(wgmma.b, "B")
                 k_dims[wgmma.a] = 0 if wgmma.a_transposed else 1
                 k_dims[wgmma.b] = 1 if wgmma.b_layout == "nk" else 0
+            elif op.name == "wsc.wgmma_register_a":
+                register_a = ops.WgmmaRegisterA(op)
+                operand_names.setdefault(register_a.b, "B")
+                k_dims[register_a.b] = 1 if register_a.b_layout == "nk" else 0
         for op in kernel_ops:
             if op.name == "wsc.store_shared":
                 operand_names.setdefault(ops.StoreShared(op).dst, "C staging")
@@ -422,6 +430,7 @@ class _Compiler:
             any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
             cluster_size(self.kernel),
             any(op.name == "wsc.partial_arrive" for op in walk(self.kernel)),
+            frozenset(self.arrived_on),
         )
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
@@ -707,9 +716,9 @@ class _Compiler:
 
     def _mbarrier_arrive(self, op, context):
         arrive = ops.MbarrierArrive(op)
-        self.releases.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, arrive.barriers)
-        )
+        spec = self._allocated(self.barriers, op, arrive.barriers)
+        self.releases.setdefault(context.role, set()).add(spec)
+        self.arrived_on.add(spec)
         barriers, stage = self.slot(arrive.barriers), self.slot(arrive.stage)
         elected = context.elected
         every_cta, per_warp = arrive.every_cta, arrive.per_warp
@@ -729,6 +738,7 @@ class _Compiler:
 
     def _mbarrier_arrive_expect_tx(self, op, context):
         arrive = ops.MbarrierArriveExpectTx(op)
+        self.arrived_on.add(self._allocated(self.barriers, op, arrive.barriers))
         barriers, stage = self.slot(arrive.barriers), self.slot(arrive.stage)
         tx_bytes = arrive.tx_bytes
 
@@ -776,7 +786,18 @@ class _Compiler:
         a, b, stage = (self.slot(v) for v in (wgmma.a, wgmma.b, wgmma.stage))
 
         def act(process, frame):
-            process.simulation.wgmma(process, op, frame[a], frame[b], frame[stage])
+            process.simulation.wgmma(process, op, (frame[a], frame[b]), frame[stage])
+
+        return _Effect(op, act)
+
+    def _wgmma_register_a(self, op, context):
+        wgmma = ops.WgmmaRegisterA(op)
+        ring = self._allocated(self.rings, op, wgmma.b)
+        self.readers.setdefault(ring, set()).add(context.role)
+        b, stage = self.slot(wgmma.b), self.slot(wgmma.stage)
+
+        def act(process, frame):
+            process.simulation.wgmma(process, op, (frame[b],), frame[stage])
 
         return _Effect(op, act)
 

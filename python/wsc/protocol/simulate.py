@@ -481,8 +481,9 @@ class _Simulation:
             f"stage {stage} is outside the {ring.spec.num_stages} stages of ring {ring.spec.name}",
         )
 
-    def wgmma(self, process, op, a: Ring, b: Ring, stage: int) -> None:
-        for ring in (a, b):
+    def wgmma(self, process, op, rings: tuple[Ring, ...], stage: int) -> None:
+        """A WGMMA of `process` reads `stage` of each of its operands' rings."""
+        for ring in rings:
             name = ring.spec.name
             if not 0 <= stage < ring.spec.num_stages:
                 raise self._ring_stage_out_of_range(op, ring, stage)
@@ -538,6 +539,39 @@ class _Simulation:
                     return barrier.tx_mismatch()
         return None
 
+    def _missing_arrival(self, waits: list[Process]) -> Violation | None:
+        """A blocked wait whose barrier no op of the kernel arrives on, or
+        whose copies landed in a phase no expect_tx opened: said in those
+        terms, at the op the author left something out before."""
+        for process in waits:
+            barrier = process.pause.barrier
+            if barrier.issued and barrier.arrived == 0 and barrier.last_expect_tx is None:
+                return Violation(
+                    DEADLOCK,
+                    barrier.last_copy,
+                    f"deadlock: these copies complete on {barrier.name}, but no "
+                    f"wsc.mbarrier_arrive_expect_tx on {barrier.name} comes before them: its "
+                    f"phase waits for {barrier.arrival_count} arrival(s) that never come, so "
+                    f"the {process.name}'s wait on it never returns",
+                )
+        for process in waits:
+            barrier = process.pause.barrier
+            spec = next(
+                array.spec
+                for arrays in self.arrays
+                for array in arrays.values()
+                if barrier in array.barriers
+            )
+            if spec not in self.kernel.arrived_on:
+                return Violation(
+                    DEADLOCK,
+                    process.pause.op,
+                    f"deadlock: this wait on {barrier.name} never returns: nothing in the "
+                    f"kernel arrives on {spec.name} (wsc.mbarrier_arrive), and its phases "
+                    f"complete only after {spec.arrival_count} arrivals",
+                )
+        return None
+
     def _deadlock(self) -> Violation:
         """Blame the wait that can never return: one on a barrier stuck with
         part of its arrivals if any, else the one that blocked last (before it
@@ -546,6 +580,9 @@ class _Simulation:
         if mismatch:
             return mismatch
         waits = [p for p in self.processes if isinstance(p.pause, Wait)]
+        missing = self._missing_arrival(waits)
+        if missing:
+            return missing
         stuck = [p for p in waits if _stuck_with_part_of_its_arrivals(p.pause)]
         blamed = max(
             stuck or waits or [p for p in self.processes if not p.finished],

@@ -1,0 +1,107 @@
+"""WGMMA with A read from registers (wsc.wgmma_register_a): an accumulator
+cast to f16 or bf16 feeds the next WGMMA without going through shared
+memory, the step of a back-to-back product (and of attention)."""
+
+import re
+
+import pytest
+
+from wsc.builder import BuildError, BuildTypeError, KernelBuilder, f16, f32
+from wsc.codegen import find_ptxas
+from wsc.codegen.fragments import AccumulatorFragment, a_operand_registers
+from wsc.runtime import load_artifact
+from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE, WGMMA_K
+
+
+def isa_a_element(thread: int, step: int, element: int) -> tuple[int, int]:
+    """(row, col) of element a<element> (0..7) of the A fragment of an
+    m64nNk16 WGMMA with A in registers, for K step `step` (PTX ISA, "Register
+    Fragments" of wgmma, matrix A): a0 and a1 in row l/4 at columns 2 (l%4)
+    and + 1, a2 and a3 eight rows down, a4..a7 the same eight columns on."""
+    warp, lane = divmod(thread, WARP_SIZE)
+    row = 16 * warp + lane // 4 + 8 * ((element // 2) % 2)
+    col = WGMMA_K * step + 2 * (lane % 4) + element % 2 + 8 * (element // 4)
+    return row, col
+
+
+@pytest.mark.parametrize("cols", [16, 64, 256])
+def test_a_tile_of_the_accumulator_layout_is_the_a_fragment(cols):
+    """Every thread's four A registers of every K step hold, low half then
+    high half, the elements the ISA puts in a0..a7."""
+    fragment = AccumulatorFragment(64, cols)
+    for thread in range(WARPGROUP_SIZE):
+        for step in range(cols // WGMMA_K):
+            held = [
+                fragment.coordinates(thread, 0, register)
+                for pair in a_operand_registers(step)
+                for register in pair
+            ]
+            assert held == [isa_a_element(thread, step, e) for e in range(8)]
+
+
+def back_to_back(second_a_dtype=f16, out_dtype=f32, value_cols: int = 64):
+    """O = (Q K^T) V for one 64-row block of Q: the first product's
+    accumulator, cast to f16, is the second WGMMA's A operand."""
+    kb = KernelBuilder("back_to_back", num_warps=4, grid=[("m", 64)])
+    q, k, v = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
+    o = kb.global_tensor(f32)
+    sq = kb.shared_tensor(f16, [1, 64, 64])
+    sk = kb.shared_tensor(f16, [1, 64, 64])
+    sv = kb.shared_tensor(f16, [1, 64, value_cols])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    kb.sync()
+    row = kb.block_idx.x * 64
+    with kb.single_thread():
+        kb.mbarrier.arrive_and_expect_tx(full[0], sq[0].nbytes + sk[0].nbytes + sv[0].nbytes)
+        kb.tma.global_to_shared(q, sq[0], [row, 0], mbarrier=full[0])
+        kb.tma.global_to_shared(k, sk[0], [0, 0], mbarrier=full[0])
+        kb.tma.global_to_shared(v, sv[0], [0, 0], mbarrier=full[0])
+    kb.mbarrier.wait(full[0], phase=False)
+    s = kb.register_tensor(f32, [64, 64])
+    kb.wgmma.fence()
+    kb.wgmma.mma(sq[0], sk[0].transpose(), s)
+    kb.wgmma.commit_group()
+    kb.wgmma.wait_group(0)
+    p = kb.cast(s, second_a_dtype) if second_a_dtype != f32 else s
+    out = kb.register_tensor(out_dtype, [64, 64])
+    kb.wgmma.fence()
+    kb.wgmma.mma(p, sv[0], out)  # the second product
+    kb.wgmma.commit_group()
+    kb.wgmma.wait_group(0)
+    kb.store_global(o, out, [row, 0])
+    return kb.finish()
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_a_back_to_back_product_assembles_and_names_its_sizes(tmp_path):
+    compiled = back_to_back().compile()
+    ptx = compiled.result.ptx
+    # The second product: four K steps of 16, each A in four 32-bit registers.
+    steps = re.findall(r"m64n64k16\.f32\.f16\.f16 \{[^}]*\}, \{(%r\d+, ){3}%r\d+\}", ptx)
+    assert len(steps) == 4
+    assert compiled.result.ptxas.spill_stores == 0
+    # Q [m, k], K [n, k], V [n, e] and O [m, e]: the second product's K is
+    # the first one's N, its rows the first one's.
+    directory = compiled.write_artifact(tmp_path, m=128, n=64, k=64, d_dim1=64)
+    artifact = load_artifact(directory)
+    shapes = {name: spec.dims for name, spec in artifact.tensors.items()}
+    assert shapes == {
+        "a": ("m", "k"),
+        "b": ("n", "k"),
+        "c": ("n", "d_dim1"),
+        "d": ("m", "d_dim1"),
+    }
+
+
+def test_register_a_mistakes_are_located():
+    def error(**options):
+        with pytest.raises((BuildError, BuildTypeError)) as caught:
+            back_to_back(**options)
+        return str(caught.value)
+
+    assert "A (registers) is f32 but B is f16; cast A to B's dtype" in error(second_a_dtype=f32)
+    assert "with A in registers the accumulator is f32, got f16" in error(out_dtype=f16)
+    assert (
+        "shapes do not chain: A is [64, 64] (registers), B is [64, 128] (a [K, N] stage), "
+        "acc is [64, 64]" in error(value_cols=128)
+    )
