@@ -53,7 +53,7 @@ def _print_ir(kernel: Kernel, dump_dir: Path) -> None:
 
 
 def _report_line(label: str, sizes: dict, report: dict) -> str:
-    shape = "x".join(str(sizes[d]) for d in ("m", "n", "k"))
+    shape = "x".join(str(value) for value in sizes.values())
     if "error" in report and report.get("rel_err") is None:
         return f"{label} {shape}: FAILED: {report['error']}"
     status = "ok" if report.get("ok") else "FAILED"
@@ -71,10 +71,12 @@ def run_example(
     build: Callable[..., Kernel],
     argv: list[str] | None = None,
     ragged: dict | None = None,
+    bench_sizes: Callable[[int], dict] | None = None,
 ) -> int:
     """Parse the example's command line, build with `build` (an @autotune'd
     function or a plain one) and do what the module docstring says; `ragged`
-    replaces RAGGED as the checked problem."""
+    replaces RAGGED as the checked problem, and `bench_sizes(--size)` the
+    timed one (M = N = K = --size) for a kernel of other sizes."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument(
         "--print-ir", action="store_true", help="print the IR as built and after each wsc pass"
@@ -89,7 +91,9 @@ def run_example(
 
     print(doc.strip().splitlines()[0], flush=True)
     out = Path(args.out or tempfile.mkdtemp(prefix="wsc-example-"))
-    bench = {"m": args.size, "n": args.size, "k": args.size}
+    bench = (
+        bench_sizes(args.size) if bench_sizes else {"m": args.size, "n": args.size, "k": args.size}
+    )
     gpu = not args.compile_only and hopper_gpu_visible()
     config = {}
     try:

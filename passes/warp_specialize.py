@@ -6,18 +6,25 @@ This is the tutorial's V2 -> V3 step done by the compiler.
 Contract
 --------
 Before: a kernel (func.func with `wsc.num_threads` = 128, one warpgroup, no
-roles) whose body is prologue ops, one `wsc.acc_alloc`, one K-tile `scf.for`
-and an epilogue; or, for a persistent kernel, prologue ops and a *tile loop*
-(an `scf.for` carrying exactly the ring's (stage, phase)) whose body is pure
-arith ops, the `wsc.acc_alloc`, the K loop starting at the tile loop's
-(stage, phase), the epilogue, and a yield of the K loop's results. The K loop
-carries exactly (stage, phase), advanced by one `wsc.ring_advance`; its body
-holds
+roles) whose body is prologue ops, one or more `wsc.acc_alloc`s (the
+accumulators, of the same rows), one K-tile `scf.for` and an epilogue; or,
+for a persistent kernel, prologue ops and a *tile loop* (an `scf.for`
+carrying exactly the ring's (stage, phase)) whose body is pure arith ops, the
+`wsc.acc_alloc`s, the K loop starting at the tile loop's (stage, phase), the
+epilogue, and a yield of the K loop's results. The K loop carries exactly
+(stage, phase), advanced by one `wsc.ring_advance`; its body holds
   - an `scf.if` guarded by `wsc.elect` with one `wsc.mbarrier_arrive_expect_tx`
     and the `wsc.tma_load`s of the tile, all completing on the *full* barriers
-    (arrival count 1), and nothing else but arith ops;
-  - `wsc.mbarrier_wait` on the full barriers, then `wsc.wgmma_fence`,
-    `wsc.wgmma`s, `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`;
+    (arrival count 1), and nothing else but arith ops: every tile a K step
+    loads shares one ring stage and one full barrier (one ring, whose stage
+    holds every operand of the step);
+  - `wsc.mbarrier_wait` on the full barriers, then one or more WGMMA groups:
+    `wsc.wgmma_fence`, `wsc.wgmma`s and `wsc.wgmma_register_a`s (A from a
+    register tile) accumulating into an accumulator or into a tile made by
+    a `wsc.acc_alloc` in the loop (a product of one K tile),
+    `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`; between
+    them register-tile math (`wsc.cast`, the ops of the epilogue below), e.g.
+    one product cast to f16 as the A operand of the next;
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
@@ -52,13 +59,15 @@ After: the same computation, specialized (the seed's V3, generalised):
   - num-consumer-groups consumer roles, warpgroup g on threads [128g, 128g+128),
     each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
-    B, waits for them (wait_group 0), then releases the stage by arriving on
-    empty[stage]; then it stores its rows (a split-K epilogue hands over
-    the partial sums of its rows, each group counting its own arrivals on
-    the counter of its first row; a staged epilogue's buffer gets
-    one stage of those rows per group, G x BM/G x BN, and each group
-    stages, syncs its own warps and stores from its stage);
-    with wgmma-in-flight = 1 it instead leaves the K tile's WGMMA group in
+    B, with every register tile of the loop made in its rows, waits for them
+    (wait_group 0), then releases the stage by arriving on empty[stage] after
+    the last WGMMA group of the K tile; then it stores its rows (a split-K
+    epilogue hands over the partial sums of its rows, each group counting
+    its own arrivals on the counter of its first row; a staged epilogue's
+    buffer gets one stage of those rows per group, G x BM/G x BN, and each
+    group stages, syncs its own warps and stores from its stage);
+    with wgmma-in-flight = 1 (for a K loop of one WGMMA group) it instead
+    leaves the K tile's WGMMA group in
     flight (wait_group 1, which retires the previous K tile's group) and
     releases the *previous* stage, (stage - 1) mod N, from the second K tile
     on; after the loop it waits for the last group (wait_group 0) and
@@ -153,9 +162,14 @@ _CONSUMER_OPS = (
     "wsc.mbarrier_wait",
     "wsc.wgmma_fence",
     "wsc.wgmma",
+    "wsc.wgmma_register_a",
     "wsc.wgmma_commit_group",
     "wsc.wgmma_wait_group",
+    "wsc.acc_alloc",
+    *ops.TILE_MAKERS,
 )
+#: The ops that accumulate into a register tile in the K loop.
+_ACCUMULATING = ("wsc.wgmma", "wsc.wgmma_register_a")
 _PURE_DIALECTS = ("arith.",)
 #: The epilogue's ops that name output rows (or a staging stage), which a
 #: consumer group rewrites to its own: its rows' global row, partial sums and
@@ -315,10 +329,16 @@ class _Specializer:
         self.prologue = block_ops[: block_ops.index(self.loop)]
         self.epilogue = block_ops[block_ops.index(self.loop) + 1 : -1]
 
-        accs = [op for op in self.prologue if op.name == "wsc.acc_alloc"]
-        if len(accs) != 1:
-            self._fail(kernel, f"expects one wsc.acc_alloc before the K loop, found {len(accs)}")
-        self.acc_alloc = accs[0]
+        self.accs = [op for op in self.prologue if op.name == "wsc.acc_alloc"]
+        if not self.accs:
+            self._fail(kernel, "expects a wsc.acc_alloc before the K loop, found none")
+        rows = {dialect.acc_type_parameters(op.result.type)[0][0] for op in self.accs}
+        if len(rows) != 1:
+            self._fail(
+                self.accs[1],
+                "every accumulator before the K loop must have the same rows (the "
+                "consumer groups split them)",
+            )
         self._match_loop()
         if self.tile_loop is not None:
             self._match_tile_loop(self.tile_loop)
@@ -409,12 +429,26 @@ class _Specializer:
             self._fail(
                 loop, "the K loop must wait once on the full barriers its copies complete on"
             )
-        self.wgmmas = [op for op in self.consumer_anchors if op.name == "wsc.wgmma"]
-        if not self.wgmmas:
+        wgmmas = [op for op in self.consumer_anchors if op.name in _ACCUMULATING]
+        if not wgmmas:
             self._fail(loop, "found no wsc.wgmma in the K loop")
-        for op in self.wgmmas:
-            if ops.Wgmma(op).acc != self.acc_alloc.result:
-                self._fail(op, "every wsc.wgmma must accumulate into the kernel's wsc.acc_alloc")
+        accumulators = {op.result for op in self.accs} | {
+            op.result for op in self.consumer_anchors if op.name == "wsc.acc_alloc"
+        }
+        for op in wgmmas:
+            if op.operands[ops.operand_number(op.name, "acc")] not in accumulators:
+                self._fail(
+                    op,
+                    f"every {op.name} must accumulate into a wsc.acc_alloc of the kernel "
+                    f"(before the K loop, or in it for a product of one K tile)",
+                )
+        groups = [op for op in self.consumer_anchors if op.name == "wsc.wgmma_commit_group"]
+        if self.options.wgmma_in_flight and len(groups) > 1:
+            self._fail(
+                groups[1],
+                f"wgmma-in-flight = {self.options.wgmma_in_flight} leaves a K tile's one WGMMA "
+                f"group in flight; this K loop commits {len(groups)}",
+            )
 
     def _match_copies(self, if_op: ir.Operation) -> None:
         guard = defining_op(if_op.opview.condition)
@@ -459,10 +493,10 @@ class _Specializer:
     def _match_epilogue_ops(self, epilogue: list[ir.Operation]) -> bool:
         """Check epilogue ops (those of a split-K guard's region too); whether
         they store a result."""
-        acc = self.acc_alloc.result
+        accumulators = {op.result for op in self.accs}
         stores = False
         for op in epilogue:
-            uses_acc = acc in operands_deep(op)
+            uses_acc = bool(accumulators & set(operands_deep(op)))
             if op.name in ("wsc.store", "wsc.store_shared"):
                 stores = True
                 if op.name == "wsc.store_shared":
@@ -513,7 +547,7 @@ class _Specializer:
         if self.staging is not None and buffer != self.staging:
             self._fail(op, "the epilogue stages the tile in more than one buffer")
         shape = ir.MemRefType(buffer.type).shape
-        acc_shape, _ = dialect.acc_type_parameters(self.acc_alloc.result.type)
+        acc_shape, _ = dialect.acc_type_parameters(ops.StoreShared(op).tile.type)
         if (
             alloc is None
             or alloc.name != "wsc.alloc_shared"
@@ -633,15 +667,14 @@ class _Specializer:
                 f"needs at least 2 stages: with {num_stages} the stage "
                 f"a WGMMA group still reads is the one released",
             )
-        acc_shape, acc_element = dialect.acc_type_parameters(self.acc_alloc.result.type)
-        block_m, block_n = acc_shape
+        (block_m, block_n), _ = dialect.acc_type_parameters(self.accs[0].result.type)
         self.ping_pong = self.options.ping_pong
         if self.ping_pong:
             self._check_ping_pong(groups)
         group_rows = block_m if self.ping_pong else block_m // groups
         if group_rows % 64:
             self._fail(
-                self.acc_alloc,
+                self.accs[0],
                 f"a {block_m}-row tile cannot be split over {groups} "
                 f"consumer warpgroups in multiples of 64 rows",
             )
@@ -664,6 +697,7 @@ class _Specializer:
         with ir.InsertionPoint.after(self.full_alloc):
             empty = dialect.mbarrier_alloc(releasing * self.ctas, num_stages)
             self.turns = dialect.mbarrier_alloc(WARPGROUP_SIZE, 2) if self.ping_pong else None
+        self.group_rows = group_rows
         self.group_staging = self._split_staging(groups, group_rows, block_n)
 
         with ir.InsertionPoint(self.tile_loop or self.loop):
@@ -674,9 +708,7 @@ class _Specializer:
                 )
                 if_op = scf.IfOp(is_consumer)
                 with ir.InsertionPoint(if_op.then_block):
-                    self._build_consumer(
-                        group, group_rows, block_n, acc_element, empty, stage0, num_stages
-                    )
+                    self._build_consumer(group, group_rows, empty, stage0, num_stages)
                     scf.YieldOp([])
             is_producer = dialect.role(
                 "producer", consumer_threads, producer_threads, producer_registers
@@ -692,7 +724,8 @@ class _Specializer:
             for op in reversed(self.epilogue):
                 op.erase()
             self.loop.erase()
-            self.acc_alloc.erase()
+            for op in self.accs:
+                op.erase()
         if self.staging is not None:
             defining_op(self.staging).erase()
         set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
@@ -783,7 +816,15 @@ class _Specializer:
             phase = bool_constant(phase)
         return scf.ForOp(lower, upper, step, [stage, phase])
 
-    def _clone_body(self, loop: scf.ForOp, ops: list[ir.Operation], mapping: dict) -> None:
+    def _clone_body(
+        self,
+        loop: scf.ForOp,
+        body: list[ir.Operation],
+        mapping: dict,
+        first_row: int | None = None,
+    ) -> None:
+        """`body`'s ops in `loop`; for a consumer group (from `first_row`),
+        register tiles are made in the group's rows."""
         mapping.update(
             {
                 self.iv: loop.induction_variable,
@@ -791,29 +832,26 @@ class _Specializer:
                 self.phase: loop.inner_iter_args[1],
             }
         )
-        for op in ops:
-            clone_remapped(op, mapping)
+        row_offset = None
+        for op in body:
+            if first_row is not None and (op.name in ops.TILE_MAKERS or op.name == "wsc.acc_alloc"):
+                if first_row and row_offset is None and _group_row_operand(op) is not None:
+                    row_offset = index_constant(first_row)
+                self._clone_tile_maker(op, mapping, row_offset)
+            else:
+                clone_remapped(op, mapping)
 
     def _build_consumer(
-        self,
-        group: int,
-        rows: int,
-        block_n: int,
-        element: str,
-        empty: ir.Value,
-        stage0: ir.Value,
-        num_stages: int,
+        self, group: int, rows: int, empty: ir.Value, stage0: ir.Value, num_stages: int
     ) -> None:
         # The group's first row of the tile: in ping-pong it has every row.
         first_row = 0 if self.ping_pong else group * rows
 
         def tile(mapping, stage, phase, *turn_phase):
             self._clone_tile_prologue(mapping)
-            # The group's accumulator keeps the author's location (its diagnostics).
-            with self.acc_alloc.location:
-                mapping[self.acc_alloc.result] = dialect.acc_alloc(
-                    dialect.acc_type((rows, block_n), element)
-                )
+            for acc in self.accs:
+                # The group's accumulators keep the author's locations (their diagnostics).
+                self._clone_tile_maker(acc, mapping, None)
             if not self.ping_pong:
                 loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
                 self._store_rows(group, first_row, mapping)
@@ -858,7 +896,7 @@ class _Specializer:
         in_flight = self.options.wgmma_in_flight
         loop = self._ring_loop(stage, phase, mapping)
         with ir.InsertionPoint(loop.body):
-            self._clone_body(loop, self._slice(self.consumer_anchors), mapping)
+            self._clone_body(loop, self._slice(self.consumer_anchors), mapping, first_row)
             for op in walk(loop.operation):
                 if op.name == "wsc.wgmma":
                     wgmma = ops.Wgmma(op)
@@ -918,26 +956,9 @@ class _Specializer:
         row_offset: ir.Value | None,
         own_stage: ir.Value | None,
     ) -> None:
-        group_shape, _ = dialect.acc_type_parameters(mapping[self.acc_alloc.result].type)
         for op in epilogue:
             if op.name in ops.TILE_MAKERS:
-                # The group's tile has rows/G rows: a register tile the
-                # epilogue makes is made again in that shape, and one it reads
-                # from memory is read from the group's rows.
-                _, element = dialect.acc_type_parameters(op.results[0].type)
-                operands = [mapping.get(value, value) for value in op.operands]
-                if row_offset is not None:
-                    moved = _group_row_operand(op)
-                    if moved is not None:
-                        operands[moved] = arith.AddIOp(operands[moved], row_offset).result
-                made = ir.Operation.create(
-                    op.name,
-                    results=[dialect.acc_type(group_shape, element)],
-                    operands=operands,
-                    attributes={name: op.attributes[name] for name in op.attributes},
-                    loc=op.location,
-                )
-                mapping[op.results[0]] = made.result
+                self._clone_tile_maker(op, mapping, row_offset)
                 continue
             if op.name == "scf.if" and _is_uniform_guard(op):
                 # Its region holds casts of the group's tile: cloned op by op.
@@ -962,6 +983,28 @@ class _Specializer:
                             store.row = arith.AddIOp(store.row, row_offset).result
                 if isinstance(store, (ops.TmaStore, ops.CoalescedStore, ops.StoreShared)):
                     store.stage = own_stage
+
+    def _clone_tile_maker(
+        self, op: ir.Operation, mapping: dict, row_offset: ir.Value | None
+    ) -> None:
+        """A consumer group's copy of an op that makes a register tile: the
+        group's tile has its share of the rows, so the tile is made again in
+        that shape, and one read from memory is read from the group's rows
+        (from `row_offset`)."""
+        (_, cols), element = dialect.acc_type_parameters(op.results[0].type)
+        operands = [mapping.get(value, value) for value in op.operands]
+        if row_offset is not None:
+            moved = _group_row_operand(op)
+            if moved is not None:
+                operands[moved] = arith.AddIOp(operands[moved], row_offset).result
+        made = ir.Operation.create(
+            op.name,
+            results=[dialect.acc_type((self.group_rows, cols), element)],
+            operands=operands,
+            attributes={name: op.attributes[name] for name in op.attributes},
+            loc=op.location,
+        )
+        mapping[op.results[0]] = made.result
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
         def tile(mapping, stage, phase, *filled):

@@ -454,6 +454,64 @@ def test_artifacts_of_one_problem_share_their_inputs(tmp_path, memory):
     assert memory.draws == 2
 
 
+def back_to_back_doc(m=150, n=130, k=40, e=24) -> dict:
+    """An artifact of examples/back_to_back.py's kernel: Q, K, V and O."""
+
+    def tensor(role, dtype, shape):
+        return {"role": role, "dtype": dtype, "shape": shape, "layout": "row_major"}
+
+    doc = artifact_doc(check="back_to_back")
+    doc["sizes"] = {"m": m, "n": n, "k": k, "d_dim1": e}
+    doc["grid"] = ["cdiv(m, 64)"]
+    doc["tensors"] = {
+        "a": tensor("input", "f16", ["m", "k"]),
+        "b": tensor("input", "f16", ["n", "k"]),
+        "c": tensor("input", "f16", ["n", "d_dim1"]),
+        "d": tensor("output", "f32", ["m", "d_dim1"]),
+    }
+    doc["params"] = [{"kind": "pointer", "name": name} for name in "abcd"]
+    return doc
+
+
+class FakeBackToBack(FakeKernel):
+    """O = round(Q K^T) V on the host, as the kernel rounds the first product
+    to f16 in registers; `wrong` reverses V's rows (a wrong pairing of P's
+    columns with V's rows)."""
+
+    def __init__(self, artifact, wrong=False):
+        super().__init__(artifact)
+        self.wrong = wrong
+
+    def prepare(self, **tensors):
+        wrong = self.wrong
+
+        class Launch:
+            stream = None
+
+            def launch(self):
+                q, k, v = (tensors[name].astype(np.float32) for name in "abc")
+                p = (q @ k.T).astype(np.float16).astype(np.float32)
+                tensors["d"][:] = p @ (v[::-1] if wrong else v)
+
+        return Launch()
+
+
+def test_the_back_to_back_check_rounds_the_first_product(tmp_path, memory):
+    artifact = load_artifact(write(tmp_path / "b2b", back_to_back_doc()))
+    report = run_cli.evaluate(FakeBackToBack(artifact))
+    assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5, report
+    assert report["shape"] == [150, 130, 40, 24]
+    report = run_cli.evaluate(FakeBackToBack(artifact, wrong=True))
+    assert not report["ok"] and report["rel_err"] > 0.5, report
+
+
+def test_a_back_to_back_artifact_of_other_shapes_is_named(tmp_path):
+    doc = back_to_back_doc()
+    doc["tensors"]["c"]["shape"] = ["d_dim1", "n"]
+    with pytest.raises(ArtifactError, match=r"are not Q \[m, k\], K \[n, k\], V \[n, e\]"):
+        find_check(load_artifact(write(tmp_path / "b2b", doc)))
+
+
 def test_without_a_check_a_kernel_runs_unchecked(tmp_path, memory):
     artifact = load(tmp_path, check=None)
     report = run_cli.evaluate(FakeKernel(artifact), check=False)

@@ -1,0 +1,88 @@
+"""A back-to-back product: O = f16(Q K^T) V, the first product kept in registers.
+
+Q [M, D], K [N, D], V [N, E] f16 in, O [M, E] f32 out; D and E at most 64 (one
+tile: the first product's K is a single WGMMA K tile); N any length. This is
+attention without the softmax, built in the simple V2 form and specialized by
+--warp-specialize: two accumulators, register math and a WGMMA that reads its
+A operand from registers, in the K loop.
+
+    block bx, one warpgroup, the V2 loop over N in tiles of 64:
+      O = 0                                     # [128, E] f32, across the loop
+      for j: one thread: load Q[bx], K[j], V[j] -> stage s (one expect_tx)
+             wait(full[s])
+             S = Q K[j]^T                       # wgmma: a fresh [128, 64] f32 tile
+             P = f16(S)                         # in registers: S's layout is the
+                                                #   A fragment of the next WGMMA
+             O += P V[j]                        # wgmma, A from registers
+             sync                               # the stage is free
+      O -> out[bx]
+        |
+        |  kernel.warp_specialize(num_stages=2, num_consumer_groups=2)
+        v
+    each consumer warpgroup takes 64 rows of Q, S, P and O; a producer
+    warpgroup loads the stages; every stage is released after the second
+    WGMMA that reads it.
+
+Q's tile is loaded with every stage (it is the same tile): simple, at the
+cost of reading it from L2 once per K and V tile.
+"""
+
+import sys
+
+from common import run_example
+
+from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, f16, f32
+
+#: The kernel's sizes: m rows of Q and O, n rows of K and V, k = D, and
+#: d_dim1 = E (no product names it: the plan's name for O's columns).
+RAGGED = {"m": 1000, "n": 1000, "k": 64, "d_dim1": 64}
+
+
+def back_to_back(num_stages=2, num_consumer_groups=2, block_m=128, block_n=64, head=64, value=64):
+    kb = KernelBuilder("back_to_back", num_warps=4, grid=[("m", block_m)], check="back_to_back")
+    q, k, v = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
+    out = kb.global_tensor(f32)
+    sq = kb.shared_tensor(f16, [num_stages, block_m, head])
+    sk = kb.shared_tensor(f16, [num_stages, block_n, head])
+    sv = kb.shared_tensor(f16, [num_stages, block_n, value])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
+    kb.sync()
+    row = kb.block_idx.x * block_m
+    o = kb.register_tensor(f32, [block_m, value])
+    for it in kb.range(0, k.shape[0], block_n, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
+        stage = it.stage
+        with kb.single_thread():
+            nbytes = sq[stage].nbytes + sk[stage].nbytes + sv[stage].nbytes
+            kb.mbarrier.arrive_and_expect_tx(full[stage], nbytes)
+            kb.tma.global_to_shared(q, sq[stage], [row, 0], mbarrier=full[stage])
+            kb.tma.global_to_shared(k, sk[stage], [it.offset, 0], mbarrier=full[stage])
+            kb.tma.global_to_shared(v, sv[stage], [it.offset, 0], mbarrier=full[stage])
+        kb.mbarrier.wait(full[stage], phase=it.phase)
+        s = kb.register_tensor(f32, [block_m, block_n])
+        kb.wgmma.fence()
+        kb.wgmma.mma(sq[stage], sk[stage].transpose(), s)
+        kb.wgmma.commit_group()
+        kb.wgmma.wait_group(0)
+        p = kb.cast(s, f16)  # before the fence, which orders it before the WGMMA
+        kb.wgmma.fence()
+        kb.wgmma.mma(p, sv[stage], o)
+        kb.wgmma.commit_group()
+        kb.wgmma.wait_group(0)
+        kb.sync()
+    kb.store_global(out, o, [row, 0])
+    return kb.finish().warp_specialize(
+        num_stages=num_stages,
+        num_consumer_groups=num_consumer_groups,
+        producer="warpgroup" if num_consumer_groups > 1 else "warp",
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(
+        run_example(
+            __doc__,
+            back_to_back,
+            ragged=RAGGED,
+            bench_sizes=lambda size: {"m": size, "n": size, "k": 64, "d_dim1": 64},
+        )
+    )
