@@ -591,9 +591,14 @@ func.func @row_max(%c: memref<?x?xf32>, %r: memref<?x?xf32>)
 // A WGMMA with A in registers: the 64x32 f16 tile (a cast of an f32 tile
 // loaded from global memory here) is two K steps of 16; each step takes four
 // i32 registers of element pairs, and B by descriptor (N-major: trans-b 1).
-// The NVVM op reads A only by descriptor, so the step is PTX in inline asm,
-// the accumulator tied in and out.
+// The cast writes its tile in pairs, so reading an A register is a bitcast
+// and no instruction after the fence writes a register WGMMA reads. The NVVM
+// op reads A only by descriptor, so the step is PTX in inline asm, the
+// accumulator tied in and out.
 // CHECK-LABEL: llvm.func @register_a
+// CHECK: llvm.alloca %{{.*}} x !llvm.array<1 x array<8 x vector<2xf16>>>
+// CHECK-COUNT-8: llvm.store %{{.*}}, %{{.*}} : vector<2xf16>, !llvm.ptr
+// CHECK: nvvm.wgmma.fence.aligned
 // CHECK: llvm.bitcast %{{.*}} : vector<2xf16> to i32
 // CHECK-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // CHECK-NOT: wgmma.mma_async

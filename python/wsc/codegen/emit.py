@@ -557,7 +557,11 @@ def pack_pair(first: ir.Value, second: ir.Value) -> ir.Value:
     """Two 16-bit floats as one i32 register, `first` in the low half (the
     order of a WGMMA A fragment's element pairs)."""
     pair = undef(ir.VectorType.get([2], first.type))
-    pair = insertelement(insertelement(pair, first, 0), second, 1)
+    return pair_bits(insertelement(insertelement(pair, first, 0), second, 1))
+
+
+def pair_bits(pair: ir.Value) -> ir.Value:
+    """A vector of two 16-bit floats as the i32 register that holds it."""
     return llvm.BitcastOp(i32(), pair).result
 
 

@@ -121,8 +121,24 @@ class AccSlot:
         return E.extractelement(pair, r % 2)
 
     def store_element(self, i: int, r: int, value: ir.Value) -> None:
-        assert not self.packed, "packed tiles are written whole, by WGMMA"
+        assert not self.packed, "packed tiles are written a pair at a time"
         E.store(value, E.gep(self.address, [0, i, r], self.whole_type))
+
+    def store_pair(self, i: int, r: int, first: ir.Value, second: ir.Value) -> None:
+        """Registers r (even) and r + 1 of sub-tile i of a packed tile."""
+        pair = E.undef(_pair_type(self.element))
+        pair = E.insertelement(E.insertelement(pair, first, 0), second, 1)
+        E.store(pair, E.gep(self.address, [0, i, r // 2], self.whole_type))
+
+    def pair_bits(self, i: int, r: int) -> ir.Value:
+        """Registers r (even) and r + 1 of sub-tile i as one i32: a WGMMA A
+        register, read from a packed tile with no instruction."""
+        if not self.packed:
+            return E.pack_pair(self.load_element(i, r), self.load_element(i, r + 1))
+        pair = E.load(
+            _pair_type(self.element), E.gep(self.address, [0, i, r // 2], self.whole_type)
+        )
+        return E.pair_bits(pair)
 
 
 @dataclass
@@ -479,7 +495,11 @@ class KernelLowering(KernelPlan):
     def _lower_cluster_sync(self, op):
         E.cluster_sync()
 
-    def _acc_slot(self, value: ir.Value, element: str, wgmma_form: bool) -> AccSlot:
+    def _acc_slot(
+        self, value: ir.Value, element: str, wgmma_form: bool, pairs: bool = False
+    ) -> AccSlot:
+        """A register tile's slot: in WGMMA's accumulator form (a struct), or
+        an array; `pairs` keeps 16-bit elements in pairs (a WGMMA A operand)."""
         (rows, cols), _ = acc_type_parameters(value.type)
         fragment = AccumulatorFragment(rows, cols)
         scalar = E.float_type(element)
@@ -490,6 +510,11 @@ class KernelLowering(KernelPlan):
             # them (C7514).
             packed = True
             sub_type = E.struct_of(_pair_type(element), fragment.regs_per_subtile // 2)
+        elif pairs:
+            # Each pair one 32-bit register, written by one conversion: the
+            # WGMMA reading them as A writes no register after its fence.
+            packed = True
+            sub_type = E.array_of(_pair_type(element), fragment.regs_per_subtile // 2)
         elif wgmma_form:
             sub_type = E.struct_of(scalar, fragment.regs_per_subtile)
         else:
@@ -572,7 +597,9 @@ class KernelLowering(KernelPlan):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
             for i in range(fragment.subtiles):
                 a_registers = [
-                    E.pack_pair(a_tile.load_element(i, low), a_tile.load_element(i, high))
+                    a_tile.pair_bits(i, low)
+                    if isinstance(a_tile, AccSlot)
+                    else E.pack_pair(a_tile.load_element(i, low), a_tile.load_element(i, high))
                     for low, high in a_operand_registers(k)
                 ]
                 values[i] = E.wgmma_register_a(
@@ -789,8 +816,17 @@ class KernelLowering(KernelPlan):
         if self._deferrable(op):
             self.slots[result] = DeferredTile(AccumulatorFragment(rows, cols), element, compute)
             return
-        target = self._acc_slot(result, element, wgmma_form=False)
+        read_as_a = any(
+            use_owner(use).name == "wsc.wgmma_register_a"
+            and ops.WgmmaRegisterA(use_owner(use)).a == result
+            for use in result.uses
+        )
+        target = self._acc_slot(result, element, wgmma_form=False, pairs=read_as_a)
         for i in range(target.fragment.subtiles):
+            if target.packed:
+                for r in range(0, target.fragment.regs_per_subtile, 2):
+                    target.store_pair(i, r, compute(i, r), compute(i, r + 1))
+                continue
             for r in range(target.fragment.regs_per_subtile):
                 target.store_element(i, r, compute(i, r))
 
