@@ -38,13 +38,43 @@ from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, f16, f32
 RAGGED = {"m": 1000, "n": 1000, "k": 64, "d_dim1": 64}
 
 
-def back_to_back(num_stages=2, num_consumer_groups=2, block_m=128, block_n=64, head=64, value=64):
-    kb = KernelBuilder("back_to_back", num_warps=4, grid=[("m", block_m)], check="back_to_back")
-    q, k, v = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
-    out = kb.global_tensor(f32)
-    sq = kb.shared_tensor(f16, [num_stages, block_m, head])
-    sk = kb.shared_tensor(f16, [num_stages, block_n, head])
-    sv = kb.shared_tensor(f16, [num_stages, block_n, value])
+#: Register math a variant may apply to S before the cast (the fuzzer of
+#: test/fuzz/kernels.py draws them; the check knows none of them).
+SCORE_MATH = {
+    "scale": lambda kb, s: s * 0.125,
+    "relu": lambda kb, s: kb.relu(s),
+    "exp2": lambda kb, s: kb.exp2(s * 0.125 - 4.0),
+}
+
+
+def back_to_back(
+    num_stages=2,
+    num_consumer_groups=2,
+    block_m=128,
+    block_n=64,
+    head=64,
+    value=64,
+    dtype=f16,
+    out_dtype=f32,
+    score_math=(),
+    producer=None,
+    wgmma_in_flight=0,
+    allow_spills=False,
+):
+    """The kernel in the V2 form, specialized; `score_math` names SCORE_MATH
+    entries applied to S in turn (a kernel with any is checked by nothing)."""
+    kb = KernelBuilder(
+        "back_to_back",
+        num_warps=4,
+        grid=[("m", block_m)],
+        check=None if score_math else "back_to_back",
+        allow_spills=allow_spills,
+    )
+    q, k, v = kb.global_tensor(dtype), kb.global_tensor(dtype), kb.global_tensor(dtype)
+    out = kb.global_tensor(out_dtype)
+    sq = kb.shared_tensor(dtype, [num_stages, block_m, head])
+    sk = kb.shared_tensor(dtype, [num_stages, block_n, head])
+    sv = kb.shared_tensor(dtype, [num_stages, block_n, value])
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
     kb.sync()
     row = kb.block_idx.x * block_m
@@ -63,19 +93,21 @@ def back_to_back(num_stages=2, num_consumer_groups=2, block_m=128, block_n=64, h
         kb.wgmma.mma(sq[stage], sk[stage].transpose(), s)
         kb.wgmma.commit_group()
         kb.wgmma.wait_group(0)
-        p = kb.cast(s, f16)  # before the fence, which orders it before the WGMMA
+        for name in score_math:
+            s = SCORE_MATH[name](kb, s)
+        p = kb.cast(s, dtype)  # before the fence, which orders it before the WGMMA
         kb.wgmma.fence()
         kb.wgmma.mma(p, sv[stage], o)
         kb.wgmma.commit_group()
         kb.wgmma.wait_group(0)
         kb.sync()
-    kb.store_global(out, o, [row, 0])
+    kb.store_global(out, o if out_dtype == f32 else kb.cast(o, out_dtype), [row, 0])
     return kb.finish().warp_specialize(
         num_stages=num_stages,
         num_consumer_groups=num_consumer_groups,
-        producer="warpgroup" if num_consumer_groups > 1 else "warp",
+        producer=producer or ("warpgroup" if num_consumer_groups > 1 else "warp"),
+        wgmma_in_flight=wgmma_in_flight,
     )
-
 
 if __name__ == "__main__":
     sys.exit(

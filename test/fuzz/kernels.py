@@ -4,7 +4,11 @@ producer warp or warpgroup, persistent or not, register, TMA or coalesced
 stores, clusters, split-K, swapped operands, both B layouts, and fused
 epilogues of register-tile math -- built by wsc.kernels.matmul as V2-form
 kernels and compiled through --warp-specialize, --unroll-ring-buffer,
---verify-pipeline and --convert-wsc-to-nvvm to PTX.
+--verify-pipeline and --convert-wsc-to-nvvm to PTX. The family
+"back_to_back" draws instead the two-product kernel of
+examples/back_to_back.py: two accumulators, register math on the first
+product (SCORE_MATH), its cast read as the second WGMMA's A operand, tile
+shapes, head and value widths, dtypes, 1 to 8 stages, 1, 2 or 4 groups.
 
 Each seed ends one of four ways:
     refused   the config or problem is refused before any IR (ValueError)
@@ -17,11 +21,13 @@ Each seed ends one of four ways:
 
     python test/fuzz/kernels.py --seeds 0:10000 [--out FILE]   # a long run
     python test/fuzz/kernels.py --seeds 2000:2400 --artifacts DIR   # a GPU sample
+    python test/fuzz/kernels.py --family back_to_back --seeds 0:1000
 
-test/python/test_fuzz_kernels.py runs a seeded slice in CI. Every accepted
-kernel is a matmul: with --artifacts each is also assembled and written as
-an artifact directory for a seeded problem size (`sizes`), which
-`wsc run --check` runs against float64 on a GPU.
+test/python/test_fuzz_kernels.py runs a seeded slice of each family in CI.
+With --artifacts each accepted matmul is also assembled and written as an
+artifact directory for a seeded problem size (`sizes`), which `wsc run
+--check` runs against float64 on a GPU; so is each back-to-back kernel
+without register math (the check knows none).
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ from pathlib import Path
 
 from wsc.kernels.matmul.config import ACTIVATIONS
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
+from back_to_back import SCORE_MATH, back_to_back  # noqa: E402
+
+#: The kinds of kernel drawn: wsc.kernels.matmul's, or examples/back_to_back.py's.
+FAMILIES = ("matmul", "back_to_back")
 #: A seed's compile may take this long before it counts as a hang.
 TIMEOUT_S = 120
 #: A located diagnostic: file:line:col: error: ...
@@ -121,13 +133,103 @@ def sizes(seed: int) -> tuple[int, int, int]:
     return rng.randint(1, 600), 8 * rng.randint(1, 170), 8 * rng.randint(1, 130)
 
 
-def run(seed: int, artifacts: Path | None = None) -> Outcome:
-    """Build and compile `seed`'s kernel (in this process, bounded by
-    TIMEOUT_S); with `artifacts`, write a compiled one's artifact there."""
+def draw_back_to_back(seed: int) -> dict:
+    """The keyword arguments of examples/back_to_back.py's kernel for `seed`."""
+    rng = random.Random(f"back_to_back {seed}")
+    groups = rng.choice([1, 2, 4])
+    return {
+        "num_stages": rng.randint(1, 8),
+        "num_consumer_groups": groups,
+        "block_m": min(256, 64 * groups * rng.choice([1, 2])),
+        "block_n": rng.choice([16, 32, 64, 128, 256]),
+        "head": rng.choice([16, 32, 64]),
+        "value": rng.choice([16, 32, 64, 128, 256]),
+        "dtype": rng.choice(["f16", "bf16"]),
+        "out_dtype": rng.choice(["f32", "f16", "bf16"]),
+        # Half without math: those are checked on a GPU (--artifacts).
+        "score_math": rng.sample(sorted(SCORE_MATH), rng.choice([0, 0, 1, 2])),
+        "producer": rng.choice(["warp", "warpgroup"]),
+        # Refused (two WGMMA groups per K tile): a few, to keep it refused.
+        "wgmma_in_flight": int(rng.random() < 0.1),
+    }
+
+
+def back_to_back_sizes(seed: int, config: dict) -> dict:
+    """The problem `seed`'s back-to-back artifact is written for: ragged M and
+    N, the head and value widths at most the kernel's (one tile each) and
+    multiples of 8 (TMA's 16-byte rows)."""
+    rng = random.Random(f"back_to_back sizes {seed}")
+    return {
+        "m": rng.randint(1, 600),
+        "n": rng.randint(1, 1000),
+        "k": 8 * rng.randint(1, config["head"] // 8),
+        "d_dim1": 8 * rng.randint(1, config["value"] // 8),
+    }
+
+
+def run(seed: int, artifacts: Path | None = None, family: str = "matmul") -> Outcome:
+    """Build and compile `seed`'s kernel of `family` (in this process, bounded
+    by TIMEOUT_S); with `artifacts`, write a compiled one's artifact there."""
+    if family == "back_to_back":
+        return _run_back_to_back(seed, artifacts)
+    return _run_matmul(seed, artifacts)
+
+
+def _bounded(outcome: Outcome, compile_it) -> Outcome:
+    """`compile_it()` within TIMEOUT_S, its end classified into `outcome`."""
+    from wsc.builder import BuildError
+    from wsc.compiler import CompileError
+
+    def timed_out(signum, frame):
+        raise TimeoutError(f"no end within {TIMEOUT_S} s")
+
+    previous = signal.signal(signal.SIGALRM, timed_out)
+    signal.alarm(TIMEOUT_S)
+    try:
+        compile_it()
+    except (CompileError, BuildError) as error:
+        text = str(error)
+        located = _LOCATED.search(text) is not None
+        internal = "internal error" in text.lower() or "Traceback" in text
+        outcome.kind = "rejected" if located and not internal else "finding"
+        outcome.message = text
+    except Exception as error:  # every other end is a finding
+        outcome.kind, outcome.message = "finding", f"{type(error).__name__}: {error}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return outcome
+
+
+def _run_back_to_back(seed: int, artifacts: Path | None) -> Outcome:
+    from wsc.compiler import compile_module
+
+    config = draw_back_to_back(seed)
+    outcome = Outcome(seed, "compiled", {"family": "back_to_back"}, config)
+
+    def compile_it():
+        kernel = back_to_back(**config, allow_spills=True)
+        with kernel.context:
+            result = compile_module(
+                kernel.module.operation.clone(),
+                kernel.remaining_passes(),
+                assemble=artifacts is not None,
+                allow_spills=True,
+            )
+        if artifacts is not None and not config["score_math"]:
+            from wsc.builder import CompiledKernel
+
+            CompiledKernel(kernel, result).write_artifact(
+                artifacts / f"seed{seed}", **back_to_back_sizes(seed, config)
+            )
+
+    return _bounded(outcome, compile_it)
+
+
+def _run_matmul(seed: int, artifacts: Path | None) -> Outcome:
     from mlir import ir
 
-    from wsc.builder import BuildError
-    from wsc.compiler import CompileError, compile_module
+    from wsc.compiler import compile_module
     from wsc.dialect import make_context
     from wsc.kernels.matmul.build import (
         build_matmul,
@@ -145,12 +247,7 @@ def run(seed: int, artifacts: Path | None = None) -> Outcome:
         outcome.kind, outcome.message = "refused", str(error)
         return outcome
 
-    def timed_out(signum, frame):
-        raise TimeoutError(f"no end within {TIMEOUT_S} s")
-
-    previous = signal.signal(signal.SIGALRM, timed_out)
-    signal.alarm(TIMEOUT_S)
-    try:
+    def compile_it():
         with make_context(), ir.Location.unknown():
             module = build_matmul(matmul_problem, matmul_config)
             result = compile_module(
@@ -164,18 +261,8 @@ def run(seed: int, artifacts: Path | None = None) -> Outcome:
             write_matmul_artifact(
                 artifacts / f"seed{seed}", result, m, n, k, matmul_problem, matmul_config
             )
-    except (CompileError, BuildError) as error:
-        text = str(error)
-        located = _LOCATED.search(text) is not None
-        internal = "internal error" in text.lower() or "Traceback" in text
-        outcome.kind = "rejected" if located and not internal else "finding"
-        outcome.message = text
-    except Exception as error:  # every other end is a finding
-        outcome.kind, outcome.message = "finding", f"{type(error).__name__}: {error}"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    return outcome
+
+    return _bounded(outcome, compile_it)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--artifacts", type=Path, help="write each compiled kernel's artifact under this directory"
     )
+    parser.add_argument("--family", choices=FAMILIES, default="matmul")
     args = parser.parse_args(argv)
     first, end = (int(part) for part in args.seeds.split(":"))
     counts: collections.Counter = collections.Counter()
@@ -192,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     out = open(args.out, "w") if args.out else None
     try:
         for seed in range(first, end):
-            outcome = run(seed, args.artifacts)
+            outcome = run(seed, args.artifacts, args.family)
             counts[outcome.kind] += 1
             if out is not None:
                 out.write(json.dumps(outcome.__dict__) + "\n")

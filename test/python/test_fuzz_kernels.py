@@ -2,6 +2,7 @@
 test/fuzz/kernels.py): a seeded slice, the same seeds every run. Each must be
 refused up front, rejected with a located error, or compile to PTX."""
 
+import collections
 import sys
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 
-from kernels import run, sizes  # noqa: E402
+from kernels import back_to_back_sizes, draw_back_to_back, run, sizes  # noqa: E402
 
 from wsc.codegen import find_ptxas  # noqa: E402
 from wsc.runtime import load_artifact  # noqa: E402
@@ -27,6 +28,17 @@ def test_a_generated_kernel_ends_cleanly(seed):
     )
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_generated_back_to_back_kernel_ends_cleanly(seed):
+    outcome = run(seed, family="back_to_back")
+    assert outcome.kind in ("rejected", "compiled"), (outcome.config, outcome.message[:2000])
+
+
+def test_the_back_to_back_slice_compiles_most_and_rejects_some():
+    kinds = collections.Counter(run(seed, family="back_to_back").kind for seed in range(40))
+    assert kinds["compiled"] >= 15 and kinds["rejected"] >= 1, kinds
+
+
 def test_the_slice_reaches_every_end_but_a_finding():
     """The slice is not all refusals: kernels compile and passes reject some."""
     kinds = {run(seed).kind for seed in range(40)}
@@ -42,3 +54,21 @@ def test_a_compiled_kernel_is_written_as_an_artifact_for_its_seeded_sizes(tmp_pa
     m, n, k = sizes(seed)
     assert artifact.sizes == {"m": m, "n": n, "k": k} and artifact.check == "matmul"
     assert n % 8 == 0 and k % 8 == 0
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_a_back_to_back_kernel_without_math_is_written_for_its_check(tmp_path):
+    """Its artifact names the back-to-back check and the seeded sizes, head
+    and value widths within the kernel's tiles."""
+    seed = next(
+        seed
+        for seed in range(40)
+        if not draw_back_to_back(seed)["score_math"]
+        and run(seed, family="back_to_back").kind == "compiled"
+    )
+    assert run(seed, tmp_path, "back_to_back").kind == "compiled"
+    artifact = load_artifact(tmp_path / f"seed{seed}")
+    config = draw_back_to_back(seed)
+    assert artifact.check == "back_to_back"
+    assert artifact.sizes == back_to_back_sizes(seed, config)
+    assert artifact.sizes["k"] <= config["head"] and artifact.sizes["d_dim1"] <= config["value"]
