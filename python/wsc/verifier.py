@@ -671,13 +671,7 @@ def _verify_wgmma(op: ir.Operation) -> None:
             f"{side}s [{a_row}, {a_row + m}) of A are outside its {a_m}-{side} tile "
             f"or not {WGMMA_M}-aligned",
         )
-    layout = wgmma.b_layout
-    b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
-    if b_n != n or b_k != block_k:
-        _fail(
-            op,
-            f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
-        )
+    _verify_b_stage(op, b_shape, wgmma.b_layout, n, block_k)
     _verify_warpgroup_issuer(op)
 
 
@@ -699,14 +693,20 @@ def _verify_wgmma_register_a(op: ir.Operation) -> None:
     if block_k % WGMMA_K:
         _fail(op, f"A's {block_k} columns (K) are not a multiple of {WGMMA_K} (the WGMMA K)")
     _verify_stage(op, wgmma.stage, b_shape[0])
-    layout = wgmma.b_layout
+    _verify_b_stage(op, b_shape, wgmma.b_layout, n, block_k)
+    _verify_warpgroup_issuer(op)
+
+
+def _verify_b_stage(
+    op: ir.Operation, b_shape: tuple[int, ...], layout: str, n: int, block_k: int
+) -> None:
+    """B's stage tile is [N, K] ("nk") or [K, N] ("kn") of the product."""
     b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
     if b_n != n or b_k != block_k:
         _fail(
             op,
             f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
         )
-    _verify_warpgroup_issuer(op)
 
 
 def _verify_warpgroup_issuer(op: ir.Operation) -> None:

@@ -790,27 +790,33 @@ def test_split_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name, 
     tiles, in the small-M spaces), ragged sizes, and K of 2 tiles for 4
     splits (two splits sum no K tile and hand over zeros)."""
     monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
-    kn = name.startswith("kn")
     out_dtype = torch.float32 if name == "nk" else torch.float16
     shapes = [(777, 1336, 1032), (200, 1336, 72)]
     if name.endswith("-small-m"):
         shapes = [(16, 4096, 14336), (60, 1336, 1032), (33, 1336, 72)]
     for m, n, k in shapes:
-        generator = torch.Generator(device=gpu).manual_seed(m + n + k)
-        a = torch.randn(m, k, device=gpu, generator=generator).half()
-        w = torch.randn(n, k, device=gpu, generator=generator).half()
-        b = w.T.contiguous() if kn else w.T
-        assert plan(a, b, out_dtype=out_dtype).space == name
-        runs = []
-        for _ in range(20):
-            out = torch.full((m, n), float("nan"), device=gpu, dtype=out_dtype)
-            wsc.matmul(a, b, out=out)
-            runs.append(out)
-        torch.cuda.synchronize()
-        assert_exact_within_tolerance(runs[0], a, b)
-        # Byte for byte, so that equal bits are what is compared (a NaN too).
-        first = runs[0].view(torch.uint8)
-        assert all(torch.equal(run.view(torch.uint8), first) for run in runs[1:])
+        assert_correct_and_the_same_bits_every_run(gpu, name, m, n, k, out_dtype)
+
+
+def assert_correct_and_the_same_bits_every_run(gpu, name, m, n, k, out_dtype) -> None:
+    """20 calls of wsc.matmul on one product of fresh random inputs, each into
+    a NaN-poisoned output, planned into space `name`: correct against
+    float64, and the same bytes every run."""
+    generator = torch.Generator(device=gpu).manual_seed(m + n + k)
+    a = torch.randn(m, k, device=gpu, generator=generator).half()
+    w = torch.randn(n, k, device=gpu, generator=generator).half()
+    b = w.T.contiguous() if name.startswith("kn") else w.T
+    assert plan(a, b, out_dtype=out_dtype).space == name
+    runs = []
+    for _ in range(20):
+        out = torch.full((m, n), float("nan"), device=gpu, dtype=out_dtype)
+        wsc.matmul(a, b, out=out)
+        runs.append(out)
+    torch.cuda.synchronize()
+    assert_exact_within_tolerance(runs[0], a, b)
+    # Byte for byte, so that equal bits are what is compared (a NaN too).
+    first = runs[0].view(torch.uint8)
+    assert all(torch.equal(run.view(torch.uint8), first) for run in runs[1:])
 
 
 @pytest.mark.cuda
@@ -832,20 +838,7 @@ def test_stream_k_is_correct_and_the_same_bits_every_run(gpu, monkeypatch, name,
     of a tile are added in one order: 20 runs give the same bytes."""
     monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
     for m, n, k in [(1999, 5000, 1032), (1664, 2816, 72), (512, 28672, 8192)]:
-        generator = torch.Generator(device=gpu).manual_seed(m + n + k)
-        a = torch.randn(m, k, device=gpu, generator=generator).half()
-        w = torch.randn(n, k, device=gpu, generator=generator).half()
-        b = w.T.contiguous() if name.startswith("kn") else w.T
-        assert plan(a, b).space == name
-        runs = []
-        for _ in range(20):
-            out = torch.full((m, n), float("nan"), device=gpu, dtype=torch.float16)
-            wsc.matmul(a, b, out=out)
-            runs.append(out)
-        torch.cuda.synchronize()
-        assert_exact_within_tolerance(runs[0], a, b)
-        first = runs[0].view(torch.uint8)
-        assert all(torch.equal(run.view(torch.uint8), first) for run in runs[1:])
+        assert_correct_and_the_same_bits_every_run(gpu, name, m, n, k, torch.float16)
 
 
 @pytest.mark.cuda
