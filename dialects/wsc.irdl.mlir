@@ -228,10 +228,12 @@ irdl.dialect @wsc {
   // shape; op(B) = B^T when B's stage tile is [N, K] ("nk"), B when it is
   // [K, N] ("kn"). With the unit attribute `a_transposed` A's stage tile is
   // [K, M] (read M-major) and the product takes its columns a_row : a_row + M,
-  // transposed. The accumulator is f32, or f16 for f16 operands.
+  // transposed. With the integer attribute `a_stage` A is read from that
+  // stage of its buffer, not from `stage` (A loaded once, outside the ring B
+  // streams through). The accumulator is f32, or f16 for f16 operands.
   // Asynchronous: joins the open WGMMA group.
   irdl.operation @wgmma attributes {
-      optional_attributes = {a_transposed = "#builtin.unit"}} {
+      optional_attributes = {a_transposed = "#builtin.unit", a_stage = "#builtin.integer"}} {
     %a = irdl.base "!builtin.memref"
     %b = irdl.base "!builtin.memref"
     %stage = irdl.is index

@@ -7,10 +7,12 @@ attention without the softmax, built in the simple V2 form and specialized by
 A operand from registers, in the K loop.
 
     block bx, one warpgroup, the V2 loop over N in tiles of 64:
+      one thread: load Q[bx] -> sq (its own barrier, once); wait for it
       O = 0                                     # [128, E] f32, across the loop
-      for j: one thread: load Q[bx], K[j], V[j] -> stage s (one expect_tx)
+      for j: one thread: load K[j], V[j] -> stage s (one expect_tx)
              wait(full[s])
-             S = Q K[j]^T                       # wgmma: a fresh [128, 64] f32 tile
+             S = Q K[j]^T                       # wgmma: a fresh [128, 64] f32 tile;
+                                                #   A from sq, B from the ring
              P = f16(S)                         # in registers: S's layout is the
                                                 #   A fragment of the next WGMMA
              O += P V[j]                        # wgmma, A from registers
@@ -19,12 +21,9 @@ A operand from registers, in the K loop.
         |
         |  kernel.warp_specialize(num_stages=2, num_consumer_groups=2)
         v
-    each consumer warpgroup takes 64 rows of Q, S, P and O; a producer
-    warpgroup loads the stages; every stage is released after the second
-    WGMMA that reads it.
-
-Q's tile is loaded with every stage (it is the same tile): simple, at the
-cost of reading it from L2 once per K and V tile.
+    each consumer warpgroup takes 64 rows of Q, S, P and O and waits for Q
+    once; a producer warpgroup loads Q, then the stages; every stage is
+    released after the second WGMMA that reads it.
 """
 
 import sys
@@ -72,25 +71,28 @@ def back_to_back(
     )
     q, k, v = kb.global_tensor(dtype), kb.global_tensor(dtype), kb.global_tensor(dtype)
     out = kb.global_tensor(out_dtype)
-    sq = kb.shared_tensor(dtype, [num_stages, block_m, head])
+    sq = kb.shared_tensor(dtype, [1, block_m, head])
     sk = kb.shared_tensor(dtype, [num_stages, block_n, head])
     sv = kb.shared_tensor(dtype, [num_stages, block_n, value])
+    q_full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
     kb.sync()
     row = kb.block_idx.x * block_m
+    with kb.single_thread():
+        kb.mbarrier.arrive_and_expect_tx(q_full[0], sq[0].nbytes)
+        kb.tma.global_to_shared(q, sq[0], [row, 0], mbarrier=q_full[0])
+    kb.mbarrier.wait(q_full[0], phase=CONSUMER_INITIAL_PHASE)
     o = kb.register_tensor(f32, [block_m, value])
     for it in kb.range(0, k.shape[0], block_n, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
         stage = it.stage
         with kb.single_thread():
-            nbytes = sq[stage].nbytes + sk[stage].nbytes + sv[stage].nbytes
-            kb.mbarrier.arrive_and_expect_tx(full[stage], nbytes)
-            kb.tma.global_to_shared(q, sq[stage], [row, 0], mbarrier=full[stage])
+            kb.mbarrier.arrive_and_expect_tx(full[stage], sk[stage].nbytes + sv[stage].nbytes)
             kb.tma.global_to_shared(k, sk[stage], [it.offset, 0], mbarrier=full[stage])
             kb.tma.global_to_shared(v, sv[stage], [it.offset, 0], mbarrier=full[stage])
         kb.mbarrier.wait(full[stage], phase=it.phase)
         s = kb.register_tensor(f32, [block_m, block_n])
         kb.wgmma.fence()
-        kb.wgmma.mma(sq[stage], sk[stage].transpose(), s)
+        kb.wgmma.mma(sq[0], sk[stage].transpose(), s)  # A at its one stage
         kb.wgmma.commit_group()
         kb.wgmma.wait_group(0)
         for name in score_math:
@@ -108,6 +110,7 @@ def back_to_back(
         producer=producer or ("warpgroup" if num_consumer_groups > 1 else "warp"),
         wgmma_in_flight=wgmma_in_flight,
     )
+
 
 if __name__ == "__main__":
     sys.exit(

@@ -27,6 +27,10 @@ epilogue, and a yield of the K loop's results. The K loop carries exactly
     one product cast to f16 as the A operand of the next;
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
+Without a tile loop the prologue may also copy tiles once, for every K tile
+to read (attention's Q: a `wsc.wgmma` with `a_stage`): `scf.if`s on a
+`wsc.elect` with TMA loads completing on barriers other than the full ones,
+and `wsc.mbarrier_wait`s on those barriers.
 In a kernel launched in clusters (`wsc.cluster_size` = n > 1) the copies may
 include `multicast` `wsc.tma_load`s, which write every CTA's stages.
 The epilogue may only use the accumulator through `wsc.cast`, `wsc.store`,
@@ -79,6 +83,9 @@ After: the same computation, specialized (the seed's V3, generalised):
     release = warp a release is one arrival per consumer warp (`per_warp`:
     the warp's wait_group has retired its lanes' WGMMAs), and the empty
     barriers count warps instead of threads;
+  - the prologue's copies loaded once issued by the producer's elected
+    thread before its loop, and their waits made by each consumer group
+    before its own (the producer never waits for them);
   - one producer role after them (a warp, or a warpgroup when producer =
     warpgroup, which also records register budgets for setmaxnreg unless
     rebalance-registers = false): it waits on
@@ -342,7 +349,45 @@ class _Specializer:
         self._match_loop()
         if self.tile_loop is not None:
             self._match_tile_loop(self.tile_loop)
+        self._match_resident_copies(block_ops if self.tile_loop is None else self._body_ops())
         self._match_epilogue()
+
+    def _body_ops(self) -> list[ir.Operation]:
+        """The kernel body's ops before its loop (the tile loop if any)."""
+        ops_ = [op.operation for op in self.body.operations]
+        return ops_[: ops_.index(self.tile_loop or self.loop)]
+
+    def _match_resident_copies(self, block_ops: list[ir.Operation]) -> None:
+        """Copies before the K loop load tiles once (e.g. attention's Q), for
+        every K tile to read: an elected group of TMA loads, and waits on
+        their barriers. The producer issues them before its loop, and each
+        consumer group waits before its own."""
+        self.resident_copies, self.resident_waits = [], []
+        loop_index = block_ops.index(self.loop) if self.loop in block_ops else len(block_ops)
+        for op in block_ops[:loop_index]:
+            copies = op.name == "scf.if" and any(n.name == "wsc.tma_load" for n in walk(op))
+            if not copies and op.name != "wsc.mbarrier_wait":
+                continue
+            if self.tile_loop is not None:
+                self._fail(
+                    op,
+                    "copies before the K loop, loaded once, need a kernel without a tile "
+                    "loop (a persistent kernel's tiles would each need their own)",
+                )
+            if op.name == "wsc.mbarrier_wait":
+                if ops.MbarrierWait(op).barriers == self.full:
+                    self._fail(op, "a wait on the full barriers before the K loop")
+                self.resident_waits.append(op)
+                continue
+            elect = defining_op(op.opview.condition)
+            if elect is None or elect.name != "wsc.elect":
+                self._fail(op, "copies before the K loop must be issued under a wsc.elect")
+            for load in walk(op):
+                if load.name == "wsc.tma_load" and ops.TmaLoad(load).barriers == self.full:
+                    self._fail(
+                        load, "a copy before the K loop completes on the ring's full barriers"
+                    )
+            self.resident_copies.append((elect, op))
 
     def _match_tile_loop(self, tile_loop: ir.Operation) -> None:
         loop = self.loop
@@ -589,10 +634,9 @@ class _Specializer:
         written = ops.MbarrierAlloc(self.full_alloc).num_barriers
         if num_stages in (0, written):
             return written
+        ring = {ops.TmaLoad(op).dst for op in walk(self.loop) if op.name == "wsc.tma_load"}
         for op in [op.operation for op in self.body.operations]:
-            if op.name == "wsc.alloc_shared" and not (
-                self.staging is not None and op.result == self.staging
-            ):
+            if op.name == "wsc.alloc_shared" and op.result in ring:
                 memref = ir.MemRefType(op.result.type)
                 _, rows, cols = memref.shape
                 with ir.InsertionPoint(op):
@@ -601,7 +645,7 @@ class _Specializer:
                     )
                 op.result.replace_all_uses_with(resized)
                 op.erase()
-            elif op.name == "wsc.mbarrier_alloc":
+            elif op == self.full_alloc:
                 ops.MbarrierAlloc(op).num_barriers = num_stages
         ops.RingAdvance(self.advance).num_stages = num_stages
         return num_stages
@@ -726,6 +770,11 @@ class _Specializer:
             self.loop.erase()
             for op in self.accs:
                 op.erase()
+            for op in self.resident_waits:
+                op.erase()
+            for elect, copy in self.resident_copies:
+                copy.erase()
+                elect.erase()
         if self.staging is not None:
             defining_op(self.staging).erase()
         set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
@@ -846,6 +895,8 @@ class _Specializer:
     ) -> None:
         # The group's first row of the tile: in ping-pong it has every row.
         first_row = 0 if self.ping_pong else group * rows
+        for wait in self.resident_waits:
+            clone_remapped(wait, {})
 
         def tile(mapping, stage, phase, *turn_phase):
             self._clone_tile_prologue(mapping)
@@ -1007,6 +1058,12 @@ class _Specializer:
         mapping[op.results[0]] = made.result
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
+        for elect, copy in self.resident_copies:
+            # The role's own elected thread (the original elects thread 0).
+            mapping: dict = {}
+            clone_remapped(elect, mapping)
+            clone_remapped(copy, mapping)
+
         def tile(mapping, stage, phase, *filled):
             self._clone_tile_prologue(mapping)
             loop = self._ring_loop(stage, phase, mapping)

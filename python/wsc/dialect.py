@@ -348,10 +348,13 @@ def wgmma(
     a_row: int = 0,
     b_layout: str = "nk",
     a_transposed: bool = False,
+    a_stage: int | None = None,
 ) -> ir.Operation:
     attributes = {"a_row": _i32(a_row), "b_layout": ir.StringAttr.get(b_layout)}
     if a_transposed:
         attributes["a_transposed"] = ir.UnitAttr.get()
+    if a_stage is not None:
+        attributes["a_stage"] = _i32(a_stage)
     return _create("wsc.wgmma", operands=[a, b, stage, acc], attributes=attributes)
 
 

@@ -321,6 +321,8 @@ class Wgmma(WscOp, name="wsc.wgmma"):
     b_layout = StrAttr()
     #: A's stage tile is [K, M]: WGMMA reads A M-major.
     a_transposed = Flag()
+    #: A's stage when A is read outside the ring (loaded once); None: `stage`.
+    a_stage = OptionalIntAttr()
 
 
 class WgmmaRegisterA(WscOp, name="wsc.wgmma_register_a"):

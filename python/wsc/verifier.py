@@ -654,9 +654,12 @@ def _verify_wgmma(op: ir.Operation) -> None:
             f"accumulator must be f32 (or f16 for f16 operands), got {element} for "
             f"{input_element} operands",
         )
-    if a_shape[0] != b_shape[0]:
+    a_stage = wgmma.a_stage
+    if a_stage is None and a_shape[0] != b_shape[0]:
         _fail(op, f"A and B rings have {a_shape[0]} and {b_shape[0]} stages")
-    _verify_stage(op, stage, a_shape[0])
+    if a_stage is not None and not 0 <= a_stage < a_shape[0]:
+        _fail(op, f"a_stage {a_stage} is outside A's {a_shape[0]} stages")
+    _verify_stage(op, stage, b_shape[0])
     if str(ir.MemRefType(a.type).element_type) != str(ir.MemRefType(b.type).element_type):
         _fail(op, "A and B element types differ")
     a_row = wgmma.a_row
@@ -698,7 +701,7 @@ def _verify_wgmma_register_a(op: ir.Operation) -> None:
 
 
 def _verify_b_stage(
-    op: ir.Operation, b_shape: tuple[int, ...], layout: str, n: int, block_k: int
+    op: ir.Operation, b_shape: list[int], layout: str, n: int, block_k: int
 ) -> None:
     """B's stage tile is [N, K] ("nk") or [K, N] ("kn") of the product."""
     b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])

@@ -601,3 +601,25 @@ func.func @register_a_without_fence() attributes {wsc.num_threads = 128 : i32} {
   "wsc.wgmma_register_a"(%a, %sb, %c0, %acc) {b_layout = "nk"} : (!wsc.acc<array<i64: 64, 64>, f16>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
   return
 }
+// -----
+func.func @a_stage_outside_a() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma' op a_stage 1 is outside A's 1 stages}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, a_stage = 1 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
+func.func @rings_of_other_depths_without_a_stage() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma' op A and B rings have 1 and 2 stages}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}

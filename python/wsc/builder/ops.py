@@ -196,8 +196,10 @@ class WgmmaOps:
 
     def mma(self, a: SharedTile | RegisterTile, b: SharedTile, acc: RegisterTile) -> None:
         """acc += a @ b, asynchronously, in the open WGMMA group. `a` is [M, K]
-        (rows of A's stage), or `sa[stage].transpose()` for a stage stored
-        [K, M], or an f16/bf16 register tile of M x K (e.g. `kb.cast(acc1,
+        (rows of A's stage: the same stage as B's, or a fixed one, e.g.
+        `sq[0]` of a tile loaded once before the loop), or
+        `sa[stage].transpose()` for a stage stored [K, M], or an f16/bf16
+        register tile of M x K (e.g. `kb.cast(acc1,
         f16)`: read from registers, not shared memory; it must stay unchanged
         until the group is waited for); `b` is a [K, N] stage, or
         `sb[stage].transpose()` for a stage stored [N, K]."""
@@ -240,17 +242,27 @@ class WgmmaOps:
                 f"is [{b_k}, {b_n}] (a {b_layout}), acc is [{m}, {n}]",
                 where,
             )
+        # A of a fixed stage (e.g. sq[0], loaded once before the loop) is
+        # read there whatever stage B's ring is at.
+        a_stage = None
         if a.stage_key != b.stage_key:
-            raise BuildError("wgmma.mma: A and B must be the same stage of their rings", where)
+            if not isinstance(a.stage_key, int):
+                raise BuildError(
+                    "wgmma.mma: A and B must be the same stage of their rings, or A a "
+                    "fixed stage (sa[0])",
+                    where,
+                )
+            a_stage = a.stage_key
         with kb._at(where):
             dialect.wgmma(
                 a.ring.value,
                 b.ring.value,
-                a.stage,
+                b.stage,
                 acc.value,
                 a.row,
                 "nk" if b.transposed else "kn",
                 a_transposed=a.transposed,
+                a_stage=a_stage,
             )
 
     def _mma_register_a(

@@ -557,7 +557,8 @@ class KernelLowering(KernelPlan):
         fragment = acc_slot.fragment
         input_type = str(ir.MemRefType(a.type).element_type)
         a_row = wgmma.a_row
-        a_base = self._descriptor_base(a_slot, stage, a_desc)
+        a_stage = stage if wgmma.a_stage is None else E.const(wgmma.a_stage, ir.IndexType.get())
+        a_base = self._descriptor_base(a_slot, a_stage, a_desc)
         b_base = self._descriptor_base(b_slot, stage, b_desc)
         values = [
             E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)

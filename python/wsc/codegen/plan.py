@@ -698,7 +698,9 @@ class KernelPlan:
             a_m = 1 if first.a_transposed else 0
             b1_n = 1 if first.b_layout == "kn" else 0
             b2_k, b2_n = (0, 1) if second.b_layout == "kn" else (1, 0)
-            for label, nodes in (
+            # (label, the tensor dims of one size); the second product's N has
+            # no matmul label.
+            chains: list[tuple[str | None, list[tuple[int, int]]]] = [
                 (
                     "m",
                     [(t, a_m) for t in a_tensors] + [(t, int(tr)) for t, tr in c_tensors.items()],
@@ -708,11 +710,12 @@ class KernelPlan:
                     None,
                     [(t, b2_n) for t in b2_tensors] + [(t, 1 - tr) for t, tr in c_tensors.items()],
                 ),
-            ):
+            ]
+            for chain_label, nodes in chains:
                 for node in nodes:
                     classes.union(nodes[0], node)
-                    if label is not None:
-                        labels.setdefault(node, label)
+                    if chain_label is not None:
+                        labels.setdefault(node, chain_label)
             matmul = matmul or bool(a_tensors and c_tensors)
         # A tile read from global memory and stored with the result has its sizes.
         for op in self.ops:

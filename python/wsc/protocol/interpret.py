@@ -784,9 +784,14 @@ class _Compiler:
         first = wgmma.a_row
         self.a_rows.append((context.role, first, first + acc_type_parameters(wgmma.acc.type)[0][0]))
         a, b, stage = (self.slot(v) for v in (wgmma.a, wgmma.b, wgmma.stage))
+        a_stage = wgmma.a_stage
 
         def act(process, frame):
-            process.simulation.wgmma(process, op, (frame[a], frame[b]), frame[stage])
+            reads = (
+                (frame[a], frame[stage], False) if a_stage is None else (frame[a], a_stage, True),
+                (frame[b], frame[stage], False),
+            )
+            process.simulation.wgmma(process, op, reads)
 
         return _Effect(op, act)
 
@@ -797,7 +802,7 @@ class _Compiler:
         b, stage = self.slot(wgmma.b), self.slot(wgmma.stage)
 
         def act(process, frame):
-            process.simulation.wgmma(process, op, (frame[b],), frame[stage])
+            process.simulation.wgmma(process, op, ((frame[b], frame[stage], False),))
 
         return _Effect(op, act)
 

@@ -481,14 +481,19 @@ class _Simulation:
             f"stage {stage} is outside the {ring.spec.num_stages} stages of ring {ring.spec.name}",
         )
 
-    def wgmma(self, process, op, rings: tuple[Ring, ...], stage: int) -> None:
-        """A WGMMA of `process` reads `stage` of each of its operands' rings."""
-        for ring in rings:
+    def wgmma(self, process, op, reads: tuple[tuple[Ring, int, bool], ...]) -> None:
+        """A WGMMA of `process` reads a stage of each of its operands' rings:
+        `reads` holds (ring, stage, resident) triples; a resident stage (an
+        operand loaded once, wsc.wgmma's a_stage) is read again and again, so
+        every read sees its latest copy."""
+        for ring, stage, resident in reads:
             name = ring.spec.name
             if not 0 <= stage < ring.spec.num_stages:
                 raise self._ring_stage_out_of_range(op, ring, stage)
             loaded = ring.copies[stage]
-            if ring.spec.exclusive:
+            if resident:
+                expected = max(loaded, 1)
+            elif ring.spec.exclusive:
                 # The copy whose landing completed the phase this process's
                 # wait saw: each copy into a stage completes one phase of its
                 # barrier. A wait that saw none let the read through too early.
@@ -544,6 +549,7 @@ class _Simulation:
         whose copies landed in a phase no expect_tx opened: said in those
         terms, at the op the author left something out before."""
         for process in waits:
+            assert isinstance(process.pause, Wait)  # the callers' premise
             barrier = process.pause.barrier
             if barrier.issued and barrier.arrived == 0 and barrier.last_expect_tx is None:
                 return Violation(
@@ -555,6 +561,7 @@ class _Simulation:
                     f"the {process.name}'s wait on it never returns",
                 )
         for process in waits:
+            assert isinstance(process.pause, Wait)
             barrier = process.pause.barrier
             spec = next(
                 array.spec

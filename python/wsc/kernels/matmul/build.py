@@ -85,6 +85,7 @@ from wsc.builder import (
     CONSUMER_INITIAL_PHASE,
     GlobalTensor,
     KernelBuilder,
+    Predicate,
     RegisterTile,
     Scalar,
     SharedTensor,
@@ -210,13 +211,18 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         acc = kb.register_tensor(f32, list(acc_shape))
         first_k_tile: Scalar | int = 0
         my_k_tiles = k_tiles
+        # Stream-K: the first of the tile's K tiles in the share, and whether
+        # the share holds all of them.
+        share_start: Scalar | None = None
+        whole: Predicate | None = None
         if share is not None:
             begin, end = share
             tile_start = unit * k_tiles
             # The tile's K tiles in [begin, end), in unsigned arithmetic: only
             # the first tile of the share starts after tile_start.
-            first_k_tile = begin - minimum(begin, tile_start)
-            my_k_tiles = minimum(end - tile_start, k_tiles) - first_k_tile
+            share_start = first_k_tile = begin - minimum(begin, tile_start)
+            my_k_tiles = minimum(end - tile_start, k_tiles) - share_start
+            whole = (share_start == 0) & (my_k_tiles == k_tiles)
         elif workspace is not None:
             # Split z sums K tiles [z * k_tiles / splits, (z + 1) * k_tiles / splits).
             split = kb.block_idx.z
@@ -258,18 +264,17 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         if workspace is None:
             store_tile(acc, tile_m, tile_n)
             return
-        if share is None:
+        if share_start is None or whole is None:
             # The partial tile's rows in the workspace: the tile's number
             # times the accumulator's rows.
             hand_over(acc, unit * acc_shape[0], split, tile_m, tile_n)
             return
-        whole = (first_k_tile == 0) & (my_k_tiles == k_tiles)
         with kb.if_(whole):
             store_tile(acc, tile_m, tile_n)
         with kb.if_(~whole):
             # Split 1 (the tile's later K tiles) starts the block's share, at
             # boundary block_x; split 0 ends it, at boundary block_x + 1.
-            later = minimum(first_k_tile, 1)
+            later = minimum(share_start, 1)
             hand_over(acc, (block_x + 1 - later) * acc_shape[0], later, tile_m, tile_n)
 
     def hand_over(
@@ -277,6 +282,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     ) -> None:
         """Store `acc` as split `split`'s partial sum at workspace row `row`;
         the last split to arrive adds them all and stores the tile."""
+        assert workspace is not None  # the callers' premise
         kb.split_k.store(workspace, acc, row, split)
         with kb.if_(kb.split_k.arrive(workspace, row)):
             kb.split_k.reduce(workspace, acc, row)
