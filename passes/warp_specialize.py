@@ -774,7 +774,8 @@ class _Specializer:
                 op.erase()
             for elect, copy in self.resident_copies:
                 copy.erase()
-                elect.erase()
+                if not list(elect.result.uses):  # the author may test it again
+                    elect.erase()
         if self.staging is not None:
             defining_op(self.staging).erase()
         set_int_attr(self.kernel, KERNEL_THREADS_ATTR, consumer_threads + producer_threads)
