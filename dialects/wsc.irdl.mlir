@@ -451,6 +451,22 @@ irdl.dialect @wsc {
     irdl.results(result: %result)
   }
 
+  // "wsc.tile_assign"(%dst, %src)
+  //   : (!wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
+  // Sets every element of dst, a register tile of wsc.acc_alloc, to src's (of
+  // its type): in place, as a WGMMA accumulates, so a tile allocated before a
+  // loop carries values computed in it from trip to trip (a running max, a
+  // rescaled accumulator).
+  irdl.operation @tile_assign {
+    %dst_shape = irdl.base "#builtin.dense_array"
+    %dst_element = irdl.any
+    %dst = irdl.parametric @wsc::@acc<%dst_shape, %dst_element>
+    %src_shape = irdl.base "#builtin.dense_array"
+    %src_element = irdl.any
+    %src = irdl.parametric @wsc::@acc<%src_shape, %src_element>
+    irdl.operands(dst: %dst, src: %src)
+  }
+
   // %t = "wsc.tile_fill"() {value = 0.5 : f32} : () -> !wsc.acc<array<i64: 64, 128>, f32>
   // An f32 register tile with every element `value`.
   irdl.operation @tile_fill {

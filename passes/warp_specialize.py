@@ -23,10 +23,13 @@ epilogue, and a yield of the K loop's results. The K loop carries exactly
     register tile) accumulating into an accumulator or into a tile made by
     a `wsc.acc_alloc` in the loop (a product of one K tile),
     `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`; between
-    them register-tile math (`wsc.cast`, the ops of the epilogue below), e.g.
-    one product cast to f16 as the A operand of the next;
+    them register-tile math (`wsc.cast`, the ops of the epilogue below, and
+    `wsc.tile_assign` of an accumulator, updating it in place from K tile to
+    K tile), e.g. one product cast to f16 as the A operand of the next;
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
+Before the K loop, register-tile math and `wsc.tile_assign`s may set the
+accumulators up (a running max set to -inf); nothing else may use them there.
 Without a tile loop the prologue may also copy tiles once, for every K tile
 to read (attention's Q: a `wsc.wgmma` with `a_stage`): `scf.if`s on a
 `wsc.elect` with TMA loads completing on barriers other than the full ones,
@@ -83,6 +86,8 @@ After: the same computation, specialized (the seed's V3, generalised):
     release = warp a release is one arrival per consumer warp (`per_warp`:
     the warp's wait_group has retired its lanes' WGMMAs), and the empty
     barriers count warps instead of threads;
+  - each group's accumulators and the register math before the loop made in
+    its rows, before its loop;
   - the prologue's copies loaded once issued by the producer's elected
     thread before its loop, and their waits made by each consumer group
     before its own (the producer never waits for them);
@@ -173,6 +178,7 @@ _CONSUMER_OPS = (
     "wsc.wgmma_commit_group",
     "wsc.wgmma_wait_group",
     "wsc.acc_alloc",
+    "wsc.tile_assign",
     *ops.TILE_MAKERS,
 )
 #: The ops that accumulate into a register tile in the K loop.
@@ -202,7 +208,12 @@ _EPILOGUE_ROW_OPS: dict[
     "wsc.partial_reduce": ops.PartialReduce,
 }
 #: The epilogue ops besides the stores that may read or write the accumulator.
-_ACC_EPILOGUE_OPS = (*ops.TILE_MAPS, "wsc.partial_store", "wsc.partial_reduce")
+_ACC_EPILOGUE_OPS = (
+    *ops.TILE_MAPS,
+    "wsc.tile_assign",
+    "wsc.partial_store",
+    "wsc.partial_reduce",
+)
 
 
 def _group_row_operand(op: ir.Operation) -> int | None:
@@ -350,7 +361,27 @@ class _Specializer:
         if self.tile_loop is not None:
             self._match_tile_loop(self.tile_loop)
         self._match_resident_copies(block_ops if self.tile_loop is None else self._body_ops())
+        self._match_register_prologue()
         self._match_epilogue()
+
+    def _match_register_prologue(self) -> None:
+        """Register-tile math before the K loop (e.g. a running max set to
+        -inf with wsc.tile_assign) runs in each consumer group, on its rows;
+        nothing else before the loop may use an accumulator."""
+        accumulators = {op.result for op in self.accs}
+        self.register_prologue = [
+            op for op in self.prologue if op.name in ops.TILE_MAKERS or op.name == "wsc.tile_assign"
+        ]
+        made = accumulators | {r for op in self.register_prologue for r in op.results}
+        for op in self.prologue:
+            if op in self.register_prologue or op.name == "wsc.acc_alloc":
+                continue
+            if made & set(operands_deep(op)):
+                self._fail(
+                    op,
+                    f"before the K loop a register tile may only be used by register-tile "
+                    f"math, not by '{op.name}'",
+                )
 
     def _body_ops(self) -> list[ir.Operation]:
         """The kernel body's ops before its loop (the tile loop if any)."""
@@ -768,6 +799,8 @@ class _Specializer:
             for op in reversed(self.epilogue):
                 op.erase()
             self.loop.erase()
+            for op in reversed(self.register_prologue):
+                op.erase()
             for op in self.accs:
                 op.erase()
             for op in self.resident_waits:
@@ -882,9 +915,18 @@ class _Specializer:
                 self.phase: loop.inner_iter_args[1],
             }
         )
+        if first_row is None:
+            for op in body:
+                clone_remapped(op, mapping)
+        else:
+            self._clone_for_group(body, mapping, first_row)
+
+    def _clone_for_group(self, body: list[ir.Operation], mapping: dict, first_row: int) -> None:
+        """`body`'s ops for the consumer group from `first_row`: register
+        tiles are made in the group's rows, and read from memory from them."""
         row_offset = None
         for op in body:
-            if first_row is not None and (op.name in ops.TILE_MAKERS or op.name == "wsc.acc_alloc"):
+            if op.name in ops.TILE_MAKERS or op.name == "wsc.acc_alloc":
                 if first_row and row_offset is None and _group_row_operand(op) is not None:
                     row_offset = index_constant(first_row)
                 self._clone_tile_maker(op, mapping, row_offset)
@@ -901,9 +943,9 @@ class _Specializer:
 
         def tile(mapping, stage, phase, *turn_phase):
             self._clone_tile_prologue(mapping)
-            for acc in self.accs:
-                # The group's accumulators keep the author's locations (their diagnostics).
-                self._clone_tile_maker(acc, mapping, None)
+            # The group's accumulators and the register math before the loop;
+            # they keep the author's locations (their diagnostics).
+            self._clone_for_group([*self.accs, *self.register_prologue], mapping, first_row)
             if not self.ping_pong:
                 loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
                 self._store_rows(group, first_row, mapping)

@@ -438,6 +438,11 @@ def tile_row_reduce(kind: str, x: ir.Value) -> ir.Value:
     return _tile_of_kind("wsc.tile_row_reduce", kind, x)
 
 
+def tile_assign(dst: ir.Value, src: ir.Value) -> ir.Operation:
+    """`wsc.tile_assign`: dst (a wsc.acc_alloc's tile) takes src's elements."""
+    return _create("wsc.tile_assign", operands=[dst, src])
+
+
 def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
     """`wsc.tile_fill`: an f32 register tile of `shape` with every element `value`."""
     return _create(

@@ -418,6 +418,11 @@ class TileBroadcast(WscOp, name="wsc.tile_broadcast"):
     result = Result()
 
 
+class TileAssign(WscOp, name="wsc.tile_assign"):
+    dst = Operand()
+    src = Operand()
+
+
 class TileFill(WscOp, name="wsc.tile_fill"):
     value = FloatAttr()
     result = Result()

@@ -435,6 +435,16 @@ def _verify_tile_iota(op: ir.Operation) -> None:
     _verify_f32_tile(op, iota.result, "result")
 
 
+def _verify_tile_assign(op: ir.Operation) -> None:
+    assign = ops.TileAssign(op)
+    _verify_acc(op, assign.dst.type)
+    if assign.src.type != assign.dst.type:
+        _fail(op, f"src's type {assign.src.type} differs from dst's {assign.dst.type}")
+    source = defining_op(assign.dst)
+    if source is not None and source.name != "wsc.acc_alloc":
+        _fail(op, f"dst must be a tile of wsc.acc_alloc (written in place), not of '{source.name}'")
+
+
 def _verify_tile_fill(op: ir.Operation) -> None:
     fill = ops.TileFill(op)
     _verify_f32_tile(op, fill.result, "result")
@@ -777,6 +787,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tile_binary": _verify_tile_binary,
     "wsc.tile_unary": _verify_tile_unary,
     "wsc.tile_fill": _verify_tile_fill,
+    "wsc.tile_assign": _verify_tile_assign,
     "wsc.tile_select": _verify_tile_select,
     "wsc.tile_iota": _verify_tile_iota,
     "wsc.tile_row_reduce": _verify_tile_row_reduce,

@@ -623,3 +623,19 @@ func.func @rings_of_other_depths_without_a_stage() attributes {wsc.num_threads =
   "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
   return
 }
+// -----
+func.func @assign_of_another_type() attributes {wsc.num_threads = 128 : i32} {
+  %dst = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %src = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.tile_assign' op src's type !wsc.acc<array<i64: 64, 128>, f32> differs from dst's !wsc.acc<array<i64: 64, 64>, f32>}}
+  "wsc.tile_assign"(%dst, %src) : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
+  return
+}
+// -----
+func.func @assign_to_a_computed_tile() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %y = "wsc.tile_unary"(%x) {kind = "relu"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_assign' op dst must be a tile of wsc.acc_alloc (written in place), not of 'wsc.tile_unary'}}
+  "wsc.tile_assign"(%y, %x) : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}

@@ -34,6 +34,8 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     "wsc.wgmma"(%st, %sb, %c0, %acc64) {a_row = 64 : i32, a_transposed, b_layout = "nk"} : (memref<2x64x128xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
     // CHECK: "wsc.wgmma"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 0 : i32, a_stage = 1 : i32, b_layout = "nk"}
     "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, a_stage = 1 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    // CHECK: "wsc.tile_assign"(%{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
+    "wsc.tile_assign"(%acc64, %acc64) : (!wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
     // CHECK: %[[P:.*]] = "wsc.cast"
     %p = "wsc.cast"(%acc64) : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f16>
     %out = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>

@@ -617,3 +617,26 @@ func.func @register_a(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// An assignment in place of a row reduction of the tile itself: the
+// reduction runs once per row (two shuffles for each of a thread's two rows),
+// all of it before the tile's registers are stored.
+// CHECK-LABEL: llvm.func @assign_row_max
+// CHECK-COUNT-4: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.store
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.return
+func.func @assign_row_max(%c: memref<?x?xf32>, %src: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %m = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 16>, f32>
+  %x = "wsc.tile_load"(%src, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %y = "wsc.tile_binary"(%m, %x) {kind = "add"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %r = "wsc.tile_row_reduce"(%y) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.tile_assign"(%m, %r) : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> ()
+  "wsc.store"(%m, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

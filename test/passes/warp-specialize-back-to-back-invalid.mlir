@@ -216,3 +216,62 @@ func.func @waiting_on_the_ring_before_the_loop(%arg0: memref<?x?xf16>, %arg1: me
   "wsc.store"(%7, %arg3, %5, %c0) : (!wsc.acc<array<i64: 128, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A store of an accumulator before the K loop: before the loop the groups
+// only set up their register tiles (register-tile math, wsc.tile_assign).
+func.func @store_before_the_loop(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf16>, %arg3: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %0 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %1 = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %2 = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %3 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  %4 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %block_id_x = gpu.block_id  x
+  %c128 = arith.constant 128 : index
+  %5 = arith.muli %block_id_x, %c128 : index
+  %6 = "wsc.elect"() : () -> i1
+  scf.if %6 {
+    %c0_1 = arith.constant 0 : index
+    "wsc.mbarrier_arrive_expect_tx"(%3, %c0_1) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%arg0, %5, %c0_1, %0, %c0_1, %3) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  "wsc.mbarrier_wait"(%3, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  %7 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
+  // expected-error @below {{--warp-specialize: before the K loop a register tile may only be used by register-tile math, not by 'wsc.store'}}
+  "wsc.store"(%7, %arg3, %5, %c0) : (!wsc.acc<array<i64: 128, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  %dim = memref.dim %arg1, %c0 : memref<?x?xf16>
+  %c64 = arith.constant 64 : index
+  %8 = arith.ceildivui %dim, %c64 : index
+  %false_0 = arith.constant false
+  %c1 = arith.constant 1 : index
+  %9:2 = scf.for %arg4 = %c0 to %8 step %c1 iter_args(%arg5 = %c0, %arg6 = %false_0) -> (index, i1) {
+    %c64_1 = arith.constant 64 : index
+    %10 = arith.muli %arg4, %c64_1 : index
+    %11 = "wsc.elect"() : () -> i1
+    scf.if %11 {
+      "wsc.mbarrier_arrive_expect_tx"(%4, %arg5) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%arg1, %10, %c0, %1, %arg5, %4) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%arg2, %10, %c0, %2, %arg5, %4) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%4, %arg5, %arg6) : (!wsc.mbarriers, index, i1) -> ()
+    %12 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%0, %1, %arg5, %12) {a_row = 0 : i32, a_stage = 0 : i32, b_layout = "nk"} : (memref<1x128x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    %13 = "wsc.cast"(%12) : (!wsc.acc<array<i64: 128, 64>, f32>) -> !wsc.acc<array<i64: 128, 64>, f16>
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma_register_a"(%13, %2, %arg5, %7) {b_layout = "kn"} : (!wsc.acc<array<i64: 128, 64>, f16>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %14:2 = "wsc.ring_advance"(%arg5, %arg6) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+    scf.yield %14#0, %14#1 : index, i1
+  }
+  "wsc.store"(%7, %arg3, %5, %c0) : (!wsc.acc<array<i64: 128, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

@@ -142,6 +142,7 @@ def test_every_wsc_op_has_a_builder_method():
         kb.wgmma.mma(kb.cast(acc, f16), sb[0], second)  # A from registers
         kb.wgmma.commit_group()
         kb.wgmma.wait_group(0)
+        kb.assign(second, second * 0.5)
         kb.store_global(c, kb.cast(second, f16), [kb.block_idx.x * 128, kb.block_idx.y * 64])
         kb.store_shared(sc[0], kb.cast(acc, f16))
         kb.fence_proxy_async()

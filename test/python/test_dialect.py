@@ -54,6 +54,7 @@ def build_every_op() -> ir.Module:
             dialect.wgmma_register_a(dialect.cast(acc, "f16"), sb, zero, second, b_layout="kn")
             dialect.wgmma_commit_group()
             dialect.wgmma_wait_group(0)
+            dialect.tile_assign(second, second)
             dialect.mbarrier_arrive(empty, zero)
             dialect.mbarrier_arrive(empty, zero, every_cta=True)
             dialect.partial_store(acc, partials, zero, zero, splits=2)

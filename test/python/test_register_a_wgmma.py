@@ -1,8 +1,11 @@
 """WGMMA with A read from registers (wsc.wgmma_register_a): an accumulator
 cast to f16 or bf16 feeds the next WGMMA without going through shared
-memory, the step of a back-to-back product (and of attention)."""
+memory, the step of a back-to-back product (and of attention); and register
+tiles updated in place (wsc.tile_assign), attention's running state."""
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +110,29 @@ def test_register_a_mistakes_are_located():
         "shapes do not chain: A is [64, 64] (registers), B is [64, 128] (a [K, N] stage), "
         "acc is [64, 64]" in error(value_cols=128)
     )
+
+
+def test_assign_mistakes_are_located():
+    kb = KernelBuilder("assign", num_warps=4, grid=[("m", 64)])
+    running = kb.register_tensor(f32, [64, 64])
+    with pytest.raises(BuildError, match="dst must be a kb.register_tensor"):
+        kb.assign(running * 2.0, running)
+    with pytest.raises(BuildTypeError, match="dst is a 64x64 f32 tile, src a 64x128 f32 one"):
+        kb.assign(running, kb.register_tensor(f32, [64, 128]))
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+@pytest.mark.parametrize("groups", [1, 2])
+def test_attention_specializes_with_its_running_state_per_group(groups):
+    """examples/attention.py through --warp-specialize: each consumer group
+    sets and updates its own rows of O, m and l; the protocol check passes
+    and ptxas assembles it without spills."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from attention import attention
+
+    kernel = attention(num_consumer_groups=groups, block_m=64 * groups)
+    text = str(kernel)
+    assigns = text.count('"wsc.tile_assign"')
+    assert assigns == 4 * groups  # m before the loop; l, m and O in it
+    compiled = kernel.compile()
+    assert compiled.result.ptxas.spill_stores == 0

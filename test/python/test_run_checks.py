@@ -505,6 +505,43 @@ def test_the_back_to_back_check_rounds_the_first_product(tmp_path, memory):
     assert not report["ok"] and report["rel_err"] > 0.5, report
 
 
+class FakeAttention(FakeKernel):
+    """O = softmax(Q K^T / sqrt(D)) V on the host in f32, the numerators
+    rounded to f16 as the kernel rounds them; `wrong` leaves them
+    unnormalized (no division by the row sums)."""
+
+    def __init__(self, artifact, wrong=False):
+        super().__init__(artifact)
+        self.wrong = wrong
+
+    def prepare(self, **tensors):
+        wrong = self.wrong
+
+        class Launch:
+            stream = None
+
+            def launch(self):
+                q, k, v = (tensors[name].astype(np.float32) for name in "abc")
+                scores = q @ k.T / np.float32(math.sqrt(q.shape[1]))
+                p = np.exp(scores - scores.max(axis=1, keepdims=True))
+                sums = np.ones_like(p[:, :1]) if wrong else p.sum(axis=1, keepdims=True)
+                o = p.astype(np.float16).astype(np.float32) @ v / sums
+                tensors["d"][:] = o.astype(np.float16)
+
+        return Launch()
+
+
+def test_the_attention_check_is_the_softmax(tmp_path, memory):
+    doc = back_to_back_doc()
+    doc["check"] = "attention"
+    doc["tensors"]["d"]["dtype"] = "f16"
+    artifact = load_artifact(write(tmp_path / "attention", doc))
+    report = run_cli.evaluate(FakeAttention(artifact))
+    assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 2e-3, report
+    report = run_cli.evaluate(FakeAttention(artifact, wrong=True))
+    assert not report["ok"] and report["rel_err"] > 0.5, report
+
+
 def test_a_back_to_back_artifact_of_other_shapes_is_named(tmp_path):
     doc = back_to_back_doc()
     doc["tensors"]["c"]["shape"] = ["d_dim1", "n"]

@@ -41,7 +41,7 @@ from wsc.builder.values import (
     f32,
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
-from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, use_owner
+from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, defining_op, use_owner
 from wsc.ops import BROADCAST_ALONG, TILE_PREDICATES
 from wsc.target.hopper import (
     ELEMENT_BYTES,
@@ -369,6 +369,29 @@ class KernelBuilder:
         with self._at(where):
             value = dialect.acc_alloc(dialect.acc_type(shape, dtype))
         return RegisterTile(self, value, dtype, shape)
+
+    def assign(self, dst: RegisterTile, src: RegisterTile) -> None:
+        """Set every element of `dst`, a kb.register_tensor, to `src`'s: in
+        place, so a tile made before a loop carries what the loop computes
+        from trip to trip (`kb.assign(m, kb.max(m, kb.row_max(s)))`)."""
+        where = caller()
+        for tile, name in ((dst, "dst"), (src, "src")):
+            self._own(expect(tile, RegisterTile, f"assign {name}", "a register tile"), "assign")
+        source = defining_op(dst.value)
+        if source is None or source.name != "wsc.acc_alloc":
+            raise BuildError(
+                "assign: dst must be a kb.register_tensor (a tile written in place), not the "
+                "result of tile math",
+                where,
+            )
+        if (dst.dtype, dst.shape) != (src.dtype, src.shape):
+            raise BuildTypeError(
+                f"assign: dst is a {dst.shape[0]}x{dst.shape[1]} {dst.dtype} tile, src a "
+                f"{src.shape[0]}x{src.shape[1]} {src.dtype} one",
+                where,
+            )
+        with self._at(where):
+            dialect.tile_assign(dst.value, src.value)
 
     def cast(self, tile: RegisterTile, dtype: str) -> RegisterTile:
         """The tile converted element-wise to `dtype` (round to nearest even)."""

@@ -157,7 +157,7 @@ class DeferredTile:
 
 
 #: Ops that write a register tile in place (the accumulator).
-_TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce")
+_TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce", "wsc.tile_assign")
 
 
 def _pair_type(element: str) -> ir.Type:
@@ -902,6 +902,24 @@ class KernelLowering(KernelPlan):
             return E.sitofp(row if along_rows else col, E.float_type("f32"))
 
         self._define_tile(op, index)
+
+    def _lower_tile_assign(self, op):
+        assign = ops.TileAssign(op)
+        dst, src = self.slots[assign.dst], self.slots[assign.src]
+        fragment = dst.fragment
+        # Every element first: an element of src may read a whole row of dst
+        # (a row reduction of it), which the stores would change under it.
+        values = [
+            [src.load_element(i, r) for r in range(fragment.regs_per_subtile)]
+            for i in range(fragment.subtiles)
+        ]
+        for i, row in enumerate(values):
+            if dst.packed:
+                for r in range(0, len(row), 2):
+                    dst.store_pair(i, r, row[r], row[r + 1])
+            else:
+                for r, value in enumerate(row):
+                    dst.store_element(i, r, value)
 
     def _lower_tile_fill(self, op):
         value = ops.TileFill(op).value

@@ -31,6 +31,7 @@ _REGISTER_ONLY = (
     "wsc.tile_binary",
     "wsc.tile_unary",
     "wsc.tile_fill",
+    "wsc.tile_assign",
     "wsc.tile_select",
     "wsc.tile_iota",
     "wsc.tile_row_reduce",

@@ -17,9 +17,12 @@ from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
 class BackToBackCheck:
     """Q [m, k], K [n, k], V [n, e] (tensors a, b, c) and O [m, e] (d)."""
 
+    #: The check's name in artifacts (and in its errors).
+    NAME = "back_to_back"
+
     def __init__(self, artifact: Artifact):
         def fail(message: str) -> ArtifactError:
-            return ArtifactError(f"{artifact.json_path}: check 'back_to_back': {message}")
+            return ArtifactError(f"{artifact.json_path}: check '{self.NAME}': {message}")
 
         tensors = artifact.tensors
         for name in ("a", "b", "c", "d"):
