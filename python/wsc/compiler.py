@@ -179,7 +179,12 @@ def compile_module(
     result = CompileResult(ptx, info, stages)
     if assemble and codegen.find_ptxas() is not None:
         start = time.perf_counter()
-        result.ptxas = codegen.assemble(ptx)
+        try:
+            result.ptxas = codegen.assemble(ptx)
+        except codegen.PtxasError as error:
+            engine = DiagnosticEngine(source)
+            engine.add_pass_error(_ptxas_error(error, written, held))
+            raise CompileError("\n".join(d.format() for d in engine.diagnostics)) from None
         stages.append(
             StageReport(
                 "ptxas",
@@ -245,6 +250,38 @@ def _spill_error(
         f"{spilled}, holding register tiles of {', '.join(shapes)} per thread; narrow "
         f"the register tile made here or split its rows over more consumer "
         f"warpgroups, {accept}",
+        [
+            (tile.location, f"a {tile.shape[0]}x{tile.shape[1]} {tile.element} register tile")
+            for tile in written[1:3]
+        ],
+    )
+
+
+#: ptxas's fatal errors that mean the kernel's registers cannot be allocated.
+_REGISTER_FAILURES = ("C7600", "C7602")
+
+
+def _ptxas_error(
+    error: Exception, written: list[RegisterTileUse], held: list[RegisterTileUse]
+) -> PassError:
+    """ptxas's failure as an error: where it cannot allocate the registers, at
+    the author's largest register tile, naming the tiles a thread holds
+    after the passes (as for spills); otherwise at that tile too (the
+    kernel's first), with ptxas's fatal lines."""
+    fatal = [line.strip() for line in str(error).splitlines() if "fatal" in line]
+    reason = "; ".join(fatal) or str(error).strip()
+    location = written[0].location if written else ir.Location.unknown()
+    if not any(code in reason for code in _REGISTER_FAILURES) or not written:
+        return PassError(location, f"ptxas failed on this kernel: {reason}")
+    shapes = dict.fromkeys(
+        f"{tile.shape[0]}x{tile.shape[1]} {tile.element} ({tile.registers} registers)"
+        for tile in held
+    )
+    return PassError(
+        location,
+        f"ptxas cannot allocate this kernel's registers ({reason}), holding register tiles "
+        f"of {', '.join(shapes)} per thread; narrow the register tile made here, or "
+        f"change the consumer warpgroups its rows are split over",
         [
             (tile.location, f"a {tile.shape[0]}x{tile.shape[1]} {tile.element} register tile")
             for tile in written[1:3]

@@ -11,9 +11,11 @@ test_runtime.py (`test_misaligned_base`, `test_plan_rejects_tma_violations`).
 import re
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
+from wsc.codegen import find_ptxas
 from wsc.codegen.ptxas import PtxasError, assemble
 from wsc.compiler import CompileError
 from wsc.kernels.matmul.build import compile_matmul
@@ -162,3 +164,20 @@ def test_ignored_setmaxnreg_fails_the_build(tmp_path):
 def test_clean_ptxas_report_passes(tmp_path):
     report = assemble(".version 9.0\n", ptxas=_fake_ptxas(tmp_path, _CLEAN_REPORT))
     assert report.registers == 168 and report.warnings == []
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_registers_ptxas_cannot_allocate_are_a_located_error(tmp_path):
+    """Found by sweeping examples/attention.py's configs: with four consumer
+    groups and a head of 128 its two 64x128 f32 accumulators per thread
+    exceed the 96 registers a 640-thread block gives each thread, and ptxas
+    stops (C7600). The error is located at the author's largest register
+    tile, as a spill error is."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from attention import attention
+
+    with pytest.raises(CompileError) as error:
+        attention(num_consumer_groups=4, block_m=256, head=128).compile()
+    text = str(error.value)
+    assert re.search(r"attention\.py:\d+:\d+: error: ptxas cannot allocate", text), text
+    assert "C7600" in text and "64x128 f32 (64 registers)" in text
