@@ -10,8 +10,9 @@ roles) whose body is prologue ops, one or more `wsc.acc_alloc`s (the
 accumulators, of the same rows), one K-tile `scf.for` and an epilogue; or,
 for a persistent kernel, prologue ops and a *tile loop* (an `scf.for`
 carrying exactly the ring's (stage, phase)) whose body is pure arith ops, the
-`wsc.acc_alloc`s, the K loop starting at the tile loop's (stage, phase), the
-epilogue, and a yield of the K loop's results. The K loop carries exactly
+`wsc.acc_alloc`s (and register math setting them up), the K loop starting at
+the tile loop's (stage, phase), the epilogue, and a yield of the K loop's
+results. The K loop carries exactly
 (stage, phase), advanced by one `wsc.ring_advance`; its body holds
   - an `scf.if` guarded by `wsc.elect` with one `wsc.mbarrier_arrive_expect_tx`
     and the `wsc.tma_load`s of the tile, all completing on the *full* barriers
@@ -437,7 +438,12 @@ class _Specializer:
                 "yields the K loop's results",
             )
         for op in self.prologue:
-            if op.name != "wsc.acc_alloc" and not op.name.startswith(_PURE_DIALECTS):
+            register_math = op.name in ops.TILE_MAKERS or op.name == "wsc.tile_assign"
+            if (
+                op.name != "wsc.acc_alloc"
+                and not register_math
+                and not op.name.startswith(_PURE_DIALECTS)
+            ):
                 self._fail(
                     op,
                     f"every role runs the tile loop: '{op.name}' before the K "
@@ -882,11 +888,12 @@ class _Specializer:
 
     def _clone_tile_prologue(self, mapping: dict) -> None:
         """A persistent kernel's per-tile ops before the K loop (the tile's
-        coordinates), for one role; the accumulator is the role's own."""
+        coordinates), for one role; the accumulators and the register math
+        on them are each consumer group's own (_build_consumer)."""
         if self.tile_loop is None:
             return  # they stay in the kernel's prologue, above the roles
         for op in self.prologue:
-            if op.name != "wsc.acc_alloc":
+            if op.name != "wsc.acc_alloc" and op not in self.register_prologue:
                 clone_remapped(op, mapping)
 
     def _ring_loop(self, stage: ir.Value, phase: ir.Value | bool, mapping: dict) -> scf.ForOp:

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from wsc.builder import BuildError, BuildTypeError, KernelBuilder, f16, f32
+from wsc.builder import (
+    CONSUMER_INITIAL_PHASE,
+    BuildError,
+    BuildTypeError,
+    KernelBuilder,
+    cdiv,
+    f16,
+    f32,
+)
 from wsc.codegen import find_ptxas
 from wsc.codegen.fragments import AccumulatorFragment, a_operand_registers
 from wsc.runtime import load_artifact
@@ -136,3 +144,62 @@ def test_attention_specializes_with_its_running_state_per_group(groups):
     assert assigns == 4 * groups  # m before the loop; l, m and O in it
     compiled = kernel.compile()
     assert compiled.result.ptxas.spill_stores == 0
+
+
+def persistent_two_products(stages=2):
+    """A persistent loop over row blocks around a K loop of two products with
+    a running row max, set before the K loop of every tile: O = exp2(S - m) V
+    with S = Q K^T and m the running max of S (Q through the ring)."""
+    kb = KernelBuilder("persistent_two_products", num_warps=4, grid=[("m", 128)])
+    q, k, v = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
+    out = kb.global_tensor(f32)
+    sq, sk, sv = (kb.shared_tensor(f16, [stages, rows, 64]) for rows in (128, 64, 64))
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=stages)
+    kb.sync()
+    tiles_m, n = cdiv(q.shape[0], 128), k.shape[0]
+    for tiles in kb.tile_range(
+        kb.block_idx.x, tiles_m, kb.grid_dim.x, stages=stages, phase=CONSUMER_INITIAL_PHASE
+    ):
+        row = tiles.tile * 128
+        o, m = kb.register_tensor(f32, [128, 64]), kb.register_tensor(f32, [128, 64])
+        kb.assign(m, m - 1e30)  # per tile, before its K loop
+        for it in kb.range(0, n, 64, stages=stages, ring=tiles):
+            st = it.stage
+            with kb.single_thread():
+                nbytes = sq[st].nbytes + sk[st].nbytes + sv[st].nbytes
+                kb.mbarrier.arrive_and_expect_tx(full[st], nbytes)
+                kb.tma.global_to_shared(q, sq[st], [row, 0], mbarrier=full[st])
+                kb.tma.global_to_shared(k, sk[st], [it.offset, 0], mbarrier=full[st])
+                kb.tma.global_to_shared(v, sv[st], [it.offset, 0], mbarrier=full[st])
+            kb.mbarrier.wait(full[st], phase=it.phase)
+            s = kb.register_tensor(f32, [128, 64])
+            kb.wgmma.fence()
+            kb.wgmma.mma(sq[st], sk[st].transpose(), s)
+            kb.wgmma.commit_group()
+            kb.wgmma.wait_group(0)
+            kb.assign(m, kb.max(m, kb.row_max(s)))
+            p = kb.cast(kb.exp2(s - m), f16)
+            kb.wgmma.fence()
+            kb.wgmma.mma(p, sv[st], o)
+            kb.wgmma.commit_group()
+            kb.wgmma.wait_group(0)
+            kb.sync()
+        kb.store_global(out, o, [row, 0])
+    return kb.finish()
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_a_persistent_loop_of_two_products_specializes():
+    """The register math before a tile's K loop goes to each consumer group
+    (in its rows), not to the producer; the protocol check (a block of one,
+    and block 1 of 3 over four tiles) passes and ptxas assembles it."""
+    kernel = persistent_two_products().warp_specialize(
+        num_stages=2, num_consumer_groups=2, producer="warpgroup"
+    )
+    roles = str(kernel).split('"wsc.role"')
+    consumers, producer = roles[1:3], roles[3]
+    for consumer in consumers:
+        assert consumer.count('"wsc.tile_assign"') == 2  # m set per tile, then updated
+        assert "!wsc.acc<array<i64: 64, 64>, f32>" in consumer
+    assert '"wsc.tile_assign"' not in producer
+    assert kernel.compile().result.ptxas.spill_stores == 0
