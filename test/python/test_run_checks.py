@@ -5,6 +5,7 @@ them, on fake devices (numpy arrays stand in for device memory)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import re
@@ -473,62 +474,53 @@ def back_to_back_doc(m=150, n=130, k=40, e=24) -> dict:
     return doc
 
 
-class FakeBackToBack(FakeKernel):
-    """O = round(Q K^T) V on the host, as the kernel rounds the first product
-    to f16 in registers; `wrong` reverses V's rows (a wrong pairing of P's
-    columns with V's rows)."""
+class FakeQKV(FakeKernel):
+    """A kernel of Q, K and V (tensors a, b, c) that writes O (d) as
+    `compute(q, k, v)` does on the host, in f32."""
 
-    def __init__(self, artifact, wrong=False):
+    def __init__(self, artifact, compute):
         super().__init__(artifact)
-        self.wrong = wrong
+        self.compute = compute
 
     def prepare(self, **tensors):
-        wrong = self.wrong
+        compute = self.compute
 
         class Launch:
             stream = None
 
             def launch(self):
                 q, k, v = (tensors[name].astype(np.float32) for name in "abc")
-                p = (q @ k.T).astype(np.float16).astype(np.float32)
-                tensors["d"][:] = p @ (v[::-1] if wrong else v)
+                tensors["d"][:] = compute(q, k, v)
 
         return Launch()
+
+
+def back_to_back_on_host(q, k, v, wrong=False):
+    """O = round(Q K^T) V, as the kernel rounds the first product to f16 in
+    registers; `wrong` reverses V's rows (a wrong pairing of P's columns with
+    V's rows)."""
+    p = (q @ k.T).astype(np.float16).astype(np.float32)
+    return p @ (v[::-1] if wrong else v)
 
 
 def test_the_back_to_back_check_rounds_the_first_product(tmp_path, memory):
     artifact = load_artifact(write(tmp_path / "b2b", back_to_back_doc()))
-    report = run_cli.evaluate(FakeBackToBack(artifact))
+    report = run_cli.evaluate(FakeQKV(artifact, back_to_back_on_host))
     assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5, report
     assert report["shape"] == [150, 130, 40, 24]
-    report = run_cli.evaluate(FakeBackToBack(artifact, wrong=True))
+    wrong = functools.partial(back_to_back_on_host, wrong=True)
+    report = run_cli.evaluate(FakeQKV(artifact, wrong))
     assert not report["ok"] and report["rel_err"] > 0.5, report
 
 
-class FakeAttention(FakeKernel):
-    """O = softmax(Q K^T / sqrt(D)) V on the host in f32, the numerators
-    rounded to f16 as the kernel rounds them; `wrong` leaves them
-    unnormalized (no division by the row sums)."""
-
-    def __init__(self, artifact, wrong=False):
-        super().__init__(artifact)
-        self.wrong = wrong
-
-    def prepare(self, **tensors):
-        wrong = self.wrong
-
-        class Launch:
-            stream = None
-
-            def launch(self):
-                q, k, v = (tensors[name].astype(np.float32) for name in "abc")
-                scores = q @ k.T / np.float32(math.sqrt(q.shape[1]))
-                p = np.exp(scores - scores.max(axis=1, keepdims=True))
-                sums = np.ones_like(p[:, :1]) if wrong else p.sum(axis=1, keepdims=True)
-                o = p.astype(np.float16).astype(np.float32) @ v / sums
-                tensors["d"][:] = o.astype(np.float16)
-
-        return Launch()
+def attention_on_host(q, k, v, wrong=False):
+    """O = softmax(Q K^T / sqrt(D)) V in f32, the numerators rounded to f16 as
+    the kernel rounds them, and O to f16; `wrong` leaves them unnormalized
+    (no division by the row sums)."""
+    scores = q @ k.T / np.float32(math.sqrt(q.shape[1]))
+    p = np.exp(scores - scores.max(axis=1, keepdims=True))
+    sums = np.ones_like(p[:, :1]) if wrong else p.sum(axis=1, keepdims=True)
+    return (p.astype(np.float16).astype(np.float32) @ v / sums).astype(np.float16)
 
 
 def test_the_attention_check_is_the_softmax(tmp_path, memory):
@@ -536,9 +528,10 @@ def test_the_attention_check_is_the_softmax(tmp_path, memory):
     doc["check"] = "attention"
     doc["tensors"]["d"]["dtype"] = "f16"
     artifact = load_artifact(write(tmp_path / "attention", doc))
-    report = run_cli.evaluate(FakeAttention(artifact))
+    report = run_cli.evaluate(FakeQKV(artifact, attention_on_host))
     assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 2e-3, report
-    report = run_cli.evaluate(FakeAttention(artifact, wrong=True))
+    wrong = functools.partial(attention_on_host, wrong=True)
+    report = run_cli.evaluate(FakeQKV(artifact, wrong))
     assert not report["ok"] and report["rel_err"] > 0.5, report
 
 

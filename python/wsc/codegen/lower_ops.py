@@ -155,6 +155,10 @@ class DeferredTile:
     def load_element(self, i: int, r: int) -> ir.Value:
         return self.compute(i, r)
 
+    def pair_bits(self, i: int, r: int) -> ir.Value:
+        """Registers r (even) and r + 1 of sub-tile i packed into one i32."""
+        return E.pack_pair(self.compute(i, r), self.compute(i, r + 1))
+
 
 #: Ops that write a register tile in place (the accumulator).
 _TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce", "wsc.tile_assign")
@@ -597,12 +601,7 @@ class KernelLowering(KernelPlan):
         for k in range(b_desc.k_steps):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
             for i in range(fragment.subtiles):
-                a_registers = [
-                    a_tile.pair_bits(i, low)
-                    if isinstance(a_tile, AccSlot)
-                    else E.pack_pair(a_tile.load_element(i, low), a_tile.load_element(i, high))
-                    for low, high in a_operand_registers(k)
-                ]
+                a_registers = [a_tile.pair_bits(i, low) for low, _ in a_operand_registers(k)]
                 values[i] = E.wgmma_register_a(
                     values[i], a_registers, b_value, fragment.cols, input_type, k_major_b
                 )

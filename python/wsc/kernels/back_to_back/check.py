@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from wsc.kernels.matmul.check import tolerance_for
+from wsc.kernels.matmul.check import relative_frobenius, tolerance_for
 from wsc.runtime.artifact import Artifact, ArtifactError
 from wsc.runtime.memory import Inputs, Memory, TorchMemory, float32_to_bf16_bits, to_float64
 from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
@@ -70,21 +70,24 @@ class BackToBackCheck:
             torch = memory.torch
             if "reference" not in inputs.cache:
                 q, k, v = (inputs.arrays[t] for t in "abc")
-                scores = q.double() @ k.double().T
-                inputs.cache["reference"] = scores.to(q.dtype).double() @ v.double()
-            reference = inputs.cache["reference"]
-            got = outputs["d"].double()
-            norm = torch.linalg.norm(reference)
-            error = torch.linalg.norm(got - reference)
-            return float(error / norm) if float(norm) else float(error)
+                inputs.cache["reference"] = self.torch_reference(torch, q, k, v)
+            return relative_frobenius(
+                outputs["d"].double(), inputs.cache["reference"], torch.linalg.norm
+            )
         if "reference" not in inputs.cache:
             q, k, v = (to_float64(inputs.hosts[t], self.dtype) for t in "abc")
-            inputs.cache["reference"] = self._rounded(q @ k.T) @ v
-        reference = inputs.cache["reference"]
+            inputs.cache["reference"] = self.host_reference(q, k, v)
         got = memory.float64(outputs["d"], self.out_dtype)
-        norm = np.linalg.norm(reference)
-        error = np.linalg.norm(got - reference)
-        return float(error / norm) if norm else float(error)
+        return relative_frobenius(got, inputs.cache["reference"], np.linalg.norm)
+
+    def torch_reference(self, torch, q, k, v):
+        """O in float64 from the device tensors Q, K and V."""
+        scores = q.double() @ k.double().T
+        return scores.to(q.dtype).double() @ v.double()
+
+    def host_reference(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """O from Q, K and V's float64 host values."""
+        return self._rounded(q @ k.T) @ v
 
     def _rounded(self, values: np.ndarray) -> np.ndarray:
         """`values` rounded to the operands' dtype (nearest, ties to even)."""

@@ -186,10 +186,9 @@ class MatmulCheck:
                         product, bias, residual, torch.special.erf, torch.tanh, torch.exp
                     )
                 inputs.cache["reference"] = product
-            reference = inputs.cache["reference"]
-            error = torch.linalg.norm(outputs["c"].double() - reference)
-            norm = torch.linalg.norm(reference)
-            return float(error / norm) if float(norm) else float(error)
+            return relative_frobenius(
+                outputs["c"].double(), inputs.cache["reference"], torch.linalg.norm
+            )
         c_values = memory.float64(outputs["c"], self.out_dtype)
         rng = np.random.default_rng(seed + 1)
         return sampled_relative_error(self, inputs.hosts, c_values, rng)
@@ -197,6 +196,14 @@ class MatmulCheck:
 
 #: The factory wsc.runtime.checks finds for "check": "matmul".
 CHECK = MatmulCheck
+
+
+def relative_frobenius(got, reference, norm) -> float:
+    """||got - reference|| / ||reference|| (the error itself for a zero
+    reference), with `norm` torch's or numpy's Frobenius norm."""
+    size = float(norm(reference))
+    error = float(norm(got - reference))
+    return error / size if size else error
 
 
 def sample_indices(rng: np.random.Generator, extent: int, count: int, tile: int) -> np.ndarray:
