@@ -6,12 +6,12 @@ attention without the softmax, built in the simple V2 form and specialized by
 --warp-specialize: two accumulators, register math and a WGMMA that reads its
 A operand from registers, in the K loop.
 
-    block bx, one warpgroup, the V2 loop over N in tiles of 64:
+    block bx, one warpgroup, the V2 loop over N in tiles of 128:
       one thread: load Q[bx] -> sq (its own barrier, once); wait for it
       O = 0                                     # [128, E] f32, across the loop
       for j: one thread: load K[j], V[j] -> stage s (one expect_tx)
              wait(full[s])
-             S = Q K[j]^T                       # wgmma: a fresh [128, 64] f32 tile;
+             S = Q K[j]^T                       # wgmma: a fresh [128, 128] f32 tile;
                                                 #   A from sq, B from the ring
              P = f16(S)                         # in registers: S's layout is the
                                                 #   A fragment of the next WGMMA
@@ -19,7 +19,7 @@ A operand from registers, in the K loop.
              sync                               # the stage is free
       O -> out[bx]
         |
-        |  kernel.warp_specialize(num_stages=2, num_consumer_groups=2)
+        |  kernel.warp_specialize(num_stages=4, num_consumer_groups=2)
         v
     each consumer warpgroup takes 64 rows of Q, S, P and O and waits for Q
     once; a producer warpgroup loads Q, then the stages; every stage is
@@ -47,10 +47,12 @@ SCORE_MATH = {
 
 
 def back_to_back(
-    num_stages=2,
+    # The fastest of 2-4 stages and K, V tiles of 64 or 128 rows on the H200
+    # (results/h200-two-products.md).
+    num_stages=4,
     num_consumer_groups=2,
     block_m=128,
-    block_n=64,
+    block_n=128,
     head=64,
     value=64,
     dtype=f16,
