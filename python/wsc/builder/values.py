@@ -139,6 +139,19 @@ class Predicate:
     def __invert__(self) -> Predicate:
         return self._binary(True, arith.XOrIOp)
 
+    def select(self, on_true: Scalar | int, on_false: Scalar | int) -> Scalar:
+        """on_true where the predicate holds, else on_false (`arith.select`):
+        e.g. a persistent loop's tile, chosen by which part of the schedule
+        the trip is in."""
+        kb = self._builder
+        with kb._at():
+            return Scalar(
+                kb,
+                arith.SelectOp(
+                    self.value, kb._index(on_true, "select"), kb._index(on_false, "select")
+                ).result,
+            )
+
     def __bool__(self):
         raise BuildTypeError(
             "a run-time predicate has no truth value while the kernel is "

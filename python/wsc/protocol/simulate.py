@@ -87,8 +87,10 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
 #: A persistent kernel's runs: (tiles along M and along N, (the simulated
 #: cluster, clusters in the grid)). The grid of three for four tiles puts
 #: the simulated block's share of the work mid-way (a stream-K block then
-#: hands tiles over at both ends); it never exceeds the tiles, as no launch does.
-_GRIDS = ((1, (0, 1)), (2, (0, 1)), (2, (1, 3)))
+#: hands tiles over at both ends); that of four for nine tiles gives a
+#: stream-K block a whole tile first. A grid never exceeds the tiles, as no
+#: launch does.
+_GRIDS = ((1, (0, 1)), (2, (0, 1)), (2, (1, 3)), (3, (1, 4)))
 
 
 @dataclass(frozen=True)

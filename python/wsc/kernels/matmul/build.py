@@ -47,15 +47,17 @@ order, so the result is the same bits on every run, and stores the tile.
 For problems whose tiles leave most SMs idle (small M); not persistent, not
 in clusters.
 
-With `stream_k` (persistent) the blocks share the work by K tiles instead
-of by tiles: of the T = tiles * k_tiles K tiles, in tile order, block c of G
-sums [c * T / G, (c + 1) * T / G), so every block has the same work however
-many tiles there are (448 tiles of 128x256 on 132 SMs leave the fourth wave
-61 % empty). The tile loop walks the tiles that range touches, each over the
-K tiles of it in the range. G <= tiles (the grid is capped at the tile
-count), so a share spans at least one tile's K tiles and a tile is shared by
-at most two blocks: the one that ends in it sums its first K tiles, the one
-that starts in it the rest. Both store their partial sums through the
+With `stream_k` (persistent) the blocks share the last tiles by K tiles,
+so every block has the same work however many tiles there are (448 tiles of
+128x256 on 132 SMs leave the fourth wave 61 % empty). Of U tiles on G blocks
+(G <= U: the grid is capped at the tile count), the first W = U / G - 1
+waves are whole tiles, trip w of block c tile w * G + c, so that the tiles
+in flight at one time are neighbours in tile order and share their operands
+in L2. Of the T = (U - W G) * k_tiles K tiles of the rest, in tile order,
+block c then sums [c * T / G, (c + 1) * T / G), each tile that range touches
+over the K tiles of it in the range. U - W G >= G, so a share spans at least
+one tile's K tiles and a tile is shared by at most two blocks: the one that
+ends in it sums its first K tiles, the one that starts in it the rest. Both store their partial sums through the
 split-K workspace in the slot of the boundary between them (block c's start
 is boundary c), as splits 0 and 1, and the later to arrive adds them in that
 order and stores the tile: the same bits every run on one GPU (G is its SM
@@ -310,16 +312,23 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     # In a cluster, a unit per cluster: block x / ctas.
     first_unit = block_x // ctas
     if config.stream_k:
-        blocks, total = kb.grid_dim.x, units_m * tiles_n * k_tiles
-        begin, end = block_x * total // blocks, (block_x + 1) * total // blocks
-        for tiles in kb.tile_range(
-            begin // k_tiles,
-            (end - 1) // k_tiles + 1,
-            1,
-            stages=stages,
-            phase=CONSUMER_INITIAL_PHASE,
-        ):
-            one_tile(tiles.tile, tiles, (begin, end))
+        blocks, units = kb.grid_dim.x, units_m * tiles_n
+        # Whole waves first (trip w: tile w * G + block), then the shared K
+        # tiles of the last G to 2G tiles (the grid is capped at the tiles).
+        waves = units // blocks - 1
+        first_shared = waves * blocks
+        shared = (units - first_shared) * k_tiles
+        begin = first_shared * k_tiles + block_x * shared // blocks
+        end = first_shared * k_tiles + (block_x + 1) * shared // blocks
+        first_tile = begin // k_tiles
+        trips = waves + (end - 1) // k_tiles + 1 - first_tile
+        for tiles in kb.tile_range(0, trips, 1, stages=stages, phase=CONSUMER_INITIAL_PHASE):
+            in_wave = tiles.tile < waves
+            unit = in_wave.select(tiles.tile * blocks + block_x, first_tile + tiles.tile - waves)
+            start = unit * k_tiles
+            one_tile(
+                unit, tiles, (in_wave.select(start, begin), in_wave.select(start + k_tiles, end))
+            )
     elif config.persistent:
         num_units = units_m * tiles_n
         step = kb.grid_dim.x // ctas
