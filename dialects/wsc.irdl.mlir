@@ -32,7 +32,9 @@ irdl.dialect @wsc {
   }
 
   // A register tile distributed over the threads of one warpgroup, e.g.
-  // !wsc.acc<array<i64: 128, 128>, f32>.
+  // !wsc.acc<array<i64: 128, 128>, f32>; one of one column, e.g.
+  // !wsc.acc<array<i64: 128, 1>, f32>, is a row vector (a value per row) for
+  // register math.
   irdl.type @acc {
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any
@@ -313,7 +315,9 @@ irdl.dialect @wsc {
   // add, sub, mul, max or min (max and min return NaN where either is NaN;
   // python/wsc/ops.py's TILE_BINARY_KINDS, checked by the verifier).
   // The tiles share a fragment layout, so each thread combines its own
-  // registers.
+  // registers. A row vector [M, 1] beside an [M, N] tile is read broadcast
+  // along the rows (its thread holds the rows of its tile registers); the
+  // result is of the wider type.
   irdl.operation @tile_binary {
     %x_shape = irdl.base "#builtin.dense_array"
     %x_element = irdl.any
@@ -333,7 +337,8 @@ irdl.dialect @wsc {
   // %r = "wsc.tile_select"(%lhs, %rhs, %on_true, %on_false) {predicate = "lt"}
   //   : (!wsc.acc<array<i64: 64, 128>, f32>, ... x4) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, on_true where lhs <predicate> rhs and on_false
-  // elsewhere, of four f32 register tiles of one shape (TILE_PREDICATES: lt,
+  // elsewhere, of four f32 register tiles of one shape or its row vectors,
+  // broadcast as for wsc.tile_binary (TILE_PREDICATES: lt,
   // le, gt, ge and eq are false where either side is NaN, ne is true there,
   // as torch compares). With wsc.tile_iota, a causal mask.
   irdl.operation @tile_select {
@@ -394,12 +399,11 @@ irdl.dialect @wsc {
   }
 
   // %m = "wsc.tile_row_reduce"(%x) {kind = "max"}
-  //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
-  // Each element is the max (or sum) of its row of the f32 tile x
+  //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  // The row vector of the max (or sum) of each row of the f32 tile x
   // (ROW_REDUCE_KINDS): a row's values, which one warp holds, combine in
   // each thread and then across the four lanes that share the row, and every
-  // lane gets the same bits. The rows of an online softmax's running max
-  // and sum, laid over the tile like a vector along rows.
+  // lane gets the same bits. An online softmax's running max and sum.
   irdl.operation @tile_row_reduce {
     %x_shape = irdl.base "#builtin.dense_array"
     %x_element = irdl.any

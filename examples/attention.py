@@ -4,14 +4,15 @@ Q [M, D], K [N, D], V [N, D] f16 in, O [M, D] f16 out; D = 64 (one tile: the
 first product's K and the second's N), N any length (the last tile masked).
 Built in the simple V2 form and specialized by --warp-specialize, as
 examples/back_to_back.py, with the softmax's running state in register tiles
-that wsc.tile_assign updates in place from K tile to K tile.
+that wsc.tile_assign updates in place from K tile to K tile: O, and the row
+vectors m and l (a value per row, broadcast along the rows where they meet
+a tile).
 
     block bx, one warpgroup:
       one thread: load Q[bx] -> sq (once); wait for it
-      O = 0; m = -inf; l = 0                    # [128, 64] f32 tiles; m and l
-                                                #   the same in every column of a row
+      O = 0; m = -inf; l = 0                    # O [128, 64]; m, l [128, 1]
       for j: one thread: load K[j], V[j] -> stage s; wait(full[s])
-             S = Q K[j]^T * log2(e) / sqrt(D)   # wgmma; columns past N: -inf
+             S = Q K[j]^T * log2(e) / sqrt(D)   # wgmma, [128, 128]; columns past N: -inf
              m' = max(m, rowmax(S))
              P = 2^(S - m'); a = 2^(m - m')     # exp2 of the base-2 scores
              l = l a + rowsum(P); m = m'        # wsc.tile_assign, in place
@@ -39,9 +40,8 @@ from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, f16, f32
 RAGGED = {"m": 1000, "n": 1000, "k": 64, "d_dim1": 64}
 
 
-def attention(num_stages=2, num_consumer_groups=2, block_m=128, head=64):
-    """The kernel for head dimension `head` (K and V tiles of `head` rows)."""
-    block_n = head  # S and O have one shape: the softmax's tiles combine with O's
+def attention(num_stages=2, num_consumer_groups=2, block_m=128, block_n=128, head=64):
+    """The kernel for head dimension `head`, with K and V tiles of `block_n` rows."""
     kb = KernelBuilder("attention", num_warps=4, grid=[("m", block_m)], check="attention")
     q, k, v = kb.global_tensor(f16), kb.global_tensor(f16), kb.global_tensor(f16)
     out = kb.global_tensor(f16)
@@ -57,11 +57,11 @@ def attention(num_stages=2, num_consumer_groups=2, block_m=128, head=64):
         kb.mbarrier.arrive_and_expect_tx(q_full[0], sq[0].nbytes)
         kb.tma.global_to_shared(q, sq[0], [row, 0], mbarrier=q_full[0])
     kb.mbarrier.wait(q_full[0], phase=CONSUMER_INITIAL_PHASE)
-    shape = [block_m, block_n]
-    o, m, l = (kb.register_tensor(f32, shape) for _ in range(3))
+    shape, rows = [block_m, block_n], [block_m, 1]
+    o = kb.register_tensor(f32, [block_m, head])
+    m, l = kb.register_tensor(f32, rows), kb.register_tensor(f32, rows)
     kb.assign(m, m - 1e30)
-    # n in every element: (n + column) - column, exact in f32 below 2^24.
-    bound = kb.indices(shape, along="cols", start=n) - kb.indices(shape, along="cols")
+    bound = kb.indices(rows, along="cols", start=n)  # n in every row: exact below 2^24
     for it in kb.range(0, n, block_n, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
         stage = it.stage
         with kb.single_thread():

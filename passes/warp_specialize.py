@@ -748,7 +748,9 @@ class _Specializer:
                 f"needs at least 2 stages: with {num_stages} the stage "
                 f"a WGMMA group still reads is the one released",
             )
-        (block_m, block_n), _ = dialect.acc_type_parameters(self.accs[0].result.type)
+        # The tile's shape: a row vector (one column) spans its rows alone.
+        widest = max(self.accs, key=lambda op: dialect.acc_type_parameters(op.result.type)[0][1])
+        (block_m, block_n), _ = dialect.acc_type_parameters(widest.result.type)
         self.ping_pong = self.options.ping_pong
         if self.ping_pong:
             self._check_ping_pong(groups)

@@ -390,24 +390,31 @@ def cast(src: ir.Value, element: str) -> ir.Value:
     return _create("wsc.cast", operands=[src], results=[acc_type(shape, element)]).result
 
 
-def _tile_of_kind(name: str, kind: str, *tiles: ir.Value) -> ir.Value:
-    """Op `name` of `kind` on register tiles, with a result of the first's type."""
+def _widest(*tiles: ir.Value) -> ir.Type:
+    """The type of the tile with the most columns: that of an element-wise
+    result, where row vectors [M, 1] are read broadcast along the rows."""
+    return max((tile.type for tile in tiles), key=lambda type_: acc_type_parameters(type_)[0][1])
+
+
+def _tile_of_kind(name: str, kind: str, result: ir.Type, *tiles: ir.Value) -> ir.Value:
+    """Op `name` of `kind` on register tiles, with a result of type `result`."""
     return _create(
         name,
         operands=list(tiles),
-        results=[tiles[0].type],
+        results=[result],
         attributes={"kind": ir.StringAttr.get(kind)},
     ).result
 
 
 def tile_binary(kind: str, x: ir.Value, y: ir.Value) -> ir.Value:
-    """`wsc.tile_binary`: x <kind> y, element by element, of x's type."""
-    return _tile_of_kind("wsc.tile_binary", kind, x, y)
+    """`wsc.tile_binary`: x <kind> y, element by element (a row vector
+    broadcast along the rows), of the wider operand's type."""
+    return _tile_of_kind("wsc.tile_binary", kind, _widest(x, y), x, y)
 
 
 def tile_unary(kind: str, x: ir.Value) -> ir.Value:
     """`wsc.tile_unary`: <kind>(x), element by element, of x's type."""
-    return _tile_of_kind("wsc.tile_unary", kind, x)
+    return _tile_of_kind("wsc.tile_unary", kind, x.type, x)
 
 
 def tile_select(
@@ -417,7 +424,7 @@ def tile_select(
     return _create(
         "wsc.tile_select",
         operands=[lhs, rhs, on_true, on_false],
-        results=[lhs.type],
+        results=[_widest(lhs, rhs, on_true, on_false)],
         attributes={"predicate": ir.StringAttr.get(predicate)},
     ).result
 
@@ -434,8 +441,9 @@ def tile_iota(shape: Sequence[int], along: str, origin: ir.Value) -> ir.Value:
 
 
 def tile_row_reduce(kind: str, x: ir.Value) -> ir.Value:
-    """`wsc.tile_row_reduce`: each element the <kind> of its row of x."""
-    return _tile_of_kind("wsc.tile_row_reduce", kind, x)
+    """`wsc.tile_row_reduce`: the row vector [M, 1] of the <kind> of each row of x."""
+    (rows, _), _ = acc_type_parameters(x.type)
+    return _tile_of_kind("wsc.tile_row_reduce", kind, acc_type((rows, 1), "f32"), x)
 
 
 def tile_assign(dst: ir.Value, src: ir.Value) -> ir.Operation:

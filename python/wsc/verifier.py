@@ -355,7 +355,7 @@ def _verify_alloc_shared(op: ir.Operation) -> None:
 
 
 def _verify_acc_alloc(op: ir.Operation) -> None:
-    _verify_acc(op, ops.AccAlloc(op).tile.type)
+    _verify_acc(op, ops.AccAlloc(op).tile.type, row_vector=True)
 
 
 def _verify_coalesced_store(op: ir.Operation) -> None:
@@ -369,8 +369,10 @@ def _verify_cast(op: ir.Operation) -> None:
     _verify_acc(op, cast.result.type)
 
 
-def _verify_f32_tile(op: ir.Operation, value: ir.Value, what: str) -> tuple[int, ...]:
-    shape, element = _verify_acc(op, value.type)
+def _verify_f32_tile(
+    op: ir.Operation, value: ir.Value, what: str, row_vector: bool = False
+) -> tuple[int, ...]:
+    shape, element = _verify_acc(op, value.type, row_vector)
     if element != "f32":
         _fail(op, f"{what} must be an f32 register tile, got {element}")
     return shape
@@ -382,32 +384,46 @@ def _verify_choice(op: ir.Operation, attribute: str, value: str, choices: tuple[
         _fail(op, f"{attribute} must be one of {', '.join(choices)}, got '{value}'")
 
 
+def _broadcast_shape(
+    op: ir.Operation, named: tuple[tuple[ir.Value, str], ...], result: ir.Value
+) -> None:
+    """Operands of one shape, or of the rows of the widest with one column
+    (row vectors, read broadcast along the rows), and a result of the widest
+    operand's type."""
+    shapes = [_verify_f32_tile(op, value, name, row_vector=True) for value, name in named]
+    widest_at = max(range(len(shapes)), key=lambda index: shapes[index][1])
+    widest = shapes[widest_at]
+    if any(shape != widest and shape != (widest[0], 1) for shape in shapes):
+        listed = ", ".join(
+            f"{name} {list(shape)}" for (_, name), shape in zip(named, shapes, strict=True)
+        )
+        _fail(op, f"operands have shapes {listed}: not one shape, or its rows with one column")
+    expected = named[widest_at][0].type
+    if result.type != expected:
+        _fail(op, f"result type {result.type} differs from the widest operand's {expected}")
+
+
 def _verify_tile_binary(op: ir.Operation) -> None:
     binary = ops.TileBinary(op)
     _verify_choice(op, "kind", binary.kind, ops.TILE_BINARY_KINDS)
-    shapes = [
-        _verify_f32_tile(op, value, name) for value, name in ((binary.x, "x"), (binary.y, "y"))
-    ]
-    if shapes[0] != shapes[1]:
-        _fail(op, f"x and y have shapes {list(shapes[0])} and {list(shapes[1])}")
-    if binary.result.type != binary.x.type:
-        _fail(op, f"result type {binary.result.type} differs from the operands' {binary.x.type}")
-
-
-def _verify_one_tile_op(op: ir.Operation, view: ops.TileUnary | ops.TileRowReduce, kinds) -> None:
-    """An op of one f32 tile, a kind of `kinds` and a result of its type."""
-    _verify_choice(op, "kind", view.kind, kinds)
-    _verify_f32_tile(op, view.x, "x")
-    if view.result.type != view.x.type:
-        _fail(op, f"result type {view.result.type} differs from the operand's {view.x.type}")
+    _broadcast_shape(op, ((binary.x, "x"), (binary.y, "y")), binary.result)
 
 
 def _verify_tile_unary(op: ir.Operation) -> None:
-    _verify_one_tile_op(op, ops.TileUnary(op), ops.TILE_UNARY_KINDS)
+    unary = ops.TileUnary(op)
+    _verify_choice(op, "kind", unary.kind, ops.TILE_UNARY_KINDS)
+    _verify_f32_tile(op, unary.x, "x", row_vector=True)
+    if unary.result.type != unary.x.type:
+        _fail(op, f"result type {unary.result.type} differs from the operand's {unary.x.type}")
 
 
 def _verify_tile_row_reduce(op: ir.Operation) -> None:
-    _verify_one_tile_op(op, ops.TileRowReduce(op), ops.ROW_REDUCE_KINDS)
+    reduce = ops.TileRowReduce(op)
+    _verify_choice(op, "kind", reduce.kind, ops.ROW_REDUCE_KINDS)
+    rows, _ = _verify_f32_tile(op, reduce.x, "x", row_vector=True)
+    shape = _verify_f32_tile(op, reduce.result, "result", row_vector=True)
+    if shape != (rows, 1):
+        _fail(op, f"result must be the row vector [{rows}, 1] of x's rows, got {list(shape)}")
 
 
 def _verify_tile_select(op: ir.Operation) -> None:
@@ -419,25 +435,18 @@ def _verify_tile_select(op: ir.Operation) -> None:
         (select.on_true, "on_true"),
         (select.on_false, "on_false"),
     )
-    shapes = [_verify_f32_tile(op, value, name) for value, name in named]
-    if len(set(shapes)) > 1:
-        listed = ", ".join(
-            f"{name} {list(shape)}" for (_, name), shape in zip(named, shapes, strict=True)
-        )
-        _fail(op, f"operands have different shapes: {listed}")
-    if select.result.type != select.lhs.type:
-        _fail(op, f"result type {select.result.type} differs from the operands' {select.lhs.type}")
+    _broadcast_shape(op, named, select.result)
 
 
 def _verify_tile_iota(op: ir.Operation) -> None:
     iota = ops.TileIota(op)
     _verify_choice(op, "along", iota.along, ops.BROADCAST_ALONG)
-    _verify_f32_tile(op, iota.result, "result")
+    _verify_f32_tile(op, iota.result, "result", row_vector=True)
 
 
 def _verify_tile_assign(op: ir.Operation) -> None:
     assign = ops.TileAssign(op)
-    _verify_acc(op, assign.dst.type)
+    _verify_acc(op, assign.dst.type, row_vector=True)
     if assign.src.type != assign.dst.type:
         _fail(op, f"src's type {assign.src.type} differs from dst's {assign.dst.type}")
     source = defining_op(assign.dst)
@@ -447,7 +456,7 @@ def _verify_tile_assign(op: ir.Operation) -> None:
 
 def _verify_tile_fill(op: ir.Operation) -> None:
     fill = ops.TileFill(op)
-    _verify_f32_tile(op, fill.result, "result")
+    _verify_f32_tile(op, fill.result, "result", row_vector=True)
     if not isinstance(op.attributes["value"].type, ir.F32Type):
         _fail(op, f"value must be an f32 attribute, got {op.attributes['value']}")
 
@@ -602,8 +611,11 @@ def _verify_store_shared(op: ir.Operation) -> None:
         )
 
 
-def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]:
-    """(shape, element) of a register tile type that keeps the WGMMA rules."""
+def _verify_acc(
+    op: ir.Operation, type_: ir.Type, row_vector: bool = False
+) -> tuple[tuple[int, ...], str]:
+    """(shape, element) of a register tile type that keeps the WGMMA rules,
+    or with `row_vector` (register math) also of an f32 row vector [M, 1]."""
     parsed = parse_acc_type(type_)
     if parsed is None:  # IRDL checks only that the shape is some dense array
         _fail(
@@ -616,7 +628,15 @@ def _verify_acc(op: ir.Operation, type_: ir.Type) -> tuple[tuple[int, ...], str]
         _fail(
             op, f"register tile rows must be a multiple of {WGMMA_M} (the WGMMA M), got {shape[0]}"
         )
-    if shape[1] % WGMMA_N_STEP or not WGMMA_N_STEP <= shape[1] <= WGMMA_N_MAX:
+    if shape[1] == 1 and element == "f32" and row_vector:
+        pass
+    elif shape[1] == 1:
+        _fail(
+            op,
+            f"a row vector [{shape[0]}, 1] ({element}) serves register math alone, in f32: "
+            f"'{op.name}' takes tiles of a multiple of {WGMMA_N_STEP} columns",
+        )
+    elif shape[1] % WGMMA_N_STEP or not WGMMA_N_STEP <= shape[1] <= WGMMA_N_MAX:
         _fail(
             op,
             f"register tile columns must be a multiple of {WGMMA_N_STEP} in "

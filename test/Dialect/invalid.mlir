@@ -450,7 +450,7 @@ func.func @wgmma_without_fence() attributes {wsc.num_threads = 128 : i32} {
 func.func @tile_math_of_mismatched_shapes() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
   %y = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
-  // expected-error @below {{'wsc.tile_binary' op x and y have shapes [64, 64] and [64, 128]}}
+  // expected-error @below {{'wsc.tile_binary' op operands have shapes x [64, 64], y [64, 128]: not one shape, or its rows with one column}}
   %s = "wsc.tile_binary"(%x, %y) {kind = "add"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
@@ -465,7 +465,7 @@ func.func @select_of_an_unknown_predicate() attributes {wsc.num_threads = 128 : 
 func.func @select_of_mismatched_shapes() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
   %w = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
-  // expected-error @below {{'wsc.tile_select' op operands have different shapes: lhs [64, 64], rhs [64, 64], on_true [64, 128], on_false [64, 64]}}
+  // expected-error @below {{'wsc.tile_select' op operands have shapes lhs [64, 64], rhs [64, 64], on_true [64, 128], on_false [64, 64]: not one shape, or its rows with one column}}
   %y = "wsc.tile_select"(%x, %x, %w, %x) {predicate = "lt"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
@@ -529,14 +529,45 @@ func.func @broadcast_along_a_diagonal(%v: memref<?xf16>) attributes {wsc.num_thr
 func.func @row_reduce_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
   // expected-error @below {{'wsc.tile_row_reduce' op kind must be one of max, sum, got 'min'}}
-  %y = "wsc.tile_row_reduce"(%x) {kind = "min"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %y = "wsc.tile_row_reduce"(%x) {kind = "min"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   return
 }
 // -----
 func.func @row_reduce_to_another_shape() attributes {wsc.num_threads = 128 : i32} {
   %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
-  // expected-error @below {{'wsc.tile_row_reduce' op result type}}
-  %y = "wsc.tile_row_reduce"(%x) {kind = "sum"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  // expected-error @below {{'wsc.tile_row_reduce' op result must be the row vector [64, 1] of x's rows, got [64, 64]}}
+  %y = "wsc.tile_row_reduce"(%x) {kind = "sum"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @a_row_vector_of_other_rows() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
+  %v = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
+  // expected-error @below {{'wsc.tile_binary' op operands have shapes x [128, 64], y [64, 1]: not one shape, or its rows with one column}}
+  %s = "wsc.tile_binary"(%x, %v) {kind = "mul"} : (!wsc.acc<array<i64: 128, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 128, 64>, f32>
+  return
+}
+// -----
+func.func @a_broadcast_of_the_vector_type() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %v = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
+  // expected-error @below {{'wsc.tile_binary' op result type !wsc.acc<array<i64: 64, 1>, f32> differs from the widest operand's !wsc.acc<array<i64: 64, 64>, f32>}}
+  %s = "wsc.tile_binary"(%x, %v) {kind = "mul"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  return
+}
+// -----
+func.func @a_row_vector_as_a_wgmma_accumulator(%sa: memref<2x64x64xf16, 3>, %sb: memref<2x64x64xf16, 3>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma' op a row vector [64, 1] (f32) serves register math alone, in f32: 'wsc.wgmma' takes tiles of a multiple of 8 columns}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 1>, f32>) -> ()
+  return
+}
+// -----
+func.func @an_f16_row_vector() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.acc_alloc' op a row vector [64, 1] (f16) serves register math alone, in f32: 'wsc.acc_alloc' takes tiles of a multiple of 8 columns}}
+  %v = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f16>
   return
 }
 // -----

@@ -136,15 +136,23 @@ func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
   %e = "wsc.tile_unary"(%m) {kind = "exp2"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.tile_unary"(%{{.*}}) {kind = "erf"}
   %r = "wsc.tile_unary"(%e) {kind = "erf"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
-  // CHECK: "wsc.tile_row_reduce"(%{{.*}}) {kind = "max"}
-  %rm = "wsc.tile_row_reduce"(%r) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // The row max is a row vector [64, 1], read broadcast along the rows by
+  // the math that combines it with a tile.
+  // CHECK: "wsc.tile_row_reduce"(%{{.*}}) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %rm = "wsc.tile_row_reduce"(%r) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  // CHECK: "wsc.tile_binary"(%{{.*}}, %{{.*}}) {kind = "sub"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %centered = "wsc.tile_binary"(%r, %rm) {kind = "sub"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
+  %running = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
+  // CHECK: "wsc.tile_assign"(%{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 64, 1>, f32>, !wsc.acc<array<i64: 64, 1>, f32>)
+  "wsc.tile_assign"(%running, %rm) : (!wsc.acc<array<i64: 64, 1>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> ()
   %c0 = arith.constant 0 : index
   // CHECK: "wsc.tile_iota"(%{{.*}}) {along = "rows"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
   %rows = "wsc.tile_iota"(%c0) {along = "rows"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.tile_iota"(%{{.*}}) {along = "cols"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
   %cols = "wsc.tile_iota"(%c0) {along = "cols"} : (index) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.tile_select"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {predicate = "gt"}
-  %masked = "wsc.tile_select"(%cols, %rows, %quarter, %rm) {predicate = "gt"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %masked = "wsc.tile_select"(%cols, %rows, %quarter, %rm) {predicate = "gt"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
 

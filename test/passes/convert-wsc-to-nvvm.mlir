@@ -572,17 +572,24 @@ func.func @epilogue_loads(%c: memref<?x?xf32>, %r: memref<?x?xbf16>, %v: memref<
 
 // A row max: each thread combines its registers of a row, then two butterfly
 // shuffles (lanes xor 1, xor 2) combine the four lanes that hold the row; a
-// 64x16 tile gives a thread two rows.
+// 64x16 tile gives a thread two rows. The max is a row vector: a thread holds
+// it in two registers, so 2^max is two ex2 (computed once, not for each of
+// the 8 elements of x * 2^max that read them).
 // CHECK-LABEL: llvm.func @row_max
 // CHECK-COUNT-4: nvvm.shfl.sync  bfly
 // CHECK-NOT: nvvm.shfl.sync
+// CHECK-COUNT-2: ex2.approx
+// CHECK-NOT: ex2.approx
+// CHECK: llvm.fmul
 // CHECK: llvm.return
 func.func @row_max(%c: memref<?x?xf32>, %r: memref<?x?xf32>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %x = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
-  %m = "wsc.tile_row_reduce"(%x) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
-  "wsc.store"(%m, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  %m = "wsc.tile_row_reduce"(%x) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %e = "wsc.tile_unary"(%m) {kind = "exp2"} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %y = "wsc.tile_binary"(%x, %e) {kind = "mul"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%y, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
 
@@ -632,11 +639,12 @@ func.func @register_a(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
 func.func @assign_row_max(%c: memref<?x?xf32>, %src: memref<?x?xf32>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
-  %m = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 16>, f32>
+  %m = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
   %x = "wsc.tile_load"(%src, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
-  %y = "wsc.tile_binary"(%m, %x) {kind = "add"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
-  %r = "wsc.tile_row_reduce"(%y) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
-  "wsc.tile_assign"(%m, %r) : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> ()
-  "wsc.store"(%m, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  %y = "wsc.tile_binary"(%m, %x) {kind = "add"} : (!wsc.acc<array<i64: 64, 1>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %r = "wsc.tile_row_reduce"(%y) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  "wsc.tile_assign"(%m, %r) : (!wsc.acc<array<i64: 64, 1>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> ()
+  %d = "wsc.tile_binary"(%x, %m) {kind = "sub"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%d, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }

@@ -174,7 +174,7 @@ def test_every_wsc_op_has_a_builder_method():
     tile = math.register_tensor(f32, [64, 64]) + math.load_tile(out, [0, 0], [64, 64])
     tile = tile * math.broadcast(bias, 0, [64, 64])
     tile = math.where(math.indices([64, 64], along="cols") > tile, tile, 0.0)
-    math.store_global(out, math.exp2(math.row_max(tile) * 2.0), [0, 0])
+    math.store_global(out, math.exp2(tile - math.row_max(tile) * 2.0), [0, 0])
     text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k()) + str(math.finish())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
@@ -702,7 +702,22 @@ def test_register_tile_math_misuse_is_located():
 
     error = build_error(mismatched)
     assert error.where.line == line_of("# error: shapes")
-    assert "tiles of shapes [64, 64] and [64, 128]" in str(error)
+    assert "tile add: tiles of shapes [64, 64], [64, 128]: element-wise math takes" in str(error)
+
+    def vector_of_other_rows():
+        kb = KernelBuilder("k", grid=[("m", 64)])
+        kb.register_tensor(f32, [128, 64]) * kb.register_tensor(f32, [64, 1])  # error: rows
+
+    error = build_error(vector_of_other_rows)
+    assert error.where.line == line_of("# error: rows")
+    assert "or row vectors [rows, 1] of its rows" in str(error)
+
+    def half_vector():
+        KernelBuilder("k", grid=[("m", 64)]).register_tensor(f16, [64, 1])  # error: f16 vector
+
+    error = build_error(half_vector)
+    assert error.where.line == line_of("# error: f16 vector")
+    assert "or 1 for an f32 row vector, got [64, 1] (f16)" in str(error)
 
 
 def test_a_transposed_store_is_marked_and_its_flag_checked():
@@ -743,11 +758,15 @@ def test_rows_reduce_to_their_max_and_sum():
     out = kb.global_tensor(f32)
     scores = kb.register_tensor(f32, [64, 64])
     # The rows of an online softmax: exp2 of the scores less their row max, over the row sum.
-    weights = kb.exp2(scores - kb.row_max(scores))
+    row_max = kb.row_max(scores)
+    assert row_max.shape == (64, 1)  # a row vector, broadcast along the rows below
+    weights = kb.exp2(scores - row_max)
     kb.store_global(out, weights * kb.rsqrt(kb.row_sum(weights)), [0, 0])
     text = str(kb.finish())
     assert '{kind = "max"}' in text and '{kind = "sum"}' in text
     assert text.count('"wsc.tile_row_reduce"') == 2
+    # The two reductions and the rsqrt of the sum are row vectors.
+    assert text.count("-> !wsc.acc<array<i64: 64, 1>, f32>") == 3
     half = KernelBuilder("k", grid=[("m", 64)])
     with pytest.raises(BuildTypeError, match="row_max: element-wise math takes f32 tiles"):
         half.row_max(half.register_tensor(f16, [64, 64]))
@@ -777,7 +796,7 @@ def test_select_misuse_is_located():
     with pytest.raises(BuildTypeError, match="where condition: expected a comparison of tiles"):
         kb.where(True, x, x)
     with pytest.raises(
-        BuildError, match=r"where: tiles of shapes \[64, 64\], \[64, 64\], \[64, 128\]"
+        BuildError, match=r"where: tiles of shapes \[64, 64\], \[64, 128\], \[64, 128\], \[64, 64\]"
     ):
         kb.where(x < 0.0, wide, x)
     with pytest.raises(BuildTypeError, match="at least one operand must be a register tile"):

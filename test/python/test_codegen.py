@@ -14,7 +14,7 @@ import pytest
 
 from wsc.codegen import KernelInfo, PtxasError, assemble, find_ptxas, tensor_name
 from wsc.codegen.descriptors import OperandDescriptors, decode, encode
-from wsc.codegen.fragments import AccumulatorFragment
+from wsc.codegen.fragments import AccumulatorFragment, row_register
 from wsc.codegen.layout import ALIGN_PADDING, LayoutError, SharedLayout, TileLayout
 from wsc.target.hopper import MAX_DYNAMIC_SMEM
 
@@ -260,6 +260,30 @@ def test_fragment_layout_matches_the_ptx_figure():
     assert AccumulatorFragment(128, 16).coordinates(0, 1, 0) == (64, 0)
     with pytest.raises(ValueError):
         AccumulatorFragment(96, 16)
+
+
+@pytest.mark.parametrize("rows", [64, 128])
+def test_a_row_vector_holds_each_row_of_its_threads_tile_registers(rows):
+    """A row vector [rows, 1]: each row in the two registers per 64 rows of
+    the four lanes of its quad (the lanes that hold the row of a tile), and
+    a tile register's row value in the vector's register row_register(r)."""
+    vector, tile = AccumulatorFragment(rows, 1), AccumulatorFragment(rows, 64)
+    assert vector.regs_per_thread == 2 * rows // 64
+    holders: dict[int, set[int]] = {}
+    for thread in range(128):
+        for element in vector.elements():
+            row, col = vector.coordinates(thread, element.subtile, element.index)
+            assert col == 0
+            holders.setdefault(row, set()).add(thread)
+            assert vector.owner(row, 0) == (thread - thread % 4, element.subtile, element.index)
+        for element in tile.elements():
+            row, _ = tile.coordinates(thread, element.subtile, element.index)
+            assert vector.coordinates(thread, element.subtile, row_register(element.index)) == (
+                row,
+                0,
+            )
+    assert sorted(holders) == list(range(rows))
+    assert all(len(threads) == 4 for threads in holders.values())
 
 
 # ------------------------------------------------------------------------- info

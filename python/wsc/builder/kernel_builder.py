@@ -68,6 +68,19 @@ class _Scope:
     constants: dict[int, ir.Value] = field(default_factory=dict)
 
 
+def _broadcast_shape(shapes: list[tuple[int, int]], what: str) -> tuple[int, int]:
+    """The shape of an element-wise result: that of the widest operand, where
+    the others have it or are row vectors of its rows (one column)."""
+    widest = max(shapes, key=lambda shape: shape[1])
+    if any(shape not in (widest, (widest[0], 1)) for shape in shapes):
+        raise BuildError(
+            f"{what}: tiles of shapes {', '.join(str(list(shape)) for shape in shapes)}: "
+            f"element-wise math takes tiles of one shape, or row vectors [rows, 1] of its rows",
+            caller(),
+        )
+    return widest
+
+
 def _check_along(along: str, what: str) -> None:
     """`along` names a tile axis of BROADCAST_ALONG (a BuildError at the caller's line)."""
     if along not in BROADCAST_ALONG:
@@ -349,21 +362,22 @@ class KernelBuilder:
 
     def register_tensor(self, dtype: str, shape: Sequence[int]) -> RegisterTile:
         """A zero-filled [rows, cols] tile in the registers of the executing
-        warpgroup(s): WGMMA's accumulator (rows a multiple of 64, cols of 8)."""
+        warpgroup(s): WGMMA's accumulator (rows a multiple of 64, cols of 8),
+        or an f32 row vector [rows, 1] (a value per row, e.g. a running max)."""
         where = caller()
         check_dtype(dtype, GLOBAL_DTYPES, "register_tensor")
         shape = tuple(shape)
+        vector = len(shape) == 2 and shape[1] == 1 and dtype == f32
         if (
             len(shape) != 2
             or shape[0] % 64
             or shape[0] < 64
-            or shape[1] % 8
-            or not 8 <= shape[1] <= 256
+            or not (vector or (shape[1] % 8 == 0 and 8 <= shape[1] <= 256))
         ):
             raise BuildError(
                 f"register_tensor: shape must be [rows, cols] with rows a multiple "
                 f"of 64 (WGMMA's M) and cols a multiple of 8 in [8, 256] (WGMMA's "
-                f"N), got {list(shape)!r}",
+                f"N), or 1 for an f32 row vector, got {list(shape)!r} ({dtype})",
                 where,
             )
         with self._at(where):
@@ -434,13 +448,14 @@ class KernelBuilder:
         return self._tile_unary("erf", x)
 
     def row_max(self, x: RegisterTile) -> RegisterTile:
-        """Each element the max of its row of x (NaN where the row has one),
-        the same in every column: an online softmax's running max."""
+        """The row vector [rows, 1] of the max of each row of x (NaN where the
+        row has one): an online softmax's running max. Row vectors combine
+        with tiles of their rows element-wise, broadcast along the rows."""
         return self._row_reduce("max", x)
 
     def row_sum(self, x: RegisterTile) -> RegisterTile:
-        """Each element the sum of its row of x, the same bits in every
-        column (one fixed order of additions)."""
+        """The row vector [rows, 1] of the sum of each row of x (one fixed
+        order of additions: the same bits in every thread)."""
         return self._row_reduce("sum", x)
 
     def compare(self, x: RegisterTile | float, predicate: str, y: RegisterTile | float):
@@ -469,13 +484,9 @@ class KernelBuilder:
         tiles = [v for v in parts if isinstance(v, RegisterTile)]
         if not tiles:
             raise BuildTypeError("where: at least one operand must be a register tile", where)
-        shape = tiles[0].shape
+        shape = max((tile.shape for tile in tiles), key=lambda tile_shape: tile_shape[1])
         lhs, rhs, if_true, if_false = (self._f32_tile(v, "where", shape) for v in parts)
-        shapes = [t.shape for t in (lhs, rhs, if_true, if_false)]
-        if len(set(shapes)) > 1:
-            raise BuildError(
-                f"where: tiles of shapes {', '.join(str(list(s)) for s in shapes)}", where
-            )
+        shape = _broadcast_shape([t.shape for t in (lhs, rhs, if_true, if_false)], "where")
         with self._at(where):
             value = dialect.tile_select(
                 condition.predicate, lhs.value, rhs.value, if_true.value, if_false.value
@@ -497,7 +508,8 @@ class KernelBuilder:
     def _row_reduce(self, kind: str, x) -> RegisterTile:
         tile = self._f32_tile(x, f"row_{kind}")
         with self._at(caller()):
-            return RegisterTile(self, dialect.tile_row_reduce(kind, tile.value), f32, tile.shape)
+            value = dialect.tile_row_reduce(kind, tile.value)
+        return RegisterTile(self, value, f32, (tile.shape[0], 1))
 
     def _loaded(self, src, rank: int, what: str) -> GlobalTensor:
         where = caller()
@@ -577,14 +589,10 @@ class KernelBuilder:
         tiles = [v for v in (x, y) if isinstance(v, RegisterTile)]
         shape = tiles[0].shape if tiles else None
         x_tile, y_tile = self._f32_tile(x, what, shape), self._f32_tile(y, what, shape)
-        if x_tile.shape != y_tile.shape:
-            raise BuildError(
-                f"{what}: tiles of shapes {list(x_tile.shape)} and {list(y_tile.shape)}",
-                caller(),
-            )
+        shape = _broadcast_shape([x_tile.shape, y_tile.shape], what)
         with self._at(caller()):
             value = dialect.tile_binary(kind, x_tile.value, y_tile.value)
-        return RegisterTile(self, value, f32, x_tile.shape)
+        return RegisterTile(self, value, f32, shape)
 
     def _tile_unary(self, kind: str, x) -> RegisterTile:
         tile = self._f32_tile(x, f"tile {kind}")

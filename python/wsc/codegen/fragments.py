@@ -16,6 +16,11 @@ A register tile (`!wsc.acc<[M, N], T>`) of M = 64*s rows is s such m64nN
 fragments ("sub-tiles") stacked along M: sub-tile i covers rows [64*i, 64*i+64).
 Flat register index of (i, r): i * (N/2) + r.
 
+A row vector (N = 1: a value per row, e.g. an online softmax's running max)
+has the same rows: register h of sub-tile i is row 64*i + 16*w + l/4 + 8*h,
+held alike by the four lanes of a quad, so that a tile's register r reads
+its row's value from the vector's register `row_register(r)` (broadcasting).
+
 The same layout, read as columns [16k, 16k + 16), is the A operand fragment
 of an m64nNk16 WGMMA with A in registers (PTX ISA, matrix A of wgmma in
 registers: a0, a1 in row l/4, a2, a3 eight rows down, a4..a7 the same eight
@@ -45,18 +50,28 @@ class FragmentElement:
     col: int  # column offset from 2*(l%4), i.e. 8*j + c
 
 
+def row_register(r: int) -> int:
+    """The register of a row vector's sub-tile that holds the row of a
+    tile's register r (r = 4j + 2h + c: h)."""
+    return r // 2 % 2
+
+
 @dataclass(frozen=True)
 class AccumulatorFragment:
     rows: int  # M, a multiple of 64
-    cols: int  # N, a multiple of 8 in [8, 256]
+    cols: int  # N, a multiple of 8 in [8, 256], or 1: a row vector
 
     def __post_init__(self):
         if self.rows % SUBTILE_ROWS or self.rows <= 0:
             raise ValueError(f"accumulator rows must be a positive multiple of 64, got {self.rows}")
-        if self.cols % 8 or not 8 <= self.cols <= 256:
+        if self.cols != 1 and (self.cols % 8 or not 8 <= self.cols <= 256):
             raise ValueError(
-                f"accumulator columns must be a multiple of 8 in [8, 256], got {self.cols}"
+                f"accumulator columns must be 1 or a multiple of 8 in [8, 256], got {self.cols}"
             )
+
+    @property
+    def row_vector(self) -> bool:
+        return self.cols == 1
 
     @property
     def subtiles(self) -> int:
@@ -64,7 +79,7 @@ class AccumulatorFragment:
 
     @property
     def regs_per_subtile(self) -> int:
-        return self.cols // 2
+        return 2 if self.row_vector else self.cols // 2
 
     @property
     def regs_per_thread(self) -> int:
@@ -72,6 +87,11 @@ class AccumulatorFragment:
 
     def elements(self) -> Iterator[FragmentElement]:
         """Every element a thread holds, in register order."""
+        if self.row_vector:
+            for i in range(self.subtiles):
+                for h in range(2):
+                    yield FragmentElement(i, h, h, 0, 0, SUBTILE_ROWS * i + 8 * h, 0)
+            return
         for i in range(self.subtiles):
             for j in range(self.cols // 8):
                 for h in range(2):
@@ -89,15 +109,20 @@ class AccumulatorFragment:
     def coordinates(self, thread: int, subtile: int, index: int) -> tuple[int, int]:
         """(row, col) in the tile of register `index` of sub-tile `subtile` in `thread`."""
         base_row, base_col = self.thread_base(thread)
+        if self.row_vector:
+            return base_row + SUBTILE_ROWS * subtile + 8 * index, 0
         j, rest = divmod(index, 4)
         h, c = divmod(rest, 2)
         return base_row + SUBTILE_ROWS * subtile + 8 * h, base_col + 8 * j + c
 
     def owner(self, row: int, col: int) -> tuple[int, int, int]:
-        """(thread, subtile, index) holding tile element (row, col): the inverse map."""
+        """(thread, subtile, index) holding tile element (row, col): the inverse
+        map (of a row vector's four copies, the first lane's)."""
         subtile, r = divmod(row, SUBTILE_ROWS)
         warp, r = divmod(r, 16)
         h, group = divmod(r, 8)
+        if self.row_vector:
+            return WARP_SIZE * warp + 4 * group, subtile, h
         j, cc = divmod(col, 8)
         quad, c = divmod(cc, 2)
         lane = 4 * group + quad

@@ -67,7 +67,12 @@ from wsc import ops
 from wsc.codegen import emit as E
 from wsc.codegen.debug import DebugEmitter
 from wsc.codegen.descriptors import OperandDescriptors
-from wsc.codegen.fragments import SUBTILE_ROWS, AccumulatorFragment, a_operand_registers
+from wsc.codegen.fragments import (
+    SUBTILE_ROWS,
+    AccumulatorFragment,
+    a_operand_registers,
+    row_register,
+)
 from wsc.codegen.info import tensor_name
 from wsc.codegen.layout import (
     BufferSlot,
@@ -781,7 +786,10 @@ class KernelLowering(KernelPlan):
     def _deferrable(self, op: ir.Operation) -> bool:
         """Whether op's tile may be computed where it is read: every reader
         is in op's block or in a region of an op there, and nothing from op
-        to the last of them writes a tile in place."""
+        to the last of them writes a tile in place. Never a row vector: a
+        broadcast reads each of its registers for a whole row of elements."""
+        if AccumulatorFragment(*acc_type_parameters(op.results[0].type)[0]).row_vector:
+            return False
         block = op.block
         last = op
         for use in op.results[0].uses:
@@ -834,16 +842,17 @@ class KernelLowering(KernelPlan):
     # runs, never before: a deferred operand may be computed into registers
     # by then.
 
+    def _element(self, tile: ir.Value, i: int, r: int) -> ir.Value:
+        """Register r of sub-tile i of an element-wise result, read from its
+        operand `tile`: a row vector's register holding that row."""
+        slot = self.slots[tile]
+        return slot.load_element(i, row_register(r) if slot.fragment.row_vector else r)
+
     def _lower_tile_binary(self, op):
         binary = ops.TileBinary(op)
         combine = _TILE_BINARY[binary.kind]
         x, y = binary.x, binary.y
-        self._define_tile(
-            op,
-            lambda i, r: combine(
-                self.slots[x].load_element(i, r), self.slots[y].load_element(i, r)
-            ),
-        )
+        self._define_tile(op, lambda i, r: combine(self._element(x, i, r), self._element(y, i, r)))
 
     def _lower_tile_unary(self, op):
         unary = ops.TileUnary(op)
@@ -860,6 +869,9 @@ class KernelLowering(KernelPlan):
         fragment = x.fragment
         for i in range(fragment.subtiles):
             for h in range(2):
+                if fragment.row_vector:  # one value per row already
+                    target.store_element(i, h, x.load_element(i, h))
+                    continue
                 # A thread's registers 4j + 2h + c of sub-tile i lie in one row;
                 # the row's other columns are in the lanes that differ in bits 0-1.
                 registers = [4 * j + 2 * h + c for j in range(fragment.cols // 8) for c in range(2)]
@@ -868,8 +880,7 @@ class KernelLowering(KernelPlan):
                     row = combine(row, x.load_element(i, r))
                 for lane_mask in (1, 2):
                     row = combine(row, E.shuffle_xor(row, lane_mask))
-                for r in registers:
-                    target.store_element(i, r, row)
+                target.store_element(i, h, row)
 
     def _lower_tile_select(self, op):
         select = ops.TileSelect(op)
@@ -877,14 +888,8 @@ class KernelLowering(KernelPlan):
         lhs, rhs, on_true, on_false = select.lhs, select.rhs, select.on_true, select.on_false
 
         def element(i: int, r: int) -> ir.Value:
-            condition = E.cmpf(
-                predicate, self.slots[lhs].load_element(i, r), self.slots[rhs].load_element(i, r)
-            )
-            return E.select(
-                condition,
-                self.slots[on_true].load_element(i, r),
-                self.slots[on_false].load_element(i, r),
-            )
+            condition = E.cmpf(predicate, self._element(lhs, i, r), self._element(rhs, i, r))
+            return E.select(condition, self._element(on_true, i, r), self._element(on_false, i, r))
 
         self._define_tile(op, element)
 
@@ -894,9 +899,11 @@ class KernelLowering(KernelPlan):
         zero, origin = E.const(0, E.i32()), self._i32(iota.origin)
         along_rows = iota.along == "rows"
 
+        vector = AccumulatorFragment(*acc_type_parameters(iota.result.type)[0]).row_vector
+
         def index(i: int, r: int) -> ir.Value:
             row, col = self._element_position(
-                warp, lane, (origin, zero) if along_rows else (zero, origin), False, i, r
+                warp, lane, (origin, zero) if along_rows else (zero, origin), False, i, r, vector
             )
             return E.sitofp(row if along_rows else col, E.float_type("f32"))
 
@@ -1013,18 +1020,20 @@ class KernelLowering(KernelPlan):
                                 store_element(i, h, j, c, row_off)
 
     @staticmethod
-    def _element_position(warp, lane, origin, transpose, i: int, r: int):
+    def _element_position(warp, lane, origin, transpose, i: int, r: int, vector: bool = False):
         """(row, column) of register r of sub-tile i, held by thread (warp,
         lane), in the global tensor whose block at `origin` (row, col; i32)
-        the tile is, or with `transpose` whose block's transpose it is."""
+        the tile (a row vector with `vector`) is, or with `transpose` whose
+        block's transpose it is."""
         i32 = E.i32()
         row0, col0 = origin[::-1] if transpose else origin
+        half = r if vector else row_register(r)
         row = E.addi(
             E.addi(row0, E.muli(warp, E.const(16, i32))),
-            E.addi(
-                E.shrui(lane, E.const(2, i32)), E.const(SUBTILE_ROWS * i + 8 * (r // 2 % 2), i32)
-            ),
+            E.addi(E.shrui(lane, E.const(2, i32)), E.const(SUBTILE_ROWS * i + 8 * half, i32)),
         )
+        if vector:
+            return (col0, row) if transpose else (row, col0)
         col = E.addi(
             col0,
             E.addi(

@@ -43,7 +43,10 @@ def entry_register_cap(threads: int) -> int:
 
 def tile_registers(rows: int, cols: int, element: str) -> int:
     """The 32-bit registers each thread of a warpgroup holds of a rows x cols
-    register tile of `element` (the tile is spread over the warpgroup)."""
+    register tile of `element` (the tile is spread over the warpgroup; a row
+    vector, cols = 1, two per 64 rows: the rows of the thread's quad)."""
+    if cols == 1:
+        return 2 * rows // WGMMA_M
     return rows * cols * ELEMENT_BYTES[element] // 4 // WARPGROUP_SIZE
 
 
