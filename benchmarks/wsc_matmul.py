@@ -4,6 +4,7 @@ and the best Triton config of benchmarks/matmul.py, in one process on the same i
     python benchmarks/wsc_matmul.py prepare             # CPU machine: fill $WSC_CACHE_DIR
     python benchmarks/wsc_matmul.py run --out DIR       # GPU machine (no MLIR needed)
     python benchmarks/wsc_matmul.py report DIR/results.jsonl   # the tables of BENCHMARKS.md
+    python benchmarks/wsc_matmul.py tune --shapes ...         # GPU: the tuner's tables
 
 Both `prepare` and `run` take the shapes from `--set` (`llm`, the default, or
 `odd`), `--layouts`, `--quick` and `--shapes`, so that a `prepare` with a
@@ -276,6 +277,30 @@ def prepare(selected: list[dict]) -> int:
         f"{cache.root} in {time.perf_counter() - start:.0f} s; {failed} candidates failed"
     )
     return 1 if failed else 0
+
+
+def tune_tables(selected: list[dict]) -> int:
+    """Search each shape's class again on the GPU (ignoring a cached choice) and
+    print the tuner's table: every candidate config's time, the winner marked."""
+    import torch
+
+    from wsc.matmul import SPACES, _cache, _fixed, plan, shape_class, tuning_sizes
+
+    for shape in selected:
+        meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
+        a, b, c, bias, residual = operands(shape, meta)
+        p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
+        result = SPACES[p.space].tune(
+            tuning_sizes(p),
+            fixed=_fixed(p),
+            problem_class={"class": shape_class(p.m, p.n, p.k)},
+            cache=_cache(),
+            retune=True,
+            progress=False,
+        )
+        print(f"== {_name(shape)}: space {p.space}", flush=True)
+        print(result.table(), flush=True)
+    return 0
 
 
 # run (GPU machine) ----------------------------------------------------------------------
@@ -818,6 +843,11 @@ def main(argv=None) -> int:
     commands.add_parser(
         "prepare", parents=[select], help="compile the kernels into $WSC_CACHE_DIR (CPU machine)"
     )
+    commands.add_parser(
+        "tune",
+        parents=[select],
+        help="search each shape's configs again and print the tuner's table (GPU machine)",
+    )
     run_parser = commands.add_parser("run", parents=[select], help="benchmark on the GPU machine")
     run_parser.add_argument("--out", type=Path, required=True)
     report_parser = commands.add_parser("report", help="markdown tables of a results.jsonl")
@@ -849,6 +879,8 @@ def main(argv=None) -> int:
     )
     if args.command == "prepare":
         return prepare(selected)
+    if args.command == "tune":
+        return tune_tables(selected)
     return run(args.out, selected)
 
 
