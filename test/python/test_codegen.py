@@ -14,7 +14,7 @@ import pytest
 
 from wsc.codegen import KernelInfo, PtxasError, assemble, find_ptxas, tensor_name
 from wsc.codegen.descriptors import OperandDescriptors, decode, encode
-from wsc.codegen.fragments import AccumulatorFragment, row_register
+from wsc.codegen.fragments import AccumulatorFragment, operand_register, row_register
 from wsc.codegen.layout import ALIGN_PADDING, LayoutError, SharedLayout, TileLayout
 from wsc.target.hopper import MAX_DYNAMIC_SMEM
 
@@ -284,6 +284,24 @@ def test_a_row_vector_holds_each_row_of_its_threads_tile_registers(rows):
             )
     assert sorted(holders) == list(range(rows))
     assert all(len(threads) == 4 for threads in holders.values())
+
+
+@pytest.mark.parametrize("operand_cols,result_cols", [(64, 64), (1, 64), (1, 8), (1, 1)], ids=str)
+def test_element_wise_math_reads_each_operand_at_its_results_element(operand_cols, result_cols):
+    """Register r of an element-wise result reads the operand's register of
+    the same row and, unless the operand is a row vector broadcast over a
+    tile, the same column; a vector result from vectors reads register for
+    register (each of its two rows)."""
+    operand = AccumulatorFragment(128, operand_cols)
+    result = AccumulatorFragment(128, result_cols)
+    for thread in range(128):
+        for element in result.elements():
+            row, col = result.coordinates(thread, element.subtile, element.index)
+            read = operand_register(operand, result, element.index)
+            assert operand.coordinates(thread, element.subtile, read) == (
+                row,
+                0 if operand.row_vector else col,
+            )
 
 
 # ------------------------------------------------------------------------- info

@@ -56,6 +56,13 @@ def row_register(r: int) -> int:
     return r // 2 % 2
 
 
+def operand_register(operand: AccumulatorFragment, result: AccumulatorFragment, r: int) -> int:
+    """The register of `operand` that element-wise math reads for register r
+    of its `result` (of the same rows): the same register, or where a row
+    vector is broadcast over a tile, the one holding r's row."""
+    return row_register(r) if operand.row_vector and not result.row_vector else r
+
+
 @dataclass(frozen=True)
 class AccumulatorFragment:
     rows: int  # M, a multiple of 64

@@ -71,6 +71,7 @@ from wsc.codegen.fragments import (
     SUBTILE_ROWS,
     AccumulatorFragment,
     a_operand_registers,
+    operand_register,
     row_register,
 )
 from wsc.codegen.info import tensor_name
@@ -842,17 +843,22 @@ class KernelLowering(KernelPlan):
     # runs, never before: a deferred operand may be computed into registers
     # by then.
 
-    def _element(self, tile: ir.Value, i: int, r: int) -> ir.Value:
-        """Register r of sub-tile i of an element-wise result, read from its
-        operand `tile`: a row vector's register holding that row."""
-        slot = self.slots[tile]
-        return slot.load_element(i, row_register(r) if slot.fragment.row_vector else r)
+    def _operand(self, tile: ir.Value, result: ir.Value) -> Callable[[int, int], ir.Value]:
+        """The element of operand `tile` that register (i, r) of the
+        element-wise `result` reads (a row vector broadcast over a tile)."""
+        fragment = AccumulatorFragment(*acc_type_parameters(result.type)[0])
+
+        def element(i: int, r: int) -> ir.Value:
+            slot = self.slots[tile]
+            return slot.load_element(i, operand_register(slot.fragment, fragment, r))
+
+        return element
 
     def _lower_tile_binary(self, op):
         binary = ops.TileBinary(op)
         combine = _TILE_BINARY[binary.kind]
-        x, y = binary.x, binary.y
-        self._define_tile(op, lambda i, r: combine(self._element(x, i, r), self._element(y, i, r)))
+        x, y = self._operand(binary.x, binary.result), self._operand(binary.y, binary.result)
+        self._define_tile(op, lambda i, r: combine(x(i, r), y(i, r)))
 
     def _lower_tile_unary(self, op):
         unary = ops.TileUnary(op)
@@ -885,11 +891,14 @@ class KernelLowering(KernelPlan):
     def _lower_tile_select(self, op):
         select = ops.TileSelect(op)
         predicate = _TILE_PREDICATES[select.predicate]
-        lhs, rhs, on_true, on_false = select.lhs, select.rhs, select.on_true, select.on_false
+        lhs, rhs, on_true, on_false = (
+            self._operand(tile, select.result)
+            for tile in (select.lhs, select.rhs, select.on_true, select.on_false)
+        )
 
         def element(i: int, r: int) -> ir.Value:
-            condition = E.cmpf(predicate, self._element(lhs, i, r), self._element(rhs, i, r))
-            return E.select(condition, self._element(on_true, i, r), self._element(on_false, i, r))
+            condition = E.cmpf(predicate, lhs(i, r), rhs(i, r))
+            return E.select(condition, on_true(i, r), on_false(i, r))
 
         self._define_tile(op, element)
 
