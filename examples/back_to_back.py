@@ -43,6 +43,9 @@ SCORE_MATH = {
     "scale": lambda kb, s: s * 0.125,
     "relu": lambda kb, s: kb.relu(s),
     "exp2": lambda kb, s: kb.exp2(s * 0.125 - 4.0),
+    # Row vectors: broadcast over S, and math between vectors.
+    "center": lambda kb, s: s - kb.row_max(s),
+    "normalize": lambda kb, s: s * kb.exp2(-kb.log2(kb.row_sum(kb.relu(s)) + 1.0)),
 }
 
 
