@@ -5,8 +5,10 @@ mistakes in a kernel's code raise errors located at the user's line."""
 import difflib
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wsc.builder import (
@@ -24,6 +26,7 @@ from wsc.codegen import find_ptxas
 from wsc.compiler import CompileError
 from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.runtime import load_artifact
+from wsc.runtime.memory import Inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # The examples import their shared runner and each other by bare name.
@@ -892,3 +895,92 @@ def test_examples_are_correct_on_the_gpu(hopper, tmp_path, build):
     for name, sizes in (("ragged", RAGGED), ("short-k", {"m": 256, "n": 384, "k": 40})):
         report = run_artifact(compiled.write_artifact(tmp_path / name, **sizes), bench=False)
         assert report["ok"] and report["nan_count"] == 0, report
+
+
+def relu_reference(a):
+    return np.maximum(a, 0.0)
+
+
+def relu_kernel(check) -> KernelBuilder:
+    """b = relu(a), tile by tile, checked by `check`."""
+    kb = KernelBuilder("relu", grid=[("a_dim0", 64), ("a_dim1", 64)], check=check)
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    kb.store_global(y, kb.relu(kb.load_tile(x, [row, col], [64, 64])), [row, col])
+    return kb
+
+
+def test_a_reference_beside_the_kernel_travels_in_its_artifacts(tmp_path, monkeypatch):
+    """The author's reference function is the artifacts' check: `wsc run
+    --check` compares the kernel's output with it (here a host computation
+    stands in for the GPU: right, then wrong)."""
+    import wsc.runtime.run_cli as run_cli
+    from wsc.runtime.checks import find_check
+    from wsc.runtime.memory import to_float64
+
+    directory = (
+        relu_kernel(relu_reference)
+        .finish()
+        .compile()
+        .write_artifact(tmp_path, a_dim0=100, a_dim1=70)
+    )
+    meta = json.loads((directory / "kernel.json").read_text())
+    assert meta["check"] == "reference"
+    assert meta["config"]["reference"]["function"] == "relu_reference"
+    artifact = load_artifact(directory)
+    assert find_check(artifact).tolerance == 1e-4
+
+    class Host:  # memory played by numpy arrays
+        kind = "host"
+
+        def inputs(self, specs, scale, seed):
+            rng = np.random.default_rng(seed)
+            hosts = {s.name: rng.standard_normal(s.shape).astype(np.float32) for s in specs}
+            return Inputs({n: h.copy() for n, h in hosts.items()}, hosts)
+
+        def empty(self, shape, dtype):
+            return np.empty(shape, np.float32)
+
+        def poison(self, array, dtype):
+            array[...] = np.nan
+
+        def float64(self, array, dtype):
+            return to_float64(array, dtype)
+
+        def nan_count(self, array, dtype):
+            return int(np.isnan(array).sum())
+
+        def intact(self, inputs):
+            return all(np.array_equal(h, inputs.arrays[n]) for n, h in inputs.hosts.items())
+
+    class Relu:
+        device = type("Device", (), {"ordinal": 0, "current": lambda self: nullcontext()})()
+
+        def __init__(self, slope):
+            self.artifact, self.slope = artifact, slope
+
+        def prepare(self, a, b):
+            slope = self.slope
+            return type(
+                "Launch", (), {"launch": lambda self: np.copyto(b, np.where(a > 0, a, slope * a))}
+            )()
+
+        def synchronize(self, stream=None, timeout_s=60.0):
+            pass
+
+    monkeypatch.setattr(run_cli, "make_memory", lambda backend, device: Host())
+    assert run_cli.evaluate(Relu(0.0))["ok"]
+    report = run_cli.evaluate(Relu(0.5))  # a leaky relu is not the reference
+    assert not report["ok"] and report["rel_err"] > 0.1
+
+
+def test_a_reference_must_stand_alone():
+    offset = 1.0
+
+    def shifted(a):
+        return a + offset
+
+    with pytest.raises(BuildError, match="reference 'shifted' uses offset from outside it"):
+        relu_kernel(shifted)
+    with pytest.raises(BuildTypeError, match="a reference function \\(a def\\), got <function"):
+        relu_kernel(lambda a: a)

@@ -562,3 +562,56 @@ def test_wsc_run_reports_each_artifact(tmp_path, memory, monkeypatch, capsys):
     assert reports[0]["ok"] and reports[0]["shape"] == [64, 200, 136]
     assert "UnknownCheckError" in reports[1]["error"] and "'nope'" in reports[1]["error"]
     assert "declares no 'check'" in reports[2]["error"]
+
+
+# ------------------------------------------------------------- a reference beside the kernel
+
+
+def reference_doc(source: str, function: str = "reference", **config) -> dict:
+    """The matmul artifact, checked by the author's `function` in `source`."""
+    doc = artifact_doc(check="reference")
+    doc["config"] = {**doc["config"], "reference": {"function": function, "source": source}}
+    doc["config"].update(config)
+    return doc
+
+
+PRODUCT = "def reference(a, b):\n    return a @ b.T\n"
+
+
+def test_a_reference_beside_the_kernel_checks_it(tmp_path, memory):
+    artifact = load_artifact(write(tmp_path / "right", reference_doc(PRODUCT)))
+    report = run_cli.evaluate(FakeKernel(artifact))
+    assert report["ok"] and report["rel_err"] < 1e-6, report
+    assert report["kernel"] == "matmul" and report["sizes"] == {"m": 300, "n": 200, "k": 136}
+    assert report["tol"] == 1e-4  # an f32 output's default
+    twice = "import numpy\n\ndef twice(a, b):\n    return {'c': 2 * numpy.matmul(a, b.T)}\n"
+    artifact = load_artifact(write(tmp_path / "wrong", reference_doc(twice, "twice")))
+    report = run_cli.evaluate(FakeKernel(artifact))
+    assert not report["ok"] and math.isclose(report["rel_err"], 0.5, rel_tol=1e-6)
+
+
+def test_a_reference_sets_its_tolerance_and_input_scale(tmp_path):
+    doc = reference_doc(PRODUCT, tolerance=0.25, input_scale=0.5)
+    reference = find_check(load_artifact(write(tmp_path / "a", doc)))
+    assert (reference.tolerance, reference.input_scale) == (0.25, 0.5)
+
+
+@pytest.mark.parametrize(
+    "source, function, config, message",
+    [
+        ("def reference(a, b):\n    return a\n", "other", {}, "defines no function 'other'"),
+        ("def reference(a, b:\n", "reference", {}, "does not run: SyntaxError"),
+        (PRODUCT, "reference", {"tolerance": -1}, "tolerance must be a positive number"),
+    ],
+)
+def test_a_broken_reference_is_named(tmp_path, source, function, config, message):
+    doc = reference_doc(source, function, **config)
+    with pytest.raises(ArtifactError, match=message):
+        find_check(load_artifact(write(tmp_path / "a", doc)))
+
+
+def test_a_reference_must_return_every_output(tmp_path, memory):
+    source = "def reference(a, b):\n    return {'d': a}\n"
+    artifact = load_artifact(write(tmp_path / "a", reference_doc(source)))
+    with pytest.raises(ArtifactError, match="the reference returned no c"):
+        run_cli.evaluate(FakeKernel(artifact))

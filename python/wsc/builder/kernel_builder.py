@@ -5,7 +5,9 @@ loops) and the Pipeline that names a ring's hand-off."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import inspect
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +83,37 @@ def _broadcast_shape(shapes: list[tuple[int, int]], what: str) -> tuple[int, int
     return widest
 
 
+#: What a reference function may use from outside itself (beside builtins):
+#: the check that runs it provides these and nothing else.
+REFERENCE_NAMES = ("np", "numpy", "math")
+
+
+def _reference(function, where: SourceLocation) -> dict[str, str]:
+    """A reference function as its artifacts carry it (the "reference"
+    check's config): its name and source, which must stand alone."""
+    if not inspect.isfunction(function) or function.__name__ == "<lambda>":
+        raise BuildTypeError(
+            f"check: expected a check's name or a reference function (a def), got {function!r}",
+            where,
+        )
+    names = inspect.getclosurevars(function)
+    outside = sorted(set(names.nonlocals) | (set(names.globals) - set(REFERENCE_NAMES)))
+    if outside:
+        raise BuildError(
+            f"check: reference '{function.__name__}' uses {', '.join(outside)} from outside "
+            f"it; a reference travels alone in the artifact, with {', '.join(REFERENCE_NAMES)}",
+            where,
+        )
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except OSError as error:
+        raise BuildError(
+            f"check: the source of reference '{function.__name__}' cannot be read ({error})",
+            where,
+        ) from error
+    return {"function": function.__name__, "source": source}
+
+
 def _check_along(along: str, what: str) -> None:
     """`along` names a tile axis of BROADCAST_ALONG (a BuildError at the caller's line)."""
     if along not in BROADCAST_ALONG:
@@ -100,7 +133,14 @@ class KernelBuilder:
     `wsc run --check` compares its artifacts with ("matmul": C = A @ op(B),
     wsc.kernels.matmul.check), and `check_config` what that check reads of
     the kernel beside its tensors, written into each artifact's config (e.g.
-    the matmul's {"epilogue": {"bias": "d", "activation": "gelu"}}). A
+    the matmul's {"epilogue": {"bias": "d", "activation": "gelu"}}). `check`
+    may also be the author's own reference, a function of the inputs' float64
+    values by tensor name that returns the outputs' (an array, or a dict by
+    name): `def reference(a, b): return a @ b.T`. It travels in the
+    artifacts (wsc.kernels.reference.check), so it may use numpy as np and
+    math but nothing else from outside it; `check_config={"tolerance": t,
+    "input_scale": s}` sets the relative error allowed and the scale of the
+    random inputs. A
     kernel whose registers ptxas spills to local memory fails to compile
     unless `allow_spills`. The builder owns its MLIR context, unless given one."""
 
@@ -112,11 +152,14 @@ class KernelBuilder:
         grid: Sequence[tuple[str, int]] = (),
         cluster_size: int = 1,
         context: ir.Context | None = None,
-        check: str | None = None,
+        check: str | Callable | None = None,
         check_config: Mapping[str, Any] | None = None,
         allow_spills: bool = False,
     ):
         where = caller()
+        if check is not None and not isinstance(check, str):
+            check_config = {**(check_config or {}), "reference": _reference(check, where)}
+            check = "reference"
         if not isinstance(allow_spills, bool):
             raise BuildTypeError(f"allow_spills must be a bool, got {allow_spills!r}", where)
         if check_config is not None and check is None:

@@ -1,0 +1,133 @@
+"""The check of artifacts whose kernel names a Python function as its
+reference (`KernelBuilder(..., check=function)`): the function's source
+travels in the artifact's config, and `wsc run --check` calls it on the
+float64 values of the kernel's inputs, by tensor name, for the float64
+values its outputs must hold. No MLIR here.
+
+Checking such an artifact runs the Python it carries: check only artifacts
+you would also run the kernels of.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from wsc.kernels.matmul.check import relative_frobenius
+from wsc.runtime.artifact import Artifact, ArtifactError
+from wsc.runtime.memory import Inputs, Memory, TorchMemory, to_float64
+
+#: The relative error allowed by default, by the output's dtype (its rounding
+#: and f32 sums of a few thousand terms); `check_config={"tolerance": ...}`
+#: says otherwise.
+DEFAULT_TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2}
+#: What a reference's module holds: it may use these and nothing else.
+REFERENCE_GLOBALS = {"np": np, "numpy": np, "math": math}
+
+
+class ReferenceCheck:
+    """Inputs are the tensors of role input and inout; outputs those of role
+    output and inout, compared by the largest relative error among them."""
+
+    #: The check's name in artifacts (and in its errors).
+    NAME = "reference"
+
+    def __init__(self, artifact: Artifact):
+        def fail(message: str) -> ArtifactError:
+            return ArtifactError(f"{artifact.json_path}: check '{self.NAME}': {message}")
+
+        config = artifact.config or {}
+        spec = config.get("reference")
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("function"), str)
+            or not isinstance(spec.get("source"), str)
+        ):
+            raise fail('config.reference must be {"function": name, "source": its Python}')
+        namespace: dict[str, Any] = dict(REFERENCE_GLOBALS)
+        try:
+            exec(compile(spec["source"], f"<reference of {artifact.json_path}>", "exec"), namespace)
+        except Exception as error:  # the author's code: any error is theirs to see
+            raise fail(f"its source does not run: {type(error).__name__}: {error}") from error
+        function = namespace.get(spec["function"])
+        if not callable(function):
+            raise fail(f"its source defines no function '{spec['function']}'")
+        self.function: Callable[..., Any] = function
+        tensors = artifact.tensors
+        self.inputs: list[str] = [n for n, t in tensors.items() if t.role in ("input", "inout")]
+        self.outputs: list[str] = [n for n, t in tensors.items() if t.role in ("output", "inout")]
+        self.dtypes: dict[str, str] = {name: tensor.dtype for name, tensor in tensors.items()}
+        self.kernel: str = artifact.kernel_name
+        self.sizes: dict[str, int] = dict(artifact.sizes)
+        tolerance = config.get("tolerance")
+        if tolerance is None:
+            tolerance = max(DEFAULT_TOLERANCE.get(self.dtypes[n], 1e-4) for n in self.outputs)
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance <= 0:
+            raise fail(f"config.tolerance must be a positive number, got {tolerance!r}")
+        self._tolerance: float = float(tolerance)
+        self._input_scale: float = float(config.get("input_scale", 1.0))
+
+    @property
+    def input_scale(self) -> float:
+        return self._input_scale
+
+    @property
+    def tolerance(self) -> float:
+        return self._tolerance
+
+    @property
+    def flops(self) -> float | None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "sizes": self.sizes}
+
+    def relative_error(
+        self, memory: Memory, inputs: Inputs, outputs: dict[str, Any], seed: int
+    ) -> float:
+        if "reference" not in inputs.cache:
+            values = {name: self._host(memory, inputs, name) for name in self.inputs}
+            inputs.cache["reference"] = self._expected(self.function(**values))
+        expected = inputs.cache["reference"]
+        got = {**inputs.arrays, **outputs}
+        return max(
+            relative_frobenius(
+                self._float64(memory, got[name], name), expected[name], np.linalg.norm
+            )
+            for name in self.outputs
+        )
+
+    def _host(self, memory: Memory, inputs: Inputs, name: str) -> np.ndarray:
+        if name in inputs.hosts:
+            return to_float64(inputs.hosts[name], self.dtypes[name])
+        return self._float64(memory, inputs.arrays[name], name)
+
+    def _float64(self, memory: Memory, array: Any, name: str) -> np.ndarray:
+        if isinstance(memory, TorchMemory):
+            return array.double().cpu().numpy()
+        return memory.float64(array, self.dtypes[name])
+
+    def _expected(self, result: Any) -> dict[str, np.ndarray]:
+        """The reference's result by output name: a dict of them, or one array
+        for a kernel of one output."""
+        if not isinstance(result, dict):
+            if len(self.outputs) != 1:
+                raise ArtifactError(
+                    f"check '{self.NAME}': the reference returned one array; kernel "
+                    f"'{self.kernel}' has outputs {', '.join(self.outputs)}: return a dict by name"
+                )
+            result = {self.outputs[0]: result}
+        missing = [name for name in self.outputs if name not in result]
+        if missing:
+            raise ArtifactError(
+                f"check '{self.NAME}': the reference returned no {', '.join(missing)} "
+                f"(kernel '{self.kernel}' writes {', '.join(self.outputs)})"
+            )
+        return {name: np.asarray(result[name], dtype=np.float64) for name in self.outputs}
+
+
+#: The factory wsc.runtime.checks finds for "check": "reference".
+CHECK = ReferenceCheck
