@@ -1,7 +1,8 @@
 """Attention forward: O = softmax(Q K^T / sqrt(D)) V, an online softmax between two products.
 
-Q [M, D], K [N, D], V [N, D] f16 in, O [M, D] f16 out; D = 64 (one tile: the
-first product's K and the second's N), N any length (the last tile masked).
+Q [M, D], K [N, D], V [N, D] f16 in, O [M, D] f16 out; D = `head` = 64 (one
+tile: the first product's K and the second's N; 128 builds too), N any
+length (the last tile masked).
 Built in the simple V2 form and specialized by --warp-specialize, as
 examples/back_to_back.py, with the softmax's running state in register tiles
 that wsc.tile_assign updates in place from K tile to K tile: O, and the row
