@@ -16,6 +16,8 @@ from __future__ import annotations
 import statistics
 import sys
 
+from wsc_matmul import graph_timer
+
 SETS = 4
 FLUSHED_LAUNCHES = 20
 GRAPH_CALLS, GRAPH_ROUNDS = 40, 5
@@ -41,25 +43,8 @@ def flushed(torch, launch) -> float:
 
 def graphed(torch, launch) -> float:
     """Median us per launch of a CUDA graph of launches over rotating sets."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for index in range(SETS):
-            launch(index)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for call in range(GRAPH_CALLS):
-            launch(call % SETS)
-    times = []
-    for _ in range(GRAPH_ROUNDS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / GRAPH_CALLS)
-    return statistics.median(times)
+    replay = graph_timer(torch, launch, [(index,) for index in range(SETS)], GRAPH_CALLS)
+    return statistics.median(replay() for _ in range(GRAPH_ROUNDS))
 
 
 def conditions(torch, spec: str) -> None:

@@ -25,6 +25,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from wsc_matmul import graph_timer
+
 ROUNDS = 7
 #: Launches per graph: enough that one replay takes milliseconds.
 CALLS = 50
@@ -50,29 +52,6 @@ def _baseline(torch, kind: str):
         sdpa = torch.nn.functional.scaled_dot_product_attention
         return lambda q, k, v: sdpa(q[None, None], k[None, None], v[None, None])[0, 0]
     raise ValueError(f"no baseline for {kind!r}")
-
-
-def _graph(torch, call):
-    """A CUDA graph of CALLS calls of `call()` and a timer of its replays (us per call)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        call()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(CALLS):
-            call()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def replay() -> float:
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1e3 / CALLS
-
-    return replay
 
 
 def bench(torch, kind: str, directory: Path, size: int, seed: int) -> dict:
@@ -101,7 +80,7 @@ def bench(torch, kind: str, directory: Path, size: int, seed: int) -> dict:
         kernel.launch(stream=torch.cuda.current_stream(), **tensors)
 
     methods = {"wsc": wsc_call, "torch": lambda: baseline(q, k, v)}
-    replays = {name: _graph(torch, call) for name, call in methods.items()}
+    replays = {name: graph_timer(torch, call, [()], CALLS) for name, call in methods.items()}
     times: dict[str, list[float]] = {name: [] for name in methods}
     order = list(methods)
     for round_index in range(ROUNDS):

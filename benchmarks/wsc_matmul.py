@@ -284,20 +284,13 @@ def tune_tables(selected: list[dict]) -> int:
     print the tuner's table: every candidate config's time, the winner marked."""
     import torch
 
-    from wsc.matmul import SPACES, _cache, _fixed, plan, shape_class, tuning_sizes
+    from wsc.matmul import plan, search
 
     for shape in selected:
         meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
         a, b, c, bias, residual = operands(shape, meta)
         p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
-        result = SPACES[p.space].tune(
-            tuning_sizes(p),
-            fixed=_fixed(p),
-            problem_class={"class": shape_class(p.m, p.n, p.k)},
-            cache=_cache(),
-            retune=True,
-            progress=False,
-        )
+        result = search(p, retune=True, progress=False)
         print(f"== {_name(shape)}: space {p.space}", flush=True)
         print(result.table(), flush=True)
     return 0
@@ -401,8 +394,9 @@ def _eager(torch, call, sets, calls) -> tuple[float, float]:
     return start.elapsed_time(end) * 1e3 / calls, wall * 1e6 / calls
 
 
-def _graph(torch, call, sets, calls):
-    """The block of calls captured in a CUDA graph, and a timer of its replays."""
+def graph_timer(torch, call, sets, calls: int):
+    """`calls` calls of `call(*sets[i])`, the sets in turn, captured in a CUDA
+    graph, and a timer of its replays: device us per call."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -581,7 +575,9 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
         },
     }
     calls = _calls_per_block(shape["m"], shape["n"], shape["k"])
-    replays = {name: _graph(torch, call, problem.sets, calls) for name, call in methods.items()}
+    replays = {
+        name: graph_timer(torch, call, problem.sets, calls) for name, call in methods.items()
+    }
     device = {name: [] for name in methods}
     wall = {name: [] for name in methods}
     kernel = {name: [] for name in methods}

@@ -447,17 +447,25 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _tune(p: MatmulPlan, ordinal: int) -> tuple[dict | None, str | None, bool]:
-    """Autotune `p`'s problem on cuda:`ordinal`, the GPU of the call (progress
-    bar on stderr): (the best config, or None and why, and whether that
-    failure is the kernels')."""
-    result = SPACES[p.space].tune(
+def search(p: MatmulPlan, ordinal: int = 0, retune: bool = False, progress: bool = True):
+    """Autotune `p`'s problem on cuda:`ordinal` (a progress bar on stderr), or
+    with `retune` search again past a cached choice: the tuner's result, with
+    every candidate's time (TuneResult.table())."""
+    return SPACES[p.space].tune(
         tuning_sizes(p),
         fixed=_fixed(p),
         problem_class={"class": shape_class(p.m, p.n, p.k)},
         cache=_cache(),
         device=ordinal,
+        retune=retune,
+        progress=progress,
     )
+
+
+def _tune(p: MatmulPlan, ordinal: int) -> tuple[dict | None, str | None, bool]:
+    """Autotune `p`'s problem on cuda:`ordinal`, the GPU of the call: (the best
+    config, or None and why, and whether that failure is the kernels')."""
+    result = search(p, ordinal)
     return result.best, result.failure, result.failure_is_final
 
 
