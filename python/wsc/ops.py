@@ -15,6 +15,7 @@ view.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
@@ -353,7 +354,18 @@ TILE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 BROADCAST_ALONG = ("rows", "cols")
 #: What wsc.tile_row_reduce computes of each row.
 ROW_REDUCE_KINDS = ("max", "sum")
-#: The ops that make a register tile of their operands' shape from them,
+
+
+def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The shape of an element-wise result of register tiles of `shapes`: the
+    widest, where each other is it or a row vector [rows, 1] of its rows
+    (read broadcast along the rows); None where they do not combine."""
+    widest: tuple[int, ...] = max(shapes, key=lambda shape: shape[1])
+    combine = all(shape in (widest, (widest[0], 1)) for shape in shapes)
+    return widest if combine else None
+
+
+#: The ops that make a register tile of their operands' rows from them,
 #: element by element or row by row.
 TILE_MAPS = (
     "wsc.cast",

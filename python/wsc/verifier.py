@@ -391,14 +391,13 @@ def _broadcast_shape(
     (row vectors, read broadcast along the rows), and a result of the widest
     operand's type."""
     shapes = [_verify_f32_tile(op, value, name, row_vector=True) for value, name in named]
-    widest_at = max(range(len(shapes)), key=lambda index: shapes[index][1])
-    widest = shapes[widest_at]
-    if any(shape != widest and shape != (widest[0], 1) for shape in shapes):
+    widest = ops.broadcast_shape(shapes)
+    if widest is None:
         listed = ", ".join(
             f"{name} {list(shape)}" for (_, name), shape in zip(named, shapes, strict=True)
         )
         _fail(op, f"operands have shapes {listed}: not one shape, or its rows with one column")
-    expected = named[widest_at][0].type
+    expected = named[shapes.index(widest)][0].type
     if result.type != expected:
         _fail(op, f"result type {result.type} differs from the widest operand's {expected}")
 
@@ -628,14 +627,13 @@ def _verify_acc(
         _fail(
             op, f"register tile rows must be a multiple of {WGMMA_M} (the WGMMA M), got {shape[0]}"
         )
-    if shape[1] == 1 and element == "f32" and row_vector:
-        pass
-    elif shape[1] == 1:
-        _fail(
-            op,
-            f"a row vector [{shape[0]}, 1] ({element}) serves register math alone, in f32: "
-            f"'{op.name}' takes tiles of a multiple of {WGMMA_N_STEP} columns",
-        )
+    if shape[1] == 1:
+        if not (row_vector and element == "f32"):
+            _fail(
+                op,
+                f"a row vector [{shape[0]}, 1] ({element}) serves register math alone, in f32: "
+                f"'{op.name}' takes tiles of a multiple of {WGMMA_N_STEP} columns",
+            )
     elif shape[1] % WGMMA_N_STEP or not WGMMA_N_STEP <= shape[1] <= WGMMA_N_MAX:
         _fail(
             op,

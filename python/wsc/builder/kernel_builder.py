@@ -44,7 +44,7 @@ from wsc.builder.values import (
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
 from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, defining_op, use_owner
-from wsc.ops import BROADCAST_ALONG, TILE_PREDICATES
+from wsc.ops import BROADCAST_ALONG, TILE_PREDICATES, broadcast_shape
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     MAX_BLOCK_THREADS,
@@ -70,17 +70,18 @@ class _Scope:
     constants: dict[int, ir.Value] = field(default_factory=dict)
 
 
-def _broadcast_shape(shapes: list[tuple[int, int]], what: str) -> tuple[int, int]:
-    """The shape of an element-wise result: that of the widest operand, where
-    the others have it or are row vectors of its rows (one column)."""
-    widest = max(shapes, key=lambda shape: shape[1])
-    if any(shape not in (widest, (widest[0], 1)) for shape in shapes):
+def _broadcast_shape(shapes: list[tuple[int, ...]], what: str) -> tuple[int, int]:
+    """The shape of an element-wise result (wsc.ops.broadcast_shape); a
+    BuildError at the caller's line where the tiles do not combine."""
+    widest = broadcast_shape(shapes)
+    if widest is None:
         raise BuildError(
             f"{what}: tiles of shapes {', '.join(str(list(shape)) for shape in shapes)}: "
             f"element-wise math takes tiles of one shape, or row vectors [rows, 1] of its rows",
             caller(),
         )
-    return widest
+    rows, cols = widest
+    return rows, cols
 
 
 #: What a reference function may use from outside itself (beside builtins):
