@@ -473,7 +473,7 @@ def _verify_tile_load(op: ir.Operation) -> None:
     load = ops.TileLoad(op)
     _verify_global(op, load.src.type, "source")
     _verify_loaded_element(op, load.src)
-    _verify_f32_tile(op, load.result, "result")
+    _verify_f32_tile(op, load.result, "result", row_vector=True)
 
 
 def _verify_tile_broadcast(op: ir.Operation) -> None:
@@ -483,7 +483,7 @@ def _verify_tile_broadcast(op: ir.Operation) -> None:
         _fail(op, f"source must be a rank-1 memref in global memory, got {broadcast.src.type}")
     _verify_loaded_element(op, broadcast.src)
     _verify_choice(op, "along", broadcast.along, ops.BROADCAST_ALONG)
-    _verify_f32_tile(op, broadcast.result, "result")
+    _verify_f32_tile(op, broadcast.result, "result", row_vector=True)
 
 
 def _verify_store(op: ir.Operation) -> None:

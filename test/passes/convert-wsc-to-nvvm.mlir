@@ -648,3 +648,21 @@ func.func @assign_row_max(%c: memref<?x?xf32>, %src: memref<?x?xf32>)
   "wsc.store"(%d, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A scale per row read into a row vector: two f16 loads per thread (its two
+// rows of the 64), made once and read by every element of the product.
+// CHECK-LABEL: llvm.func @scale_per_row
+// CHECK-COUNT-2: llvm.load {{.*}} -> f16
+// CHECK-NOT: -> f16
+// CHECK: llvm.return
+func.func @scale_per_row(%c: memref<?x?xf32>, %x: memref<?x?xf32>, %v: memref<?xf16>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = "wsc.tile_load"(%x, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %s = "wsc.tile_broadcast"(%v, %c0) {along = "rows"} : (memref<?xf16>, index) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %y = "wsc.tile_binary"(%t, %s) {kind = "mul"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%y, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

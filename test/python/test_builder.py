@@ -984,3 +984,23 @@ def test_a_reference_must_stand_alone():
         relu_kernel(shifted)
     with pytest.raises(BuildTypeError, match="a reference function \\(a def\\), got <function"):
         relu_kernel(lambda a: a)
+
+
+def test_row_vectors_are_read_from_global_memory():
+    """A scale per row, a scalar and a column of a matrix as row vectors
+    [rows, 1], combined with a tile of their rows; compiled without spills."""
+    kb = KernelBuilder("scale", grid=[("a_dim0", 64), ("a_dim1", 64)])
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    scale, per_row = kb.global_tensor(f16, rank=1), kb.global_tensor(f16, rank=1)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    vectors = [
+        kb.broadcast(per_row, row, [64, 1], along="rows"),
+        kb.broadcast(scale, 0, [64, 1], along="cols"),
+        kb.load_tile(x, [row, 0], [64, 1]),
+    ]
+    assert [vector.shape for vector in vectors] == [(64, 1)] * 3
+    tile = kb.load_tile(x, [row, col], [64, 64]) * vectors[0] * vectors[1] + vectors[2]
+    kb.store_global(y, tile, [row, col])
+    kernel = kb.finish()
+    assert str(kernel).count("-> !wsc.acc<array<i64: 64, 1>, f32>") == 3
+    kernel.compile()

@@ -581,7 +581,8 @@ class KernelBuilder:
         """src[offsets[0]:+rows, offsets[1]:+cols] as an f32 register tile of
         `shape` in the accumulator's layout (0 outside src), e.g. a residual to
         add to it. With `transpose` the tile is the transpose of src's block at
-        `offsets`, as kb.store_global(..., transpose=True) writes it."""
+        `offsets`, as kb.store_global(..., transpose=True) writes it. A shape
+        [rows, 1] loads a row vector: column offsets[1] of those rows."""
         where = caller()
         self._loaded(src, 2, "load_tile")
         rows, cols = self._tile_shape(shape, "load_tile")
@@ -598,7 +599,9 @@ class KernelBuilder:
         """The vector src[offset:] laid over an f32 register tile of `shape`
         (0 past src's end): along="cols" repeats src[offset:offset+cols] on
         every row (a bias per column), along="rows" src[offset:offset+rows]
-        down every column (a scale per row)."""
+        down every column (a scale per row). A shape [rows, 1] makes a row
+        vector: along="rows" a value per row, along="cols" src[offset] in
+        every row (a scalar read from global memory, e.g. a scale)."""
         where = caller()
         self._loaded(src, 1, "broadcast")
         rows, cols = self._tile_shape(shape, "broadcast")

@@ -1082,9 +1082,10 @@ class KernelLowering(KernelPlan):
         bounds = (self._size(position, 0), self._size(position, 1))
         warp, lane = self._warp_and_lane(op)
         origin = (self._i32(load.row), self._i32(load.col))
+        vector = AccumulatorFragment(*acc_type_parameters(load.result.type)[0]).row_vector
 
         def compute(i: int, r: int) -> ir.Value:
-            row, col = self._element_position(warp, lane, origin, load.transpose, i, r)
+            row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
             return self._global_element(base, ld, bounds, row, col, element)
 
         self._define_tile(op, compute)
@@ -1100,9 +1101,10 @@ class KernelLowering(KernelPlan):
         offset = self._i32(broadcast.offset)
         along_rows = broadcast.along == "rows"
         origin = (offset, zero) if along_rows else (zero, offset)
+        vector = AccumulatorFragment(*acc_type_parameters(broadcast.result.type)[0]).row_vector
 
         def compute(i: int, r: int) -> ir.Value:
-            row, col = self._element_position(warp, lane, origin, False, i, r)
+            row, col = self._element_position(warp, lane, origin, False, i, r, vector)
             index = row if along_rows else col
             inside = E.cmpi("slt", index, length)
             at = E.select(inside, E.arith_extsi(index, E.i64()), E.const(0, E.i64()))
