@@ -170,6 +170,12 @@ class DeferredTile:
 _TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce", "wsc.tile_assign")
 
 
+def _fragment(tile: ir.Value) -> AccumulatorFragment:
+    """Which thread holds which element of the register tile `tile`."""
+    (rows, cols), _ = acc_type_parameters(tile.type)
+    return AccumulatorFragment(rows, cols)
+
+
 def _pair_type(element: str) -> ir.Type:
     return ir.VectorType.get([2], E.float_type(element))
 
@@ -510,8 +516,7 @@ class KernelLowering(KernelPlan):
     ) -> AccSlot:
         """A register tile's slot: in WGMMA's accumulator form (a struct), or
         an array; `pairs` keeps 16-bit elements in pairs (a WGMMA A operand)."""
-        (rows, cols), _ = acc_type_parameters(value.type)
-        fragment = AccumulatorFragment(rows, cols)
+        fragment = _fragment(value)
         scalar = E.float_type(element)
         packed = False
         if wgmma_form and element == "f16":
@@ -789,7 +794,7 @@ class KernelLowering(KernelPlan):
         is in op's block or in a region of an op there, and nothing from op
         to the last of them writes a tile in place. Never a row vector: a
         broadcast reads each of its registers for a whole row of elements."""
-        if AccumulatorFragment(*acc_type_parameters(op.results[0].type)[0]).row_vector:
+        if _fragment(op.results[0]).row_vector:
             return False
         block = op.block
         last = op
@@ -821,9 +826,8 @@ class KernelLowering(KernelPlan):
         """op's tile of `element`, element (i, r) = compute(i, r): deferred to
         its readers where that is safe, else computed here into registers."""
         result = op.results[0]
-        (rows, cols), _ = acc_type_parameters(result.type)
         if self._deferrable(op):
-            self.slots[result] = DeferredTile(AccumulatorFragment(rows, cols), element, compute)
+            self.slots[result] = DeferredTile(_fragment(result), element, compute)
             return
         read_as_a = any(
             use_owner(use).name == "wsc.wgmma_register_a"
@@ -846,7 +850,7 @@ class KernelLowering(KernelPlan):
     def _operand(self, tile: ir.Value, result: ir.Value) -> Callable[[int, int], ir.Value]:
         """The element of operand `tile` that register (i, r) of the
         element-wise `result` reads (a row vector broadcast over a tile)."""
-        fragment = AccumulatorFragment(*acc_type_parameters(result.type)[0])
+        fragment = _fragment(result)
 
         def element(i: int, r: int) -> ir.Value:
             slot = self.slots[tile]
@@ -908,7 +912,7 @@ class KernelLowering(KernelPlan):
         zero, origin = E.const(0, E.i32()), self._i32(iota.origin)
         along_rows = iota.along == "rows"
 
-        vector = AccumulatorFragment(*acc_type_parameters(iota.result.type)[0]).row_vector
+        vector = _fragment(iota.result).row_vector
 
         def index(i: int, r: int) -> ir.Value:
             row, col = self._element_position(
@@ -1082,7 +1086,7 @@ class KernelLowering(KernelPlan):
         bounds = (self._size(position, 0), self._size(position, 1))
         warp, lane = self._warp_and_lane(op)
         origin = (self._i32(load.row), self._i32(load.col))
-        vector = AccumulatorFragment(*acc_type_parameters(load.result.type)[0]).row_vector
+        vector = _fragment(load.result).row_vector
 
         def compute(i: int, r: int) -> ir.Value:
             row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
@@ -1101,7 +1105,7 @@ class KernelLowering(KernelPlan):
         offset = self._i32(broadcast.offset)
         along_rows = broadcast.along == "rows"
         origin = (offset, zero) if along_rows else (zero, offset)
-        vector = AccumulatorFragment(*acc_type_parameters(broadcast.result.type)[0]).row_vector
+        vector = _fragment(broadcast.result).row_vector
 
         def compute(i: int, r: int) -> ir.Value:
             row, col = self._element_position(warp, lane, origin, False, i, r, vector)
