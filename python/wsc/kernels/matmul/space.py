@@ -173,13 +173,20 @@ _COALESCED_STORE = autotune(
 #: split-K where the N tiles alone leave SMs idle (cuBLAS's kernels at these
 #: sizes on the H200 have such 64 x 16 and 64 x 32 tiles, seen by ncu); beside
 #: them the register-store space's narrow tiles, and its persistent 128x256
-#: tile for a wide N.
+#: tile for a wide N. The shallow rings (5 to 8 stages) let two to four
+#: blocks share an SM, so that 224 or 448 tiles of a wide N run in one wave
+#: sharing the HBM bandwidth instead of a full wave and a partial one
+#: (results/h200-small-m-shallow-rings.md).
 _SWAPPED_TILES = [
+    (16, 64, 1, "warp", 5, 1, False, 1),
+    (16, 64, 1, "warp", 8, 1, False, 1),
     (16, 64, 1, "warp", 16, 1, False, 1),
     (16, 64, 1, "warp", 16, 1, False, 2),
     (16, 64, 1, "warp", 16, 1, False, 4),
+    (32, 64, 1, "warp", 8, 1, False, 1),
     (32, 64, 1, "warp", 16, 1, False, 1),
     (32, 64, 1, "warp", 16, 1, False, 2),
+    (64, 64, 1, "warp", 6, 1, False, 1),
     (64, 64, 1, "warp", 12, 1, False, 1),
     (64, 64, 1, "warp", 12, 1, False, 2),
 ]
