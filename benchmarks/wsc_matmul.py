@@ -6,8 +6,8 @@ and the best Triton config of benchmarks/matmul.py, in one process on the same i
     python benchmarks/wsc_matmul.py report DIR/results.jsonl   # the tables of BENCHMARKS.md
     python benchmarks/wsc_matmul.py tune --shapes ...         # GPU: the tuner's tables
 
-Both `prepare` and `run` take the shapes from `--set` (`llm`, the default, or
-`odd`), `--layouts`, `--quick` and `--shapes`, so that a `prepare` with a
+Both `prepare` and `run` take the shapes from `--set` (`llm`, the default,
+`odd` or `bmm`), `--layouts`, `--quick` and `--shapes`, so that a `prepare` with a
 run's flags compiles what that run needs. `prepare` compiles every kernel of
 the config spaces those calls are tuned over (the spaces wsc.matmul plans for
 them from torch meta tensors: by dtype, B layout and C's epilogue; one compile
@@ -39,7 +39,11 @@ The sets, each with B as the transpose of a row-major weight ("nk",
     Where N is not a multiple of 8, C's rows are not 16-byte multiples: TMA
     cannot store them and wsc.matmul's coalesced-store epilogue does; a "kn"
     B's rows are then padded, as wsc.matmul asks of callers (`padded`), and
-    the Triton kernel cannot run (`triton_runs`).
+    the Triton kernel cannot run (`triton_runs`);
+  * bmm: batched products (BMM), `wsc.bmm(a, b, out=c)` against
+    `torch.bmm(a, b, out=c)`, f16: attention's two products per head and a
+    mixture of experts' per-expert products ("cublas" in the records is
+    torch.bmm there).
 First, a host-overhead probe: a 256^3 problem, where the GPU waits for the
 host, wall time per call of wsc.matmul against torch.mm.
 
@@ -91,11 +95,27 @@ ODD = [
     (8191, 8193, 8200),  # benchmarks/matmul.py's ragged shape
 ]
 ODD_BF16 = [(3000, 5000, 7000)]
-SETS = ("llm", "odd")
+#: Batched products (wsc.bmm against torch.bmm), (batch, M, N, K): attention's
+#: two products per head (Q K^T with B given as K [S, D] ("nk"), P V with V
+#: [S, D] as B ("kn")) at 32 heads x 2048 and 64 x 1024 tokens, head dim 128,
+#: and a mixture of experts' per-expert products (8 experts, 512 and 2048
+#: tokens each, 4096 -> 14336), and square ones.
+BMM = [
+    (32, 2048, 2048, 128),
+    (32, 2048, 128, 2048),
+    (64, 1024, 1024, 128),
+    (64, 1024, 128, 1024),
+    (8, 512, 14336, 4096),
+    (8, 2048, 14336, 4096),
+    (16, 1024, 1024, 1024),
+    (4, 4096, 4096, 4096),
+]
+SETS = ("llm", "odd", "bmm")
 #: What `--quick` keeps of each set.
 QUICK = {
     "llm": {(8192, 8192, 8192), (2048, 8192, 8192), (8192, 8192, 512), (16, 4096, 4096)},
     "odd": {(27, 4097, 4104), (1000, 1333, 520), (3000, 5000, 7000)},
+    "bmm": {(32, 2048, 2048, 128), (8, 2048, 14336, 4096)},
 }
 LAYOUTS = ("nk", "kn")
 #: Bytes per element, by the dtype names the records hold (C has A's dtype).
@@ -152,12 +172,10 @@ def shapes(
     which its record keeps, and the fused epilogue its calls compute, if any."""
     rows = [row for row in _set_shapes(layouts, quick, only, shape_set) if row["m"] >= min_m]
     if dtypes:
-        sizes = dict.fromkeys((r["m"], r["n"], r["k"], r["layout"], r["set"]) for r in rows)
-        rows = [
-            dict(m=m, n=n, k=k, layout=layout, dtype=dtype, set=named)
-            for m, n, k, layout, named in sizes
-            for dtype in dtypes
-        ]
+        sizes = dict.fromkeys(
+            tuple((key, value) for key, value in row.items() if key != "dtype") for row in rows
+        )
+        rows = [{**dict(size), "dtype": dtype} for size in sizes for dtype in dtypes]
     return [{**row, "epilogue": epilogue} if epilogue else row for row in rows]
 
 
@@ -169,6 +187,14 @@ def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
             for layout in layouts
             for m, n, k in named
         ]
+    if shape_set == "bmm":
+        rows = [
+            dict(batch=batch, m=m, n=n, k=k, layout=layout, dtype="float16", set=shape_set)
+            for layout in layouts
+            for batch, m, n, k in BMM
+            if not quick or (batch, m, n, k) in QUICK[shape_set]
+        ]
+        return rows
     if shape_set == "llm":
         sizes = [(m, n, k) for m in ROWS for n, k in WEIGHTS]
         sizes_bf16 = [(8192, 8192, 8192)]
@@ -202,8 +228,19 @@ def operands(shape: dict, storage) -> tuple:
     A's and B's rows `padded`; c a contiguous [M, N]; the epilogue's bias
     [N] and residual [M, N] where it has them, else None.
     `storage(rows, cols)` makes each of A and B (in that order), then the
-    residual, as a row-major tensor on the device and in the operands' dtype."""
+    residual, as a row-major tensor on the device and in the operands' dtype.
+    A batched shape's a, b and c are batches of those matrices, one after
+    another in memory (the epilogue has none)."""
     m, n, k = shape["m"], shape["n"], shape["k"]
+    if "batch" in shape:
+        batch = shape["batch"]
+
+        def matrices(rows, cols, width):
+            return storage(batch * rows, padded(width)).view(batch, rows, -1)[:, :, :cols]
+
+        a = matrices(m, k, k)
+        b = matrices(n, k, k).transpose(1, 2) if shape["layout"] == "nk" else matrices(k, n, n)
+        return a, b, a.new_empty(batch, m, n), None, None
     epilogue = shape.get("epilogue") or {}
     a = storage(m, padded(k))[:, :k]
     if shape["layout"] == "nk":
@@ -227,15 +264,29 @@ def bytes_moved(shape: dict) -> int:
     m, n, k = shape["m"], shape["n"], shape["k"]
     epilogue = shape.get("epilogue") or {}
     extra = n * bool(epilogue.get("bias")) + m * n * bool(epilogue.get("residual"))
-    return (m * k + k * n + m * n + extra) * ELEMENT_BYTES[shape["dtype"]]
+    matrix = (m * k + k * n + m * n + extra) * ELEMENT_BYTES[shape["dtype"]]
+    return matrix * shape.get("batch", 1)
+
+
+def flops(shape: dict) -> float:
+    return 2.0 * shape["m"] * shape["n"] * shape["k"] * shape.get("batch", 1)
+
+
+def plan_of(shape: dict, a, b, c, bias, residual):
+    """wsc's plan of the call the benchmark makes for `shape`."""
+    from wsc.matmul import plan, plan_bmm
+
+    if "batch" in shape:
+        return plan_bmm(a, b, c)
+    return plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
 
 
 def triton_runs(shape: dict) -> bool:
     """Whether the Triton kernel can take `shape`: its descriptors read A and B
     unpadded and store C by TMA, so every row must be a 16-byte multiple. (Its
     masked-store variant writes NaN over half of C in Triton 3.6:
-    benchmarks/results/comparison-log.txt, "device-masked".)"""
-    return all(padded(size) == size for size in (shape["n"], shape["k"]))
+    benchmarks/results/comparison-log.txt, "device-masked".) It is not batched."""
+    return "batch" not in shape and all(padded(size) == size for size in (shape["n"], shape["k"]))
 
 
 # prepare (CPU machine) ------------------------------------------------------------------
@@ -247,27 +298,25 @@ def planned_spaces(selected: list[dict]) -> dict:
     run passes them (meta tensors: nothing allocated)."""
     import torch
 
-    from wsc.matmul import plan
-
     plans = {}
     for shape in selected:
         meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
-        a, b, c, bias, residual = operands(shape, meta)
-        p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
+        p = plan_of(shape, *operands(shape, meta))
         plans.setdefault((p.space, p.dtype), p)
     return plans
 
 
 def prepare(selected: list[dict]) -> int:
     from wsc.cache import Cache
-    from wsc.matmul import SPACES, _fixed
+    from wsc.matmul import SPACES, _batch_size, _fixed
 
     plans = planned_spaces(selected)
     cache = Cache()
     start = time.perf_counter()
     failed = 0
     for (space, dtype), p in sorted(plans.items()):
-        result = SPACES[space].tune({"m": 256, "n": 256, "k": 256}, fixed=_fixed(p), cache=cache)
+        sizes = {"m": 256, "n": 256, "k": 256, **_batch_size(p)}
+        result = SPACES[space].tune(sizes, fixed=_fixed(p), cache=cache)
         for candidate in result.candidates:
             if candidate.error:
                 failed += 1
@@ -284,12 +333,12 @@ def tune_tables(selected: list[dict]) -> int:
     print the tuner's table: every candidate config's time, the winner marked."""
     import torch
 
-    from wsc.matmul import plan, search
+    from wsc.matmul import search
 
     for shape in selected:
         meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
         a, b, c, bias, residual = operands(shape, meta)
-        p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
+        p = plan_of(shape, a, b, c, bias, residual)
         result = search(p, retune=True, progress=False)
         print(f"== {_name(shape)}: space {p.space}", flush=True)
         print(result.table(), flush=True)
@@ -375,8 +424,8 @@ class Problem:
         }
 
 
-def _calls_per_block(m, n, k) -> int:
-    estimate_ms = 2.0 * m * n * k / 600e12 * 1e3 + 0.005
+def _calls_per_block(shape: dict) -> int:
+    estimate_ms = flops(shape) / 600e12 * 1e3 + 0.005
     return max(10, min(200, int(BLOCK_MS / estimate_ms)))
 
 
@@ -539,6 +588,11 @@ def torch_epilogue(torch, activation: str | None):
 
 def _methods(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     """{name: call(a, b, c, bias, residual) -> the result}."""
+    if "batch" in shape:
+        return {
+            "cublas": lambda a, b, c, *_: torch.bmm(a, b, out=c),
+            "wsc": lambda a, b, c, *_: wsc.bmm(a, b, out=c),
+        }
     methods = {"cublas": lambda a, b, c, *_: torch.mm(a, b, out=c)}
     if not shape.get("epilogue"):
         methods["wsc"] = lambda a, b, c, *_: wsc.matmul(a, b, out=c)
@@ -574,7 +628,7 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
             name: problem.check(call, epilogue=name != "cublas") for name, call in methods.items()
         },
     }
-    calls = _calls_per_block(shape["m"], shape["n"], shape["k"])
+    calls = _calls_per_block(shape)
     replays = {
         name: graph_timer(torch, call, problem.sets, calls) for name, call in methods.items()
     }
@@ -588,7 +642,7 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
             device[name].append(device_us)
             wall[name].append(wall_us)
             kernel[name].append(replays[name]())
-    flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
+    work = flops(shape)
     record.update(
         calls_per_block=calls,
         rounds=ROUNDS,
@@ -597,15 +651,15 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
                 "device_us": _summary(device[name]),
                 "wall_us": _summary(wall[name]),
                 "kernel_us": _summary(kernel[name]),
-                "kernel_tflops": flops / statistics.median(kernel[name]) / 1e6,
+                "kernel_tflops": work / statistics.median(kernel[name]) / 1e6,
             }
             for name in methods
         },
     )
-    from wsc.matmul import _cache, _device_name, choose_config, plan
+    from wsc.matmul import _cache, _device_name, choose_config
 
     a, b, c, bias, residual = problem.sets[0]
-    p = plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
+    p = plan_of(shape, a, b, c, bias, residual)
     record["space"] = p.space
     record["config"] = choose_config(p, _device_name(0), _cache())
     return record
@@ -646,6 +700,7 @@ SET_TITLES = {
     "llm": "The LLM shape set",
     "odd": "Sizes that are not multiples of the tile (--set odd)",
     "named": "Named shapes (--shapes)",
+    "bmm": "Batched products, wsc.bmm against torch.bmm (--set bmm): M, N, K per matrix",
 }
 
 
@@ -693,8 +748,14 @@ def _epilogue_name(record) -> str:
     return ",".join(filter(None, parts + ["residual"] * bool(epilogue.get("residual"))))
 
 
+def _batch_times(record) -> str:
+    """ "B x " of a batched record's B matrices, else nothing."""
+    return f"{record['batch']} x " if "batch" in record else ""
+
+
 def _name(record) -> str:
-    name = f"{record['m']}x{record['n']}x{record['k']} {record['layout']} {record['dtype']}"
+    size = f"{_batch_times(record)}{record['m']}x{record['n']}x{record['k']}"
+    name = f"{size} {record['layout']} {record['dtype']}"
     return f"{name} +{_epilogue_name(record)}" if record.get("epilogue") else name
 
 
@@ -727,8 +788,8 @@ def _table(records) -> None:
 
         triton_ratio = _ratio(rec, "triton", "kernel_us")
         print(
-            f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "
-            f"{cell('wsc')} / {cell('cublas')} / {cell('triton')} | "
+            f"| {_batch_times(rec)}{rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | "
+            f"{rec['dtype']} | {cell('wsc')} / {cell('cublas')} / {cell('triton')} | "
             f"{_ratio(rec, 'cublas', 'wall_us'):.3f} | {_ratio(rec, 'cublas', 'kernel_us'):.3f} | "
             f"{'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
             f"{r['wsc']['kernel_tflops']:.0f} | {rec['first_call_s']:.1f} |"

@@ -6,7 +6,9 @@
 //
 // Conventions:
 //  - Shared-memory ring buffers are builtin memrefs in address space 3 of
-//    shape [num_stages, rows, cols]; global tensors are rank-2 memrefs.
+//    shape [num_stages, rows, cols]; global tensors are rank-2 memrefs, or
+//    rank-3 batches of matrices read and written through wsc.batch_matrix
+//    (and rank-1 vectors and workspaces).
 //  - A stage is an `index` operand; a phase is an `i1` operand (the parity of
 //    the mbarrier phase being waited for).
 //  - Roles and elected single threads are i1 predicates guarding an scf.if,
@@ -151,6 +153,20 @@ irdl.dialect @wsc {
     %stage = irdl.is index
     %bars = irdl.base @wsc::@mbarriers
     irdl.operands(src: %src, row: %row, col: %col, dst: %dst, stage: %stage, barriers: %bars)
+  }
+
+  // %ab = "wsc.batch_matrix"(%a, %b)
+  //         : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+  // Matrix b of a batch of matrices (a rank-3 global tensor [B, R, C]): a
+  // rank-2 global tensor [R, C] that every op reading or writing a matrix
+  // takes. Its rows and columns are bounded by R and C (a TMA copy
+  // zero-fills past them, never reading matrix b + 1); b must be in [0, B).
+  irdl.operation @batch_matrix {
+    %batch = irdl.base "!builtin.memref"
+    %index = irdl.is index
+    irdl.operands(batch: %batch, index: %index)
+    %matrix = irdl.base "!builtin.memref"
+    irdl.results(matrix: %matrix)
   }
 
   // %rank = "wsc.cluster_rank"() : () -> index

@@ -1,11 +1,15 @@
 """Lower specialized wsc kernels to NVVM/LLVM for sm_90a.
 
 Before: the module holds one or more kernels, each a `func.func` with
-`wsc.num_threads = T : i32` whose arguments are rank-2 global memrefs and whose
+`wsc.num_threads = T : i32` whose arguments are rank-2 global memrefs (rank 1:
+vectors and split-K workspaces; rank 3: batches of matrices, whose matrices,
+`wsc.batch_matrix`, only TMA copies take: their batch index becomes the copy's
+third coordinate) and whose
 body uses wsc ops (as `--warp-specialize`, optionally `--unroll-ring-buffer`,
 leave them: roles are `wsc.role` predicates guarding `scf.if`; stage operands
 may be constants or run-time values), arith, scf, index, `gpu.block_id` /
-`thread_id` / `block_dim` / `grid_dim`, and `memref.dim` of kernel arguments.
+`thread_id` / `block_dim` / `grid_dim`, and `memref.dim` of kernel arguments
+and their matrices.
 A kernel with `wsc.cluster_size = n` gets `nvvm.cluster_dim = [n, 1, 1]`
 (`.reqnctapercluster`) and `"cluster": n` in its kernel info. Tensors both
 read by TMA and written are not supported, nor tensors written

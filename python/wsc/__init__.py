@@ -6,6 +6,7 @@ driver is. This module therefore imports nothing from `mlir` (nor torch): the
 names below are loaded on first use.
 
     wsc.matmul(a, b)                  C = A @ B with a tuned wsc kernel (module wsc.matmul)
+    wsc.bmm(a, b)                     C[i] = A[i] @ B[i], batches of matrices (wsc.matmul)
     wsc.KernelBuilder                 write kernels in Python (wsc.builder)
     wsc.autotune                      config spaces for kernel functions (wsc.autotune)
 """
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "matmul": "wsc.matmul",
+    "bmm": "wsc.matmul",
     "autotune": "wsc.autotune",
     "KernelBuilder": "wsc.builder",
     "PRODUCER_INITIAL_PHASE": "wsc.builder",

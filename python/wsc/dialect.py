@@ -307,6 +307,13 @@ def tma_load(
     )
 
 
+def batch_matrix(batch: ir.Value, index: ir.Value) -> ir.Value:
+    """`wsc.batch_matrix`: matrix `index` of the rank-3 global tensor `batch`."""
+    batch_type = ir.MemRefType(batch.type)
+    matrix_type = ir.MemRefType.get(list(batch_type.shape[1:]), batch_type.element_type)
+    return _create("wsc.batch_matrix", operands=[batch, index], results=[matrix_type]).result
+
+
 def cluster_rank() -> ir.Value:
     return _create("wsc.cluster_rank", results=[ir.IndexType.get()]).result
 

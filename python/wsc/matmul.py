@@ -6,6 +6,7 @@
     wsc.matmul(a, b, out=c)           # into an existing [M, N] tensor
     c = wsc.matmul(a_np, b_np)        # numpy in (copied to the GPU), numpy out
     torch.ops.wsc.matmul(a, b, None)  # the custom op behind it (torch.compile traces it)
+    c = wsc.bmm(a, b)                 # batches: a [B, M, K], b [B, K, N] -> c [B, M, N]
 
 Inputs are fp16 or bf16 (both the same), accumulation is fp32, and C has the
 inputs' dtype unless `out_dtype` (fp32, fp16 or bf16) or `out` says otherwise.
@@ -34,6 +35,7 @@ the resolved kernel at once, at about torch.mm's host cost
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -69,6 +71,8 @@ class _Operand:
 
 
 def _describe(value, name: str) -> _Operand:
+    if isinstance(value, _Operand):
+        return value
     module = type(value).__module__ or ""
     if module.startswith("torch") and hasattr(value, "stride"):
         dtype = str(value.dtype)
@@ -118,6 +122,12 @@ class MatmulPlan:
     bias: bool = False
     activation: str | None = None
     residual: bool = False
+    #: The number of matrices of a batched product (wsc.bmm), else None.
+    batch: int | None = None
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.m, self.n) if self.batch is None else (self.batch, self.m, self.n)
 
     @property
     def epilogue(self) -> dict:
@@ -128,6 +138,8 @@ class MatmulPlan:
     @property
     def space(self) -> str:
         """The name of the config space (SPACES) this problem is tuned over."""
+        if self.batch is not None:
+            return f"{self.b_layout}-batched"
         if self.m <= SMALL_M:
             return f"{self.b_layout}-small-m"
         if self.tma_store:
@@ -268,6 +280,66 @@ def plan(a, b, out=None, out_dtype=None, bias=None, activation=None, residual=No
     )
 
 
+def plan_bmm(a, b, out=None) -> MatmulPlan:
+    """Check the arguments of wsc.bmm from their metadata only, as `plan`
+    does those of wsc.matmul: a [B, M, K], b [B, K, N] (or the transpose view
+    of a [B, N, K]), out [B, M, N], each a row-major batch of matrices (rows
+    16-byte aligned, matrices one after another), 16-bit C with N a multiple of
+    8 (the kernels store C with TMA)."""
+    a_op, b_op = _describe(a, "a"), _describe(b, "b")
+    if a_op.kind != "torch" or b_op.kind != "torch":
+        raise TypeError("wsc.bmm: a and b must be torch tensors")
+    for name, op in (("a", a_op), ("b", b_op)):
+        if len(op.shape) != 3:
+            raise ValueError(
+                f"wsc.bmm: {name} must be a batch of matrices "
+                f"({'[B, M, K]' if name == 'a' else '[B, K, N]'}), got shape {list(op.shape)}"
+            )
+    if a_op.shape[0] != b_op.shape[0]:
+        raise ValueError(
+            f"wsc.bmm: a and b must hold as many matrices, got {a_op.shape[0]} and "
+            f"{b_op.shape[0]} (a weight shared by every matrix of a: wsc.matmul(a, w))"
+        )
+
+    def matrix(op: _Operand) -> _Operand:
+        return _Operand(op.kind, op.dtype, op.shape[1:], op.strides[1:], op.device)
+
+    try:
+        p = plan(matrix(a_op), matrix(b_op), None if out is None else matrix(_describe(out, "out")))
+    except (TypeError, ValueError) as error:
+        raise type(error)(str(error).replace("wsc.matmul:", "wsc.bmm: per matrix,", 1)) from None
+    if out is not None and _describe(out, "out").shape[0] != a_op.shape[0]:
+        raise ValueError(
+            f"wsc.bmm: out must be [B, M, N] = {[a_op.shape[0], p.m, p.n]}, got "
+            f"{list(_describe(out, 'out').shape)}"
+        )
+    if p.out_dtype not in INPUT_DTYPES:
+        raise TypeError(
+            f"wsc.bmm: out must be float16 or bfloat16 (C is stored with TMA from a 16-bit "
+            f"tile), got {p.out_dtype}"
+        )
+    if not p.tma_store:
+        raise ValueError(
+            f"wsc.bmm: C's rows start {p.n * ELEMENT_BYTES[p.out_dtype]} bytes apart; it is "
+            f"stored with TMA, which needs a multiple of {TMA_ALIGN} bytes (N a multiple of "
+            f"{TMA_ALIGN // ELEMENT_BYTES[p.out_dtype]}); use torch.bmm for it"
+        )
+    operands = [("a", a_op), ("b", b_op)]
+    if out is not None:
+        operands.append(("out", _describe(out, "out")))
+    for name, op in operands:
+        (rows, cols), (row_stride, col_stride) = op.shape[1:], op.strides[1:]
+        # A transposed view ("nk" B) stores its columns as rows.
+        stored_rows, stored_stride = (rows, row_stride) if col_stride == 1 else (cols, col_stride)
+        if op.shape[0] > 1 and op.strides[0] != stored_rows * stored_stride:
+            raise ValueError(
+                f"wsc.bmm: {name}'s matrices must follow one another (batch stride "
+                f"{stored_rows * stored_stride}), got strides {list(op.strides)}; pass "
+                f"{name}.contiguous()"
+            )
+    return dataclasses.replace(p, batch=a_op.shape[0])
+
+
 def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual) -> None:
     """The fused epilogue's arguments: a bias [N] and a residual [M, N] of A's
     kind, dtype and device (the residual's rows may be padded, each row's
@@ -330,6 +402,15 @@ def shape_class(m: int, n: int, k: int) -> list[int]:
     ]
 
 
+def problem_class(p: MatmulPlan) -> list[int]:
+    """`p`'s shape class: shape_class of M, N, K, and for a batched product
+    its number of matrices rounded up to a power of two."""
+    sizes = shape_class(p.m, p.n, p.k)
+    if p.batch is not None:
+        sizes.append(1 << max(0, (p.batch - 1).bit_length()))
+    return sizes
+
+
 def _autotune_enabled() -> bool:
     return os.environ.get("WSC_AUTOTUNE", "1") != "0"
 
@@ -340,7 +421,7 @@ def config_key(p: MatmulPlan, device: str) -> dict:
     part of it, so changing either tunes again."""
     return {
         "kind": "wsc.matmul-config",
-        "class": shape_class(p.m, p.n, p.k),
+        "class": problem_class(p),
         "dtype": p.dtype,
         "out_dtype": p.out_dtype,
         "b_layout": p.b_layout,
@@ -413,7 +494,7 @@ _untuned: set = set()
 def _class(p: MatmulPlan) -> tuple:
     return (
         p.space,
-        tuple(shape_class(p.m, p.n, p.k)),
+        tuple(problem_class(p)),
         p.dtype,
         p.out_dtype,
         tuple(p.epilogue.items()),
@@ -421,7 +502,8 @@ def _class(p: MatmulPlan) -> tuple:
 
 
 def _describe_plan(p: MatmulPlan) -> str:
-    return f"{p.m}x{p.n}x{p.k} ({p.dtype} -> {p.out_dtype}, B {p.b_layout})"
+    batch = "" if p.batch is None else f"{p.batch} x "
+    return f"{batch}{p.m}x{p.n}x{p.k} ({p.dtype} -> {p.out_dtype}, B {p.b_layout})"
 
 
 def _no_correct_kernel(p: MatmulPlan, failure: str, cache) -> NoCorrectKernel:
@@ -454,7 +536,7 @@ def search(p: MatmulPlan, ordinal: int = 0, retune: bool = False, progress: bool
     return SPACES[p.space].tune(
         tuning_sizes(p),
         fixed=_fixed(p),
-        problem_class={"class": shape_class(p.m, p.n, p.k)},
+        problem_class={"class": problem_class(p)},
         cache=_cache(),
         device=ordinal,
         retune=retune,
@@ -477,14 +559,26 @@ def tuning_sizes(p: MatmulPlan) -> dict[str, int]:
     that of the same tiles."""
     align = TMA_ALIGN // ELEMENT_BYTES[p.dtype]
     n = round_up(p.n, align) if p.b_layout == "kn" else p.n
-    return {"m": p.m, "n": n, "k": round_up(p.k, align)}
+    return {"m": p.m, "n": n, "k": round_up(p.k, align), **_batch_size(p)}
+
+
+def _batch_size(p: MatmulPlan) -> dict[str, int]:
+    """The kernel's batch size of a batched product (none otherwise)."""
+    return {} if p.batch is None else {"batch": p.batch}
 
 
 def _fixed(p: MatmulPlan) -> dict:
     """The kernel arguments a problem fixes (those of matmul_kernel but the
     config); a plain product's are the dtypes and B's layout alone, as before
     kernels took an epilogue, so their cached kernels and choices still serve."""
-    return {"dtype": p.dtype, "out_dtype": p.out_dtype, "b_layout": p.b_layout, **p.epilogue}
+    batched = {} if p.batch is None else {"batched": True}
+    return {
+        "dtype": p.dtype,
+        "out_dtype": p.out_dtype,
+        "b_layout": p.b_layout,
+        **p.epilogue,
+        **batched,
+    }
 
 
 _state_lock = threading.Lock()
@@ -521,7 +615,8 @@ def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
     layout, compiled now if the cache does not hold it: the autotuner's own
     entry, so a tuned candidate is never compiled twice. It was written for
     some problem; Artifact.resized adapts it to any other."""
-    return SPACES[p.space].artifact(config, {"m": p.m, "n": p.n, "k": p.k}, _fixed(p), cache)
+    sizes = {"m": p.m, "n": p.n, "k": p.k, **_batch_size(p)}
+    return SPACES[p.space].artifact(config, sizes, _fixed(p), cache)
 
 
 def _kernel_for(p: MatmulPlan, ordinal: int):
@@ -539,7 +634,7 @@ def _kernel_for(p: MatmulPlan, ordinal: int):
         kernel = Kernel(directory, device=ordinal)
         with _state_lock:
             kernel = _kernels.setdefault(key, kernel)
-    return kernel.resized(m=p.m, n=p.n, k=p.k)
+    return kernel.resized(m=p.m, n=p.n, k=p.k, **_batch_size(p))
 
 
 # Running -------------------------------------------------------------------------------
@@ -556,7 +651,7 @@ class _BoundMatmul:
 
     __slots__ = ("launch", "out_shape", "out_dtype", "ordinal")
 
-    def __init__(self, launch, out_shape: tuple[int, int], out_dtype, ordinal: int):
+    def __init__(self, launch, out_shape: tuple[int, ...], out_dtype, ordinal: int):
         self.launch, self.out_shape = launch, out_shape
         self.out_dtype, self.ordinal = out_dtype, ordinal
 
@@ -686,13 +781,16 @@ def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul 
     from wsc.kernels.matmul.config import MatmulProblem
     from wsc.runtime import BoundLaunch
 
-    p = plan(a, b, out, bias=bias, activation=activation, residual=residual)
+    if a.dim() == 3:
+        p = plan_bmm(a, b, out)
+    else:
+        p = plan(a, b, out, bias=bias, activation=activation, residual=residual)
     _check_alignment(a, b, out)
-    if 0 in (p.m, p.n, p.k):
+    if 0 in (p.m, p.n, p.k, p.batch):
         return None
     ordinal = a.device.index if a.device.index is not None else 0
     kernel = _kernel_for(p, ordinal)
-    kernel_b = b if p.b_layout == "kn" else b.t()
+    kernel_b = b if p.b_layout == "kn" else b.transpose(-1, -2)
     names = MatmulProblem(bias=p.bias, residual=p.residual).epilogue_tensors()
     epilogue = {
         names[part]: tensor
@@ -711,7 +809,7 @@ def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul 
                 f"wsc.matmul: the kernel takes tensors {launch.names}, not "
                 f"{', '.join(('a', 'b', 'c', *epilogue))}"
             )
-        return _BoundMatmul(launch, (p.m, p.n), out.dtype, ordinal)
+        return _BoundMatmul(launch, p.out_shape, out.dtype, ordinal)
     workspaces = _allocate_workspaces(specs, ordinal)
     launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **workspaces))
     if launch.names != ("a", "b", "c", *epilogue, *workspaces):
@@ -719,7 +817,7 @@ def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul 
             f"wsc.matmul: the kernel takes tensors {launch.names}, not "
             f"{', '.join(('a', 'b', 'c', *epilogue))} and its workspaces {', '.join(workspaces)}"
         )
-    bound = _BoundSplitMatmul(launch, (p.m, p.n), out.dtype, ordinal, specs)
+    bound = _BoundSplitMatmul(launch, p.out_shape, out.dtype, ordinal, specs)
     bound.workspace(_current_stream(ordinal), workspaces)
     return bound
 
@@ -862,6 +960,51 @@ def matmul(a, b, *, out=None, out_dtype=None, bias=None, activation=None, residu
             f"none usable ({error}). Kernels can still be compiled here, without a GPU, with "
             f"`wsc compile-matmul`."
         ) from None
+
+
+def bmm(a, b, *, out=None):
+    """The product of each matrix of a [B, M, K] with the one of b [B, K, N] at
+    its index (torch.bmm), by a wsc kernel that runs a block per output tile
+    and matrix: a [B, M, N] tensor of a's dtype, or `out`. b may be the
+    transpose view of a [B, N, K] (b = w.transpose(1, 2)), which the kernel
+    reads as it is (the "nk" layout). Each operand's matrices follow one
+    another in memory; N must be a multiple of 8 (C is stored with TMA). For
+    one weight shared by every matrix, wsc.matmul(a.view(-1, K), w) is the
+    same product as one matmul. Torch CUDA tensors, float16 or bfloat16,
+    without autograd."""
+    torch = _torch
+    if torch is None:
+        raise TypeError("wsc.bmm needs torch")
+    if torch.is_grad_enabled() and any(
+        getattr(tensor, "requires_grad", False) for tensor in (a, b, out)
+    ):
+        raise NotImplementedError(
+            "wsc.bmm does not support automatic differentiation yet, but an argument "
+            "requires grad; use torch.bmm, or call wsc.bmm under torch.no_grad()"
+        )
+    if (
+        type(a) in _PLAIN_TENSORS
+        and type(b) in _PLAIN_TENSORS
+        and (out is None or type(out) in _PLAIN_TENSORS)
+        and not torch.compiler.is_compiling()
+        and _dispatch_mode() is None
+    ):
+        bound = _bound.get(_signature(a, b, out, None))
+        if bound is not None:
+            return bound(a, b, out)
+    p = plan_bmm(a, b, out)
+    if a.device.type not in ("cuda", "meta"):
+        raise ValueError(f"wsc.bmm: a and b must be CUDA tensors, got tensors on {a.device}")
+    if out is not None:
+        torch.ops.wsc.bmm_out(a, b, out)
+        return out
+    result = torch.ops.wsc.bmm(a, b)
+    if not torch.compiler.is_compiling() and a.device.type == "cuda" and 0 not in p.out_shape:
+        # The functional call of this signature: allocate and launch from now on.
+        bound = _bound.get(_signature(a, b, result, None))
+        if bound is not None:
+            _remember(_signature(a, b, None, None), bound)
+    return result
 
 
 def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None):
@@ -1031,6 +1174,28 @@ def _register_torch_ops() -> None:
     torch.library.register_fake("wsc::matmul_out", matmul_out_fake, lib=_library)
     torch.library.register_fake("wsc::matmul_epilogue", matmul_epilogue_fake, lib=_library)
     torch.library.register_fake("wsc::matmul_epilogue_out", matmul_epilogue_out_fake, lib=_library)
+
+    # Batched: c[i] = a[i] @ b[i].
+    _library.define("bmm(Tensor a, Tensor b) -> Tensor", tags=strides)
+    _library.define("bmm_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
+
+    def bmm_op(a, b):
+        p = plan_bmm(a, b)
+        out = torch.empty(p.out_shape, dtype=_torch_dtype(p.out_dtype), device=a.device)
+        _run_torch(a, b, out)
+        return out
+
+    def bmm_fake(a, b):
+        p = plan_bmm(a, b)
+        return a.new_empty(p.out_shape, dtype=_torch_dtype(p.out_dtype))
+
+    def bmm_out_fake(a, b, out):
+        plan_bmm(a, b, out)
+
+    _library.impl("bmm", bmm_op, "CUDA")
+    _library.impl("bmm_out", _run_torch, "CUDA")
+    torch.library.register_fake("wsc::bmm", bmm_fake, lib=_library)
+    torch.library.register_fake("wsc::bmm_out", bmm_out_fake, lib=_library)
 
 
 #: torch, once the ops are registered (None without torch), and their Library.

@@ -275,6 +275,12 @@ class RingAdvance(WscOp, name="wsc.ring_advance"):
     next_phase = Result()
 
 
+class BatchMatrix(WscOp, name="wsc.batch_matrix"):
+    batch = Operand()
+    index = Operand()
+    matrix = Result()
+
+
 class TmaLoad(WscOp, name="wsc.tma_load"):
     src = Operand()
     row = Operand()

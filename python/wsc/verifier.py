@@ -253,6 +253,19 @@ def _verify_global(op: ir.Operation, type_: ir.Type, what: str) -> None:
         _fail(op, f"{what} must be a rank-2 memref in global memory, got {type_}")
 
 
+def _verify_batch_matrix(op: ir.Operation) -> None:
+    view = ops.BatchMatrix(op)
+    batch, matrix = view.batch.type, view.matrix.type
+    shape = memref_shape(batch)
+    if shape is None or len(shape) != 3 or memref_space(batch) != 0:
+        _fail(op, f"batch must be a rank-3 memref in global memory, got {batch}")
+    _verify_global(op, matrix, "matrix")
+    if ir.MemRefType(matrix).element_type != ir.MemRefType(batch).element_type:
+        _fail(op, f"matrix {matrix} must have the element type of its batch {batch}")
+    if shape[1:] != memref_shape(matrix):
+        _fail(op, f"matrix {matrix} must have the shape of one matrix of its batch {batch}")
+
+
 def _verify_stage(op: ir.Operation, stage: ir.Value, num_stages: int) -> None:
     index = constant_int(stage)
     if index is not None and not 0 <= index < num_stages:
@@ -787,6 +800,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.mbarrier_wait": _verify_mbarrier_wait,
     "wsc.ring_advance": _verify_ring_advance,
     "wsc.tma_load": _verify_tma_load,
+    "wsc.batch_matrix": _verify_batch_matrix,
     "wsc.cluster_rank": _verify_clustered,
     "wsc.cluster_sync": _verify_clustered,
     "wsc.tma_store": _verify_tma_store,

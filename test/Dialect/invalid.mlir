@@ -670,3 +670,24 @@ func.func @assign_to_a_computed_tile() attributes {wsc.num_threads = 128 : i32} 
   "wsc.tile_assign"(%y, %x) : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
   return
 }
+// -----
+func.func @batch_matrix_of_a_matrix(%a: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.batch_matrix' op batch must be a rank-3 memref in global memory, got memref<?x?xf16>}}
+  %m = "wsc.batch_matrix"(%a, %c0) : (memref<?x?xf16>, index) -> memref<?x?xf16>
+  return
+}
+// -----
+func.func @batch_matrix_of_another_type(%a: memref<?x?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.batch_matrix' op matrix memref<?x?xbf16> must have the element type of its batch memref<?x?x?xf16>}}
+  %m = "wsc.batch_matrix"(%a, %c0) : (memref<?x?x?xf16>, index) -> memref<?x?xbf16>
+  return
+}
+// -----
+func.func @batch_matrix_of_another_shape(%a: memref<?x64x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.batch_matrix' op matrix memref<?x?xf16> must have the shape of one matrix of its batch memref<?x64x?xf16>}}
+  %m = "wsc.batch_matrix"(%a, %c0) : (memref<?x64x?xf16>, index) -> memref<?x?xf16>
+  return
+}

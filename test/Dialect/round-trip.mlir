@@ -171,3 +171,12 @@ func.func @tile_loads(%r: memref<?x?xf16>, %bias: memref<?xbf16>) attributes {ws
   %s = "wsc.tile_broadcast"(%bias, %c0) {along = "rows"} : (memref<?xbf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   return
 }
+
+// A batch of matrices and its matrix at a run-time index.
+// CHECK-LABEL: func.func @batch_matrix
+func.func @batch_matrix(%a: memref<?x?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c1 = arith.constant 1 : index
+  // CHECK: "wsc.batch_matrix"(%{{.*}}, %{{.*}}) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+  %a1 = "wsc.batch_matrix"(%a, %c1) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+  return
+}

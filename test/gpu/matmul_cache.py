@@ -1,5 +1,5 @@
 """Fill the wsc cache with every kernel the `cuda` tests of
-test/python/test_matmul.py need, so that they run on a GPU machine without
+test/python/test_matmul.py and test_batched.py need, so that they run on a GPU machine without
 the MLIR wheels (wsc.matmul compiles only on a cache miss):
 
     WSC_CACHE_DIR=DIR python test/gpu/matmul_cache.py          # here: compile
@@ -34,16 +34,22 @@ N = {
     "nk-coalesced": 1333,
     "kn-tma": 1336,
     "kn-coalesced": 1336,
+    "nk-batched": 1336,
+    "kn-batched": 1336,
 }
 #: The spaces whose C is 16-bit (a staging tile of the output's dtype).
 STAGED = ("nk-tma", "nk-coalesced", "kn-tma", "kn-coalesced")
+#: The batched products' spaces (wsc.bmm: 16-bit C stored with TMA), and the
+#: number of matrices their problems have.
+BATCHED = ("nk-batched", "kn-batched")
+BATCH = 3
 
 
 def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPlan:
     """The problem the GPU tests run `space`'s configs on; out_dtype defaults
     to f32 (the staged spaces' to the input dtype, as their C is 16-bit)."""
     if out_dtype is None:
-        out_dtype = dtype if space in STAGED else "f32"
+        out_dtype = dtype if space in STAGED + BATCHED else "f32"
     return MatmulPlan(
         SMALL_M_ROWS if space.endswith("-small-m") else M,
         N[space],
@@ -51,8 +57,9 @@ def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPl
         dtype,
         out_dtype,
         space.split("-")[0],
-        tma_store=space.endswith("-tma"),
+        tma_store=space.endswith("-tma") or space in BATCHED,
         coalesced_store=space.endswith("-coalesced"),
+        batch=BATCH if space in BATCHED else None,
     )
 
 
@@ -63,7 +70,7 @@ def main() -> int:
     for dtype in ("f16", "bf16"):
         for out_dtype in (dtype, "f32"):
             for space, config in DEFAULT_CONFIGS.items():
-                if space not in STAGED or out_dtype == dtype:
+                if space not in STAGED + BATCHED or out_dtype == dtype:
                     wanted.append((space_plan(space, dtype, out_dtype), config))
     for space, configs in SPACES.items():
         wanted += [(space_plan(space, "f16"), config) for config in configs.configs()]

@@ -189,3 +189,17 @@ func.func @register_tile_too_big() attributes {wsc.num_threads = 128 : i32} {
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 256, 256>, f32>
   return
 }
+
+// -----
+
+// A matrix of a batch is read and written by TMA copies only: a store from
+// registers has no batch stride to address it with.
+func.func @store_into_a_batch_matrix(%c: memref<?x?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-note @below {{the matrix of a batch}}
+  %c1 = "wsc.batch_matrix"(%c, %c0) : (memref<?x?x?xf32>, index) -> memref<?x?xf32>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.store' op takes a matrix of a batch (wsc.batch_matrix), which only TMA copies (wsc.tma_load, wsc.tma_store) and memref.dim take}}
+  "wsc.store"(%acc, %c1, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

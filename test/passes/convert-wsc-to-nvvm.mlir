@@ -666,3 +666,52 @@ func.func @scale_per_row(%c: memref<?x?xf32>, %x: memref<?x?xf32>, %v: memref<?x
   "wsc.store"(%y, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// Batches of matrices: the TMA copies of matrix z add z as their outermost
+// coordinate, in tensor maps of one-matrix boxes; the batch is a size of
+// its own, the same for A, B and C (their matrices are taken at one index).
+func.func @batched(%a: memref<?x?x?xf16>, %b: memref<?x?x?xf16>, %c: memref<?x?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %z = gpu.block_id z
+  %az = "wsc.batch_matrix"(%a, %z) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+  %bz = "wsc.batch_matrix"(%b, %z) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+  %cz = "wsc.batch_matrix"(%c, %z) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sc = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%az, %c0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%bz, %c0, %c0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x64xf16, 3>, memref<1x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f16>
+  "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<1x64x64xf16, 3>, index) -> ()
+  "wsc.fence_proxy_async"() : () -> ()
+  "wsc.sync"() : () -> ()
+  %e2 = "wsc.elect"() : () -> i1
+  scf.if %e2 {
+    "wsc.tma_store"(%sc, %c0, %cz, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  }
+  return
+}
+// CHECK-LABEL: llvm.func @batched
+// CHECK-SAME: \22batch\22: {{\[\[}}\22a\22, 0], [\22b\22, 0], [\22c\22, 0]]
+// CHECK-SAME: \22k\22: {{\[\[}}\22a\22, 2], [\22b\22, 2]], \22m\22: {{\[\[}}\22a\22, 1], [\22c\22, 1]], \22n\22: {{\[\[}}\22b\22, 1], [\22c\22, 2]]
+// CHECK-SAME: \22a\22: {\22box\22: [1, 64, 64]
+// CHECK-SAME: \22c\22: {\22box\22: [1, 64, 64]
+// CHECK: [[Z:%.*]] = nvvm.read.ptx.sreg.ctaid.z
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg0, {{%.*}}, box[{{%.*}}, {{%.*}}, [[Z]]]
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg1, {{%.*}}, box[{{%.*}}, {{%.*}}, [[Z]]]
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg2, {{%.*}}, box[{{%.*}}, {{%.*}}, [[Z]]]

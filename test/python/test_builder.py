@@ -178,7 +178,17 @@ def test_every_wsc_op_has_a_builder_method():
     tile = tile * math.broadcast(bias, 0, [64, 64])
     tile = math.where(math.indices([64, 64], along="cols") > tile, tile, 0.0)
     math.store_global(out, math.exp2(tile - math.row_max(tile) * 2.0), [0, 0])
+    # A matrix of a batch, copied by TMA.
+    batched = KernelBuilder("batched", grid=[("m", 64), ("batch", 1)])
+    x = batched.global_tensor(f16, rank=3)
+    ring = batched.shared_tensor(f16, [1, 64, 64])
+    arrived = batched.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    batched.sync()
+    with batched.single_thread():
+        batched.mbarrier.arrive_and_expect_tx(arrived[0], ring[0].nbytes)
+        batched.tma.global_to_shared(x[batched.block_idx.z], ring[0], [0, 0], arrived[0])
     text = str(kernel) + str(v3_in_clusters_of_two()) + str(matmul_split_k()) + str(math.finish())
+    text += str(batched.finish())
     emitted = {name for name in dialect.OP_NAMES if f'"{name}"' in text}
     assert emitted == set(dialect.OP_NAMES), set(dialect.OP_NAMES) - emitted
     assert "wsc.tma_store" in built and "wsc.cast" in built
@@ -821,8 +831,8 @@ def test_register_tile_loads_misuse_is_located():
         kb.broadcast(vector, 0, [64, 64], along="diagonal")
     with pytest.raises(BuildTypeError, match=r"shape must be \[rows, cols\], got \[64\]"):
         kb.load_tile(matrix, [0, 0], [64])
-    with pytest.raises(BuildError, match="rank must be 1 or 2, got 3"):
-        kb.global_tensor(f16, rank=3)
+    with pytest.raises(BuildError, match="rank must be 1, 2 or 3, got 4"):
+        kb.global_tensor(f16, rank=4)
     with pytest.raises(BuildError, match="check_config describes the kernel to a check"):
         KernelBuilder("k", check_config={"epilogue": {}})
 

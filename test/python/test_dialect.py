@@ -21,7 +21,11 @@ def build_every_op() -> ir.Module:
         counters_type = ir.Type.parse("memref<?xi32>")
         kernel = func.FuncOp(
             "every_op",
-            ir.FunctionType.get([memref_f16] * 3 + [partials_type, counters_type], []),
+            ir.FunctionType.get(
+                [memref_f16] * 3
+                + [partials_type, counters_type, ir.Type.parse("memref<?x?x?xf16>")],
+                [],
+            ),
         )
         kernel.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(32), 160
@@ -32,7 +36,7 @@ def build_every_op() -> ir.Module:
         )
         entry = kernel.add_entry_block()
     with ir.InsertionPoint(entry):
-        a, b, c, partials, counters = entry.arguments
+        a, b, c, partials, counters, batch = entry.arguments
         zero = index_constant(0)
         sa = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
@@ -89,6 +93,7 @@ def build_every_op() -> ir.Module:
                 dialect.tma_load(a, zero, zero, sa, stage, full)
                 dialect.tma_load(b, zero, zero, sb, stage, full)
                 dialect.tma_load(b, dialect.cluster_rank(), zero, sb, stage, full, multicast=True)
+                dialect.tma_load(dialect.batch_matrix(batch, zero), zero, zero, sa, stage, full)
                 scf.YieldOp([])
             scf.YieldOp([])
         func.ReturnOp([])
@@ -120,7 +125,9 @@ def test_views_read_and_write_ops_by_name(context):
     assert (role.role, role.thread_begin, role.num_threads) == ("consumer", 0, 128)
     assert role.max_registers == 232
     loads = [ops.TmaLoad(op) for op in walk(module.operation) if op.name == "wsc.tma_load"]
-    assert [load.multicast for load in loads] == [False, False, True]
+    assert [load.multicast for load in loads] == [False, False, True, False]
+    batch = ops.BatchMatrix(found["wsc.batch_matrix"])
+    assert loads[3].src == batch.matrix and batch.batch == module.body.operations[0].arguments[5]
     assert all(dialect.is_mbarriers(load.barriers.type) for load in loads)
     assert loads[2].row == ops.ClusterRank(found["wsc.cluster_rank"]).rank
     wgmma = ops.Wgmma(found["wsc.wgmma"])

@@ -26,10 +26,10 @@ from wsc.matmul import (
     config_key,
     plan,
     shape_class,
+    tuning_sizes,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from matmul_cache import N as SPACE_N  # noqa: E402
 from matmul_cache import space_plan  # noqa: E402
 
 torch = pytest.importorskip("torch")
@@ -560,9 +560,10 @@ def test_out_does_not_support_autograd_as_in_torch():
 @pytest.mark.parametrize("name", list(SPACES))
 def test_every_config_of_the_space_compiles(cache, name):
     space = SPACES[name]
+    problem = space_plan(name, "bf16", "bf16")
     result = space.tune(
-        {"m": 1000, "n": SPACE_N[name], "k": 520},
-        fixed={"dtype": "bf16", "out_dtype": "bf16", "b_layout": name.split("-")[0]},
+        {**tuning_sizes(problem), "m": 1000},
+        fixed=_fixed(problem),
         cache=cache,
         progress=False,
     )

@@ -123,7 +123,7 @@ def test_f16_accumulators_allow_more_error(tmp_path):
         (("tensors", "b", "shape"), ["m", "k"], r"b's dims are \['m', 'k'\]; expected"),
         (("tensors", "c", "shape"), ["n", "m"], r"c's rows are size 'n', a's are 'm'"),
         (("tensors", "b", "dtype"), "bf16", "a and b must share a dtype"),
-        (("tensors", "a", "shape"), ["m"], "tensor 'a' has rank 1, expected 2"),
+        (("tensors", "a", "shape"), ["m"], r"tensors a, b, c have ranks 1, 2, 2; expected"),
     ],
 )
 def test_an_artifact_that_is_no_matmul_is_named(tmp_path, path, value, message):

@@ -333,11 +333,13 @@ class KernelBuilder:
 
     def global_tensor(self, dtype: str, rank: int = 2) -> GlobalTensor:
         """The next kernel argument: a tensor of `dtype` in global memory, a
-        matrix (rank 2) or a vector (rank 1, read with kb.broadcast)."""
+        matrix (rank 2), a vector (rank 1, read with kb.broadcast) or a batch
+        of matrices (rank 3, [batch, rows, cols]: `x[b]` is matrix b, which
+        TMA copies read and write)."""
         where = caller()
         check_dtype(dtype, GLOBAL_DTYPES, "global_tensor")
-        if isinstance(rank, bool) or rank not in (1, 2):
-            raise BuildError(f"global_tensor: rank must be 1 or 2, got {rank!r}", where)
+        if isinstance(rank, bool) or rank not in (1, 2, 3):
+            raise BuildError(f"global_tensor: rank must be 1, 2 or 3, got {rank!r}", where)
         if self._finished:
             raise BuildError(f"kernel '{self.name}' is finished", where)
         return self._argument(dtype, rank, where)
@@ -558,6 +560,8 @@ class KernelBuilder:
     def _loaded(self, src, rank: int, what: str) -> GlobalTensor:
         where = caller()
         self._own(expect(src, GlobalTensor, f"{what} src", "a global tensor"), what)
+        if src.of_batch:
+            src.check_matrix(what, by_threads=True)
         if src.rank != rank:
             raise BuildError(
                 f"{what}: '{src.name}' has rank {src.rank}; {what} reads a "
@@ -655,6 +659,7 @@ class KernelBuilder:
         WGMMA with swapped operands, C^T = B A^T, stored as C."""
         where = caller()
         self._own(expect(dst, GlobalTensor, "store_global dst", "a global tensor"), "store_global")
+        dst.check_matrix("store_global", by_threads=True)
         self._own(
             expect(tile, RegisterTile, "store_global tile", "a register tile"), "store_global"
         )
@@ -718,6 +723,7 @@ class KernelBuilder:
         (row, col) offsets."""
         expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
         self._own(expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
+        dst.check_matrix(what, by_threads=what == "shared_to_global")
         if src.dtype != dst.dtype:
             raise BuildTypeError(
                 f"{what}: src is {src.dtype} but dst '{dst.name}' is {dst.dtype}", where

@@ -129,6 +129,7 @@ class TmaOps:
         where = caller()
         what = "tma.global_to_shared"
         kb._own(expect(src, GlobalTensor, f"{what} src", "a global tensor"), what)
+        src.check_matrix(what)
         expect(dst, SharedTile, f"{what} dst", "a stage of a shared tensor, e.g. sa[stage]")
         ref = kb._barrier(mbarrier, what)
         if src.dtype != dst.dtype:

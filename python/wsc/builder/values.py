@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, overload
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
+from wsc import dialect
 from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation, caller
 from wsc.target.hopper import ELEMENT_BYTES, OPERAND_DTYPES
 
@@ -208,25 +209,28 @@ class _Dims:
         self._tensor = tensor
 
     def __len__(self) -> int:
-        return 2
+        return self._tensor.rank
 
     def __getitem__(self, dim: int) -> Scalar:
-        if not isinstance(dim, int) or dim not in (0, 1):
+        rank = self._tensor.rank
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank:
             raise BuildError(
-                f"global tensor '{self._tensor.name}' has dims 0 and 1, not {dim!r}", caller()
+                f"global tensor '{self._tensor.name}' has dims 0 to {rank - 1}, not {dim!r}",
+                caller(),
             )
         kb = self._tensor._builder
         with kb._at():
             return Scalar(kb, memref.DimOp(self._tensor.value, kb._index(dim, "dim")).result)
 
     def __iter__(self) -> Iterator[Scalar]:
-        return iter((self[0], self[1]))
+        return iter([self[dim] for dim in range(len(self))])
 
 
 class GlobalTensor:
-    """A tensor in global memory, rank 2 or 1 (a vector, e.g. a bias; a
-    split-K workspace's two): a kernel argument. The runtime names arguments
-    by position: the first is "a", then "b", "c", ..."""
+    """A tensor in global memory, rank 2, 1 (a vector, e.g. a bias; a split-K
+    workspace's two) or 3 (a batch of matrices): a kernel argument, or one
+    matrix of a batch (`batch[b]`). The runtime names arguments by position:
+    the first is "a", then "b", "c", ..."""
 
     def __init__(
         self,
@@ -242,6 +246,8 @@ class GlobalTensor:
         self.dtype = dtype
         #: Where the kernel declared it (KernelBuilder.global_tensor).
         self.where = where
+        #: A matrix of a batch (batch[b]), which TMA copies alone read and write.
+        self.of_batch = False
 
     @property
     def shape(self) -> _Dims:
@@ -250,6 +256,40 @@ class GlobalTensor:
     @property
     def rank(self) -> int:
         return len(ir.MemRefType(self.value.type).shape)
+
+    def __getitem__(self, index) -> GlobalTensor:
+        """Matrix `index` of a batch of matrices (rank 3): a rank-2 tensor
+        [rows, cols] for TMA copies, e.g. a[kb.block_idx.z]."""
+        kb = self._builder
+        where = caller()
+        if self.rank != 3:
+            raise BuildError(
+                f"global tensor '{self.name}' has rank {self.rank}; only a batch of "
+                f"matrices (rank 3) is indexed, a[b] being its matrix b",
+                where,
+            )
+        with kb._at(where):
+            value = dialect.batch_matrix(self.value, kb._index(index, "batch index"))
+        matrix = GlobalTensor(kb, value, f"{self.name}[b]", self.dtype, where)
+        matrix.of_batch = True
+        return matrix
+
+    def check_matrix(self, what: str, by_threads: bool = False) -> None:
+        """Raise a located BuildError unless `what` may take this tensor as a
+        matrix: rank 2, and not a matrix of a batch where `by_threads` (its
+        threads read or write it: only TMA copies address those)."""
+        if self.rank == 3:
+            raise BuildError(
+                f"{what}: '{self.name}' is a batch of matrices (rank 3); take one of them, "
+                f"{self.name}[b]",
+                caller(),
+            )
+        if by_threads and self.of_batch:
+            raise BuildError(
+                f"{what}: '{self.name}' is a matrix of a batch, which only TMA copies read "
+                f"and write (kb.tma.global_to_shared, kb.tma.shared_to_global)",
+                caller(),
+            )
 
 
 class SharedTensor:

@@ -421,15 +421,16 @@ def mbarrier_wait_parity(address32: ir.Value, parity32: ir.Value) -> None:
     spin_until(probe)
 
 
-def tma_load_2d(
+def tma_load(
     dst: ir.Value,
     tensor_map: ir.Value,
     coords: Sequence[ir.Value],
     barrier_address: ir.Value,
     multicast_mask: ir.Value | None = None,
 ) -> None:
-    """cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes;
-    coords innermost first, dst a shared::cluster (address space 7) pointer.
+    """cp.async.bulk.tensor.<n>d.shared::cluster.global.mbarrier::complete_tx::bytes,
+    n = len(coords); coords innermost first, dst a shared::cluster (address
+    space 7) pointer.
     With `multicast_mask` (i16) the copy lands at dst's offset in every CTA of
     the mask, completing on the barrier at the same offset in each."""
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
@@ -458,9 +459,9 @@ def mbarrier_arrive_remote(address: ir.Value, rank: ir.Value) -> None:
     nvvm.MBarrierArriveOp(None, remote)
 
 
-def tma_store_2d(src: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value]) -> None:
-    """cp.async.bulk.tensor.2d.global.shared::cta.bulk_group; coords innermost
-    first, src a shared (address space 3) pointer."""
+def tma_store(src: ir.Value, tensor_map: ir.Value, coords: Sequence[ir.Value]) -> None:
+    """cp.async.bulk.tensor.<n>d.global.shared::cta.bulk_group, n = len(coords);
+    coords innermost first, src a shared (address space 3) pointer."""
     nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(tensor_map, src, list(coords))
 
 

@@ -78,7 +78,7 @@ from wsc.codegen.info import tensor_name
 from wsc.codegen.layout import (
     BufferSlot,
 )
-from wsc.codegen.plan import GPU_INDEX_OPS, KernelPlan, dim_index
+from wsc.codegen.plan import GPU_INDEX_OPS, KernelPlan
 from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
     constant_int,
@@ -355,9 +355,20 @@ class KernelLowering(KernelPlan):
             result.replace_all_uses_with(value)
 
     def _lower_dim(self, op):
-        position = self.args.index(op.opview.source)
-        size = self._size(position, dim_index(op))
+        size = self._param("i32", self.size_param[self.dim_node(op)])
         self._replace(op, E.index_castui(size, E.index()))
+
+    def _lower_batch_matrix(self, op):
+        """Nothing to emit: the TMA copies of the matrix add its index to
+        their coordinates (_batch_coordinate)."""
+
+    def _batch_coordinate(self, tensor: ir.Value) -> list[ir.Value]:
+        """The outermost TMA coordinate of a matrix of a batch (its index), or
+        none for a matrix argument."""
+        source = defining_op(tensor)
+        if source is None or source.name != "wsc.batch_matrix":
+            return []
+        return [self._i32(ops.BatchMatrix(source).index)]
 
     def _gpu_dim(self, op) -> str:
         return str(op.attributes["dimension"]).rstrip(">").split()[-1]
@@ -470,7 +481,8 @@ class KernelLowering(KernelPlan):
         bars = load.barriers
         slot = self.buffers[defining_op(dst)]
         tile = slot.tile
-        tensor_map = self._param("tensor_map", tensor_name(self.args.index(src)))
+        tensor_map = self._param("tensor_map", tensor_name(self.checked_position(src)))
+        batch = self._batch_coordinate(src)
         barrier, _ = self._barrier(bars, stage)
         row32, col32 = self._i32(row), self._i32(col)
         slice_bytes = mask = None
@@ -487,7 +499,7 @@ class KernelLowering(KernelPlan):
                 offset = E.addi(offset, slice_bytes)
             target = E.addrspacecast(self._smem_ptr(offset), 7)
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
-            E.tma_load_2d(target, tensor_map, [column, row32], barrier, multicast_mask=mask)
+            E.tma_load(target, tensor_map, [column, row32, *batch], barrier, multicast_mask=mask)
 
     def _lower_mbarrier_arrive(self, op):
         """An arrive on this CTA's barrier; with every_cta, then on the same
@@ -624,14 +636,15 @@ class KernelLowering(KernelPlan):
         src, stage, dst, row, col = store.src, store.stage, store.dst, store.row, store.col
         slot = self.buffers[defining_op(src)]
         tile = slot.tile
-        tensor_map = self._param("tensor_map", tensor_name(self.args.index(dst)))
+        tensor_map = self._param("tensor_map", tensor_name(self.checked_position(dst)))
+        batch = self._batch_coordinate(dst)
         row32, col32 = self._i32(row), self._i32(col)
         for atom in range(tile.num_atoms):
             offset = self._smem_offset(
                 slot.offset + tile.atom_offset(atom), stage, slot.stage_bytes
             )
             column = col32 if atom == 0 else E.addi(col32, E.const(atom * tile.atom_cols, E.i32()))
-            E.tma_store_2d(self._smem_ptr(offset), tensor_map, [column, row32])
+            E.tma_store(self._smem_ptr(offset), tensor_map, [column, row32, *batch])
         E.bulk_commit_group()
 
     def _lower_coalesced_store(self, op):

@@ -79,6 +79,9 @@ def _read_tiles(op: ir.Operation) -> list[ir.Value]:
     return [ops.Cast(op).src if op.name == "wsc.cast" else ops.TileUnary(op).x]
 
 
+#: (op, operand) pairs that may take a matrix of a batch (wsc.batch_matrix).
+_BATCH_MATRIX_USES = (("wsc.tma_load", "src"), ("wsc.tma_store", "dst"), ("memref.dim", None))
+
 #: (op, operand) pairs that make a kernel argument a split-K workspace.
 _WORKSPACE_OPERANDS = (
     ("wsc.partial_store", "partials"),
@@ -94,10 +97,11 @@ def _allocated(registers: int) -> int:
 
 
 def dim_index(op: ir.Operation) -> int:
-    """The dimension a memref.dim reads: a constant 0 or 1."""
+    """The dimension a memref.dim reads: a constant one of its source's."""
     dim = constant_int(op.opview.index)
-    if dim is None or dim not in (0, 1):
-        raise fail(op, "needs a constant dimension index 0 or 1")
+    rank = len(memref_shape(op.opview.source.type) or ())
+    if dim is None or not 0 <= dim < rank:
+        raise fail(op, f"needs a constant dimension index in [0, {rank})")
     return dim
 
 
@@ -168,13 +172,15 @@ class KernelPlan:
         self.block = kernel.regions[0].blocks[0]
         self.args = list(self.block.arguments)
         for position, arg in enumerate(self.args):
-            # Rank 1: a split-K workspace (the ops that use it check the rest).
+            # Rank 1: a vector or a split-K workspace; rank 3: a batch of
+            # matrices (the ops that use them check the rest).
             shape = memref_shape(arg.type)
-            if shape is None or len(shape) not in (1, 2) or memref_space(arg.type) != 0:
+            if shape is None or len(shape) not in (1, 2, 3) or memref_space(arg.type) != 0:
                 raise fail(
                     kernel,
-                    f"argument #{position} must be a rank-2 (or, as a workspace, "
-                    f"rank-1) memref in global memory, got {arg.type}",
+                    f"argument #{position} must be a rank-2 memref in global memory (a "
+                    f"vector or a workspace rank 1, a batch of matrices rank 3), got "
+                    f"{arg.type}",
                 )
             element = str(ir.MemRefType(arg.type).element_type)
             if element not in ("f16", "bf16", "f32", "i32"):
@@ -245,6 +251,8 @@ class KernelPlan:
                     self.accumulator_roles[acc] = (
                         self.roles.get(owner) if owner is not None else None
                     )
+            elif name == "wsc.batch_matrix":
+                self._check_batch_matrix(op)
             elif name == "wsc.acc_alloc":
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
             elif name in ("wsc.tile_fill", "wsc.tile_iota", *ops.TILE_LOADS):
@@ -283,9 +291,10 @@ class KernelPlan:
                     role.guard = op
             return
         if name == "memref.dim":
-            source = op.opview.source
-            if source not in self.args:
-                raise fail(op, "is only supported on the kernel's tensor arguments")
+            if self.tensor_position(op.opview.source) is None:
+                raise fail(
+                    op, "is only supported on the kernel's tensor arguments and their matrices"
+                )
             dim_index(op)
             return
         if name in GPU_INDEX_OPS or name == "func.return" or dialect in PASSTHROUGH_DIALECTS:
@@ -295,6 +304,54 @@ class KernelPlan:
             "cannot be lowered by --convert-wsc-to-nvvm (supported: wsc, arith, "
             "scf, index, memref.dim of kernel arguments, gpu block/thread ids)",
         )
+
+    def _check_batch_matrix(self, op: ir.Operation) -> None:
+        """A matrix of a batch argument, read and written by TMA copies: the
+        copies address it with the batch index as a third coordinate."""
+        view = ops.BatchMatrix(op)
+        if view.batch not in self.args:
+            raise fail(op, "its batch must be a tensor argument of the kernel")
+        for use in view.matrix.uses:
+            owner = use_owner(use)
+            key = (owner.name, ops.operand_name(owner, use.operand_number))
+            if key not in _BATCH_MATRIX_USES:
+                raise fail(
+                    owner,
+                    "takes a matrix of a batch (wsc.batch_matrix), which only TMA "
+                    "copies (wsc.tma_load, wsc.tma_store) and memref.dim take",
+                    notes=[(op.location, "the matrix of a batch")],
+                )
+
+    def tensor_position(self, value: ir.Value) -> int | None:
+        """The kernel argument a global tensor value is, or is a matrix of
+        (wsc.batch_matrix); None for any other value."""
+        if value in self.args:
+            return self.args.index(value)
+        source = defining_op(value)
+        if source is not None and source.name == "wsc.batch_matrix":
+            batch = ops.BatchMatrix(source).batch
+            if batch in self.args:
+                return self.args.index(batch)
+        return None
+
+    def checked_position(self, value: ir.Value) -> int:
+        """tensor_position of a tensor that _check_op accepted."""
+        position = self.tensor_position(value)
+        assert position is not None
+        return position
+
+    def matrix_dim(self, position: int, dim: int) -> tuple[int, int]:
+        """The (argument, dim) node of dim `dim` (0: rows, 1: columns) of the
+        matrices of argument `position`: a batch's dims are [batch, rows, cols]."""
+        return position, dim + (len(memref_shape(self.args[position].type) or ()) == 3)
+
+    def dim_node(self, op: ir.Operation) -> tuple[int, int]:
+        """The (argument, dim) node a memref.dim reads."""
+        source = op.opview.source
+        position = self.checked_position(source)
+        if source in self.args:
+            return position, dim_index(op)
+        return self.matrix_dim(position, dim_index(op))
 
     @staticmethod
     def _check_register_budget(op: ir.Operation, tile: ir.Value) -> None:
@@ -413,10 +470,10 @@ class KernelPlan:
                 raise fail(
                     op, f"operand #{position} must be defined by {producer} (in this kernel)"
                 )
-        if op.name == "wsc.tma_load" and ops.TmaLoad(op).src not in self.args:
-            raise fail(op, "source must be a tensor argument of the kernel")
-        if op.name == "wsc.tma_store" and ops.TmaStore(op).dst not in self.args:
-            raise fail(op, "destination must be a tensor argument of the kernel")
+        if op.name == "wsc.tma_load" and self.tensor_position(ops.TmaLoad(op).src) is None:
+            raise fail(op, "source must be a tensor argument of the kernel or a matrix of one")
+        if op.name == "wsc.tma_store" and self.tensor_position(ops.TmaStore(op).dst) is None:
+            raise fail(op, "destination must be a tensor argument of the kernel or a matrix of one")
         if op.name == "wsc.coalesced_store" and ops.CoalescedStore(op).dst not in self.args:
             raise fail(op, "destination must be a tensor argument of the kernel")
 
@@ -427,10 +484,14 @@ class KernelPlan:
         self.workspace_args: set[int] = set()  # split-K partial sums and arrival counters
         self.load_args: set[int] = set()  # read by threads into register tiles
         for position, arg in enumerate(self.args):
-            for use in arg.uses:
+            uses = list(arg.uses)
+            for use in uses:
                 owner = use_owner(use)
                 key = (owner.name, ops.operand_name(owner, use.operand_number))
-                if key == ("wsc.tma_load", "src"):
+                if key == ("wsc.batch_matrix", "batch"):
+                    # Its matrices' uses are the batch's.
+                    uses.extend(ops.BatchMatrix(owner).matrix.uses)
+                elif key == ("wsc.tma_load", "src"):
                     self.tma_args.add(position)
                 elif key == ("wsc.tma_store", "dst"):
                     self.tma_store_args.add(position)
@@ -627,9 +688,11 @@ class KernelPlan:
                 tensor, buffer = store.dst, store.src
             else:
                 continue
-            position = self.args.index(tensor)
+            position = self.checked_position(tensor)
             tile = self.buffers[defining_op(buffer)].tile
             box = [box_rows or tile.box[0], tile.box[1]]
+            if self.matrix_dim(position, 0)[1]:
+                box.insert(0, 1)  # one matrix of the batch
             spec = {"tensor": tensor_name(position), "box": box, "swizzle": tile.swizzle_name}
             if position in self.tensor_maps and self.tensor_maps[position] != spec:
                 raise fail(
@@ -651,7 +714,9 @@ class KernelPlan:
         for op in self.ops:
             if op.name == "wsc.tma_load":
                 load = ops.TmaLoad(op)
-                loads_into.setdefault(defining_op(load.dst), set()).add(self.args.index(load.src))
+                loads_into.setdefault(defining_op(load.dst), set()).add(
+                    self.checked_position(load.src)
+                )
         matmul = False
         for op in self.ops:
             if op.name != "wsc.wgmma":
@@ -678,6 +743,7 @@ class KernelPlan:
                     [(t, b_n) for t in b_tensors] + [(t, 1 - tr) for t, tr in c_tensors.items()],
                 ),
             ):
+                nodes = [self.matrix_dim(*node) for node in nodes]
                 for node in nodes:
                     classes.union(nodes[0], node)
                     labels.setdefault(node, label)
@@ -712,6 +778,7 @@ class KernelPlan:
                 ),
             ]
             for chain_label, nodes in chains:
+                nodes = [self.matrix_dim(*node) for node in nodes]
                 for node in nodes:
                     classes.union(nodes[0], node)
                     if chain_label is not None:
@@ -727,19 +794,37 @@ class KernelPlan:
                     position = self.args.index(tile_load.src)
                     flip = tile_load.transpose != transposed
                     for dim in (0, 1):
-                        classes.union((position, dim), (stored, 1 - dim if flip else dim))
+                        classes.union(
+                            (position, dim), self.matrix_dim(stored, 1 - dim if flip else dim)
+                        )
                 else:
                     broadcast = ops.TileBroadcast(op)
                     tile_dim = 0 if broadcast.along == "rows" else 1
                     stored_dim = 1 - tile_dim if transposed else tile_dim
-                    classes.union((self.args.index(broadcast.src), 0), (stored, stored_dim))
+                    classes.union(
+                        (self.args.index(broadcast.src), 0), self.matrix_dim(stored, stored_dim)
+                    )
+        # The matrices of batches taken at one index are of batches of one size.
+        batch_nodes: dict[int, list[tuple[int, int]]] = {}
+        batch_indices: list[ir.Value] = []
+        for op in self.ops:
+            if op.name == "wsc.batch_matrix":
+                view = ops.BatchMatrix(op)
+                if view.index not in batch_indices:
+                    batch_indices.append(view.index)
+                node = (self.args.index(view.batch), 0)
+                batch_nodes.setdefault(batch_indices.index(view.index), []).append(node)
+        for nodes in batch_nodes.values():
+            for node in nodes:
+                classes.union(nodes[0], node)
+                labels.setdefault(node, "batch")
 
         # Dims the kernel reads: memref.dim results and the bounds of stores
         # by threads.
         used: list[tuple[int, int]] = []
         for op in self.ops:
             if op.name == "memref.dim":
-                node = (self.args.index(op.opview.source), dim_index(op))
+                node = self.dim_node(op)
             elif op.name in ("wsc.store", "wsc.coalesced_store", "wsc.tile_load"):
                 if op.name == "wsc.tile_load":
                     tensor = ops.TileLoad(op).src
@@ -761,18 +846,15 @@ class KernelPlan:
 
         # Name each class: its matmul label if it has exactly one, else generic.
         class_name: dict[tuple[int, int], str] = {}
-        taken: set[str] = set()
         order: list[str] = []
-        if matmul:
-            for label in ("m", "n", "k"):
-                roots = {classes.find(n) for n, lab in labels.items() if lab == label}
-                if len(roots) == 1:
-                    root = roots.pop()
-                    if root not in class_name:
-                        class_name[root] = label
-                        taken.add(label)
-                        order.append(label)
-        for node in used:
+        for label in ("m", "n", "k", "batch") if matmul else ("batch",):
+            roots = {classes.find(n) for n, lab in labels.items() if lab == label}
+            if len(roots) == 1:
+                root = roots.pop()
+                if root not in class_name:
+                    class_name[root] = label
+                    order.append(label)
+        for node in used + [node for nodes in batch_nodes.values() for node in nodes]:
             root = classes.find(node)
             if root not in class_name:
                 name = f"{tensor_name(node[0])}_dim{node[1]}"
@@ -850,7 +932,7 @@ class KernelPlan:
                         copy_op = use_owner(copy)
                         copy_key = (copy_op.name, ops.operand_name(copy_op, copy.operand_number))
                         if copy_key == ("wsc.tma_store", "src"):
-                            found[self.args.index(ops.TmaStore(copy_op).dst)] = False
+                            found[self.checked_position(ops.TmaStore(copy_op).dst)] = False
                         elif copy_key == ("wsc.coalesced_store", "src"):
                             found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
                 elif owner.name in ops.TILE_MAPS:

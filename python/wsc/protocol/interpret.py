@@ -22,8 +22,10 @@ from wsc.ir_utils import (
 from wsc.protocol.violations import unsupported
 from wsc.target.hopper import WARP_SIZE
 
-#: Ops that touch only registers (or global memory no barrier guards).
+#: Ops that touch only registers (or global memory no barrier guards), or
+#: nothing (a matrix of a batch is a view).
 _REGISTER_ONLY = (
+    "wsc.batch_matrix",
     "wsc.wgmma_fence",
     "wsc.acc_alloc",
     "wsc.cast",
@@ -364,6 +366,12 @@ class _Compiler:
             elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
                 copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
                 extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))
+        for op in kernel_ops:
+            if op.name == "wsc.batch_matrix":
+                # A batch of one matrix: the grid's z is one block.
+                view = ops.BatchMatrix(op)
+                if view.matrix in extents:
+                    extents.setdefault(view.batch, (1, *extents[view.matrix]))
         return extents
 
     # -- nodes

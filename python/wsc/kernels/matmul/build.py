@@ -168,15 +168,19 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     kb = KernelBuilder(
         name,
         num_warps=WARPGROUP_SIZE // WARP_SIZE,
-        grid=[("m", bm), ("n", bn)],
+        grid=[("m", bm), ("n", bn), *([("batch", 1)] if problem.batched else [])],
         cluster_size=ctas,
         context=ir.Context.current,
     )
+    tensor_rank = 3 if problem.batched else 2
     a, b, c = (
-        kb.global_tensor(element),
-        kb.global_tensor(element),
-        kb.global_tensor(problem.out_dtype),
+        kb.global_tensor(element, tensor_rank),
+        kb.global_tensor(element, tensor_rank),
+        kb.global_tensor(problem.out_dtype, tensor_rank),
     )
+    if problem.batched:
+        matrix = kb.block_idx.z
+        a, b, c = a[matrix], b[matrix], c[matrix]
     # Declared next, so that they are "d" and "e" (MatmulProblem.epilogue_tensors).
     bias = kb.global_tensor(element, rank=1) if problem.bias else None
     residual = kb.global_tensor(element) if problem.residual else None

@@ -4,7 +4,8 @@ compares it with. No MLIR: GPU machines run it without the bindings.
 
     C[M, N] = A[M, K] @ op(B),  B as [N, K] ("nk") or [K, N] ("kn")
 
-or, where the artifact's config has an "epilogue" (`Epilogue`),
+or the same for each matrix of batches A [batch, M, K], B and C, or,
+where the artifact's config has an "epilogue" (`Epilogue`),
 
     C = act(A @ op(B) + bias) + residual,  bias[N] and residual[M, N] optional
 
@@ -118,16 +119,27 @@ class MatmulCheck:
         for name in ("a", "b", "c"):
             if name not in tensors:
                 raise fail(f"expected tensors a, b, c; 'tensors' has no '{name}'")
-            if len(tensors[name].dims) != 2:
-                raise fail(f"tensor '{name}' has rank {len(tensors[name].dims)}, expected 2")
         a, b, c = tensors["a"], tensors["b"], tensors["c"]
-        m, k = a.dims
-        if c.dims[0] != m:
-            raise fail(f"c's rows are size {c.dims[0]!r}, a's are {m!r}: expected C = A @ op(B)")
-        n = c.dims[1]
-        if b.dims == (n, k):
+        ranks = {len(tensor.dims) for tensor in (a, b, c)}
+        if ranks not in ({2}, {3}):
+            raise fail(
+                f"tensors a, b, c have ranks {len(a.dims)}, {len(b.dims)}, {len(c.dims)}; "
+                f"expected matrices (2) or batches of them (3)"
+            )
+        #: The batch's size name (batches of matrices), or None.
+        self.batch_size = a.dims[0] if ranks == {3} else None
+        if self.batch_size is not None and {b.dims[0], c.dims[0]} != {self.batch_size}:
+            raise fail(
+                f"the batches of a, b and c are sizes {a.dims[0]!r}, {b.dims[0]!r} and "
+                f"{c.dims[0]!r}: expected one batch"
+            )
+        m, k = a.dims[-2:]
+        if c.dims[-2] != m:
+            raise fail(f"c's rows are size {c.dims[-2]!r}, a's are {m!r}: expected C = A @ op(B)")
+        n = c.dims[-1]
+        if b.dims[-2:] == (n, k):
             self.b_layout = "nk"
-        elif b.dims == (k, n):
+        elif b.dims[-2:] == (k, n):
             self.b_layout = "kn"
         else:
             raise fail(
@@ -142,6 +154,7 @@ class MatmulCheck:
         if c.dtype not in RESULT_DTYPES:
             raise fail(f"c's dtype must be one of {', '.join(RESULT_DTYPES)}, got {c.dtype}")
         self.m, self.n, self.k = (artifact.sizes[size] for size in (m, n, k))
+        self.batch = artifact.sizes[self.batch_size] if self.batch_size is not None else 1
         self.dtype, self.out_dtype = a.dtype, c.dtype
         self.accumulator = artifact.accumulator or "f32"
         tiles = dict(axis for axis in artifact.grid_tiles if not isinstance(axis, int))
@@ -159,11 +172,12 @@ class MatmulCheck:
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
+        return 2.0 * self.batch * self.m * self.n * self.k
 
     def describe(self) -> dict[str, Any]:
         return {
             "shape": [self.m, self.n, self.k],
+            **({"batch": self.batch} if self.batch_size is not None else {}),
             "dtype": self.dtype,
             "out_dtype": self.out_dtype,
             "b_layout": self.b_layout,
@@ -176,7 +190,7 @@ class MatmulCheck:
             torch = memory.torch
             if "reference" not in inputs.cache:
                 a, b = inputs.arrays["a"].double(), inputs.arrays["b"].double()
-                product = a @ (b.T if self.b_layout == "nk" else b)
+                product = a @ (b.transpose(-1, -2) if self.b_layout == "nk" else b)
                 if self.epilogue:
                     bias, residual = (
                         None if name is None else inputs.arrays[name].double()
@@ -191,7 +205,15 @@ class MatmulCheck:
             )
         c_values = memory.float64(outputs["c"], self.out_dtype)
         rng = np.random.default_rng(seed + 1)
-        return sampled_relative_error(self, inputs.hosts, c_values, rng)
+        if self.batch_size is None:
+            return sampled_relative_error(self, inputs.hosts, c_values, rng)
+        # Matrix by matrix, the squared errors and norms summed over the batch.
+        error = norm = 0.0
+        for index in range(self.batch):
+            hosts = {name: inputs.hosts[name][index] for name in ("a", "b")}
+            relative, size = sampled_error_terms(self, hosts, c_values[index], rng)
+            error, norm = error + relative, norm + size
+        return math.sqrt(error / norm) if norm else math.sqrt(error)
 
 
 #: The factory wsc.runtime.checks finds for "check": "matmul".
@@ -220,6 +242,18 @@ def sampled_relative_error(
 ) -> float:
     """Relative Frobenius error of C against a float64 reference (full or
     sampled); `hosts` are the input tensors' host copies by name."""
+    error, norm = sampled_error_terms(problem, hosts, c_values, rng)
+    return math.sqrt(error / norm) if norm else math.sqrt(error)
+
+
+def sampled_error_terms(
+    problem: MatmulCheck,
+    hosts: dict[str, np.ndarray],
+    c_values: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """(squared error, squared norm of the reference) of one matrix C against
+    its float64 reference, full or sampled (sampled_relative_error)."""
     a = to_float64(hosts["a"], problem.dtype)
     b = to_float64(hosts["b"], problem.dtype)
     b_kn = b.T if problem.b_layout == "nk" else b
@@ -255,4 +289,4 @@ def sampled_relative_error(
         ]
     error = sum(float(np.sum((got - want) ** 2)) for got, want in pairs)
     norm = sum(float(np.sum(want**2)) for _, want in pairs)
-    return math.sqrt(error / norm) if norm else math.sqrt(error)
+    return error, norm

@@ -251,6 +251,16 @@ class MatmulConfig:
                 f"blocks of a cluster in slices of 8 rows: it needs a multiple of "
                 f"{8 * self.cluster_m} rows"
             )
+        if problem.batched and not (self.tma_store and self.split_k == 1):
+            raise ValueError(
+                "a batched product stores C with TMA (tma_store = True) and does not split K: "
+                "its matrices are read and written by TMA copies only"
+            )
+        if problem.batched and (self.persistent or self.stream_k):
+            raise ValueError(
+                "a batched product runs a block per tile and matrix (the grid's z): "
+                "not persistent, not stream-K"
+            )
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(
@@ -273,7 +283,8 @@ class MatmulProblem:
     """What the kernel computes: dtypes and B's layout (shapes are run-time),
     and its fused epilogue, C = act(A op(B) + bias) + residual: a bias [N]
     and a residual [M, N] of A's dtype, each optional, and an activation of
-    ACTIVATIONS or None."""
+    ACTIVATIONS or None. `batched`: A, B and C are batches of matrices
+    ([batch, M, K] ...), C[i] = A[i] op(B[i]), the batch along the grid's z."""
 
     dtype: str = "f16"
     out_dtype: str = "f32"
@@ -281,6 +292,7 @@ class MatmulProblem:
     bias: bool = False
     activation: str | None = None
     residual: bool = False
+    batched: bool = False
 
     def __post_init__(self):
         for name, value, allowed in (
@@ -294,9 +306,11 @@ class MatmulProblem:
             raise ValueError(
                 f"activation must be one of {', '.join(ACTIVATIONS)} or None, got {self.activation!r}"
             )
-        for name in ("bias", "residual"):
+        for name in ("bias", "residual", "batched"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.batched and self.epilogue():
+            raise ValueError("a batched product has no fused epilogue (bias, activation, residual)")
 
     def epilogue_tensors(self) -> dict[str, str]:
         """The kernel's names of the bias and the residual it reads, after

@@ -32,6 +32,7 @@ def matmul_kernel(
     bias: bool = False,
     activation: str | None = None,
     residual: bool = False,
+    batched: bool = False,
 ):
     """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
     and ready to compile (a wsc.builder.Kernel)."""
@@ -42,7 +43,7 @@ def matmul_kernel(
     from wsc.kernels.matmul.build import build_matmul, partial_sums
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
-    problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual)
+    problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual, batched)
     config = MatmulConfig(
         block_m=block_m,
         block_n=block_n,
@@ -68,7 +69,7 @@ def matmul_kernel(
         module,
         context,
         "matmul",
-        grid=(("m", block_m), ("n", block_n)),
+        grid=(("m", block_m), ("n", block_n), *((("batch", 1),) if batched else ())),
         unroll=not persistent,
         persistent=persistent,
         check="matmul",
@@ -167,6 +168,21 @@ _COALESCED_STORE = autotune(
         (128, 256, 2, "warpgroup", 3, 0, True, 1, 2),
     ],
 )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel)))
+#: Batched products (wsc.bmm): the TMA-store space's tiles that run a block
+#: per output tile, the grid's z the batch (batched = True is fixed by the
+#: problem: MatmulPlan.space, wsc.matmul._fixed).
+_BATCHED = autotune(
+    _CLUSTERED_TILES,
+    [
+        (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 1, False, 1, 2),
+        (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
+        (128, 128, 2, "warpgroup", 6, 1, False, 1, 2),
+        (128, 128, 1, "warp", 4, 1, False, 1, 1),
+        (64, 128, 1, "warp", 6, 1, False, 1, 1),
+        (64, 256, 1, "warp", 4, 1, False, 1, 1),
+    ],
+)(autotune("group_m", [8])(autotune("tma_store", [True])(matmul_kernel)))
 #: Small M (MatmulPlan.space): tiles of 16 to 64 rows of M by
 #: 64 of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
 #: 16-row tile is not padded to 64), deep rings of these small stages, and
@@ -217,6 +233,7 @@ SPACES = {
     )
 }
 SPACES.update({f"{layout}-small-m": _SMALL_M for layout in ("nk", "kn")})
+SPACES.update({f"{layout}-batched": _BATCHED for layout in ("nk", "kn")})
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
 _DEFAULT_REGISTER_STORE = {
@@ -256,3 +273,4 @@ _DEFAULT_SMALL_M = {
     "group_m": 8,
 }
 DEFAULT_CONFIGS.update({f"{layout}-small-m": _DEFAULT_SMALL_M for layout in ("nk", "kn")})
+DEFAULT_CONFIGS.update({f"{layout}-batched": _BATCHED.configs()[0] for layout in ("nk", "kn")})
