@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pytest
 
-from wsc.builder import BuildError, KernelBuilder, f16
 from wsc.kernels.matmul.check import MatmulCheck
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.kernels.matmul.space import matmul_kernel
@@ -102,6 +101,9 @@ def test_batched_problem_rules():
 
 
 def test_batch_misuse_is_located():
+    # Here, not at the top: a GPU machine runs the cuda tests without MLIR.
+    from wsc.builder import BuildError, KernelBuilder, f16
+
     kb = KernelBuilder("k", grid=[("m", 64)])
     batch, matrix = kb.global_tensor(f16, rank=3), kb.global_tensor(f16)
     ring = kb.shared_tensor(f16, [1, 64, 64])
