@@ -773,8 +773,10 @@ def summary(records) -> str:
 
 
 def _table(records) -> None:
+    # A batched set's "cublas" method is torch.bmm.
+    mm = "torch.bmm" if all("batch" in rec for rec in records) else "torch.mm"
     print(
-        "| M | N | K | B | dtype | wall us/call: wsc / torch.mm / Triton | user path wsc/cuBLAS "
+        f"| M | N | K | B | dtype | wall us/call: wsc / {mm} / Triton | user path wsc/cuBLAS "
         "(wall) | kernel alone wsc/cuBLAS | wsc/Triton (kernel) | wsc TFLOP/s | first call s |"
     )
     print("|" + "---|" * 11)
