@@ -29,6 +29,9 @@ results. The K loop carries exactly
     K tile), e.g. one product cast to f16 as the A operand of the next;
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
+Ops that make a value and nothing else, arith's and `wsc.batch_matrix` (the
+matrix a tile's copies read and write), may sit anywhere; each role gets its
+own copy (in a tile loop, per tile).
 Before the K loop, register-tile math and `wsc.tile_assign`s may set the
 accumulators up (a running max set to -inf); nothing else may use them there.
 Without a tile loop the prologue may also copy tiles once, for every K tile
@@ -185,6 +188,14 @@ _CONSUMER_OPS = (
 #: The ops that accumulate into a register tile in the K loop.
 _ACCUMULATING = ("wsc.wgmma", "wsc.wgmma_register_a")
 _PURE_DIALECTS = ("arith.",)
+#: wsc ops that only make a value, as arith ops do (each role takes its own copy).
+_VALUE_OPS = ("wsc.batch_matrix",)
+
+
+def _pure(name: str) -> bool:
+    return name.startswith(_PURE_DIALECTS) or name in _VALUE_OPS
+
+
 #: The epilogue's ops that name output rows (or a staging stage), which a
 #: consumer group rewrites to its own: its rows' global row, partial sums and
 #: arrival counter, its staging stage.
@@ -439,11 +450,7 @@ class _Specializer:
             )
         for op in self.prologue:
             register_math = op.name in ops.TILE_MAKERS or op.name == "wsc.tile_assign"
-            if (
-                op.name != "wsc.acc_alloc"
-                and not register_math
-                and not op.name.startswith(_PURE_DIALECTS)
-            ):
+            if op.name != "wsc.acc_alloc" and not register_math and not _pure(op.name):
                 self._fail(
                     op,
                     f"every role runs the tile loop: '{op.name}' before the K "
@@ -500,7 +507,7 @@ class _Specializer:
                 "scf.yield",
             ):
                 continue
-            elif not name.startswith(_PURE_DIALECTS):
+            elif not _pure(name):
                 self._fail(
                     op, f"cannot assign '{name}' in the K loop to the producer or the consumers"
                 )
@@ -542,7 +549,7 @@ class _Specializer:
                 barriers = ops.TmaLoad(op).barriers
             elif op.name == "wsc.mbarrier_arrive_expect_tx":
                 barriers = ops.MbarrierArriveExpectTx(op).barriers
-            elif op.name == "scf.yield" or op.name.startswith(_PURE_DIALECTS):
+            elif op.name == "scf.yield" or _pure(op.name):
                 continue
             else:
                 # The group goes to the producer whole: anything else in it
@@ -618,7 +625,7 @@ class _Specializer:
                 "wsc.sync",
                 "wsc.fence_proxy_async",
                 "wsc.coalesced_store",
-            ) and not op.name.startswith(_PURE_DIALECTS):
+            ) and not _pure(op.name):
                 self._fail(op, f"unsupported epilogue op '{op.name}'")
         return stores
 

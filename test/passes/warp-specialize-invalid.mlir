@@ -727,3 +727,46 @@ func.func @a_store_among_the_copies(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c
   "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A persistent kernel's tile loop may make values before the K loop (arith,
+// a tile's matrix of a batch: every role makes its own), nothing else.
+func.func @not_a_value(%a: memref<?x?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %bx = gpu.block_id x
+  %grid = gpu.grid_dim x
+  %s, %p = scf.for %unit = %bx to %c64 step %grid iter_args(%ts = %c0, %tp = %false) -> (index, i1) {
+    %am = "wsc.batch_matrix"(%a, %unit) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
+    // expected-error @below {{every role runs the tile loop: 'wsc.sync' before the K loop cannot be given to all of them}}
+    "wsc.sync"() : () -> ()
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %sn, %pn = scf.for %kt = %c0 to %c64 step %c1 iter_args(%stage = %ts, %phase = %tp) -> (index, i1) {
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%am, %c0, %c0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %c0, %c0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.sync"() : () -> ()
+      %ns, %np = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+      scf.yield %ns, %np : index, i1
+    }
+    "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+    scf.yield %sn, %pn : index, i1
+  }
+  return
+}

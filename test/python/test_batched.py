@@ -96,8 +96,8 @@ def test_batched_problem_rules():
     problem = MatmulProblem("f16", "f16", "nk", batched=True)
     with pytest.raises(ValueError, match="stores C with TMA"):
         MatmulConfig(tma_store=False).check_problem(problem)
-    with pytest.raises(ValueError, match="not persistent, not stream-K"):
-        MatmulConfig(tma_store=True, persistent=True).check_problem(problem)
+    with pytest.raises(ValueError, match="shares no tile between blocks: not stream-K"):
+        MatmulConfig(tma_store=True, persistent=True, stream_k=True).check_problem(problem)
 
 
 def test_batch_misuse_is_located():

@@ -212,15 +212,17 @@ class _Dims:
         return self._tensor.rank
 
     def __getitem__(self, dim: int) -> Scalar:
+        """Dim `dim`; negative ones count from the last, as in Python."""
         rank = self._tensor.rank
-        if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank:
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
             raise BuildError(
-                f"global tensor '{self._tensor.name}' has dims 0 to {rank - 1}, not {dim!r}",
+                f"global tensor '{self._tensor.name}' has dims 0 to {rank - 1} (or -{rank} "
+                f"to -1), not {dim!r}",
                 caller(),
             )
         kb = self._tensor._builder
         with kb._at():
-            return Scalar(kb, memref.DimOp(self._tensor.value, kb._index(dim, "dim")).result)
+            return Scalar(kb, memref.DimOp(self._tensor.value, kb._index(dim % rank, "dim")).result)
 
     def __iter__(self) -> Iterator[Scalar]:
         return iter([self[dim] for dim in range(len(self))])

@@ -107,8 +107,9 @@ STREAM_K_SPLITS = 2
 
 
 def _tile_counts(a: GlobalTensor, c: GlobalTensor, bm: int, bn: int) -> tuple[Scalar, Scalar]:
-    """(ceil(M/BM), ceil(N/BN)): the output tiles along M and N."""
-    return cdiv(a.shape[0], bm), cdiv(c.shape[1], bn)
+    """(ceil(M/BM), ceil(N/BN)): the output tiles along M and N (of each
+    matrix of a batch)."""
+    return cdiv(a.shape[-2], bm), cdiv(c.shape[-1], bn)
 
 
 def _tile_coordinates(
@@ -178,15 +179,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         kb.global_tensor(element, tensor_rank),
         kb.global_tensor(problem.out_dtype, tensor_rank),
     )
-    if problem.batched:
-        matrix = kb.block_idx.z
-        a, b, c = a[matrix], b[matrix], c[matrix]
     # Declared next, so that they are "d" and "e" (MatmulProblem.epilogue_tensors).
     bias = kb.global_tensor(element, rank=1) if problem.bias else None
     residual = kb.global_tensor(element) if problem.residual else None
     partials = partial_sums(config)
     workspace = kb.split_k.workspace(partials[0], partials[2]) if partials else None
-    k_tiles = cdiv(a.shape[1], bk)
+    k_tiles = cdiv(a.shape[-1], bk)
     sa = kb.shared_tensor(element, [stages, bm, bk])
     sb = kb.shared_tensor(element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn])
     sc = kb.shared_tensor(problem.out_dtype, [1, bm, bn]) if config.staged_store else None
@@ -205,11 +203,16 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         rank = kb.cluster_rank
 
     def one_tile(
-        unit: Scalar, tiles: TileLoop | None, share: tuple[Scalar, Scalar] | None = None
+        unit: Scalar,
+        tiles: TileLoop | None,
+        share: tuple[Scalar, Scalar] | None = None,
+        matrix: Scalar | None = None,
     ) -> None:
         """Work unit `unit`'s K loop and its store; the loop continues the
         ring position `tiles` carries, or starts the ring. With stream-K,
-        `share` is the block's [begin, end) of all tiles' K tiles."""
+        `share` is the block's [begin, end) of all tiles' K tiles; in a
+        batched product `matrix` is the unit's matrix."""
+        a_k, b_k, c_tile = (a, b, c) if matrix is None else (a[matrix], b[matrix], c[matrix])
         tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
         if rank is not None:
             tile_row = tile_row * ctas + rank
@@ -245,11 +248,11 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             a_tile, b_tile = sa[it.stage], sb[it.stage]
             with kb.single_thread():
                 kb.mbarrier.arrive_and_expect_tx(full[it.stage], a_tile.nbytes + b_tile.nbytes)
-                kb.tma.global_to_shared(a, a_tile, [tile_m, k0], mbarrier=full[it.stage])
+                kb.tma.global_to_shared(a_k, a_tile, [tile_m, k0], mbarrier=full[it.stage])
                 # B's tile is the cluster's: each block copies its share
                 # into every block's stage.
                 kb.tma.global_to_shared(
-                    b,
+                    b_k,
                     b_tile,
                     [tile_n, k0] if b_layout == "nk" else [k0, tile_n],
                     mbarrier=full[it.stage],
@@ -268,7 +271,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             # The stage is free once every block that reads it is done.
             sync()
         if workspace is None:
-            store_tile(acc, tile_m, tile_n)
+            store_tile(acc, tile_m, tile_n, c_tile)
             return
         if share_start is None or whole is None:
             # The partial tile's rows in the workspace: the tile's number
@@ -294,7 +297,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             kb.split_k.reduce(workspace, acc, row)
             store_tile(acc, tile_m, tile_n)
 
-    def store_tile(acc: RegisterTile, tile_m: Scalar, tile_n: Scalar) -> None:
+    def store_tile(acc: RegisterTile, tile_m: Scalar, tile_n: Scalar, c: GlobalTensor = c) -> None:
         acc = fused_epilogue(
             kb, acc, (tile_m, tile_n), bias, problem.activation, residual, transpose=swap
         )
@@ -334,14 +337,20 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                 unit, tiles, (in_wave.select(start, begin), in_wave.select(start + k_tiles, end))
             )
     elif config.persistent:
-        num_units = units_m * tiles_n
+        # A batched product's units are every matrix's, matrix after matrix.
+        per_matrix = units_m * tiles_n
+        num_units = per_matrix * a.shape[0] if problem.batched else per_matrix
         step = kb.grid_dim.x // ctas
         for tiles in kb.tile_range(
             first_unit, num_units, step, stages=stages, phase=CONSUMER_INITIAL_PHASE
         ):
-            one_tile(tiles.tile, tiles)
+            if problem.batched:
+                one_tile(tiles.tile % per_matrix, tiles, matrix=tiles.tile // per_matrix)
+            else:
+                one_tile(tiles.tile, tiles)
     else:
-        one_tile(first_unit + kb.block_idx.y * units_m, None)
+        unit = first_unit + kb.block_idx.y * units_m
+        one_tile(unit, None, matrix=kb.block_idx.z if problem.batched else None)
     # compile_matmul's callers expect the verifier's rules as CompileErrors.
     return kb.finish(verify=False).module
 

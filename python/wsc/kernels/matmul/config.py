@@ -256,11 +256,8 @@ class MatmulConfig:
                 "a batched product stores C with TMA (tma_store = True) and does not split K: "
                 "its matrices are read and written by TMA copies only"
             )
-        if problem.batched and (self.persistent or self.stream_k):
-            raise ValueError(
-                "a batched product runs a block per tile and matrix (the grid's z): "
-                "not persistent, not stream-K"
-            )
+        if problem.batched and self.stream_k:
+            raise ValueError("a batched product shares no tile between blocks: not stream-K")
         if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(
@@ -284,7 +281,9 @@ class MatmulProblem:
     and its fused epilogue, C = act(A op(B) + bias) + residual: a bias [N]
     and a residual [M, N] of A's dtype, each optional, and an activation of
     ACTIVATIONS or None. `batched`: A, B and C are batches of matrices
-    ([batch, M, K] ...), C[i] = A[i] op(B[i]), the batch along the grid's z."""
+    ([batch, M, K] ...), C[i] = A[i] op(B[i]): a block per tile of each matrix
+    (the grid's z the matrices), or persistent blocks walking every matrix's
+    tiles."""
 
     dtype: str = "f16"
     out_dtype: str = "f32"

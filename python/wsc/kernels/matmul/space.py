@@ -168,12 +168,18 @@ _COALESCED_STORE = autotune(
         (128, 256, 2, "warpgroup", 3, 0, True, 1, 2),
     ],
 )(autotune("group_m", [8, 16])(autotune("coalesced_store", [True])(matmul_kernel)))
-#: Batched products (wsc.bmm): the TMA-store space's tiles that run a block
-#: per output tile, the grid's z the batch (batched = True is fixed by the
-#: problem: MatmulPlan.space, wsc.matmul._fixed).
+#: Batched products (wsc.bmm; batched = True is fixed by the problem:
+#: MatmulPlan.space, wsc.matmul._fixed): the TMA-store space's tiles, a block
+#: per output tile of each matrix (the grid's z the matrices) or persistent
+#: blocks walking every matrix's tiles, whose store of a tile runs under the
+#: next tile's loads; and one-warpgroup tiles with two stages, two blocks per
+#: SM, for K of a few tiles (attention's Q K^T, K = 128).
 _BATCHED = autotune(
     _CLUSTERED_TILES,
     [
+        (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
+        (128, 256, 2, "warpgroup", 3, 1, True, 1, 2),
         (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
         (128, 256, 2, "warpgroup", 3, 1, False, 1, 2),
         (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
@@ -181,6 +187,8 @@ _BATCHED = autotune(
         (128, 128, 1, "warp", 4, 1, False, 1, 1),
         (64, 128, 1, "warp", 6, 1, False, 1, 1),
         (64, 256, 1, "warp", 4, 1, False, 1, 1),
+        (64, 128, 1, "warp", 2, 1, False, 1, 1),
+        (64, 256, 1, "warp", 2, 1, False, 1, 1),
     ],
 )(autotune("group_m", [8])(autotune("tma_store", [True])(matmul_kernel)))
 #: Small M (MatmulPlan.space): tiles of 16 to 64 rows of M by
