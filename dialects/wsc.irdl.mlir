@@ -498,6 +498,18 @@ irdl.dialect @wsc {
     irdl.results(result: %result)
   }
 
+  // %t = "wsc.tile_splat"(%alpha) : (f32) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // An f32 register tile with every element `value`, a scalar kernel argument
+  // (its value set at each launch).
+  irdl.operation @tile_splat {
+    %value = irdl.is f32
+    irdl.operands(value: %value)
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
   // "wsc.store_shared"(%acc, %sc, %stage)
   // Writes a register tile into dst[stage] (shared), whose tile shape and
   // element type must be the register tile's, in the layout TMA and WGMMA

@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mlir import ir
 
@@ -308,6 +309,7 @@ def write_artifact(
     persistent: bool = False,
     check: str | None = None,
     workspaces: Mapping[str, Workspace] | None = None,
+    scalars: Mapping[str, float] | None = None,
 ) -> Path:
     """Write kernel.ptx and kernel.json (the kernel's description,
     `wsc.runtime.artifact`) into out_dir for the problem `sizes` (the sizes
@@ -320,9 +322,18 @@ def write_artifact(
     to any other problem (Artifact.resized); each tensor the kernel reports
     as a workspace takes its shape, size expressions, from `workspaces`.
     `check` names the reference `wsc run --check` compares with
-    (wsc.runtime.checks); `config` is reported as is."""
+    (wsc.runtime.checks); `config` is reported as is. `scalars` gives each
+    scalar kernel argument (an f32 parameter, by name) the value runs use
+    where the launch gives none."""
     info = result.info
     check_sizes(info.dims, sizes, info.name)
+    scalar_names = {param["name"] for param in info.params if param["kind"] == "f32"}
+    unknown = sorted(set(scalars or {}) - scalar_names)
+    if unknown:
+        raise ValueError(
+            f"kernel '{info.name}': scalars names {', '.join(unknown)}, no scalar argument of "
+            f"the kernel (its scalar arguments: {', '.join(sorted(scalar_names)) or 'none'})"
+        )
     for axis in grid_tiles:
         if isinstance(axis, int) and (isinstance(axis, bool) or axis < 1):
             raise ValueError(f"a fixed grid axis is a positive int, got {axis!r}")
@@ -377,7 +388,9 @@ def write_artifact(
         "sizes": dict(sizes),
         "tensors": tensors,
         "tensor_maps": info.tensor_maps,
-        "params": [_param(param, sizes, tensors) for param in info.params],
+        "params": [
+            _param(param, sizes, tensors, info.name, scalars or {}) for param in info.params
+        ],
         **({"accumulator": info.accumulator} if info.accumulator else {}),
         **({"check": check} if check is not None else {}),
         "config": config,
@@ -434,11 +447,24 @@ def _workspace_entries(
     return entries
 
 
-def _param(param: dict[str, str], sizes: dict[str, int], tensors: dict) -> dict[str, str]:
+def _param(
+    param: dict[str, str],
+    sizes: dict[str, int],
+    tensors: dict,
+    kernel: str,
+    scalars: Mapping[str, float],
+) -> dict[str, Any]:
     """A kernel parameter as the artifact lists it: an i32 says where its
     value comes from, a size or a tensor's row stride ("ld<tensor>",
-    wsc.codegen.info)."""
+    wsc.codegen.info); an f32 its value, from `scalars`."""
     kind, name = param["kind"], param["name"]
+    if kind == "f32":
+        if name not in scalars:
+            raise ValueError(
+                f"kernel '{kernel}': scalar argument '{name}' needs the value runs use: "
+                f"write_artifact(..., scalars={{{name!r}: ...}})"
+            )
+        return {"kind": kind, "name": name, "value": float(scalars[name])}
     if kind != "i32":
         return {"kind": kind, "name": name}
     if name in sizes:

@@ -458,6 +458,12 @@ def tile_assign(dst: ir.Value, src: ir.Value) -> ir.Operation:
     return _create("wsc.tile_assign", operands=[dst, src])
 
 
+def tile_splat(shape: Sequence[int], value: ir.Value) -> ir.Value:
+    """`wsc.tile_splat`: an f32 register tile of `shape` with every element the
+    f32 `value` (a scalar kernel argument)."""
+    return _create("wsc.tile_splat", operands=[value], results=[acc_type(shape, "f32")]).result
+
+
 def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
     """`wsc.tile_fill`: an f32 register tile of `shape` with every element `value`."""
     return _create(

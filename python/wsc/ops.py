@@ -384,7 +384,7 @@ TILE_MAPS = (
 TILE_LOADS = ("wsc.tile_load", "wsc.tile_broadcast")
 #: The ops that make a register tile besides wsc.acc_alloc, of the shape their
 #: result type names (the maps take it from their operands).
-TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill", "wsc.tile_iota", *TILE_LOADS)
+TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill", "wsc.tile_splat", "wsc.tile_iota", *TILE_LOADS)
 
 
 class TileBinary(WscOp, name="wsc.tile_binary"):
@@ -443,6 +443,11 @@ class TileAssign(WscOp, name="wsc.tile_assign"):
 
 class TileFill(WscOp, name="wsc.tile_fill"):
     value = FloatAttr()
+    result = Result()
+
+
+class TileSplat(WscOp, name="wsc.tile_splat"):
+    value = Operand()
     result = Result()
 
 

@@ -473,6 +473,10 @@ def _verify_tile_fill(op: ir.Operation) -> None:
         _fail(op, f"value must be an f32 attribute, got {op.attributes['value']}")
 
 
+def _verify_tile_splat(op: ir.Operation) -> None:
+    _verify_f32_tile(op, ops.TileSplat(op).result, "result", row_vector=True)
+
+
 def _verify_loaded_element(op: ir.Operation, src: ir.Value) -> None:
     element = str(ir.MemRefType(src.type).element_type)
     if element not in (*OPERAND_DTYPES, "f32"):
@@ -819,6 +823,7 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tile_binary": _verify_tile_binary,
     "wsc.tile_unary": _verify_tile_unary,
     "wsc.tile_fill": _verify_tile_fill,
+    "wsc.tile_splat": _verify_tile_splat,
     "wsc.tile_assign": _verify_tile_assign,
     "wsc.tile_select": _verify_tile_select,
     "wsc.tile_iota": _verify_tile_iota,

@@ -691,3 +691,9 @@ func.func @batch_matrix_of_another_shape(%a: memref<?x64x?xf16>) attributes {wsc
   %m = "wsc.batch_matrix"(%a, %c0) : (memref<?x64x?xf16>, index) -> memref<?x?xf16>
   return
 }
+// -----
+func.func @splat_into_an_f16_tile(%alpha: f32) attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.tile_splat' op result must be an f32 register tile, got f16}}
+  %t = "wsc.tile_splat"(%alpha) : (f32) -> !wsc.acc<array<i64: 64, 64>, f16>
+  return
+}

@@ -180,3 +180,11 @@ func.func @batch_matrix(%a: memref<?x?x?xf16>) attributes {wsc.num_threads = 128
   %a1 = "wsc.batch_matrix"(%a, %c1) : (memref<?x?x?xf16>, index) -> memref<?x?xf16>
   return
 }
+
+// A scalar kernel argument splat into a register tile.
+// CHECK-LABEL: func.func @tile_splat
+func.func @tile_splat(%alpha: f32) attributes {wsc.num_threads = 128 : i32} {
+  // CHECK: "wsc.tile_splat"(%{{.*}}) : (f32) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %t = "wsc.tile_splat"(%alpha) : (f32) -> !wsc.acc<array<i64: 64, 128>, f32>
+  return
+}

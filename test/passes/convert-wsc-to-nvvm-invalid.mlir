@@ -203,3 +203,15 @@ func.func @store_into_a_batch_matrix(%c: memref<?x?x?xf32>) attributes {wsc.num_
   "wsc.store"(%acc, %c1, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A splat takes a scalar argument of the kernel, whose value each launch sets.
+func.func @splat_of_a_constant(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %half = arith.constant 0.5 : f32
+  // expected-error @below {{'wsc.tile_splat' op its value must be a scalar argument of the kernel}}
+  %t = "wsc.tile_splat"(%half) : (f32) -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.store"(%t, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

@@ -715,3 +715,21 @@ func.func @batched(%a: memref<?x?x?xf16>, %b: memref<?x?x?xf16>, %c: memref<?x?x
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg0, {{%.*}}, box[{{%.*}}, {{%.*}}, [[Z]]]
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{%.*}}, %arg1, {{%.*}}, box[{{%.*}}, {{%.*}}, [[Z]]]
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg2, {{%.*}}, box[{{%.*}}, {{%.*}}, [[Z]]]
+
+// -----
+
+// A scalar argument is an f32 parameter of its own, named by position as the
+// tensors are, after the sizes and row strides; its splat is that value in
+// every register of the tile.
+func.func @scaled(%c: memref<?x?xf32>, %alpha: f32) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %s = "wsc.tile_splat"(%alpha) : (f32) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %r = "wsc.tile_binary"(%acc, %s) {kind = "mul"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.store"(%r, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+// CHECK-LABEL: llvm.func @scaled(%arg0: !llvm.ptr {llvm.noalias}, %arg1: i32, %arg2: i32, %arg3: i32, %arg4: f32)
+// CHECK-SAME: {\22kind\22: \22i32\22, \22name\22: \22lda\22}, {\22kind\22: \22f32\22, \22name\22: \22b\22}
+// CHECK-NOT: \22b\22: {\22arg\22
+// CHECK: llvm.fmul {{%.*}}, %arg4 {{.*}}: f32

@@ -175,7 +175,7 @@ def test_every_wsc_op_has_a_builder_method():
     math = KernelBuilder("math", grid=[("m", 64)])
     out, bias = math.global_tensor(f32), math.global_tensor(f32, rank=1)
     tile = math.register_tensor(f32, [64, 64]) + math.load_tile(out, [0, 0], [64, 64])
-    tile = tile * math.broadcast(bias, 0, [64, 64])
+    tile = tile * math.broadcast(bias, 0, [64, 64]) * math.scalar()
     tile = math.where(math.indices([64, 64], along="cols") > tile, tile, 0.0)
     math.store_global(out, math.exp2(tile - math.row_max(tile) * 2.0), [0, 0])
     # A matrix of a batch, copied by TMA.

@@ -23,7 +23,8 @@ def build_every_op() -> ir.Module:
             "every_op",
             ir.FunctionType.get(
                 [memref_f16] * 3
-                + [partials_type, counters_type, ir.Type.parse("memref<?x?x?xf16>")],
+                + [partials_type, counters_type, ir.Type.parse("memref<?x?x?xf16>")]
+                + [ir.F32Type.get()],
                 [],
             ),
         )
@@ -36,7 +37,7 @@ def build_every_op() -> ir.Module:
         )
         entry = kernel.add_entry_block()
     with ir.InsertionPoint(entry):
-        a, b, c, partials, counters, batch = entry.arguments
+        a, b, c, partials, counters, batch, alpha = entry.arguments
         zero = index_constant(0)
         sa = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
         sb = dialect.alloc_shared(dialect.shared_buffer_type(2, 128, 64, "f16"))
@@ -71,6 +72,7 @@ def build_every_op() -> ir.Module:
             dialect.tile_row_reduce("sum", dialect.tile_unary("relu", scaled))
             dialect.tile_load(c, zero, zero, (128, 128))
             dialect.tile_broadcast(partials, zero, (128, 128), "cols")
+            dialect.tile_splat((128, 128), alpha)
             rows = dialect.tile_iota((128, 128), "rows", zero)
             dialect.tile_select(
                 "gt", dialect.tile_iota((128, 128), "cols", zero), rows, acc, halves

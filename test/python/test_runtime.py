@@ -690,6 +690,7 @@ def test_packed_params_layout():
             ("pointer", "c", 0x7F00DEADBEEF00),
             ("i32", "m", -5),
             ("i32", "ldc", 2**31 - 1),
+            ("f32", "d", 0.5),
         ]
     )
     assert [(s.kind, s.size) for s in packed.slots] == [
@@ -698,15 +699,17 @@ def test_packed_params_layout():
         ("pointer", 8),
         ("i32", 4),
         ("i32", 4),
+        ("f32", 4),
     ]
     assert _pointer_array(packed) == [s.address for s in packed.slots]
-    a, b, c, m, ldc = packed.slots
+    a, b, c, m, ldc, d = packed.slots
     assert a.address % 64 == 0 and b.address % 64 == 0
     assert ctypes.string_at(a.address, 128) == descriptor
     assert ctypes.string_at(b.address, 128) == descriptor[::-1]
     assert ctypes.string_at(c.address, 8) == struct.pack("<Q", 0x7F00DEADBEEF00)
     assert ctypes.string_at(m.address, 4) == struct.pack("<i", -5)
     assert ctypes.string_at(ldc.address, 4) == struct.pack("<i", 2**31 - 1)
+    assert ctypes.string_at(d.address, 4) == struct.pack("<f", 0.5)
 
 
 def test_packed_params_reject_bad_values():
@@ -718,6 +721,8 @@ def test_packed_params_reject_bad_values():
         PackedParams([("pointer", "c", -1)])
     with pytest.raises(ValueError, match="param 'a': tensor map must be 128 bytes, got 64"):
         PackedParams([("tensor_map", "a", bytes(64))])
+    with pytest.raises(TypeError, match="param 'd': an f32 is a number, got '0.5'"):
+        PackedParams([("f32", "d", "0.5")])
     with pytest.raises(ValueError, match="unknown kind 'f64'"):
         PackedParams([("f64", "x", 1.0)])
 

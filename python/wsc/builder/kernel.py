@@ -214,10 +214,16 @@ class CompiledKernel:
             for stage in self.result.stages
         )
 
-    def write_artifact(self, out_dir: str | os.PathLike | None = None, **sizes: int) -> Path:
+    def write_artifact(
+        self,
+        out_dir: str | os.PathLike | None = None,
+        scalars: Mapping[str, float] | None = None,
+        **sizes: int,
+    ) -> Path:
         """kernel.ptx and kernel.json for the problem `sizes` (e.g. m=, n=, k=), in
         `out_dir` or a new temporary directory: the kernel's tensors, sizes,
-        grid and parameters, and the check it declares."""
+        grid and parameters, and the check it declares; `scalars` gives each
+        scalar argument (kb.scalar, by name) the value runs use by default."""
         from wsc.compiler import write_artifact
 
         # CompileResult types its info loosely: it is the lowering's KernelInfo.
@@ -247,4 +253,5 @@ class CompiledKernel:
             persistent=self.kernel.persistent,
             check=self.kernel.check,
             workspaces=workspaces,
+            scalars=scalars,
         )

@@ -31,6 +31,7 @@ from wsc.builder.values import (
     BarrierRef,
     Barriers,
     GlobalTensor,
+    KernelScalar,
     Predicate,
     RegisterTile,
     RingLoop,
@@ -210,6 +211,7 @@ class KernelBuilder:
         # Innermost last: (block, kind, where) of each open region.
         self._scopes: list[_Scope] = [_Scope(self.body, "kernel", where)]
         self._tensors: list[GlobalTensor] = []
+        self._scalars: list[KernelScalar] = []
         self._awaiting_sync: list[Barriers] = []
         self._thread_group: tuple[int, int] | None = None
         self._unroll: list[tuple[bool, SourceLocation]] = []
@@ -346,17 +348,40 @@ class KernelBuilder:
 
     def _argument(self, dtype: str, rank: int, where: SourceLocation) -> GlobalTensor:
         """The next kernel argument, a memref of `rank` dynamic dims."""
+        with self.context:
+            type_ = ir.Type.parse(f"memref<{'?x' * rank}{dtype}>")
+        value, name = self._add_argument(type_, where)
+        tensor = GlobalTensor(self, value, name, dtype, where)
+        self._tensors.append(tensor)
+        return tensor
+
+    def _add_argument(self, type_: ir.Type, where: SourceLocation) -> tuple[ir.Value, str]:
+        """A new kernel argument of `type_` and its name (by position)."""
         from wsc.codegen.info import tensor_name
 
         with self.context:
-            type_ = ir.Type.parse(f"memref<{'?x' * rank}{dtype}>")
             value = self.body.add_argument(type_, where.mlir())
             self.func.attributes["function_type"] = ir.TypeAttr.get(
                 ir.FunctionType.get([arg.type for arg in self.body.arguments], [])
             )
-        tensor = GlobalTensor(self, value, tensor_name(len(self._tensors)), dtype, where)
-        self._tensors.append(tensor)
-        return tensor
+        return value, tensor_name(len(self.body.arguments) - 1)
+
+    def scalar(self, dtype: str = f32) -> KernelScalar:
+        """The next kernel argument: an f32 given at each launch, by its name
+        like the tensors (the fourth argument is "d"), with a default value in
+        the artifact (Kernel.write_artifact(scalars=...)); register-tile math
+        takes it as a number, e.g. `acc * alpha`."""
+        where = caller()
+        if dtype != f32:
+            raise BuildTypeError(f"scalar: only f32 scalars are supported, got {dtype!r}", where)
+        if self._finished:
+            raise BuildError(f"kernel '{self.name}' is finished", where)
+        with self.context:
+            type_ = ir.F32Type.get()
+        value, name = self._add_argument(type_, where)
+        scalar = KernelScalar(self, value, name, where)
+        self._scalars.append(scalar)
+        return scalar
 
     @property
     def block_idx(self) -> GridIndex:
@@ -628,6 +653,10 @@ class KernelBuilder:
                     where,
                 )
             return value
+        if isinstance(value, KernelScalar) and shape is not None:
+            self._own(value, what)
+            with self._at(where):
+                return RegisterTile(self, dialect.tile_splat(shape, value.value), f32, shape)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or shape is None:
             raise BuildTypeError(
                 f"{what}: expected a register tile or a number, got {type(value).__name__}", where
@@ -1096,6 +1125,13 @@ class KernelBuilder:
                     f"global tensor '{tensor.name}' ({tensor.dtype}), declared at "
                     f"{tensor.where}, is never loaded or stored: remove it, or use it",
                     tensor.where or where,
+                )
+        for scalar in self._scalars:
+            if not list(scalar.value.uses):
+                raise BuildError(
+                    f"scalar '{scalar.name}', declared at {scalar.where}, is never used: "
+                    f"remove it, or use it",
+                    scalar.where,
                 )
         return kernel
 

@@ -294,6 +294,19 @@ class GlobalTensor:
             )
 
 
+class KernelScalar:
+    """An f32 kernel argument (kb.scalar), given at each launch by its name like
+    a tensor: a number register-tile math takes, e.g. `acc * alpha`
+    (wsc.tile_splat makes the tile of it)."""
+
+    def __init__(self, builder: KernelBuilder, value: ir.Value, name: str, where: SourceLocation):
+        self._builder = builder
+        self.value = value
+        self.name = name
+        #: Where the kernel declared it.
+        self.where = where
+
+
 class SharedTensor:
     """A ring buffer in shared memory, [stages, rows, cols]; `ring[stage]` is one
     stage's tile."""

@@ -953,6 +953,10 @@ class KernelLowering(KernelPlan):
                 for r, value in enumerate(row):
                     dst.store_element(i, r, value)
 
+    def _lower_tile_splat(self, op):
+        value = self._param("f32", tensor_name(self.args.index(ops.TileSplat(op).value)))
+        self._define_tile(op, lambda i, r: value)
+
     def _lower_tile_fill(self, op):
         value = ops.TileFill(op).value
         self._define_tile(op, lambda i, r: E.float_const(value))

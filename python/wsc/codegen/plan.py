@@ -123,7 +123,7 @@ class RoleInfo:
 
 @dataclass
 class ParamInfo:
-    kind: str  # tensor_map | pointer | i32
+    kind: str  # tensor_map | pointer | i32 | f32
     name: str
     type: ir.Type
     attrs: dict = field(default_factory=dict)
@@ -172,6 +172,8 @@ class KernelPlan:
         self.block = kernel.regions[0].blocks[0]
         self.args = list(self.block.arguments)
         for position, arg in enumerate(self.args):
+            if isinstance(arg.type, ir.F32Type):
+                continue  # a scalar parameter, which wsc.tile_splat takes
             # Rank 1: a vector or a split-K workspace; rank 3: a batch of
             # matrices (the ops that use them check the rest).
             shape = memref_shape(arg.type)
@@ -179,8 +181,8 @@ class KernelPlan:
                 raise fail(
                     kernel,
                     f"argument #{position} must be a rank-2 memref in global memory (a "
-                    f"vector or a workspace rank 1, a batch of matrices rank 3), got "
-                    f"{arg.type}",
+                    f"vector or a workspace rank 1, a batch of matrices rank 3) or an f32 "
+                    f"scalar, got {arg.type}",
                 )
             element = str(ir.MemRefType(arg.type).element_type)
             if element not in ("f16", "bf16", "f32", "i32"):
@@ -255,8 +257,10 @@ class KernelPlan:
                 self._check_batch_matrix(op)
             elif name == "wsc.acc_alloc":
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
-            elif name in ("wsc.tile_fill", "wsc.tile_iota", *ops.TILE_LOADS):
+            elif name in ("wsc.tile_fill", "wsc.tile_splat", "wsc.tile_iota", *ops.TILE_LOADS):
                 self._check_register_budget(op, op.results[0])
+                if name == "wsc.tile_splat" and ops.TileSplat(op).value not in self.args:
+                    raise fail(op, "its value must be a scalar argument of the kernel")
             elif name in (*_TILE_USERS, *ops.TILE_MAPS):
                 for tile in _read_tiles(op):
                     source = defining_op(tile)
@@ -483,6 +487,7 @@ class KernelPlan:
         self.store_args: set[int] = set()  # written by threads, from registers or shared
         self.workspace_args: set[int] = set()  # split-K partial sums and arrival counters
         self.load_args: set[int] = set()  # read by threads into register tiles
+        self.scalar_args: set[int] = set()  # f32 values splat into register tiles
         for position, arg in enumerate(self.args):
             uses = list(arg.uses)
             for use in uses:
@@ -501,6 +506,8 @@ class KernelPlan:
                     self.workspace_args.add(position)
                 elif key in (("wsc.tile_load", "src"), ("wsc.tile_broadcast", "src")):
                     self.load_args.add(position)
+                elif key == ("wsc.tile_splat", "value"):
+                    self.scalar_args.add(position)
                 elif owner.name == "memref.dim":
                     pass
                 else:
@@ -892,6 +899,8 @@ class KernelPlan:
         for position in sorted(self.store_args | self.load_args):
             if len(memref_shape(self.args[position].type) or ()) == 2:
                 self.params.append(ParamInfo("i32", f"ld{tensor_name(position)}", E.i32()))
+        for position in sorted(self.scalar_args):
+            self.params.append(ParamInfo("f32", tensor_name(position), ir.F32Type.get()))
 
     @staticmethod
     def _source_wgmma(tile: ir.Value) -> ops.Wgmma | None:
@@ -956,6 +965,8 @@ class KernelPlan:
     def _make_kernel_info(self) -> KernelInfo:
         tensors = {}
         for position, arg in enumerate(self.args):
+            if position in self.scalar_args or isinstance(arg.type, ir.F32Type):
+                continue  # a parameter, not a tensor
             memref = ir.MemRefType(arg.type)
             role = (
                 "input"

@@ -33,6 +33,7 @@ _REGISTER_ONLY = (
     "wsc.tile_binary",
     "wsc.tile_unary",
     "wsc.tile_fill",
+    "wsc.tile_splat",
     "wsc.tile_assign",
     "wsc.tile_select",
     "wsc.tile_iota",
@@ -392,7 +393,8 @@ class _Compiler:
     def compile(self) -> Kernel:
         entry = self.kernel.regions[0].blocks[0]
         for argument in entry.arguments:
-            if not isinstance(argument.type, ir.MemRefType):
+            # An f32 scalar only feeds register math (wsc.tile_splat), never the protocol.
+            if not isinstance(argument.type, (ir.MemRefType, ir.F32Type)):
                 raise PassError(
                     self.kernel.location,
                     f"verify-pipeline cannot give a value to kernel argument "

@@ -135,8 +135,12 @@ class Kernel:
         return clone
 
     def prepare(self, stream=None, **tensors) -> PreparedLaunch:
-        """Check the tensor arguments and pack the kernel parameters."""
+        """Check the tensor arguments and pack the kernel parameters. A scalar
+        argument (an f32 parameter) is given by name like a tensor, or takes
+        the artifact's value."""
         artifact = self.artifact
+        scalars = {p.name: p.value for p in artifact.params if p.kind == "f32"}
+        scalars.update({name: tensors.pop(name) for name in list(tensors) if name in scalars})
         expected = list(artifact.tensors)
         missing = [n for n in expected if n not in tensors]
         unexpected = [n for n in tensors if n not in artifact.tensors]
@@ -165,6 +169,9 @@ class Kernel:
             elif param.kind == "pointer":
                 values.append((param.kind, param.name, infos[param.name].ptr))
                 sources.append((param.name, None))
+            elif param.kind == "f32":
+                values.append((param.kind, param.name, scalars[param.name]))
+                sources.append((None, None))
             else:
                 values.append((param.kind, param.name, self._i32_value(param, infos)))
                 sources.append((None, None))

@@ -32,10 +32,12 @@ An artifact describes its kernel, whatever it computes:
     "params": [{"kind": "tensor_map", "name": "a"},
                {"kind": "pointer", "name": "c"},
                {"kind": "i32", "name": "m", "size": "m"},
-               {"kind": "i32", "name": "ldc", "row_stride": "c"}]
+               {"kind": "i32", "name": "ldc", "row_stride": "c"},
+               {"kind": "f32", "name": "d", "value": 0.5}]
                                        launch order; a scalar parameter says
-                                       where its value comes from; a pointer
-                                       may name a workspace
+                                       where its value comes from (an f32 its
+                                       value, which a launch may override by
+                                       name); a pointer may name a workspace
     "check": "matmul"                  optional: the reference `wsc run
                                        --check` compares with (wsc.runtime.checks)
 
@@ -74,7 +76,7 @@ TENSOR_ROLES = ("input", "output", "inout", "workspace")
 #: "row_major": the last dim is contiguous; rows may be padded where the
 #: kernel reads the row stride (Artifact.strided_rows).
 TENSOR_LAYOUTS = ("row_major",)
-PARAM_KINDS = ("tensor_map", "pointer", "i32")
+PARAM_KINDS = ("tensor_map", "pointer", "i32", "f32")
 SWIZZLES = ("none", "32B", "64B", "128B")
 #: "auto": decided per tensor when the map is encoded (tensor_map.plan_tensor_map).
 L2_PROMOTIONS = ("auto", "none", "64B", "128B", "256B")
@@ -184,12 +186,14 @@ class TensorMapSpec:
 @dataclass(frozen=True)
 class ParamSpec:
     """One kernel parameter, in launch order. An i32 is a scalar: the value of
-    the size `size`, or the row stride (in elements) of tensor `row_stride`."""
+    the size `size`, or the row stride (in elements) of tensor `row_stride`;
+    an f32 is a scalar kernel argument, `value` unless a launch gives another."""
 
     kind: str
     name: str
     size: str | None = None
     row_stride: str | None = None
+    value: float | None = None
 
 
 #: A grid axis: the tiles of a size, as its (size, tile) pair, or a fixed count.
@@ -565,7 +569,16 @@ class _Parser:
                     raise self.fail(
                         f"{path}.row_stride", f"names no tensor of rank >= 2: {row_stride!r}"
                     )
-            params.append(ParamSpec(kind=kind, name=name, size=size, row_stride=row_stride))
+            value = None
+            if kind == "f32":
+                value = float(self.get(spec, "value", path, (int, float)))
+                if not math.isfinite(value):
+                    raise self.fail(f"{path}.value", f"must be a finite number, got {value!r}")
+                if name in artifact.tensors:
+                    raise self.fail(f"{path}.name", f"is a tensor's name: {name!r}")
+            params.append(
+                ParamSpec(kind=kind, name=name, size=size, row_stride=row_stride, value=value)
+            )
         return tuple(params)
 
 

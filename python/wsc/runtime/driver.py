@@ -33,7 +33,7 @@ from .artifact import DTYPE_SIZES, WscRuntimeError
 
 # Kernel parameters of kind "tensor_map": a CUtensorMap passed by value,
 # declared in PTX as `.param .align 64 .b8 name[128]`.
-PARAM_SIZES = {"tensor_map": TENSOR_MAP_BYTES, "pointer": 8, "i32": 4}
+PARAM_SIZES = {"tensor_map": TENSOR_MAP_BYTES, "pointer": 8, "i32": 4, "f32": 4}
 
 # numpy dtypes holding each dtype's host copy; bf16 has none in numpy, so
 # its host copy is the raw 16-bit patterns.
@@ -418,7 +418,7 @@ class PackedParams:
     `cuLaunchKernel` copies each parameter from the address in the array,
     taking sizes from the kernel image, so each slot holds exactly the
     parameter's bytes: a tensor map's 128 bytes (64-byte aligned, as the
-    descriptor requires), a pointer as u64, an i32 as i32. The ctypes
+    descriptor requires), a pointer as u64, an i32 as i32, an f32 as f32. The ctypes
     buffers live as long as this object.
     """
 
@@ -449,6 +449,12 @@ class PackedParams:
                 i32_buffer = ctypes.c_int32(value)
                 address = ctypes.addressof(i32_buffer)
                 self._buffers.append(i32_buffer)
+            elif kind == "f32":
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise TypeError(f"param '{name}': an f32 is a number, got {value!r}")
+                f32_buffer = ctypes.c_float(value)
+                address = ctypes.addressof(f32_buffer)
+                self._buffers.append(f32_buffer)
             else:
                 raise ValueError(
                     f"param '{name}': unknown kind {kind!r}; expected one of {', '.join(PARAM_SIZES)}"

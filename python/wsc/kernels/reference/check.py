@@ -1,7 +1,8 @@
 """The check of artifacts whose kernel names a Python function as its
 reference (`KernelBuilder(..., check=function)`): the function's source
 travels in the artifact's config, and `wsc run --check` calls it on the
-float64 values of the kernel's inputs, by tensor name, for the float64
+float64 values of the kernel's inputs, by tensor name, and the values of its
+scalar arguments (those the run launched with), by name, for the float64
 values its outputs must hold. No MLIR here.
 
 Checking such an artifact runs the Python it carries: check only artifacts
@@ -60,6 +61,9 @@ class ReferenceCheck:
         self.inputs: list[str] = [n for n, t in tensors.items() if t.role in ("input", "inout")]
         self.outputs: list[str] = [n for n, t in tensors.items() if t.role in ("output", "inout")]
         self.dtypes: dict[str, str] = {name: tensor.dtype for name, tensor in tensors.items()}
+        self.scalars: dict[str, float | None] = {
+            p.name: p.value for p in artifact.params if p.kind == "f32"
+        }
         self.kernel: str = artifact.kernel_name
         self.sizes: dict[str, int] = dict(artifact.sizes)
         tolerance = config.get("tolerance")
@@ -90,7 +94,7 @@ class ReferenceCheck:
     ) -> float:
         if "reference" not in inputs.cache:
             values = {name: self._host(memory, inputs, name) for name in self.inputs}
-            inputs.cache["reference"] = self._expected(self.function(**values))
+            inputs.cache["reference"] = self._expected(self.function(**values, **self.scalars))
         expected = inputs.cache["reference"]
         got = {**inputs.arrays, **outputs}
         return max(
