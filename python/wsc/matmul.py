@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import os
 import sys
 import threading
@@ -122,6 +123,8 @@ class MatmulPlan:
     bias: bool = False
     activation: str | None = None
     residual: bool = False
+    #: The epilogue scales the product by a scalar argument (alpha=).
+    alpha: bool = False
     #: The number of matrices of a batched product (wsc.bmm), else None.
     batch: int | None = None
 
@@ -132,7 +135,12 @@ class MatmulPlan:
     @property
     def epilogue(self) -> dict:
         """The epilogue's parts that are present (none for a plain product)."""
-        parts = {"bias": self.bias, "activation": self.activation, "residual": self.residual}
+        parts = {
+            "alpha": self.alpha,
+            "bias": self.bias,
+            "activation": self.activation,
+            "residual": self.residual,
+        }
         return {name: value for name, value in parts.items() if value}
 
     @property
@@ -187,7 +195,9 @@ def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int) -> str:
     return b_layout
 
 
-def plan(a, b, out=None, out_dtype=None, bias=None, activation=None, residual=None) -> MatmulPlan:
+def plan(
+    a, b, out=None, out_dtype=None, bias=None, activation=None, residual=None, alpha=None
+) -> MatmulPlan:
     """Check the arguments of wsc.matmul from their metadata only (it works on
     fake and meta tensors) and work out B's layout. Raises TypeError for the
     wrong kind or dtype of argument, ValueError for the wrong rank, shape,
@@ -264,7 +274,7 @@ def plan(a, b, out=None, out_dtype=None, bias=None, activation=None, residual=No
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
     staged = result_dtype in INPUT_DTYPES
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
-    _check_epilogue(a_op, m, n, bias, activation, residual)
+    _check_epilogue(a_op, m, n, bias, activation, residual, alpha)
     return MatmulPlan(
         m,
         n,
@@ -277,6 +287,7 @@ def plan(a, b, out=None, out_dtype=None, bias=None, activation=None, residual=No
         bias=bias is not None,
         activation=activation,
         residual=residual is not None,
+        alpha=alpha is not None,
     )
 
 
@@ -340,10 +351,17 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
     return dataclasses.replace(p, batch=a_op.shape[0])
 
 
-def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual) -> None:
+def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual, alpha=None) -> None:
     """The fused epilogue's arguments: a bias [N] and a residual [M, N] of A's
     kind, dtype and device (the residual's rows may be padded, each row's
-    elements contiguous), and an activation of ACTIVATIONS."""
+    elements contiguous), an activation of ACTIVATIONS, and a finite real
+    alpha."""
+    if alpha is not None and (
+        isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha)
+    ):
+        raise TypeError(f"wsc.matmul: alpha must be a finite real number, got {alpha!r}")
+    if alpha is not None and a_op.kind != "torch":
+        raise TypeError("wsc.matmul: alpha is supported for torch tensors only")
     if activation is not None and activation not in ACTIVATIONS:
         raise ValueError(
             f"wsc.matmul: activation must be one of {', '.join(map(repr, ACTIVATIONS))} or "
@@ -735,7 +753,9 @@ def _allocate_workspaces(specs: list[tuple], ordinal: int) -> dict:
     }
 
 
-def _signature(a, b, out, out_dtype, bias=None, activation=None, residual=None) -> tuple:
+def _signature(
+    a, b, out, out_dtype, bias=None, activation=None, residual=None, alpha=None
+) -> tuple:
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
     result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else None
@@ -751,13 +771,15 @@ def _signature(a, b, out, out_dtype, bias=None, activation=None, residual=None) 
         result,
         out_dtype,
     )
-    if bias is None and activation is None and residual is None:
+    if bias is None and activation is None and residual is None and alpha is None:
         return signature
+    # alpha's value is bound into the launch: a call with another one binds again.
     return (
         *signature,
         None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.device),
         activation,
         None if residual is None else (residual.shape, residual.stride(), residual.dtype),
+        alpha,
     )
 
 
@@ -775,7 +797,7 @@ def _check_alignment(a, b, out) -> None:
             )
 
 
-def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul | None:
+def _bind(a, b, out, bias=None, activation=None, residual=None, alpha=None) -> _BoundMatmul | None:
     """Resolve a call of a new signature (checks, config, kernel) and remember
     it; None for an empty product, which launches nothing."""
     from wsc.kernels.matmul.config import MatmulProblem
@@ -784,26 +806,27 @@ def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul 
     if a.dim() == 3:
         p = plan_bmm(a, b, out)
     else:
-        p = plan(a, b, out, bias=bias, activation=activation, residual=residual)
+        p = plan(a, b, out, bias=bias, activation=activation, residual=residual, alpha=alpha)
     _check_alignment(a, b, out)
     if 0 in (p.m, p.n, p.k, p.batch):
         return None
     ordinal = a.device.index if a.device.index is not None else 0
     kernel = _kernel_for(p, ordinal)
     kernel_b = b if p.b_layout == "kn" else b.transpose(-1, -2)
-    names = MatmulProblem(bias=p.bias, residual=p.residual).epilogue_tensors()
+    names = MatmulProblem(bias=p.bias, residual=p.residual, alpha=p.alpha).epilogue_tensors()
     epilogue = {
         names[part]: tensor
         for part, tensor in (("bias", bias), ("residual", residual))
         if tensor is not None
     }
+    scalars = {names["alpha"]: float(alpha)} if alpha is not None else {}
     specs = [
         (spec.name, spec.shape, _torch_dtype(spec.dtype), spec.zeroed)
         for spec in kernel.artifact.tensors.values()
         if spec.role == "workspace"
     ]
     if not specs:
-        launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **epilogue))
+        launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **scalars))
         if launch.names != ("a", "b", "c", *epilogue):
             raise RuntimeError(
                 f"wsc.matmul: the kernel takes tensors {launch.names}, not "
@@ -811,7 +834,9 @@ def _bind(a, b, out, bias=None, activation=None, residual=None) -> _BoundMatmul 
             )
         return _BoundMatmul(launch, p.out_shape, out.dtype, ordinal)
     workspaces = _allocate_workspaces(specs, ordinal)
-    launch = BoundLaunch(kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **workspaces))
+    launch = BoundLaunch(
+        kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **workspaces, **scalars)
+    )
     if launch.names != ("a", "b", "c", *epilogue, *workspaces):
         raise RuntimeError(
             f"wsc.matmul: the kernel takes tensors {launch.names}, not "
@@ -829,14 +854,14 @@ def _remember(signature: tuple, bound: _BoundMatmul) -> None:
         _bound[signature] = bound
 
 
-def _run_torch(a, b, out, bias=None, activation=None, residual=None) -> None:
+def _run_torch(a, b, out, bias=None, activation=None, residual=None, alpha=None) -> None:
     """out = a @ b, or act(a @ b + bias) + residual, for CUDA tensors (checked
     here too: the custom ops can be called directly, without wsc.matmul's
     checks)."""
-    signature = _signature(a, b, out, None, bias, activation, residual)
+    signature = _signature(a, b, out, None, bias, activation, residual, alpha)
     bound = _bound.get(signature)
     if bound is None:
-        bound = _bind(a, b, out, bias, activation, residual)
+        bound = _bind(a, b, out, bias, activation, residual, alpha)
         if bound is None:
             if out.numel():
                 # K = 0: a sum of nothing, then the epilogue of zeros.
@@ -908,14 +933,17 @@ def _matmul_numpy(a, b, out, out_dtype):
     return result
 
 
-def matmul(a, b, *, out=None, out_dtype=None, bias=None, activation=None, residual=None):
+def matmul(
+    a, b, *, out=None, out_dtype=None, bias=None, activation=None, residual=None, alpha=None
+):
     """a @ b with fp32 accumulation (see the module docstring). Returns `out`
     when given, else a new tensor (or numpy array, for numpy inputs).
 
-    With `bias` ([N]), `activation` ("relu", "gelu", "gelu_tanh" or "silu",
-    as torch.nn.functional computes them) or `residual` ([M, N]), the kernel
-    computes act(a @ b + bias) + residual in registers before it stores C
-    (torch tensors of a's dtype; not under autograd)."""
+    With `alpha` (a number), `bias` ([N]), `activation` ("relu", "gelu",
+    "gelu_tanh" or "silu", as torch.nn.functional computes them) or `residual`
+    ([M, N]), the kernel computes act(alpha a @ b + bias) + residual in
+    registers before it stores C (torch tensors of a's dtype; not under
+    autograd)."""
     torch = _torch
     # A plain call builds nothing for the epilogue: this is the hot path.
     epilogue = () if bias is None and residual is None else _epilogue_tensors(bias, residual)
@@ -943,13 +971,13 @@ def matmul(a, b, *, out=None, out_dtype=None, bias=None, activation=None, residu
         # a signature, and any call torch must see (tracing, a dispatch mode,
         # fake tensors, autograd, a lazily negated view), takes the custom op
         # below, which resolves it.
-        bound = _bound.get(_signature(a, b, out, out_dtype, bias, activation, residual))
+        bound = _bound.get(_signature(a, b, out, out_dtype, bias, activation, residual, alpha))
         if bound is not None:
             if out is not None:
                 torch.autograd.graph.increment_version(out)  # as any in-place write does
             return bound(a, b, out, *epilogue)
     try:
-        return _matmul(a, b, out, out_dtype, bias, activation, residual)
+        return _matmul(a, b, out, out_dtype, bias, activation, residual, alpha)
     except Exception as error:
         from wsc.runtime.driver import CudaUnavailableError
 
@@ -1007,15 +1035,16 @@ def bmm(a, b, *, out=None):
     return result
 
 
-def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None):
-    fused = bias is not None or activation is not None or residual is not None
+def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None, alpha=None):
+    fused = bias is not None or activation is not None or residual is not None or alpha is not None
     if _describe(a, "a").kind == "numpy":
         if fused:
             raise TypeError(
-                "wsc.matmul: bias, activation and residual are supported for torch tensors only"
+                "wsc.matmul: alpha, bias, activation and residual are supported for torch "
+                "tensors only"
             )
         return _matmul_numpy(a, b, out, out_dtype)
-    p = plan(a, b, out, out_dtype, bias, activation, residual)
+    p = plan(a, b, out, out_dtype, bias, activation, residual, alpha)
     # Meta tensors run the fake implementation: the result's metadata only.
     if a.device.type not in ("cuda", "meta"):
         raise ValueError(
@@ -1029,7 +1058,7 @@ def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None):
     )
     if fused and needs_grad:
         raise NotImplementedError(
-            "wsc.matmul: a call with bias, activation or residual does not support "
+            "wsc.matmul: a call with alpha, bias, activation or residual does not support "
             "automatic differentiation yet, but one of the arguments requires grad; "
             "compute the epilogue with torch around wsc.matmul(a, b) instead"
         )
@@ -1040,7 +1069,7 @@ def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None):
                 "differentiation, but one of the arguments requires grad"
             )
         if fused:
-            torch.ops.wsc.matmul_epilogue_out(a, b, bias, activation, residual, out)
+            torch.ops.wsc.matmul_epilogue_out(a, b, bias, activation, residual, out, alpha)
         else:
             torch.ops.wsc.matmul_out(a, b, out)
         return out
@@ -1048,15 +1077,15 @@ def _matmul(a, b, out, out_dtype, bias=None, activation=None, residual=None):
         return _MatmulWithGrad.apply(a, b, _torch_dtype(p.out_dtype))
     if fused:
         result = torch.ops.wsc.matmul_epilogue(
-            a, b, bias, activation, residual, _torch_dtype(p.out_dtype)
+            a, b, bias, activation, residual, _torch_dtype(p.out_dtype), alpha
         )
     else:
         result = torch.ops.wsc.matmul(a, b, _torch_dtype(p.out_dtype))
     if not torch.compiler.is_compiling() and a.device.type == "cuda":
         # The functional call of this signature: allocate and launch from now on.
-        bound = _bound.get(_signature(a, b, result, None, bias, activation, residual))
+        bound = _bound.get(_signature(a, b, result, None, bias, activation, residual, alpha))
         if bound is not None:
-            _remember(_signature(a, b, None, out_dtype, bias, activation, residual), bound)
+            _remember(_signature(a, b, None, out_dtype, bias, activation, residual, alpha), bound)
     return result
 
 
@@ -1082,7 +1111,7 @@ def _current_stream(ordinal: int) -> int:
 def _register_torch_ops() -> None:
     """torch.ops.wsc.matmul (functional) and torch.ops.wsc.matmul_out (writes
     `out`), and their fused-epilogue forms matmul_epilogue and
-    matmul_epilogue_out, each with a fake implementation: the result's
+    matmul_epilogue_out (alpha the last, optional argument), each with a fake implementation: the result's
     metadata from the same checks, for meta tensors and torch.compile's
     tracing."""
     import torch
@@ -1104,12 +1133,12 @@ def _register_torch_ops() -> None:
     # With the fused epilogue: C = act(a @ b + bias) + residual.
     _library.define(
         "matmul_epilogue(Tensor a, Tensor b, Tensor? bias, str? activation, Tensor? residual, "
-        "ScalarType? out_dtype=None) -> Tensor",
+        "ScalarType? out_dtype=None, float? alpha=None) -> Tensor",
         tags=strides,
     )
     _library.define(
         "matmul_epilogue_out(Tensor a, Tensor b, Tensor? bias, str? activation, "
-        "Tensor? residual, Tensor(a!) out) -> ()",
+        "Tensor? residual, Tensor(a!) out, float? alpha=None) -> ()",
         tags=strides,
     )
 
@@ -1126,21 +1155,21 @@ def _register_torch_ops() -> None:
     def matmul_out_fake(a, b, out):
         plan(a, b, out)
 
-    def matmul_epilogue_op(a, b, bias, activation, residual, out_dtype=None):
-        p = plan(a, b, None, out_dtype, bias, activation, residual)
+    def matmul_epilogue_op(a, b, bias, activation, residual, out_dtype=None, alpha=None):
+        p = plan(a, b, None, out_dtype, bias, activation, residual, alpha)
         out = torch.empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype), device=a.device)
-        _run_torch(a, b, out, bias, activation, residual)
+        _run_torch(a, b, out, bias, activation, residual, alpha)
         return out
 
-    def matmul_epilogue_fake(a, b, bias, activation, residual, out_dtype=None):
-        p = plan(a, b, None, out_dtype, bias, activation, residual)
+    def matmul_epilogue_fake(a, b, bias, activation, residual, out_dtype=None, alpha=None):
+        p = plan(a, b, None, out_dtype, bias, activation, residual, alpha)
         return a.new_empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype))
 
-    def matmul_epilogue_out(a, b, bias, activation, residual, out):
-        _run_torch(a, b, out, bias, activation, residual)
+    def matmul_epilogue_out(a, b, bias, activation, residual, out, alpha=None):
+        _run_torch(a, b, out, bias, activation, residual, alpha)
 
-    def matmul_epilogue_out_fake(a, b, bias, activation, residual, out):
-        plan(a, b, out, None, bias, activation, residual)
+    def matmul_epilogue_out_fake(a, b, bias, activation, residual, out, alpha=None):
+        plan(a, b, out, None, bias, activation, residual, alpha)
 
     class MatmulWithGrad(torch.autograd.Function):
         """wsc.matmul where autograd records it: the product by the wsc kernel,

@@ -85,6 +85,22 @@ def main() -> int:
         ("nk-tma", 300, 1336),
         ("nk-coalesced", 1000, 1333),
     ):
+        # alpha= alone and with the rest (test_alpha_scales_the_product).
+        for alpha_epilogue in ({}, {"bias": True, "activation": "gelu", "residual": True}):
+            scaled = MatmulPlan(
+                m,
+                n,
+                K,
+                "f16",
+                "f16",
+                "nk",
+                tma_store=space.endswith("-tma"),
+                coalesced_store=space.endswith("-coalesced"),
+                alpha=True,
+                **alpha_epilogue,
+            )
+            assert scaled.space == space
+            wanted.append((scaled, DEFAULT_CONFIGS[space]))
         for activation in (*ACTIVATIONS, None):
             fused = MatmulPlan(
                 m,

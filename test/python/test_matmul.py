@@ -1067,10 +1067,12 @@ def test_a_fused_call_refuses_autograd_and_numpy():
         wsc.matmul(np.zeros((4, 8), np.float16), np.zeros((8, 4), np.float16), activation="relu")
 
 
-def reference_epilogue(a, b, bias, activation, residual):
-    """act(a @ b + bias) + residual in float64, as torch.nn.functional computes it."""
+def reference_epilogue(a, b, bias, activation, residual, alpha=None):
+    """act(alpha a @ b + bias) + residual in float64, as torch.nn.functional computes it."""
     functional = torch.nn.functional
     value = a.double() @ b.double()
+    if alpha is not None:
+        value = value * alpha
     if bias is not None:
         value = value + bias.double()
     if activation is not None:
@@ -1081,6 +1083,62 @@ def reference_epilogue(a, b, bias, activation, residual):
             "silu": functional.silu,
         }[activation](value)
     return value if residual is None else value + residual.double()
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("m, n, k", [(40, 1336, 520), (300, 1336, 520), (1000, 1333, 520)])
+def test_alpha_scales_the_product(gpu, monkeypatch, m, n, k):
+    """alpha alone and with bias, GELU and residual, in each epilogue's
+    default config, into a NaN-poisoned out=; a call with another alpha binds
+    again and uses it."""
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    generator = torch.Generator(device=gpu).manual_seed(m + n + 1)
+    a, w = (torch.randn(*s, device=gpu, generator=generator).half() for s in ((m, k), (n, k)))
+    bias = torch.randn(n, device=gpu, generator=generator).half()
+    residual = torch.randn(m, n, device=gpu, generator=generator).half()
+    for alpha in (0.5, -3.0):
+        for epilogue in ({}, {"bias": bias, "activation": "gelu", "residual": residual}):
+            want = reference_epilogue(
+                a,
+                w.T,
+                epilogue.get("bias"),
+                epilogue.get("activation"),
+                epilogue.get("residual"),
+                alpha,
+            )
+            out = torch.full((m, n), float("nan"), device=gpu, dtype=torch.float16)
+            wsc.matmul(a, w.T, alpha=alpha, out=out, **epilogue)
+            torch.cuda.synchronize()
+            assert not torch.isnan(out).any()
+            assert relative_error(out, want) < TOLERANCE[torch.float16], (alpha, epilogue)
+
+
+def test_alpha_is_a_finite_number_of_a_torch_call():
+    a, w = meta(64, 32), meta(48, 32)
+    assert plan(a, w.T, alpha=0.5).epilogue == {"alpha": True}
+    for bad in (True, float("inf"), "2"):
+        with pytest.raises(TypeError, match="alpha must be a finite real number"):
+            plan(a, w.T, alpha=bad)
+    with pytest.raises(TypeError, match="supported for torch tensors only"):
+        wsc.matmul(np.zeros((4, 8), np.float16), np.zeros((8, 4), np.float16), alpha=2.0)
+
+
+def test_an_alpha_kernel_records_its_check_s_alpha(cache):
+    from wsc.kernels.matmul.check import MatmulCheck
+    from wsc.runtime import load_artifact
+
+    p = MatmulPlan(1000, 1336, 520, "f16", "f16", "nk", tma_store=True, bias=True, alpha=True)
+    artifact = load_artifact(compiled_kernel_dir(p, DEFAULT_CONFIGS[p.space], cache))
+    assert artifact.config["epilogue"] == {"bias": "d", "alpha": "e"}
+    assert [(q.kind, q.name, q.value) for q in artifact.params if q.kind == "f32"] == [
+        ("f32", "e", -0.75)
+    ]
+    check = MatmulCheck(artifact)
+    assert check.epilogue.alpha == -0.75
+    product = np.ones((2, 3))
+    assert np.array_equal(
+        check.epilogue.apply(product, np.zeros(3), None, None, np.tanh, np.exp), -0.75 * product
+    )
 
 
 @pytest.mark.cuda

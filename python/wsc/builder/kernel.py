@@ -74,6 +74,7 @@ class Kernel:
         split_k: tuple[int, tuple[int, int], int | None] | None = None,
         check_config: Mapping[str, Any] | None = None,
         allow_spills: bool = False,
+        scalars: Mapping[str, float] | None = None,
     ):
         self.module = module
         self.context = context
@@ -98,6 +99,8 @@ class Kernel:
         self.previous = previous
         #: Whether ptxas may spill registers (compile() fails on spills otherwise).
         self.allow_spills = allow_spills
+        #: The default value of each scalar argument that has one (kb.scalar).
+        self.scalars = dict(scalars or {})
 
     def lineage(self) -> list[Kernel]:
         """The built kernel and every kernel a pass made from it, ending with this one."""
@@ -153,6 +156,7 @@ class Kernel:
             self.split_k,
             self.check_config,
             self.allow_spills,
+            self.scalars,
         )
 
     def warp_specialize(self, **options) -> Kernel:
@@ -222,8 +226,9 @@ class CompiledKernel:
     ) -> Path:
         """kernel.ptx and kernel.json for the problem `sizes` (e.g. m=, n=, k=), in
         `out_dir` or a new temporary directory: the kernel's tensors, sizes,
-        grid and parameters, and the check it declares; `scalars` gives each
-        scalar argument (kb.scalar, by name) the value runs use by default."""
+        grid and parameters, and the check it declares; `scalars` gives
+        scalar arguments (kb.scalar, by name) the value runs use by default,
+        in place of the kernel's own defaults (kb.scalar(default=))."""
         from wsc.compiler import write_artifact
 
         # CompileResult types its info loosely: it is the lowering's KernelInfo.
@@ -253,5 +258,5 @@ class CompiledKernel:
             persistent=self.kernel.persistent,
             check=self.kernel.check,
             workspaces=workspaces,
-            scalars=scalars,
+            scalars={**self.kernel.scalars, **(scalars or {})},
         )

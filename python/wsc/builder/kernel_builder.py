@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -212,6 +213,7 @@ class KernelBuilder:
         self._scopes: list[_Scope] = [_Scope(self.body, "kernel", where)]
         self._tensors: list[GlobalTensor] = []
         self._scalars: list[KernelScalar] = []
+        self._scalar_defaults: dict[str, float] = {}
         self._awaiting_sync: list[Barriers] = []
         self._thread_group: tuple[int, int] | None = None
         self._unroll: list[tuple[bool, SourceLocation]] = []
@@ -366,14 +368,21 @@ class KernelBuilder:
             )
         return value, tensor_name(len(self.body.arguments) - 1)
 
-    def scalar(self, dtype: str = f32) -> KernelScalar:
+    def scalar(self, dtype: str = f32, default: float | None = None) -> KernelScalar:
         """The next kernel argument: an f32 given at each launch, by its name
-        like the tensors (the fourth argument is "d"), with a default value in
-        the artifact (Kernel.write_artifact(scalars=...)); register-tile math
-        takes it as a number, e.g. `acc * alpha`."""
+        like the tensors (the fourth argument is "d"); its artifacts record
+        the value runs use where the launch gives none, `default` or
+        Kernel.write_artifact(scalars=...)'s. Register-tile math takes it as
+        a number, e.g. `acc * alpha`."""
         where = caller()
         if dtype != f32:
             raise BuildTypeError(f"scalar: only f32 scalars are supported, got {dtype!r}", where)
+        if default is not None and (
+            isinstance(default, bool)
+            or not isinstance(default, (int, float))
+            or not math.isfinite(default)
+        ):
+            raise BuildTypeError(f"scalar: default must be a finite number, got {default!r}", where)
         if self._finished:
             raise BuildError(f"kernel '{self.name}' is finished", where)
         with self.context:
@@ -381,6 +390,8 @@ class KernelBuilder:
         value, name = self._add_argument(type_, where)
         scalar = KernelScalar(self, value, name, where)
         self._scalars.append(scalar)
+        if default is not None:
+            self._scalar_defaults[name] = float(default)
         return scalar
 
     @property
@@ -1114,6 +1125,7 @@ class KernelBuilder:
             split_k=split_k,
             check_config=self.check_config,
             allow_spills=self.allow_spills,
+            scalars=self._scalar_defaults,
         )
         if verify:
             kernel.verify()

@@ -449,7 +449,7 @@ class TileComparison:
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`).
     f32 tiles combine element by element with +, - and * (with a tile of the
-    same shape or a number), and unary -; kb.max, kb.min, kb.exp2 and kb.relu
+    same shape, a number or a scalar argument), and unary -; kb.max, kb.min, kb.exp2 and kb.relu
     do the rest (wsc.tile_binary, wsc.tile_unary). <, <=, > and >= compare
     them for kb.where (wsc.tile_select)."""
 
@@ -459,22 +459,22 @@ class RegisterTile:
         self.dtype = dtype
         self.shape = shape
 
-    def __add__(self, other: RegisterTile | float) -> RegisterTile:
+    def __add__(self, other: RegisterTile | KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("add", self, other)
 
-    def __radd__(self, other: float) -> RegisterTile:
+    def __radd__(self, other: KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("add", other, self)
 
-    def __sub__(self, other: RegisterTile | float) -> RegisterTile:
+    def __sub__(self, other: RegisterTile | KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("sub", self, other)
 
-    def __rsub__(self, other: float) -> RegisterTile:
+    def __rsub__(self, other: KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("sub", other, self)
 
-    def __mul__(self, other: RegisterTile | float) -> RegisterTile:
+    def __mul__(self, other: RegisterTile | KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("mul", self, other)
 
-    def __rmul__(self, other: float) -> RegisterTile:
+    def __rmul__(self, other: KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("mul", other, self)
 
     def __neg__(self) -> RegisterTile:

@@ -6,7 +6,7 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
                                 op(B) = B   for B given as [K, N] ("kn")
 
 or, with the problem's fused epilogue (wsc.kernels.matmul.epilogue), C =
-act(A op(B) + bias) + residual, computed in registers before every store.
+act(alpha A op(B) + bias) + residual, computed in registers before every store.
 
 Tiles are numbered t = row + col * ceil(M/BM). Without `persistent` the grid
 has one block per output tile, (ceil(M/BM), ceil(N/BN)), and block (x, y) is
@@ -104,6 +104,9 @@ from wsc.target.hopper import MAX_SMS, WARP_SIZE, WARPGROUP_SIZE
 
 #: A stream-K tile's two shares: its first K tiles and the rest.
 STREAM_K_SPLITS = 2
+#: The alpha an artifact's runs use (the tuner's and `wsc run --check`'s):
+#: not 1, so that a kernel that ignored it would fail its check.
+ALPHA_DEFAULT = -0.75
 
 
 def _tile_counts(a: GlobalTensor, c: GlobalTensor, bm: int, bn: int) -> tuple[Scalar, Scalar]:
@@ -182,6 +185,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     # Declared next, so that they are "d" and "e" (MatmulProblem.epilogue_tensors).
     bias = kb.global_tensor(element, rank=1) if problem.bias else None
     residual = kb.global_tensor(element) if problem.residual else None
+    # Next, so that it is named as MatmulProblem.epilogue_tensors says.
+    alpha = kb.scalar() if problem.alpha else None
     partials = partial_sums(config)
     workspace = kb.split_k.workspace(partials[0], partials[2]) if partials else None
     k_tiles = cdiv(a.shape[-1], bk)
@@ -299,7 +304,14 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
 
     def store_tile(acc: RegisterTile, tile_m: Scalar, tile_n: Scalar, c: GlobalTensor = c) -> None:
         acc = fused_epilogue(
-            kb, acc, (tile_m, tile_n), bias, problem.activation, residual, transpose=swap
+            kb,
+            acc,
+            (tile_m, tile_n),
+            bias,
+            problem.activation,
+            residual,
+            transpose=swap,
+            alpha=alpha,
         )
         result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
         if sc is None:

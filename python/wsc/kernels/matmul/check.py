@@ -7,7 +7,8 @@ compares it with. No MLIR: GPU machines run it without the bindings.
 or the same for each matrix of batches A [batch, M, K], B and C, or,
 where the artifact's config has an "epilogue" (`Epilogue`),
 
-    C = act(A @ op(B) + bias) + residual,  bias[N] and residual[M, N] optional
+    C = act(alpha A @ op(B) + bias) + residual,  alpha (a scalar argument),
+                                                 bias[N], residual[M, N] optional
 
 The layout is read from B's dims (which size each one is), never from their
 extents, which cannot tell the layouts apart where N = K. With torch the
@@ -69,15 +70,17 @@ def activate(name: str | None, x, erf, tanh, exp):
 
 class Epilogue:
     """What a matmul artifact does to the product before storing C, from its
-    config's "epilogue": {"bias": tensor, "activation": name, "residual":
-    tensor}, each optional: C = act(A @ op(B) + bias) + residual."""
+    config's "epilogue": {"alpha": scalar argument, "bias": tensor,
+    "activation": name, "residual": tensor}, each optional: C = act(alpha A @
+    op(B) + bias) + residual, alpha the value the artifact's f32 parameter of
+    that name holds."""
 
     def __init__(self, artifact: Artifact, m: str, n: str):
         def fail(message: str) -> ArtifactError:
             return ArtifactError(f"{artifact.json_path}: check 'matmul': epilogue: {message}")
 
         spec = dict((artifact.config or {}).get("epilogue") or {})
-        unknown = set(spec) - {"bias", "activation", "residual"}
+        unknown = set(spec) - {"alpha", "bias", "activation", "residual"}
         if unknown:
             raise fail(f"unknown keys {', '.join(sorted(unknown))}")
         self.bias, self.activation, self.residual = (
@@ -85,6 +88,13 @@ class Epilogue:
             spec.get("activation"),
             spec.get("residual"),
         )
+        #: alpha's value, or None without one.
+        self.alpha: float | None = None
+        if "alpha" in spec:
+            values = {p.name: p.value for p in artifact.params if p.kind == "f32"}
+            if spec["alpha"] not in values:
+                raise fail(f"alpha {spec['alpha']!r} names no scalar argument of the kernel")
+            self.alpha = values[spec["alpha"]]
         if self.activation is not None and self.activation not in ACTIVATIONS:
             raise fail(
                 f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}"
@@ -97,11 +107,13 @@ class Epilogue:
                 raise fail(f"tensor {name!r} must have dims {list(dims)}")
 
     def __bool__(self) -> bool:
-        return (self.bias, self.activation, self.residual) != (None, None, None)
+        return (self.alpha, self.bias, self.activation, self.residual) != (None,) * 4
 
     def apply(self, product, bias, residual, erf, tanh, exp):
         """C's reference from the float64 product (rows x cols of C) and the
         matching parts of the bias (cols) and the residual (rows x cols)."""
+        if self.alpha is not None:
+            product = product * self.alpha
         if bias is not None:
             product = product + bias
         product = activate(self.activation, product, erf, tanh, exp)

@@ -278,9 +278,9 @@ class MatmulConfig:
 @dataclass(frozen=True)
 class MatmulProblem:
     """What the kernel computes: dtypes and B's layout (shapes are run-time),
-    and its fused epilogue, C = act(A op(B) + bias) + residual: a bias [N]
-    and a residual [M, N] of A's dtype, each optional, and an activation of
-    ACTIVATIONS or None. `batched`: A, B and C are batches of matrices
+    and its fused epilogue, C = act(alpha A op(B) + bias) + residual: a scalar
+    argument alpha, a bias [N] and a residual [M, N] of A's dtype, each
+    optional, and an activation of ACTIVATIONS or None. `batched`: A, B and C are batches of matrices
     ([batch, M, K] ...), C[i] = A[i] op(B[i]): a block per tile of each matrix
     (the grid's z the matrices), or persistent blocks walking every matrix's
     tiles."""
@@ -292,6 +292,7 @@ class MatmulProblem:
     activation: str | None = None
     residual: bool = False
     batched: bool = False
+    alpha: bool = False
 
     def __post_init__(self):
         for name, value, allowed in (
@@ -305,17 +306,19 @@ class MatmulProblem:
             raise ValueError(
                 f"activation must be one of {', '.join(ACTIVATIONS)} or None, got {self.activation!r}"
             )
-        for name in ("bias", "residual", "batched"):
+        for name in ("bias", "residual", "batched", "alpha"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.batched and self.epilogue():
-            raise ValueError("a batched product has no fused epilogue (bias, activation, residual)")
+            raise ValueError(
+                "a batched product has no fused epilogue (alpha, bias, activation, residual)"
+            )
 
     def epilogue_tensors(self) -> dict[str, str]:
         """The kernel's names of the bias and the residual it reads, after
-        a, b and c ("d", then "e")."""
-        names = iter("de")
-        return {part: next(names) for part in ("bias", "residual") if getattr(self, part)}
+        a, b and c ("d", then "e"), and of its scalar alpha after them."""
+        names = iter("def")
+        return {part: next(names) for part in ("bias", "residual", "alpha") if getattr(self, part)}
 
     def epilogue(self) -> dict:
         """The epilogue as the matmul check reads it from an artifact's config."""

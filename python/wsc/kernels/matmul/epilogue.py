@@ -1,6 +1,7 @@
 """The matmul's fused epilogue, in registers between the K loop and the
-store: C = act(acc + bias) + residual, each part optional.
+store: C = act(alpha acc + bias) + residual, each part optional.
 
+    alpha:          a scalar argument (kb.scalar), set at each launch
     bias[N]:        kb.broadcast along the tile's columns (each thread reads
                     the columns it holds)
     act:            register-tile math (wsc.tile_unary / wsc.tile_binary),
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from wsc.builder import GlobalTensor, KernelBuilder, RegisterTile, Scalar
+from wsc.builder import GlobalTensor, KernelBuilder, KernelScalar, RegisterTile, Scalar
 from wsc.kernels.matmul.config import ACTIVATIONS
 
 
@@ -43,12 +44,15 @@ def fused_epilogue(
     activation: str | None = None,
     residual: GlobalTensor | None = None,
     transpose: bool = False,
+    alpha: KernelScalar | None = None,
 ) -> RegisterTile:
-    """act(acc + bias) + residual for the tile of C at `origin` (row, col);
-    with `transpose` acc holds that tile's transpose (C^T = B A^T), so the
-    bias runs down its rows and the residual is read transposed."""
+    """act(alpha acc + bias) + residual for the tile of C at `origin` (row,
+    col); with `transpose` acc holds that tile's transpose (C^T = B A^T), so
+    the bias runs down its rows and the residual is read transposed."""
     row, col = origin
     shape = list(acc.shape)
+    if alpha is not None:
+        acc = acc * alpha
     if bias is not None:
         acc = acc + kb.broadcast(bias, col, shape, along="rows" if transpose else "cols")
     if activation is not None:

@@ -33,6 +33,7 @@ def matmul_kernel(
     activation: str | None = None,
     residual: bool = False,
     batched: bool = False,
+    alpha: bool = False,
 ):
     """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
     and ready to compile (a wsc.builder.Kernel)."""
@@ -40,10 +41,10 @@ def matmul_kernel(
 
     from wsc.builder import Kernel
     from wsc.dialect import make_context
-    from wsc.kernels.matmul.build import build_matmul, partial_sums
+    from wsc.kernels.matmul.build import ALPHA_DEFAULT, build_matmul, partial_sums
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
-    problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual, batched)
+    problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual, batched, alpha)
     config = MatmulConfig(
         block_m=block_m,
         block_n=block_n,
@@ -75,6 +76,7 @@ def matmul_kernel(
         check="matmul",
         split_k=partial_sums(config),
         check_config={"epilogue": problem.epilogue()} if problem.epilogue() else None,
+        scalars={problem.epilogue_tensors()["alpha"]: ALPHA_DEFAULT} if alpha else None,
         # The tuner weighs a config's spills by its speed: they are not errors here.
         allow_spills=True,
     )
