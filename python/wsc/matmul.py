@@ -996,13 +996,23 @@ def bmm(a, b, *, out=None):
     and matrix: a [B, M, N] tensor of a's dtype, or `out`. b may be the
     transpose view of a [B, N, K] (b = w.transpose(1, 2)), which the kernel
     reads as it is (the "nk" layout). Each operand's matrices follow one
-    another in memory; N must be a multiple of 8 (C is stored with TMA). For
-    one weight shared by every matrix, wsc.matmul(a.view(-1, K), w) is the
-    same product as one matmul. Torch CUDA tensors, float16 or bfloat16,
-    without autograd."""
+    another in memory; N must be a multiple of 8 (C is stored with TMA). A b
+    of one matrix ([K, N], or w.T) is every matrix's weight: the product is
+    wsc.matmul of all of a's rows at once, into a contiguous out. Torch CUDA
+    tensors, float16 or bfloat16, without autograd."""
     torch = _torch
     if torch is None:
         raise TypeError("wsc.bmm needs torch")
+    if getattr(b, "ndim", None) == 2 and getattr(a, "ndim", None) == 3:
+        batch, m, k = a.shape
+        if out is not None and not out.is_contiguous():
+            raise ValueError(
+                "wsc.bmm: with one weight for every matrix, out must be contiguous: the "
+                "product is one matmul of all of a's rows"
+            )
+        flat = None if out is None else out.view(batch * m, out.shape[-1])
+        result = matmul(a.reshape(batch * m, k), b, out=flat)
+        return out if out is not None else result.view(batch, m, result.shape[-1])
     if torch.is_grad_enabled() and any(
         getattr(tensor, "requires_grad", False) for tensor in (a, b, out)
     ):

@@ -137,6 +137,12 @@ def test_bmm_plan_and_its_errors():
     # Padded rows are fine; matrices must follow one another.
     assert plan_bmm(meta(6, 1000, 528)[:, :, :520], w.transpose(1, 2)).batch == 6
     assert torch.ops.wsc.bmm(a, w.transpose(1, 2)).shape == (6, 1000, 1336)
+    # One weight for every matrix: one matmul of all the rows.
+    import wsc
+
+    assert wsc.bmm(a, w[0].T).shape == (6, 1000, 1336)
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        wsc.bmm(a, w[0].T, out=meta(1336, 6, 1000).permute(1, 2, 0))
     for call, error, message in (
         (lambda: plan_bmm(a[0], w[0].T), ValueError, r"a must be a batch of matrices"),
         (lambda: plan_bmm(a, meta(5, 520, 1336)), ValueError, "hold as many matrices, got 6 and 5"),
@@ -194,3 +200,9 @@ def test_bmm_is_correct_on_every_element(monkeypatch, b_layout, dtype):
         assert relative_frobenius(out.double(), reference, torch.linalg.norm) < 1e-2
         again = wsc.bmm(a, b)
         assert torch.equal(again, out)
+        # One weight for every matrix (a wsc.matmul of all the rows).
+        shared = torch.full((batch, m, n), float("nan"), device="cuda", dtype=dtype)
+        wsc.bmm(a, b[0], out=shared)
+        reference = a.double() @ b[0].double()
+        assert not torch.isnan(shared).any()
+        assert relative_frobenius(shared.double(), reference, torch.linalg.norm) < 1e-2
