@@ -85,23 +85,13 @@ def main() -> int:
         ("nk-tma", 300, 1336),
         ("nk-coalesced", 1000, 1333),
     ):
+        epilogues = [
+            {"bias": True, "activation": activation, "residual": True}
+            for activation in (*ACTIVATIONS, None)
+        ]
         # alpha= alone and with the rest (test_alpha_scales_the_product).
-        for alpha_epilogue in ({}, {"bias": True, "activation": "gelu", "residual": True}):
-            scaled = MatmulPlan(
-                m,
-                n,
-                K,
-                "f16",
-                "f16",
-                "nk",
-                tma_store=space.endswith("-tma"),
-                coalesced_store=space.endswith("-coalesced"),
-                alpha=True,
-                **alpha_epilogue,
-            )
-            assert scaled.space == space
-            wanted.append((scaled, DEFAULT_CONFIGS[space]))
-        for activation in (*ACTIVATIONS, None):
+        epilogues += [{"alpha": True}, {**epilogues[1], "alpha": True}]
+        for epilogue in epilogues:
             fused = MatmulPlan(
                 m,
                 n,
@@ -111,9 +101,7 @@ def main() -> int:
                 "nk",
                 tma_store=space.endswith("-tma"),
                 coalesced_store=space.endswith("-coalesced"),
-                bias=True,
-                activation=activation,
-                residual=True,
+                **epilogue,
             )
             assert fused.space == space
             wanted.append((fused, DEFAULT_CONFIGS[space]))
