@@ -309,7 +309,7 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
     if a_op.shape[0] != b_op.shape[0]:
         raise ValueError(
             f"wsc.bmm: a and b must hold as many matrices, got {a_op.shape[0]} and "
-            f"{b_op.shape[0]} (a weight shared by every matrix of a: wsc.matmul(a, w))"
+            f"{b_op.shape[0]} (one weight for every matrix of a is a matrix: b [K, N])"
         )
 
     def matrix(op: _Operand) -> _Operand:
