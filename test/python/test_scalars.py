@@ -143,3 +143,25 @@ def test_a_scaled_product_is_correct_on_the_gpu(scaled, tmp_path):
     for path in (directory, other):
         report = run_artifact(path, bench=False)
         assert report["ok"] and report["nan_count"] == 0, report
+
+
+def test_a_run_may_give_a_scalar_another_value(scaled):
+    import argparse
+
+    from wsc.runtime.run_cli import _base_report, _scalar
+
+    _, directory = scaled
+    artifact = load_artifact(directory)
+    assert artifact.scalars() == {"d": 0.5}
+    other = artifact.with_scalars(d=-2.0)
+    assert other.scalars() == {"d": -2.0} and artifact.scalars() == {"d": 0.5}
+    assert ReferenceCheck(other).scalars == {"d": -2.0}
+    assert _base_report(other)["scalars"] == {"d": -2.0}
+    with pytest.raises(
+        ArtifactError, match=r"has no scalar argument e \(its scalar arguments: d\)"
+    ):
+        artifact.with_scalars(e=1.0)
+    assert _scalar("d=0.25") == ("d", 0.25)
+    for text in ("d=", "=1", "d=nan", "d=x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="finite number"):
+            _scalar(text)

@@ -139,7 +139,7 @@ class Kernel:
         argument (an f32 parameter) is given by name like a tensor, or takes
         the artifact's value."""
         artifact = self.artifact
-        scalars = {p.name: p.value for p in artifact.params if p.kind == "f32"}
+        scalars = artifact.scalars()
         scalars.update({name: tensors.pop(name) for name in list(tensors) if name in scalars})
         expected = list(artifact.tensors)
         missing = [n for n in expected if n not in tensors]

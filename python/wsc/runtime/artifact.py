@@ -292,6 +292,24 @@ class Artifact:
         blocks = max(sm_count // self.cluster, 1) * self.cluster
         return (min(x * y * z, blocks), 1, 1)
 
+    def scalars(self) -> dict[str, float]:
+        """The value of each scalar argument (f32 parameter), by name."""
+        return {p.name: p.value for p in self.params if p.kind == "f32" and p.value is not None}
+
+    def with_scalars(self, **values: float) -> Artifact:
+        """The same kernel run with other values of its scalar arguments."""
+        known = self.scalars()
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ArtifactError(
+                f"{self.json_path}: kernel '{self.kernel_name}' has no scalar argument "
+                f"{', '.join(unknown)} (its scalar arguments: {', '.join(known) or 'none'})"
+            )
+        params = tuple(
+            replace(p, value=float(values[p.name])) if p.name in values else p for p in self.params
+        )
+        return replace(self, params=params)
+
     def resized(self, **sizes: int) -> Artifact:
         """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
         shapes (workspaces' too) and grid follow; the kernel reads sizes at

@@ -2,7 +2,7 @@
 
 The command allocates random inputs of the shapes and dtypes the artifact
 describes (or of the sizes --size gives: the kernels read their sizes at run
-time), poisons the outputs with NaN (so an element the kernel never writes
+time), with the values of its scalar arguments it records (or --scalar's), poisons the outputs with NaN (so an element the kernel never writes
 cannot pass for a correct one), allocates its workspaces (zeroed where the
 kernel needs them zero, else poisoned, so that a read of a partial result
 nobody wrote shows), launches, and then
@@ -65,6 +65,15 @@ def main(argv: list[str] | None = None) -> int:
         help="run on this size instead of the artifact's (e.g. --size m=4096)",
     )
     parser.add_argument(
+        "--scalar",
+        action="append",
+        default=[],
+        type=_scalar,
+        metavar="NAME=VALUE",
+        help="run with this value of a scalar argument instead of the artifact's "
+        "(e.g. --scalar d=0.25)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="compare with the float64 reference of the check the artifact declares",
@@ -91,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = dict(args.size)
+    scalars = dict(args.scalar)
     inputs: dict = {}
     all_ok = True
     for directory in args.dirs:
@@ -101,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             artifact = load_artifact(directory)
             if sizes:
                 artifact = artifact.resized(**{**artifact.sizes, **sizes})
+            if scalars:
+                artifact = artifact.with_scalars(**scalars)
             report = _base_report(artifact)
             kernel = Kernel(artifact, device=args.device)
             # Events, allocations and the default stream: this GPU's.
@@ -278,6 +290,7 @@ def _base_report(artifact: Artifact) -> dict:
     )
     return {
         **problem,
+        **({"scalars": artifact.scalars()} if artifact.scalars() else {}),
         "config": dict(artifact.config or {}),
         "rel_err": None,
         "nan_count": None,
@@ -297,6 +310,19 @@ def _size(text: str) -> tuple[str, int]:
     if not name or not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE with a positive VALUE, got {text!r}")
     return name, int(value)
+
+
+def _scalar(text: str) -> tuple[str, float]:
+    name, _, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not name or not math.isfinite(number):
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE with a finite number VALUE, got {text!r}"
+        )
+    return name, number
 
 
 def _positive_int(text: str) -> int:

@@ -91,7 +91,7 @@ class Epilogue:
         #: alpha's value, or None without one.
         self.alpha: float | None = None
         if "alpha" in spec:
-            values = {p.name: p.value for p in artifact.params if p.kind == "f32"}
+            values = artifact.scalars()
             if spec["alpha"] not in values:
                 raise fail(f"alpha {spec['alpha']!r} names no scalar argument of the kernel")
             self.alpha = values[spec["alpha"]]

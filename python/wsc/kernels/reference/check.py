@@ -61,9 +61,7 @@ class ReferenceCheck:
         self.inputs: list[str] = [n for n, t in tensors.items() if t.role in ("input", "inout")]
         self.outputs: list[str] = [n for n, t in tensors.items() if t.role in ("output", "inout")]
         self.dtypes: dict[str, str] = {name: tensor.dtype for name, tensor in tensors.items()}
-        self.scalars: dict[str, float | None] = {
-            p.name: p.value for p in artifact.params if p.kind == "f32"
-        }
+        self.scalars: dict[str, float] = artifact.scalars()
         self.kernel: str = artifact.kernel_name
         self.sizes: dict[str, int] = dict(artifact.sizes)
         tolerance = config.get("tolerance")
