@@ -69,6 +69,14 @@ B's tile of BN rows is its A operand (read K-major for "nk", M-major for
 for M = 16 or 32, where a 64-row WGMMA M would be mostly padding) and the
 BN x BM accumulator is stored transposed, from registers. For small M.
 
+A batched problem (MatmulProblem.batched) takes A, B and C as batches of
+matrices [batch, rows, cols]: a tile reads and writes the matrices at its
+index (kb's x[i], wsc.batch_matrix: TMA copies with the index as a third
+coordinate, so a ragged tile never reads the next matrix). Without
+`persistent` the grid's z is the index; with it the tile loop walks every
+matrix's tiles, matrix after matrix, and a tile's store of C runs under the
+next tile's loads.
+
 With `group_m` = 0 tile t is (row, col) above: tiles worked on together share
 one tile column and read every row panel of A. With `group_m` = G tile t walks
 the tiles in groups of G tile rows, column by column inside a group, so the
