@@ -298,6 +298,7 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
     16-byte aligned, matrices one after another), 16-bit C with N a multiple of
     8 (the kernels store C with TMA)."""
     a_op, b_op = _describe(a, "a"), _describe(b, "b")
+    out_op = None if out is None else _describe(out, "out")
     if a_op.kind != "torch" or b_op.kind != "torch":
         raise TypeError("wsc.bmm: a and b must be torch tensors")
     for name, op in (("a", a_op), ("b", b_op)):
@@ -316,13 +317,13 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
         return _Operand(op.kind, op.dtype, op.shape[1:], op.strides[1:], op.device)
 
     try:
-        p = plan(matrix(a_op), matrix(b_op), None if out is None else matrix(_describe(out, "out")))
+        p = plan(matrix(a_op), matrix(b_op), None if out_op is None else matrix(out_op))
     except (TypeError, ValueError) as error:
         raise type(error)(str(error).replace("wsc.matmul:", "wsc.bmm: per matrix,", 1)) from None
-    if out is not None and _describe(out, "out").shape[0] != a_op.shape[0]:
+    if out_op is not None and out_op.shape[0] != a_op.shape[0]:
         raise ValueError(
             f"wsc.bmm: out must be [B, M, N] = {[a_op.shape[0], p.m, p.n]}, got "
-            f"{list(_describe(out, 'out').shape)}"
+            f"{list(out_op.shape)}"
         )
     if p.out_dtype not in INPUT_DTYPES:
         raise TypeError(
@@ -336,8 +337,8 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
             f"{TMA_ALIGN // ELEMENT_BYTES[p.out_dtype]}); use torch.bmm for it"
         )
     operands = [("a", a_op), ("b", b_op)]
-    if out is not None:
-        operands.append(("out", _describe(out, "out")))
+    if out_op is not None:
+        operands.append(("out", out_op))
     for name, op in operands:
         (rows, cols), (row_stride, col_stride) = op.shape[1:], op.strides[1:]
         # A transposed view ("nk" B) stores its columns as rows.

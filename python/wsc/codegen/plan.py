@@ -965,7 +965,7 @@ class KernelPlan:
     def _make_kernel_info(self) -> KernelInfo:
         tensors = {}
         for position, arg in enumerate(self.args):
-            if position in self.scalar_args or isinstance(arg.type, ir.F32Type):
+            if isinstance(arg.type, ir.F32Type):
                 continue  # a parameter, not a tensor
             memref = ir.MemRefType(arg.type)
             role = (

@@ -290,7 +290,7 @@ def _base_report(artifact: Artifact) -> dict:
     )
     return {
         **problem,
-        **({"scalars": artifact.scalars()} if artifact.scalars() else {}),
+        **({"scalars": scalars} if (scalars := artifact.scalars()) else {}),
         "config": dict(artifact.config or {}),
         "rel_err": None,
         "nan_count": None,
