@@ -174,7 +174,7 @@ _COALESCED_STORE = autotune(
 #: MatmulPlan.space, wsc.matmul._fixed): the TMA-store space's tiles, a block
 #: per output tile of each matrix (the grid's z the matrices) or persistent
 #: blocks walking every matrix's tiles, whose store of a tile runs under the
-#: next tile's loads; and one-warpgroup tiles with two stages, two blocks per
+#: next tile's loads (128x256, and 128x128 for N = 128: attention's P V); and one-warpgroup tiles with two stages, two blocks per
 #: SM, for K of a few tiles (attention's Q K^T, K = 128).
 _BATCHED = autotune(
     _CLUSTERED_TILES,
@@ -184,6 +184,7 @@ _BATCHED = autotune(
         (128, 256, 2, "warpgroup", 3, 1, True, 1, 2),
         (128, 256, 2, "warpgroup", 3, 1, False, 1, 1),
         (128, 256, 2, "warpgroup", 3, 1, False, 1, 2),
+        (128, 128, 2, "warpgroup", 6, 1, True, 1, 1),
         (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
         (128, 128, 2, "warpgroup", 6, 1, False, 1, 2),
         (128, 128, 1, "warp", 4, 1, False, 1, 1),
