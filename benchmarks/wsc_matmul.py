@@ -43,7 +43,12 @@ The sets, each with B as the transpose of a row-major weight ("nk",
   * bmm: batched products (BMM), `wsc.bmm(a, b, out=c)` against
     `torch.bmm(a, b, out=c)`, f16: attention's two products per head and a
     mixture of experts' per-expert products ("cublas" in the records is
-    torch.bmm there).
+    torch.bmm there);
+  * fp8: the LLM set's shapes with M >= 2048 in fp8 e4m3 with per-tensor
+    scales, C in bf16, B as w.T ("nk" only: WGMMA reads fp8 K-major):
+    `wsc.scaled_mm(a, b, sa, sb, out=c)` against `torch._scaled_mm` (cuBLAS;
+    "cublas" in the records, and "cublas_fast" with use_fast_accum=True,
+    which accumulates as wsc does, in the WGMMA's fp32 accumulator).
 First, a host-overhead probe: a 256^3 problem, where the GPU waits for the
 host, wall time per call of wsc.matmul against torch.mm.
 
@@ -110,16 +115,24 @@ BMM = [
     (16, 1024, 1024, 1024),
     (4, 4096, 4096, 4096),
 ]
-SETS = ("llm", "odd", "bmm")
+#: fp8: (M, N, K) of the LLM set with M >= 2048.
+FP8 = [(m, n, k) for m in (2048, 8192) for n, k in WEIGHTS]
+SETS = ("llm", "odd", "bmm", "fp8")
 #: What `--quick` keeps of each set.
 QUICK = {
     "llm": {(8192, 8192, 8192), (2048, 8192, 8192), (8192, 8192, 512), (16, 4096, 4096)},
     "odd": {(27, 4097, 4104), (1000, 1333, 520), (3000, 5000, 7000)},
     "bmm": {(32, 2048, 2048, 128), (8, 2048, 14336, 4096)},
+    "fp8": {(8192, 8192, 8192), (2048, 14336, 4096)},
 }
 LAYOUTS = ("nk", "kn")
 #: Bytes per element, by the dtype names the records hold (C has A's dtype).
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2}
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
+#: fp8 products return bf16 (every other C has A's dtype).
+FP8_DTYPE, FP8_OUT_DTYPE = "float8_e4m3fn", "bfloat16"
+#: The per-tensor scales of the fp8 set's calls: not 1, so that a kernel that
+#: ignored one would fail its check.
+FP8_SCALES = (0.75, 1.25)
 #: Peak HBM bandwidth of the H200 (SXM), bytes/s: 4.8 TB/s of HBM3e by
 #: NVIDIA's H200 datasheet (the lab's device notes, H200.md, give the same).
 H200_HBM_BYTES_PER_S = 4.8e12
@@ -134,7 +147,7 @@ ROUNDS = 7
 BLOCK_MS = 20.0  # aim of one timed block
 PROBE = dict(m=256, n=256, k=256, calls=200, rounds=15)
 L2_BYTES = 60 * 2**20
-TOLERANCE = {"float16": 1e-3, "bfloat16": 2.0**-8}
+TOLERANCE = {"float16": 1e-3, "bfloat16": 2.0**-8, FP8_DTYPE: 2.0**-8}
 
 
 def parse_epilogue(spec: str) -> dict:
@@ -195,6 +208,12 @@ def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
             if not quick or (batch, m, n, k) in QUICK[shape_set]
         ]
         return rows
+    if shape_set == "fp8":
+        return [
+            dict(m=m, n=n, k=k, layout="nk", dtype=FP8_DTYPE, set=shape_set)
+            for m, n, k in FP8
+            if not quick or (m, n, k) in QUICK[shape_set]
+        ]
     if shape_set == "llm":
         sizes = [(m, n, k) for m in ROWS for n, k in WEIGHTS]
         sizes_bf16 = [(8192, 8192, 8192)]
@@ -226,7 +245,8 @@ def operands(shape: dict, storage) -> tuple:
     """(a, b, c, bias, residual) of `shape` as the benchmark passes them:
     a [M, K]; b [K, N], for "nk" the transpose view of a row-major [N, K];
     A's and B's rows `padded`; c a contiguous [M, N]; the epilogue's bias
-    [N] and residual [M, N] where it has them, else None.
+    [N] and residual [M, N] where it has them, else None; for an fp8 shape
+    those two are its scales instead (float32 [1], FP8_SCALES) and c is bf16.
     `storage(rows, cols)` makes each of A and B (in that order), then the
     residual, as a row-major tensor on the device and in the operands' dtype.
     A batched shape's a, b and c are batches of those matrices, one after
@@ -247,6 +267,11 @@ def operands(shape: dict, storage) -> tuple:
         b = storage(n, padded(k))[:, :k].T
     else:
         b = storage(k, padded(n))[:, :n]
+    if shape["dtype"] == FP8_DTYPE:
+        import torch
+
+        scale_a, scale_b = (a.new_full((1,), value, dtype=torch.float32) for value in FP8_SCALES)
+        return a, b, a.new_empty(m, n, dtype=getattr(torch, FP8_OUT_DTYPE)), scale_a, scale_b
     bias = storage(1, n)[0] if epilogue.get("bias") else None
     residual = storage(m, n) if epilogue.get("residual") else None
     return a, b, a.new_empty(m, n), bias, residual
@@ -264,7 +289,9 @@ def bytes_moved(shape: dict) -> int:
     m, n, k = shape["m"], shape["n"], shape["k"]
     epilogue = shape.get("epilogue") or {}
     extra = n * bool(epilogue.get("bias")) + m * n * bool(epilogue.get("residual"))
-    matrix = (m * k + k * n + m * n + extra) * ELEMENT_BYTES[shape["dtype"]]
+    size = ELEMENT_BYTES[shape["dtype"]]
+    out_size = ELEMENT_BYTES[FP8_OUT_DTYPE] if shape["dtype"] == FP8_DTYPE else size
+    matrix = (m * k + k * n + extra) * size + m * n * out_size
     return matrix * shape.get("batch", 1)
 
 
@@ -278,6 +305,8 @@ def plan_of(shape: dict, a, b, c, bias, residual):
 
     if "batch" in shape:
         return plan_bmm(a, b, c)
+    if shape["dtype"] == FP8_DTYPE:
+        return plan(a, b, c, scales=(bias, residual))
     return plan(a, b, c, **epilogue_kwargs(shape, bias, residual))
 
 
@@ -308,14 +337,14 @@ def planned_spaces(selected: list[dict]) -> dict:
 
 def prepare(selected: list[dict]) -> int:
     from wsc.cache import Cache
-    from wsc.matmul import SPACES, _batch_size, _fixed
+    from wsc.matmul import SPACES, _extra_sizes, _fixed
 
     plans = planned_spaces(selected)
     cache = Cache()
     start = time.perf_counter()
     failed = 0
     for (space, dtype), p in sorted(plans.items()):
-        sizes = {"m": 256, "n": 256, "k": 256, **_batch_size(p)}
+        sizes = {"m": 256, "n": 256, "k": 256, **_extra_sizes(p)}
         result = SPACES[space].tune(sizes, fixed=_fixed(p), cache=cache)
         for candidate in result.candidates:
             if candidate.error:
@@ -400,6 +429,10 @@ class Problem:
         c = call(*self.sets[0])
         torch.cuda.synchronize()
         reference = a.double() @ b.double()
+        if self.dtype == getattr(torch, FP8_DTYPE):
+            # Every method scales the product: bias and residual are the scales.
+            reference *= float(bias) * float(residual)
+            bias = residual = None
         if not epilogue:
             bias = residual = None
         if bias is not None:
@@ -593,6 +626,15 @@ def _methods(torch, wsc, shape: dict, triton_ok: bool) -> dict:
             "cublas": lambda a, b, c, *_: torch.bmm(a, b, out=c),
             "wsc": lambda a, b, c, *_: wsc.bmm(a, b, out=c),
         }
+    if shape["dtype"] == FP8_DTYPE:
+        out_dtype = getattr(torch, FP8_OUT_DTYPE)
+        return {
+            "cublas": lambda a, b, c, sa, sb: torch._scaled_mm(a, b, sa, sb, out_dtype=out_dtype),
+            "cublas_fast": lambda a, b, c, sa, sb: torch._scaled_mm(
+                a, b, sa, sb, out_dtype=out_dtype, use_fast_accum=True
+            ),
+            "wsc": lambda a, b, c, sa, sb: wsc.scaled_mm(a, b, sa, sb, out=c),
+        }
     methods = {"cublas": lambda a, b, c, *_: torch.mm(a, b, out=c)}
     if not shape.get("epilogue"):
         methods["wsc"] = lambda a, b, c, *_: wsc.matmul(a, b, out=c)
@@ -682,7 +724,7 @@ def run(out: Path, selected: list[dict]) -> int:
         for shape in selected:
             key = (shape["dtype"], shape["layout"])
             # The Triton GEMM has no epilogue: torch.compile stands in for it.
-            if key not in triton_ok and not shape.get("epilogue"):
+            if key not in triton_ok and not shape.get("epilogue") and key[0] != FP8_DTYPE:
                 triton_ok[key] = _triton_works(*key)
             runs = triton_ok.get(key, False) and triton_runs(shape)
             record = bench_shape(torch, wsc, shape, runs)
@@ -701,6 +743,8 @@ SET_TITLES = {
     "odd": "Sizes that are not multiples of the tile (--set odd)",
     "named": "Named shapes (--shapes)",
     "bmm": "Batched products, wsc.bmm against torch.bmm (--set bmm): M, N, K per matrix",
+    "fp8": "fp8 e4m3 with per-tensor scales, bf16 C: wsc.scaled_mm against torch._scaled_mm "
+    "(--set fp8); the Triton column is torch._scaled_mm with use_fast_accum=True",
 }
 
 
@@ -788,10 +832,12 @@ def _table(records) -> None:
                 return "n/a"
             return f"{results[name]['wall_us']['median']:.1f}"
 
-        triton_ratio = _ratio(rec, "triton", "kernel_us")
+        # The third method: Triton, or for fp8 cuBLAS with fast accumulation.
+        third = "cublas_fast" if "cublas_fast" in r else "triton"
+        triton_ratio = _ratio(rec, third, "kernel_us")
         print(
             f"| {_batch_times(rec)}{rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | "
-            f"{rec['dtype']} | {cell('wsc')} / {cell('cublas')} / {cell('triton')} | "
+            f"{rec['dtype']} | {cell('wsc')} / {cell('cublas')} / {cell(third)} | "
             f"{_ratio(rec, 'cublas', 'wall_us'):.3f} | {_ratio(rec, 'cublas', 'kernel_us'):.3f} | "
             f"{'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
             f"{r['wsc']['kernel_tflops']:.0f} | {rec['first_call_s']:.1f} |"

@@ -7,6 +7,7 @@ names below are loaded on first use.
 
     wsc.matmul(a, b)                  C = A @ B with a tuned wsc kernel (module wsc.matmul)
     wsc.bmm(a, b)                     C[i] = A[i] @ B[i], batches of matrices (wsc.matmul)
+    wsc.scaled_mm(a, b, sa, sb)       C = sa sb A @ B for fp8 e4m3 A and B (wsc.matmul)
     wsc.KernelBuilder                 write kernels in Python (wsc.builder)
     wsc.autotune                      config spaces for kernel functions (wsc.autotune)
 """
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "matmul": "wsc.matmul",
     "bmm": "wsc.matmul",
+    "scaled_mm": "wsc.matmul",
     "autotune": "wsc.autotune",
     "KernelBuilder": "wsc.builder",
     "PRODUCER_INITIAL_PHASE": "wsc.builder",

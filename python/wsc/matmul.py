@@ -7,6 +7,7 @@
     c = wsc.matmul(a_np, b_np)        # numpy in (copied to the GPU), numpy out
     torch.ops.wsc.matmul(a, b, None)  # the custom op behind it (torch.compile traces it)
     c = wsc.bmm(a, b)                 # batches: a [B, M, K], b [B, K, N] -> c [B, M, N]
+    c = wsc.scaled_mm(a8, w8.T, sa, sb)   # fp8 e4m3 with per-tensor scales, as torch._scaled_mm
 
 Inputs are fp16 or bf16 (both the same), accumulation is fp32, and C has the
 inputs' dtype unless `out_dtype` (fp32, fp16 or bf16) or `out` says otherwise.
@@ -49,11 +50,16 @@ from typing import Any
 
 from wsc.kernels.matmul.config import ACTIVATIONS
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
-from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN, round_up
-from wsc.target.hopper import OPERAND_DTYPES as INPUT_DTYPES
+from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up
+from wsc.target.hopper import HALF_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
 
-_TORCH_NAMES = {"torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32"}
+_TORCH_NAMES = {
+    "torch.float16": "f16",
+    "torch.bfloat16": "bf16",
+    "torch.float8_e4m3fn": E4M3,
+    "torch.float32": "f32",
+}
 _NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
 
 
@@ -164,14 +170,14 @@ def _row_major_stride(op: _Operand) -> int | None:
     return row_stride if inner_ok and row_stride >= cols else None
 
 
-def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int) -> str:
+def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int, api: str = "wsc.matmul") -> str:
     """How the kernel reads B, "kn" or "nk", once A and B are known to be
     readable by TMA (row-major, rows 16 bytes apart)."""
     size = ELEMENT_BYTES[a_op.dtype]
     lda = _row_major_stride(a_op)
     if lda is None:
         raise ValueError(
-            f"wsc.matmul: a must be row-major [M, K] (unit stride along K), got "
+            f"{api}: a must be row-major [M, K] (unit stride along K), got "
             f"strides {list(a_op.strides)}; pass a.contiguous()"
         )
     transposed = _Operand(b_op.kind, b_op.dtype, (n, k), b_op.strides[::-1], b_op.device)
@@ -181,14 +187,14 @@ def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int) -> str:
         b_layout, b_rows = "nk", "K"
     else:
         raise ValueError(
-            f"wsc.matmul: b must be a row-major [K, N] tensor or the transpose of "
+            f"{api}: b must be a row-major [K, N] tensor or the transpose of "
             f"a row-major [N, K] one (as in x @ w.T), got strides "
             f"{list(b_op.strides)}; pass b.contiguous()"
         )
     for name, stride, dim in (("a", lda, "K"), ("b", ldb, b_rows)):
         if stride * size % TMA_ALIGN:
             raise ValueError(
-                f"wsc.matmul: {name}'s rows start {stride * size} bytes apart; TMA "
+                f"{api}: {name}'s rows start {stride * size} bytes apart; TMA "
                 f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
                 f"stride) must be a multiple of {TMA_ALIGN // size}"
             )
@@ -196,84 +202,97 @@ def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int) -> str:
 
 
 def plan(
-    a, b, out=None, out_dtype=None, bias=None, activation=None, residual=None, alpha=None
+    a,
+    b,
+    out=None,
+    out_dtype=None,
+    bias=None,
+    activation=None,
+    residual=None,
+    alpha=None,
+    scales=None,
 ) -> MatmulPlan:
-    """Check the arguments of wsc.matmul from their metadata only (it works on
-    fake and meta tensors) and work out B's layout. Raises TypeError for the
-    wrong kind or dtype of argument, ValueError for the wrong rank, shape,
-    layout, alignment or device."""
+    """Check the arguments of wsc.matmul (or, with `scales`, of
+    wsc.scaled_mm) from their metadata only (it works on fake and meta
+    tensors) and work out B's layout. Raises TypeError for the wrong kind or
+    dtype of argument, ValueError for the wrong rank, shape, layout, alignment
+    or device."""
+    api = "wsc.matmul" if scales is None else "wsc.scaled_mm"
     a_op, b_op = _describe(a, "a"), _describe(b, "b")
     if a_op.kind != b_op.kind:
         raise TypeError(
-            f"wsc.matmul: a and b must both be torch tensors or both numpy "
+            f"{api}: a and b must both be torch tensors or both numpy "
             f"arrays, got a {a_op.kind} and a {b_op.kind}"
         )
     for name, op in (("a", a_op), ("b", b_op)):
-        if op.dtype not in INPUT_DTYPES:
-            raise TypeError(f"wsc.matmul: {name} must be float16 or bfloat16, got {op.dtype}")
+        if scales is not None and op.dtype != E4M3:
+            raise TypeError(f"wsc.scaled_mm: {name} must be float8_e4m3fn, got {op.dtype}")
+        if scales is None and op.dtype not in INPUT_DTYPES:
+            hint = " (fp8 takes scales: wsc.scaled_mm)" if op.dtype == E4M3 else ""
+            raise TypeError(f"{api}: {name} must be float16 or bfloat16, got {op.dtype}{hint}")
         if len(op.shape) != 2:
             raise ValueError(
-                f"wsc.matmul: {name} must be a 2-D matrix "
+                f"{api}: {name} must be a 2-D matrix "
                 f"({'[M, K]' if name == 'a' else '[K, N]'}), got shape "
                 f"{list(op.shape)}"
             )
     if a_op.dtype != b_op.dtype:
         raise TypeError(
-            f"wsc.matmul: a and b must have the same dtype, got {a_op.dtype} and {b_op.dtype}"
+            f"{api}: a and b must have the same dtype, got {a_op.dtype} and {b_op.dtype}"
         )
     if a_op.kind == "torch" and a_op.device != b_op.device:
         raise ValueError(
-            f"wsc.matmul: a and b must be on the same device, got {a_op.device} and {b_op.device}"
+            f"{api}: a and b must be on the same device, got {a_op.device} and {b_op.device}"
         )
     (m, k), (k_b, n) = a_op.shape, b_op.shape
     if k_b != k:
         raise ValueError(
-            f"wsc.matmul: b must be [K, N] with K = {k} (a is [{m}, {k}]), got "
-            f"b of shape [{k_b}, {n}]"
+            f"{api}: b must be [K, N] with K = {k} (a is [{m}, {k}]), got b of shape [{k_b}, {n}]"
         )
+    if scales is not None:
+        _check_scales(a_op, b_op, n, k, scales)
     # An empty product launches nothing: no layout or TMA rule applies.
-    b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, n, k)
+    b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, n, k, api)
+    if scales is not None:
+        b_layout = "nk"
 
     if out is not None:
         out_op = _describe(out, "out")
         if out_op.kind != a_op.kind:
-            raise TypeError(
-                f"wsc.matmul: out must be a {a_op.kind} like a and b, got a {out_op.kind}"
-            )
+            raise TypeError(f"{api}: out must be a {a_op.kind} like a and b, got a {out_op.kind}")
         if out_op.dtype not in OUTPUT_DTYPES:
-            raise TypeError(
-                f"wsc.matmul: out must be float32, float16 or bfloat16, got {out_op.dtype}"
-            )
+            raise TypeError(f"{api}: out must be float32, float16 or bfloat16, got {out_op.dtype}")
         if out_dtype is not None and _dtype_name(out_dtype) != out_op.dtype:
             raise TypeError(
-                f"wsc.matmul: out is {out_op.dtype} but out_dtype says {_dtype_name(out_dtype)}"
+                f"{api}: out is {out_op.dtype} but out_dtype says {_dtype_name(out_dtype)}"
             )
         if out_op.shape != (m, n):
-            raise ValueError(
-                f"wsc.matmul: out must be [M, N] = [{m}, {n}], got {list(out_op.shape)}"
-            )
+            raise ValueError(f"{api}: out must be [M, N] = [{m}, {n}], got {list(out_op.shape)}")
         if out_op.kind == "torch" and out_op.device != a_op.device:
             raise ValueError(
-                f"wsc.matmul: out must be on {a_op.device} like a and b, got {out_op.device}"
+                f"{api}: out must be on {a_op.device} like a and b, got {out_op.device}"
             )
         ldc = _row_major_stride(out_op)
         if ldc is None:
             raise ValueError(
-                f"wsc.matmul: out must be row-major [M, N] (unit stride along N), "
+                f"{api}: out must be row-major [M, N] (unit stride along N), "
                 f"got strides {list(out_op.strides)}"
             )
         result_dtype = out_op.dtype
     else:
-        result_dtype = a_op.dtype if out_dtype is None else _dtype_name(out_dtype)
+        default = "bf16" if scales is not None else a_op.dtype
+        result_dtype = default if out_dtype is None else _dtype_name(out_dtype)
         if result_dtype not in OUTPUT_DTYPES:
             raise TypeError(
-                f"wsc.matmul: out_dtype must be float32, float16 or bfloat16, got {result_dtype}"
+                f"{api}: out_dtype must be float32, float16 or bfloat16, got {result_dtype}"
             )
         ldc = n
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
     staged = result_dtype in INPUT_DTYPES
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
+    if scales is not None and (bias is not None or residual is not None):
+        raise TypeError("wsc.scaled_mm: takes no bias or residual")
     _check_epilogue(a_op, m, n, bias, activation, residual, alpha)
     return MatmulPlan(
         m,
@@ -350,6 +369,30 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
                 f"{name}.contiguous()"
             )
     return dataclasses.replace(p, batch=a_op.shape[0])
+
+
+def _check_scales(a_op: _Operand, b_op: _Operand, n: int, k: int, scales) -> None:
+    """wsc.scaled_mm's operands: B the transpose view of a row-major [N, K]
+    (WGMMA reads fp8 K-major only; torch._scaled_mm takes it so too), and
+    two float32 CUDA tensors of one element on a's device."""
+    if a_op.kind != "torch":
+        raise TypeError("wsc.scaled_mm: a and b must be torch tensors")
+    if 0 not in (n, k) and not (b_op.strides[0] == 1 or k == 1):
+        raise ValueError(
+            f"wsc.scaled_mm: b must be column-major [K, N], the transpose view of a "
+            f"row-major [N, K] (b = w.T), got strides {list(b_op.strides)}"
+        )
+    for name, scale in zip(("scale_a", "scale_b"), scales, strict=True):
+        op = _describe(scale, name)
+        if op.kind != "torch" or op.dtype != "f32" or math.prod(op.shape) != 1:
+            raise TypeError(
+                f"wsc.scaled_mm: {name} must be a float32 tensor of one element (a per-tensor "
+                f"scale), got {op.dtype} of shape {list(op.shape)}"
+            )
+        if op.device != a_op.device:
+            raise ValueError(
+                f"wsc.scaled_mm: {name} must be on {a_op.device} like a and b, got {op.device}"
+            )
 
 
 def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual, alpha=None) -> None:
@@ -578,12 +621,16 @@ def tuning_sizes(p: MatmulPlan) -> dict[str, int]:
     that of the same tiles."""
     align = TMA_ALIGN // ELEMENT_BYTES[p.dtype]
     n = round_up(p.n, align) if p.b_layout == "kn" else p.n
-    return {"m": p.m, "n": n, "k": round_up(p.k, align), **_batch_size(p)}
+    return {"m": p.m, "n": n, "k": round_up(p.k, align), **_extra_sizes(p)}
 
 
-def _batch_size(p: MatmulPlan) -> dict[str, int]:
-    """The kernel's batch size of a batched product (none otherwise)."""
-    return {} if p.batch is None else {"batch": p.batch}
+def _extra_sizes(p: MatmulPlan) -> dict[str, int]:
+    """The sizes the kernel reads beside M, N and K: a batched product's
+    number of matrices, a scaled one's scale lengths."""
+    from wsc.kernels.matmul.config import MatmulProblem
+
+    scales = MatmulProblem(p.dtype, b_layout=p.b_layout).scale_sizes()
+    return scales if p.batch is None else {"batch": p.batch, **scales}
 
 
 def _fixed(p: MatmulPlan) -> dict:
@@ -634,7 +681,7 @@ def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
     layout, compiled now if the cache does not hold it: the autotuner's own
     entry, so a tuned candidate is never compiled twice. It was written for
     some problem; Artifact.resized adapts it to any other."""
-    sizes = {"m": p.m, "n": p.n, "k": p.k, **_batch_size(p)}
+    sizes = {"m": p.m, "n": p.n, "k": p.k, **_extra_sizes(p)}
     return SPACES[p.space].artifact(config, sizes, _fixed(p), cache)
 
 
@@ -653,7 +700,7 @@ def _kernel_for(p: MatmulPlan, ordinal: int):
         kernel = Kernel(directory, device=ordinal)
         with _state_lock:
             kernel = _kernels.setdefault(key, kernel)
-    return kernel.resized(m=p.m, n=p.n, k=p.k, **_batch_size(p))
+    return kernel.resized(m=p.m, n=p.n, k=p.k, **_extra_sizes(p))
 
 
 # Running -------------------------------------------------------------------------------
@@ -755,7 +802,7 @@ def _allocate_workspaces(specs: list[tuple], ordinal: int) -> dict:
 
 
 def _signature(
-    a, b, out, out_dtype, bias=None, activation=None, residual=None, alpha=None
+    a, b, out, out_dtype, bias=None, activation=None, residual=None, alpha=None, scales=None
 ) -> tuple:
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
@@ -773,7 +820,9 @@ def _signature(
         out_dtype,
     )
     if bias is None and activation is None and residual is None and alpha is None:
-        return signature
+        if scales is None:
+            return signature
+        return (*signature, *((s.shape, s.stride(), s.dtype, s.device) for s in scales))
     # alpha's value is bound into the launch: a call with another one binds again.
     return (
         *signature,
@@ -781,12 +830,13 @@ def _signature(
         activation,
         None if residual is None else (residual.shape, residual.stride(), residual.dtype),
         alpha,
+        None if scales is None else tuple((s.shape, s.stride(), s.device) for s in scales),
     )
 
 
-def _epilogue_tensors(bias, residual) -> tuple:
+def _epilogue_tensors(bias, residual, scales=None) -> tuple:
     """The epilogue tensors a call passes, in the kernel's order."""
-    return tuple(tensor for tensor in (bias, residual) if tensor is not None)
+    return tuple(tensor for tensor in (bias, residual, *(scales or ())) if tensor is not None)
 
 
 def _check_alignment(a, b, out) -> None:
@@ -798,7 +848,9 @@ def _check_alignment(a, b, out) -> None:
             )
 
 
-def _bind(a, b, out, bias=None, activation=None, residual=None, alpha=None) -> _BoundMatmul | None:
+def _bind(
+    a, b, out, bias=None, activation=None, residual=None, alpha=None, scales=None
+) -> _BoundMatmul | None:
     """Resolve a call of a new signature (checks, config, kernel) and remember
     it; None for an empty product, which launches nothing."""
     from wsc.kernels.matmul.config import MatmulProblem
@@ -807,17 +859,26 @@ def _bind(a, b, out, bias=None, activation=None, residual=None, alpha=None) -> _
     if a.dim() == 3:
         p = plan_bmm(a, b, out)
     else:
-        p = plan(a, b, out, bias=bias, activation=activation, residual=residual, alpha=alpha)
+        p = plan(a, b, out, None, bias, activation, residual, alpha, scales)
     _check_alignment(a, b, out)
     if 0 in (p.m, p.n, p.k, p.batch):
         return None
     ordinal = a.device.index if a.device.index is not None else 0
     kernel = _kernel_for(p, ordinal)
     kernel_b = b if p.b_layout == "kn" else b.transpose(-1, -2)
-    names = MatmulProblem(bias=p.bias, residual=p.residual, alpha=p.alpha).epilogue_tensors()
+    names = MatmulProblem(
+        p.dtype, bias=p.bias, residual=p.residual, alpha=p.alpha
+    ).epilogue_tensors()
+    # A scale of shape [] is the kernel's [1] (launches pass its pointer alone).
+    scale_a, scale_b = (None, None) if scales is None else (s.reshape(1) for s in scales)
     epilogue = {
         names[part]: tensor
-        for part, tensor in (("bias", bias), ("residual", residual))
+        for part, tensor in (
+            ("bias", bias),
+            ("residual", residual),
+            ("scale_a", scale_a),
+            ("scale_b", scale_b),
+        )
         if tensor is not None
     }
     scalars = {names["alpha"]: float(alpha)} if alpha is not None else {}
@@ -855,21 +916,23 @@ def _remember(signature: tuple, bound: _BoundMatmul) -> None:
         _bound[signature] = bound
 
 
-def _run_torch(a, b, out, bias=None, activation=None, residual=None, alpha=None) -> None:
-    """out = a @ b, or act(a @ b + bias) + residual, for CUDA tensors (checked
-    here too: the custom ops can be called directly, without wsc.matmul's
-    checks)."""
-    signature = _signature(a, b, out, None, bias, activation, residual, alpha)
+def _run_torch(
+    a, b, out, bias=None, activation=None, residual=None, alpha=None, scales=None
+) -> None:
+    """out = a @ b, or act(a @ b + bias) + residual, or (fp8) scale_a scale_b
+    a @ b, for CUDA tensors (checked here too: the custom ops can be called
+    directly, without wsc.matmul's checks)."""
+    signature = _signature(a, b, out, None, bias, activation, residual, alpha, scales)
     bound = _bound.get(signature)
     if bound is None:
-        bound = _bind(a, b, out, bias, activation, residual, alpha)
+        bound = _bind(a, b, out, bias, activation, residual, alpha, scales)
         if bound is None:
             if out.numel():
                 # K = 0: a sum of nothing, then the epilogue of zeros.
                 out.copy_(_epilogue_of_zeros(out, bias, activation, residual))
             return
         _remember(signature, bound)
-    bound(a, b, out, *_epilogue_tensors(bias, residual))
+    bound(a, b, out, *_epilogue_tensors(bias, residual, scales))
 
 
 def _epilogue_of_zeros(out, bias, activation, residual):
@@ -1043,6 +1106,53 @@ def bmm(a, b, *, out=None):
         bound = _bound.get(_signature(a, b, result, None))
         if bound is not None:
             _remember(_signature(a, b, None, None), bound)
+    return result
+
+
+def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, out=None):
+    """scale_a scale_b (a @ b) for fp8 (float8_e4m3fn) a [M, K], row-major,
+    and b [K, N] given as the transpose view of a row-major [N, K] (b = w.T),
+    as torch._scaled_mm takes them. The scales are per tensor: float32 CUDA
+    tensors of one element, which the kernel reads (no host sync). The
+    product accumulates in the WGMMA's fp32 accumulator over all of K (as
+    torch._scaled_mm's use_fast_accum=True does) and is returned as
+    `out_dtype` (bfloat16 unless float16 or float32 is asked) or into `out`.
+    K must be a multiple of 16 (TMA's 16-byte rows). Torch tensors, without
+    autograd."""
+    torch = _torch
+    if torch is None:
+        raise TypeError("wsc.scaled_mm needs torch")
+    scales = (scale_a, scale_b)
+    if torch.is_grad_enabled() and any(
+        getattr(tensor, "requires_grad", False) for tensor in (a, b, out, *scales)
+    ):
+        raise NotImplementedError(
+            "wsc.scaled_mm does not support automatic differentiation, but an argument "
+            "requires grad; call it under torch.no_grad()"
+        )
+    if (
+        all(type(tensor) in _PLAIN_TENSORS for tensor in (a, b, *scales))
+        and (out is None or type(out) in _PLAIN_TENSORS)
+        and not torch.compiler.is_compiling()
+        and _dispatch_mode() is None
+    ):
+        bound = _bound.get(_signature(a, b, out, out_dtype, scales=scales))
+        if bound is not None:
+            if out is not None:
+                torch.autograd.graph.increment_version(out)
+            return bound(a, b, out, *scales)
+    p = plan(a, b, out, out_dtype, scales=scales)
+    if a.device.type not in ("cuda", "meta"):
+        raise ValueError(f"wsc.scaled_mm: a and b must be CUDA tensors, got tensors on {a.device}")
+    if out is not None:
+        torch.ops.wsc.scaled_mm_out(a, b, scale_a, scale_b, out)
+        return out
+    result = torch.ops.wsc.scaled_mm(a, b, scale_a, scale_b, _torch_dtype(p.out_dtype))
+    if not torch.compiler.is_compiling() and a.device.type == "cuda":
+        # The functional call of this signature: allocate and launch from now on.
+        bound = _bound.get(_signature(a, b, result, None, scales=scales))
+        if bound is not None:
+            _remember(_signature(a, b, None, out_dtype, scales=scales), bound)
     return result
 
 
@@ -1231,6 +1341,38 @@ def _register_torch_ops() -> None:
 
     def bmm_out_fake(a, b, out):
         plan_bmm(a, b, out)
+
+    # fp8 with per-tensor scales: c = scale_a scale_b (a @ b).
+    _library.define(
+        "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, "
+        "ScalarType? out_dtype=None) -> Tensor",
+        tags=strides,
+    )
+    _library.define(
+        "scaled_mm_out(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor(a!) out) -> ()",
+        tags=strides,
+    )
+
+    def scaled_mm_op(a, b, scale_a, scale_b, out_dtype=None):
+        p = plan(a, b, None, out_dtype, scales=(scale_a, scale_b))
+        out = torch.empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype), device=a.device)
+        _run_torch(a, b, out, scales=(scale_a, scale_b))
+        return out
+
+    def scaled_mm_fake(a, b, scale_a, scale_b, out_dtype=None):
+        p = plan(a, b, None, out_dtype, scales=(scale_a, scale_b))
+        return a.new_empty((p.m, p.n), dtype=_torch_dtype(p.out_dtype))
+
+    def scaled_mm_out(a, b, scale_a, scale_b, out):
+        _run_torch(a, b, out, scales=(scale_a, scale_b))
+
+    def scaled_mm_out_fake(a, b, scale_a, scale_b, out):
+        plan(a, b, out, scales=(scale_a, scale_b))
+
+    _library.impl("scaled_mm", scaled_mm_op, "CUDA")
+    _library.impl("scaled_mm_out", scaled_mm_out, "CUDA")
+    torch.library.register_fake("wsc::scaled_mm", scaled_mm_fake, lib=_library)
+    torch.library.register_fake("wsc::scaled_mm_out", scaled_mm_out_fake, lib=_library)
 
     _library.impl("bmm", bmm_op, "CUDA")
     _library.impl("bmm_out", _run_torch, "CUDA")

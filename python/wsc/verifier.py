@@ -37,6 +37,7 @@ from wsc.ir_utils import (
 from wsc.ops import DEFINITIONS, INTEGER_BASE, UNIT_BASE
 from wsc.target.hopper import (
     BUFFER_ALIGN,
+    HALF_DTYPES,
     MAX_BLOCK_THREADS,
     MAX_DYNAMIC_SMEM,
     MAX_MBARRIER_COUNT,
@@ -51,11 +52,11 @@ from wsc.target.hopper import (
     SETMAXNREG_STEP,
     WARP_SIZE,
     WARPGROUP_SIZE,
-    WGMMA_K,
     WGMMA_M,
     WGMMA_N_MAX,
     WGMMA_N_STEP,
     round_up,
+    wgmma_k,
 )
 
 
@@ -233,7 +234,7 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
         _fail(op, f"{what} needs at least 1 stage, got {shape[0]}")
     element = str(ir.MemRefType(type_).element_type)
     if element not in OPERAND_DTYPES:
-        _fail(op, f"{what} element type must be f16 or bf16, got {element}")
+        _fail(op, f"{what} element type must be one of {', '.join(OPERAND_DTYPES)}, got {element}")
     stages, rows, cols = shape
     stage_bytes = round_up(rows * cols * ir.MemRefType(type_).element_type.width // 8, BUFFER_ALIGN)
     if stages * stage_bytes > MAX_DYNAMIC_SMEM:
@@ -479,10 +480,10 @@ def _verify_tile_splat(op: ir.Operation) -> None:
 
 def _verify_loaded_element(op: ir.Operation, src: ir.Value) -> None:
     element = str(ir.MemRefType(src.type).element_type)
-    if element not in (*OPERAND_DTYPES, "f32"):
+    if element not in (*HALF_DTYPES, "f32"):
         _fail(
             op,
-            f"source element type must be one of {', '.join(OPERAND_DTYPES)}, f32; got {element}",
+            f"source element type must be one of {', '.join(HALF_DTYPES)}, f32; got {element}",
         )
 
 
@@ -710,8 +711,15 @@ def _verify_wgmma(op: ir.Operation) -> None:
     a_row = wgmma.a_row
     # A's stage tile is [M, K], or [K, M] when transposed.
     a_m, block_k = (a_shape[2], a_shape[1]) if wgmma.a_transposed else (a_shape[1], a_shape[2])
-    if block_k % WGMMA_K:
-        _fail(op, f"K tile {block_k} is not a multiple of {WGMMA_K} (the WGMMA K)")
+    step = wgmma_k(input_element)
+    if block_k % step:
+        _fail(op, f"K tile {block_k} is not a multiple of {step} (the WGMMA K of {input_element})")
+    if input_element not in HALF_DTYPES and (wgmma.a_transposed or wgmma.b_layout != "nk"):
+        _fail(
+            op,
+            f"WGMMA reads {input_element} operands K-major only: A as [M, K] and B as "
+            f'[N, K] (b_layout = "nk"), not transposed',
+        )
     if a_row < 0 or a_row % WGMMA_M or a_row + m > a_m:
         side = "column" if wgmma.a_transposed else "row"
         _fail(
@@ -729,7 +737,7 @@ def _verify_wgmma_register_a(op: ir.Operation) -> None:
     b_shape = _verify_shared_buffer(op, wgmma.b.type, "B")
     (m, n), element = _verify_acc(op, wgmma.acc.type)
     b_element = str(ir.MemRefType(wgmma.b.type).element_type)
-    if a_element not in OPERAND_DTYPES or a_element != b_element:
+    if a_element not in HALF_DTYPES or a_element != b_element:
         _fail(
             op,
             f"A (registers) and B must be both f16 or both bf16, got {a_element} and {b_element}",
@@ -738,8 +746,9 @@ def _verify_wgmma_register_a(op: ir.Operation) -> None:
         _fail(op, f"accumulator must be f32, got {element}")
     if a_m != m:
         _fail(op, f"A has {a_m} rows, the accumulator {m}")
-    if block_k % WGMMA_K:
-        _fail(op, f"A's {block_k} columns (K) are not a multiple of {WGMMA_K} (the WGMMA K)")
+    step = wgmma_k(a_element)
+    if block_k % step:
+        _fail(op, f"A's {block_k} columns (K) are not a multiple of {step} (the WGMMA K)")
     _verify_stage(op, wgmma.stage, b_shape[0])
     _verify_b_stage(op, b_shape, wgmma.b_layout, n, block_k)
     _verify_warpgroup_issuer(op)

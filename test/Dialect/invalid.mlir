@@ -293,6 +293,26 @@ func.func @wgmma_f16_accumulator_bf16_operands() attributes {wsc.num_threads = 1
   return
 }
 // -----
+func.func @wgmma_fp8_b_n_major() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x128xf8E4M3FN, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x128x64xf8E4M3FN, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.wgmma' op WGMMA reads f8E4M3FN operands K-major only: A as [M, K] and B as [N, K] (b_layout = "nk"), not transposed}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "kn"} : (memref<1x64x128xf8E4M3FN, 3>, memref<1x128x64xf8E4M3FN, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
+func.func @wgmma_fp8_k_tile() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x48xf8E4M3FN, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x48xf8E4M3FN, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.wgmma' op K tile 48 is not a multiple of 32 (the WGMMA K of f8E4M3FN)}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x48xf8E4M3FN, 3>, memref<1x64x48xf8E4M3FN, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
 func.func @cluster_rank_without_clusters() attributes {wsc.num_threads = 128 : i32} {
   // expected-error @below {{'wsc.cluster_rank' op needs a kernel with 'wsc.cluster_size' of at least 2 (CTAs per cluster)}}
   %rank = "wsc.cluster_rank"() : () -> index

@@ -7,8 +7,9 @@ the MLIR wheels (wsc.matmul compiles only on a cache miss):
 
 That is: the default config of each space for every dtype and output dtype
 the tests use, every config of every space for the per-config test, the
-autotuning candidates of the problems the autotuning tests tune, and the
-fused-epilogue kernels of the epilogue tests.
+autotuning candidates of the problems the autotuning tests tune, the
+fused-epilogue kernels of the epilogue tests, and the fp8 kernels of
+test_scaled_mm.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from wsc.cache import Cache
 from wsc.kernels.matmul.config import ACTIVATIONS
 from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
+from wsc.target.hopper import E4M3
 
 #: The problem the GPU tests compile for first (the kernels read sizes at run
 #: time; "kn" needs N a multiple of 8, and so does a TMA store of C).
@@ -43,6 +45,23 @@ STAGED = ("nk-tma", "nk-coalesced", "kn-tma", "kn-coalesced")
 #: number of matrices their problems have.
 BATCHED = ("nk-batched", "kn-batched")
 BATCH = 3
+#: wsc.scaled_mm's problems in test_scaled_mm.py: (M, N, K, out dtype), one
+#: per space an fp8 call plans (register, TMA and coalesced stores, small M).
+FP8_PROBLEMS = [
+    (1000, 1336, 528, "bf16"),
+    (1000, 1336, 528, "f32"),
+    (1000, 1333, 528, "bf16"),
+    (40, 1336, 528, "bf16"),
+]
+#: The fp8 space whose every config test_scaled_mm.py checks.
+FP8_SPACE = "nk-tma"
+
+
+def fp8_plan(m: int, n: int, k: int, out_dtype: str) -> MatmulPlan:
+    """wsc.scaled_mm's plan of a contiguous problem (B as w.T)."""
+    tma_store = out_dtype != "f32" and n * 2 % 16 == 0
+    coalesced = out_dtype != "f32" and not tma_store
+    return MatmulPlan(m, n, k, E4M3, out_dtype, "nk", tma_store, coalesced_store=coalesced)
 
 
 def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPlan:
@@ -105,6 +124,12 @@ def main() -> int:
             )
             assert fused.space == space
             wanted.append((fused, DEFAULT_CONFIGS[space]))
+    for problem in FP8_PROBLEMS:
+        plan = fp8_plan(*problem)
+        wanted.append((plan, DEFAULT_CONFIGS[plan.space]))
+    fp8 = fp8_plan(*FP8_PROBLEMS[0])
+    assert fp8.space == FP8_SPACE
+    wanted += [(fp8, config) for config in SPACES[FP8_SPACE].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
     failed, candidates = [], 0

@@ -733,3 +733,34 @@ func.func @scaled(%c: memref<?x?xf32>, %alpha: f32) attributes {wsc.num_threads 
 // CHECK-SAME: {\22kind\22: \22i32\22, \22name\22: \22lda\22}, {\22kind\22: \22f32\22, \22name\22: \22b\22}
 // CHECK-NOT: \22b\22: {\22arg\22
 // CHECK: llvm.fmul {{%.*}}, %arg4 {{.*}}: f32
+// -----
+// fp8 (e4m3) operands: a 128-byte K tile is 128 elements, four m64n64k32
+// WGMMAs, both operands K-major; TMA moves them as bytes.
+// CHECK-LABEL: llvm.func @fp8_matmul
+// CHECK-SAME: \22a\22: {\22box\22: [64, 128], \22swizzle\22: \22128B\22
+// CHECK-SAME: \22dtype\22: \22f8E4M3FN\22
+// CHECK-COUNT-4: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+func.func @fp8_matmul(%a: memref<?x?xf8E4M3FN>, %b: memref<?x?xf8E4M3FN>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x128xf8E4M3FN, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x128xf8E4M3FN, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %c0, %c0, %sa, %c0, %full) : (memref<?x?xf8E4M3FN>, index, index, memref<1x64x128xf8E4M3FN, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %c0, %c0, %sb, %c0, %full) : (memref<?x?xf8E4M3FN>, index, index, memref<1x64x128xf8E4M3FN, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x64x128xf8E4M3FN, 3>, memref<1x64x128xf8E4M3FN, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

@@ -313,7 +313,7 @@ def test_wrong_dtype_names_the_call():
     error = build_error(build)
     assert isinstance(error, TypeError) and isinstance(error, BuildTypeError)
     assert error.where.line == line_of("# error: dtype")
-    assert "dtype must be one of f16, bf16, f32, got 'f64'" in str(error)
+    assert "dtype must be one of f16, bf16, f8E4M3FN, f32, got 'f64'" in str(error)
     assert str(error).startswith(f"{__file__}:{error.where.line}:")
 
 

@@ -204,5 +204,5 @@ def test_matmul_builder_emits_a_valid_v2_kernel(context, dtype, out_dtype, b_lay
 
 
 def test_matmul_problem_rejects_unknown_dtype():
-    with pytest.raises(ValueError, match="dtype must be one of f16, bf16, got 'f32'"):
+    with pytest.raises(ValueError, match="dtype must be one of f16, bf16, f8E4M3FN, got 'f32'"):
         MatmulProblem(dtype="f32")

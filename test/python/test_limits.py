@@ -47,11 +47,11 @@ def test_matmul_configuration_beyond_the_hardware(tmp_path, config, message):
         ),
         (dict(block_n=12), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 12"),
         (dict(block_n=512), "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 512"),
-        (dict(block_k=40), "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
+        (dict(block_k=40), "block_k must be a multiple of 16 (the WGMMA K) up to 128"),
         (
-            dict(block_k=128),
-            "block_k must be a multiple of 16 (the WGMMA K) up to 64 (a 128-byte "
-            "swizzled row of 16-bit elements), got 128",
+            dict(block_k=256),
+            "block_k must be a multiple of 16 (the WGMMA K) up to 128 (a 128-byte "
+            "swizzled row of fp8), got 256",
         ),
         (dict(num_stages=300), "num_stages must be 1 to 227, got 300"),
         (
@@ -94,6 +94,12 @@ def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message
         (dict(block_n=8), "kn", "B's tile rows are 8 x 2 B with b_layout 'kn'"),
         (dict(block_n=8, tma_store=True), "nk", "the staged epilogue's tile rows are 8 x 2 B"),
         (dict(block_n=8, cluster_m=2), "nk", "a multiple of 16 rows"),
+        (
+            dict(block_k=128),
+            "nk",
+            "block_k must be a multiple of 16 (the WGMMA K of f16) up to 64 (a 128-byte "
+            "swizzled row), got 128",
+        ),
     ],
 )
 def test_tiles_tma_cannot_copy_are_refused_with_the_problem(tmp_path, config, b_layout, message):

@@ -21,7 +21,10 @@ from wsc.builder import (
 from wsc.codegen import find_ptxas
 from wsc.codegen.fragments import AccumulatorFragment, a_operand_registers
 from wsc.runtime import load_artifact
-from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE, WGMMA_K
+from wsc.target.hopper import WARP_SIZE, WARPGROUP_SIZE, wgmma_k
+
+#: K of one WGMMA with 16-bit A in registers.
+WGMMA_K = wgmma_k("f16")
 
 
 def isa_a_element(thread: int, step: int, element: int) -> tuple[int, int]:

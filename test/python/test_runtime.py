@@ -411,7 +411,7 @@ def _mutated(doc, path, value=KeyError):
         (
             ("tensors", "a", "dtype"),
             "f64",
-            "key 'tensors.a.dtype': expected one of f16, bf16, f32, i32, got 'f64'",
+            "key 'tensors.a.dtype': expected one of f16, bf16, f8E4M3FN, f32, i32, got 'f64'",
         ),
         (("tensors", "a", "role"), "scratch", "key 'tensors.a.role'"),
         (("tensors", "c", "shape"), KeyError, "key 'tensors.c.shape': missing required key"),

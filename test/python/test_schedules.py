@@ -603,7 +603,7 @@ def test_config_fields_have_their_types(field, value, message):
         ("num_stages", -2, "num_stages must be 1 to 227, got -2"),
         ("block_m", 96, "block_m must be a multiple of 64 (the WGMMA M) up to 256"),
         ("block_n", 260, "block_n must be a multiple of 8 up to 256 (the WGMMA N), got 260"),
-        ("block_k", 128, "block_k must be a multiple of 16 (the WGMMA K) up to 64"),
+        ("block_k", 256, "block_k must be a multiple of 16 (the WGMMA K) up to 128"),
         ("num_consumer_groups", 3, "num_consumer_groups must be 1 or 2 or 4, got 3"),
         ("producer", "thread", "producer must be 'warp' or 'warpgroup', got 'thread'"),
         ("wgmma_in_flight", 2, "wgmma_in_flight must be 0 or 1, got 2"),

@@ -28,6 +28,7 @@ from wsc.builder.kernel import Kernel
 from wsc.builder.ops import MbarrierOps, SplitKOps, TmaOps, WgmmaOps
 from wsc.builder.values import (
     GLOBAL_DTYPES,
+    REGISTER_DTYPES,
     TILE_DTYPES,
     BarrierRef,
     Barriers,
@@ -447,7 +448,7 @@ class KernelBuilder:
         warpgroup(s): WGMMA's accumulator (rows a multiple of 64, cols of 8),
         or an f32 row vector [rows, 1] (a value per row, e.g. a running max)."""
         where = caller()
-        check_dtype(dtype, GLOBAL_DTYPES, "register_tensor")
+        check_dtype(dtype, REGISTER_DTYPES, "register_tensor")
         shape = tuple(shape)
         vector = len(shape) == 2 and shape[1] == 1 and dtype == f32
         if (
@@ -493,7 +494,7 @@ class KernelBuilder:
         """The tile converted element-wise to `dtype` (round to nearest even)."""
         expect(tile, RegisterTile, "cast", "a register tile")
         self._own(tile, "cast")
-        check_dtype(dtype, GLOBAL_DTYPES, "cast")
+        check_dtype(dtype, REGISTER_DTYPES, "cast")
         with self._at():
             return RegisterTile(self, dialect.cast(tile.value, dtype), dtype, tile.shape)
 

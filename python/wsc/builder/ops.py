@@ -19,6 +19,7 @@ from wsc.builder.values import (
     SplitKWorkspace,
     f32,
 )
+from wsc.target.hopper import HALF_DTYPES
 
 if TYPE_CHECKING:
     from wsc.builder.kernel_builder import KernelBuilder
@@ -232,6 +233,12 @@ class WgmmaOps:
             return
         if a.dtype != b.dtype:
             raise BuildTypeError(f"wgmma.mma: A is {a.dtype} but B is {b.dtype}", where)
+        if a.dtype not in HALF_DTYPES and (a.transposed or not b.transposed):
+            raise BuildError(
+                f"wgmma.mma: WGMMA reads {a.dtype} K-major only: A a [M, K] stage "
+                f"(sa[stage]) and B an [N, K] one (sb[stage].transpose())",
+                where,
+            )
         a_m, a_k = (a.cols, a.rows) if a.transposed else (a.rows, a.cols)
         b_k, b_n = (b.cols, b.rows) if b.transposed else (b.rows, b.cols)
         m, n = acc.shape

@@ -17,14 +17,14 @@ which is what `OperandDescriptors.offsets` returns.
 Operand layouts (see layout.TileLayout; the swizzle span S is 128, 64 or 32 B):
 
 * K-major (A always; B when its stage tile is [N, K], b_layout "nk"): rows are
-  M (or N), K is contiguous. One k16 step of 16 x 2-byte elements is 32 bytes
-  inside a swizzled row, so instruction k advances the start address by
+  M (or N), K is contiguous. One instruction's K is 32 bytes inside a
+  swizzled row (16 elements of 16 bits, 32 of fp8), so instruction k advances the start address by
   32*k bytes within an atom (and to the next atom every S/32 steps); the
   8-row core-matrix groups along M/N are SBO = 8*S bytes apart; LBO is unused
   with a swizzle and set to 1 (16 bytes), as CUTLASS does.
 * MN-major (B when its stage tile is [K, N], b_layout "kn"; A when its stage
-  tile is [K, M], a_transposed): rows are K, M or N is contiguous. Instruction
-  k starts 16 rows further, 16*S bytes; the 8-row K groups are SBO = 8*S apart
+  tile is [K, M], a_transposed; 16-bit elements only): rows are K, M or N is
+  contiguous. Instruction k starts 16 rows further, 16*S bytes; the 8-row K groups are SBO = 8*S apart
   and consecutive M/N atoms (S bytes each) are LBO = rows*S apart. An A operand
   whose M extent starts at column `row0` starts at that column's atom.
 """
@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wsc.codegen.layout import TileLayout
-from wsc.target.hopper import WGMMA_K
+from wsc.target.hopper import WGMMA_K_BYTES
 
 #: Rows of a core-matrix group (the swizzle pattern repeats every 8 rows).
 CORE_ROWS = 8
@@ -110,9 +110,14 @@ class OperandDescriptors:
 
     @property
     def k_steps(self) -> int:
-        """How many k16 instructions cover the tile's K extent."""
+        """How many WGMMA instructions cover the tile's K extent."""
         k_extent = self.tile.cols if self.k_major else self.tile.rows
-        return k_extent // WGMMA_K
+        return k_extent // self.k_per_step
+
+    @property
+    def k_per_step(self) -> int:
+        """K of one instruction: 32 bytes of elements."""
+        return WGMMA_K_BYTES // self.tile.element_bytes
 
     def offset(self, k_step: int, row0: int = 0) -> int:
         """Byte offset from the tile start of instruction `k_step`'s operand whose
@@ -122,7 +127,7 @@ class OperandDescriptors:
         if self.k_major:
             if row0 % CORE_ROWS:
                 raise ValueError(f"operand row {row0} is not a multiple of {CORE_ROWS}")
-            k_bytes = k_step * WGMMA_K * tile.element_bytes
+            k_bytes = k_step * WGMMA_K_BYTES
             atom, inner = divmod(k_bytes, tile.swizzle)
             return tile.atom_offset(atom) + row0 * tile.swizzle + inner
         atom, inner = divmod(row0, tile.atom_cols)
@@ -130,7 +135,7 @@ class OperandDescriptors:
             raise ValueError(
                 f"an MN-major operand starts on an atom ({tile.atom_cols} columns), got column {row0}"
             )
-        return tile.atom_offset(atom) + k_step * WGMMA_K * tile.swizzle
+        return tile.atom_offset(atom) + k_step * self.k_per_step * tile.swizzle
 
     def descriptor(self, tile_address: int, k_step: int, row0: int = 0) -> int:
         """The full descriptor for a tile at shared address `tile_address`."""

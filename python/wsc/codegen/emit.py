@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm, scf
 
+from wsc.target.hopper import E4M3, wgmma_k
+
 #: rawConstantIndices marker of a dynamic GEP index (LLVM::GEPOp::kDynamicIndex).
 _GEP_DYNAMIC = -2147483648
 
@@ -520,7 +522,7 @@ def opaque(value: ir.Value) -> ir.Value:
     return inline_asm("", "=r,0", [value], i32())
 
 
-_WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
+_WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", E4M3: "e4m3", "f32": "f32"}
 
 
 def wgmma_mma_async(
@@ -533,9 +535,10 @@ def wgmma_mma_async(
     b_k_major: bool,
     output_type: str = "f32",
 ) -> ir.Value:
-    """D += A * B for one m64nNk16; A K-major or M-major, B K-major or N-major.
-    D is a struct of N/2 f32, or (output_type f16) of N/4 vector<2xf16>."""
-    shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = 16>")
+    """D += A * B for one m64nNk16 (m64nNk32 for fp8); A K-major or M-major, B
+    K-major or N-major (fp8: both K-major). D is a struct of N/2 f32, or
+    (output_type f16) of N/4 vector<2xf16>."""
+    shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = {wgmma_k(input_type)}>")
     in_type = getattr(nvvm.WGMMATypes, _WGMMA_TYPES[input_type])
     return nvvm.WgmmaMmaAsyncOp(
         accumulator.type,

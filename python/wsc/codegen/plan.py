@@ -36,8 +36,10 @@ from wsc.ir_utils import (
     use_owner,
     walk,
 )
+from wsc.runtime.artifact import dim_size_name
 from wsc.target.hopper import (
     BUFFER_ALIGN,
+    ELEMENT_BYTES,
     MAX_DYNAMIC_SMEM,
     MAX_THREAD_REGISTERS,
     NAMED_BARRIERS,
@@ -185,11 +187,11 @@ class KernelPlan:
                     f"scalar, got {arg.type}",
                 )
             element = str(ir.MemRefType(arg.type).element_type)
-            if element not in ("f16", "bf16", "f32", "i32"):
+            if element not in (*ELEMENT_BYTES, "i32"):
                 raise fail(
                     kernel,
-                    f"argument #{position} element type must be f16, bf16, f32 or i32, "
-                    f"got {element}",
+                    f"argument #{position} element type must be one of "
+                    f"{', '.join(ELEMENT_BYTES)} or i32, got {element}",
                 )
         if (
             kernel.attributes["function_type"]
@@ -806,6 +808,9 @@ class KernelPlan:
                         )
                 else:
                     broadcast = ops.TileBroadcast(op)
+                    shape, _ = acc_type_parameters(broadcast.result.type)
+                    if broadcast.along == "cols" and shape[1] == 1:
+                        continue  # one element, src[offset], in every row: no size of C
                     tile_dim = 0 if broadcast.along == "rows" else 1
                     stored_dim = 1 - tile_dim if transposed else tile_dim
                     classes.union(
@@ -864,7 +869,7 @@ class KernelPlan:
         for node in used + [node for nodes in batch_nodes.values() for node in nodes]:
             root = classes.find(node)
             if root not in class_name:
-                name = f"{tensor_name(node[0])}_dim{node[1]}"
+                name = dim_size_name(tensor_name(node[0]), node[1])
                 class_name[root] = name
                 order.append(name)
         self.size_param: dict[tuple[int, int], str] = {}

@@ -102,6 +102,12 @@ class SizesError(ArtifactError):
     """The sizes given for a kernel are not the ones it reads, or not positive."""
 
 
+def dim_size_name(tensor: str, dim: int) -> str:
+    """The size a kernel reads for a tensor dim that no product's M, N, K or
+    batch gives (e.g. "d_dim0", the length of a scale)."""
+    return f"{tensor}_dim{dim}"
+
+
 def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> None:
     """Raise SizesError unless `sizes` gives a positive int for each of `names`, and no other."""
     names = set(names)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver as cu
 
-from wsc.target.hopper import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
+from wsc.target.hopper import E4M3, TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
 
 from .artifact import DTYPE_SIZES, WscRuntimeError
 
@@ -35,9 +35,16 @@ from .artifact import DTYPE_SIZES, WscRuntimeError
 # declared in PTX as `.param .align 64 .b8 name[128]`.
 PARAM_SIZES = {"tensor_map": TENSOR_MAP_BYTES, "pointer": 8, "i32": 4, "f32": 4}
 
-# numpy dtypes holding each dtype's host copy; bf16 has none in numpy, so
-# its host copy is the raw 16-bit patterns.
-HOST_DTYPES = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32, "i32": np.int32}
+# numpy dtypes holding each dtype's host copy; bf16 and fp8 have none in
+# numpy, so their host copies are the raw bit patterns.
+HOST_DTYPES = {
+    "f16": np.float16,
+    "bf16": np.uint16,
+    E4M3: np.uint8,
+    "f32": np.float32,
+    "i32": np.int32,
+}
+_MEMSETS = {1: "cuMemsetD8Async", 2: "cuMemsetD16Async", 4: "cuMemsetD32Async"}
 
 _JIT_LOG_BYTES = 16 * 1024
 
@@ -303,9 +310,8 @@ class DeviceArray:
         """Set every element to the raw bit `pattern` (e.g. a NaN), asynchronously."""
         count = math.prod(self.shape)
         handle = cu.CUstream(stream_handle(stream))
-        memset = "cuMemsetD32Async" if DTYPE_SIZES[self.dtype] == 4 else "cuMemsetD16Async"
         with self._device.current():
-            call(memset, self.ptr, pattern, count, handle)
+            call(_MEMSETS[DTYPE_SIZES[self.dtype]], self.ptr, pattern, count, handle)
 
     def free(self) -> None:
         if self._ptr is not None:

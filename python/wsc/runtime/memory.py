@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from wsc.target.hopper import E4M3
+
 from .artifact import TensorSpec
 from .driver import HOST_DTYPES, CudaUnavailableError, DeviceArray
 
-NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
+NAN_BITS = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0, E4M3: 0x7F}
 #: What a workspace holds at launch unless it is zeroed: NaN, or for
 #: integers all bits set (a counter far from any count the kernel expects).
 POISON_BITS = {**NAN_BITS, "i32": 0xFFFFFFFF}
@@ -47,7 +49,42 @@ def random_operand(
     values *= np.float32(scale)
     if dtype == "bf16":
         return float32_to_bf16_bits(values)
+    if dtype == E4M3:
+        return float32_to_e4m3_bits(values)
     return values.astype(HOST_DTYPES[dtype], copy=False)
+
+
+def _e4m3_values() -> np.ndarray:
+    """The value of each of the 256 e4m3 bit patterns (sign, 4 exponent bits
+    of bias 7, 3 mantissa bits; no infinities, S.1111.111 is NaN)."""
+    bits = np.arange(256)
+    exponent, mantissa = (bits >> 3) & 0xF, bits & 0x7
+    magnitude = np.where(
+        exponent == 0,
+        mantissa / 8 * 2.0**-6,
+        (1 + mantissa / 8) * np.exp2(exponent.astype(np.float64) - 7),
+    )
+    magnitude[(exponent == 0xF) & (mantissa == 0x7)] = np.nan
+    return np.where(bits & 0x80, -magnitude, magnitude)
+
+
+E4M3_VALUES = _e4m3_values()
+#: The largest finite e4m3 magnitude and its bit pattern.
+E4M3_MAX_BITS = 0x7E
+
+
+def float32_to_e4m3_bits(values: np.ndarray) -> np.ndarray:
+    """Round float32 to e4m3 (nearest, ties to even), magnitudes past the
+    largest finite one saturated to it; returns the uint8 bit patterns."""
+    magnitudes = E4M3_VALUES[: E4M3_MAX_BITS + 1]  # ascending with the bits
+    x = np.abs(values.astype(np.float64))
+    above = np.clip(np.searchsorted(magnitudes, x), 1, E4M3_MAX_BITS)
+    low, high = magnitudes[above - 1], magnitudes[above]
+    # Between two neighbours: the nearer, on a tie the even pattern.
+    take_high = (x - low > high - x) | ((x - low == high - x) & (above % 2 == 0))
+    bits = np.where(take_high, above, above - 1)
+    bits = np.where(x >= magnitudes[-1], E4M3_MAX_BITS, bits)
+    return (bits | np.where(np.signbit(values), 0x80, 0)).astype(np.uint8)
 
 
 def float32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
@@ -61,6 +98,8 @@ def to_float64(host: np.ndarray, dtype: str) -> np.ndarray:
     """Exact float64 values of a host array holding `dtype` data."""
     if dtype == "bf16":
         return (host.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    if dtype == E4M3:
+        return E4M3_VALUES[host]
     return host.astype(np.float64)
 
 
@@ -123,11 +162,12 @@ class TorchMemory:
         self.dtypes = {
             "f16": torch.float16,
             "bf16": torch.bfloat16,
+            E4M3: torch.float8_e4m3fn,
             "f32": torch.float32,
             "i32": torch.int32,
         }
         # Same-sized integers, to read elements as bits.
-        self.bits = {2: torch.int16, 4: torch.int32}
+        self.bits = {1: torch.int8, 2: torch.int16, 4: torch.int32}
 
     def inputs(self, specs: list[TensorSpec], scale: float, seed: int) -> Inputs:
         generator = self.torch.Generator(device=self.device).manual_seed(seed)
@@ -141,7 +181,10 @@ class TorchMemory:
 
     def _digest(self, inputs: Inputs) -> list[int]:
         torch = self.torch
-        return [int(t.view(torch.int16).sum(dtype=torch.int64)) for t in inputs.arrays.values()]
+        return [
+            int(t.view(torch.int8 if t.element_size() == 1 else torch.int16).sum(dtype=torch.int64))
+            for t in inputs.arrays.values()
+        ]
 
     def intact(self, inputs: Inputs) -> bool:
         return self._digest(inputs) == inputs.digest

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from cuda.bindings import driver as cu
 
 from wsc.target.hopper import (
+    E4M3,
     MAX_TMA_BOX,
     MAX_TMA_GLOBAL_DIM,
     MAX_TMA_GLOBAL_STRIDE,
@@ -40,6 +41,7 @@ SWIZZLE_SPAN_BYTES = {"none": None, "32B": 32, "64B": 64, "128B": 128}
 _DATA_TYPES = {
     "f16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
     "bf16": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    E4M3: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8,
     "f32": cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
 }
 _SWIZZLES = {

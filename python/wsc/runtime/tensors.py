@@ -20,6 +20,8 @@ import ctypes
 import math
 from dataclasses import dataclass
 
+from wsc.target.hopper import E4M3
+
 from .artifact import TensorSpec, WscRuntimeError
 from .driver import DeviceArray
 
@@ -59,6 +61,7 @@ class TensorInfo:
 _TORCH_DTYPES = {
     "torch.float16": "f16",
     "torch.bfloat16": "bf16",
+    "torch.float8_e4m3fn": E4M3,
     "torch.float32": "f32",
     "torch.int32": "i32",
 }

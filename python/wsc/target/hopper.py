@@ -89,14 +89,26 @@ MAX_TMA_GLOBAL_STRIDE = 2**40
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGN = 64
 
-#: One wgmma.mma_async on 16-bit operands: M per warpgroup, N in steps up to a
-#: maximum, K per instruction.
+#: One wgmma.mma_async: M per warpgroup, N in steps up to a maximum, and K
+#: per instruction as bytes of a row of A (16 elements of 16 bits, 32 of fp8).
 WGMMA_M = 64
 WGMMA_N_STEP, WGMMA_N_MAX = 8, 256
-WGMMA_K = 16
+WGMMA_K_BYTES = 32
 
+#: fp8 e4m3 as MLIR spells it (f8E4M3FN: finite, one NaN pattern).
+E4M3 = "f8E4M3FN"
 #: Bytes of each element type wsc kernels read or write.
-ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
-#: WGMMA operands (what TMA loads into ring stages), and what a result may be.
-OPERAND_DTYPES = ("f16", "bf16")
-RESULT_DTYPES = ("f32", "f16", "bf16")
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, E4M3: 1, "f32": 4}
+#: The 16-bit floats: WGMMA reads them K-major or MN-major, from shared memory
+#: or (A) from registers; register tiles convert to them.
+HALF_DTYPES = ("f16", "bf16")
+#: WGMMA operands (what TMA loads into ring stages): fp8 only K-major from
+#: shared memory.
+OPERAND_DTYPES = (*HALF_DTYPES, E4M3)
+#: What a result may be.
+RESULT_DTYPES = ("f32", *HALF_DTYPES)
+
+
+def wgmma_k(element: str) -> int:
+    """K of one WGMMA instruction on `element` operands."""
+    return WGMMA_K_BYTES // ELEMENT_BYTES[element]

@@ -6,7 +6,8 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
                                 op(B) = B   for B given as [K, N] ("kn")
 
 or, with the problem's fused epilogue (wsc.kernels.matmul.epilogue), C =
-act(alpha A op(B) + bias) + residual, computed in registers before every store.
+act(alpha A op(B) + bias) + residual, computed in registers before every store;
+fp8 operands' products are scaled by their two per-tensor scales there too.
 
 Tiles are numbered t = row + col * ceil(M/BM). Without `persistent` the grid
 has one block per output tile, (ceil(M/BM), ceil(N/BN)), and block (x, y) is
@@ -190,9 +191,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         kb.global_tensor(element, tensor_rank),
         kb.global_tensor(problem.out_dtype, tensor_rank),
     )
-    # Declared next, so that they are "d" and "e" (MatmulProblem.epilogue_tensors).
+    # Declared next, so that they are "d", "e", ... (MatmulProblem.epilogue_tensors).
     bias = kb.global_tensor(element, rank=1) if problem.bias else None
     residual = kb.global_tensor(element) if problem.residual else None
+    scales = (
+        (kb.global_tensor(f32, rank=1), kb.global_tensor(f32, rank=1)) if problem.scaled else None
+    )
     # Next, so that it is named as MatmulProblem.epilogue_tensors says.
     alpha = kb.scalar() if problem.alpha else None
     partials = partial_sums(config)
@@ -320,6 +324,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             residual,
             transpose=swap,
             alpha=alpha,
+            scales=scales,
         )
         result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
         if sc is None:
@@ -476,7 +481,7 @@ def write_matmul_artifact(
     return write_artifact(
         out_dir,
         result,
-        {"m": m, "n": n, "k": k},
+        {"m": m, "n": n, "k": k, **problem.scale_sizes()},
         (*tiles, splits) if splits > 1 else tiles,
         {**config.as_dict(), **({"epilogue": problem.epilogue()} if problem.epilogue() else {})},
         persistent=config.persistent,

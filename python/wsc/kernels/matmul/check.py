@@ -10,6 +10,10 @@ where the artifact's config has an "epilogue" (`Epilogue`),
     C = act(alpha A @ op(B) + bias) + residual,  alpha (a scalar argument),
                                                  bias[N], residual[M, N] optional
 
+and fp8 (e4m3) products scaled by per-tensor scales, C = act(alpha sa sb A
+@ B^T), sa and sb the one element of the f32 tensors "scale_a" and "scale_b"
+name.
+
 The layout is read from B's dims (which size each one is), never from their
 extents, which cannot tell the layouts apart where N = K. With torch the
 reference is the full product computed on the GPU; without it, it is
@@ -80,7 +84,7 @@ class Epilogue:
             return ArtifactError(f"{artifact.json_path}: check 'matmul': epilogue: {message}")
 
         spec = dict((artifact.config or {}).get("epilogue") or {})
-        unknown = set(spec) - {"alpha", "bias", "activation", "residual"}
+        unknown = set(spec) - {"alpha", "bias", "activation", "residual", "scale_a", "scale_b"}
         if unknown:
             raise fail(f"unknown keys {', '.join(sorted(unknown))}")
         self.bias, self.activation, self.residual = (
@@ -88,6 +92,15 @@ class Epilogue:
             spec.get("activation"),
             spec.get("residual"),
         )
+        #: The tensors of the per-tensor scales, or None without them.
+        self.scales: tuple[str, str] | None = None
+        if "scale_a" in spec or "scale_b" in spec:
+            names = (spec.get("scale_a"), spec.get("scale_b"))
+            for name in names:
+                tensor = artifact.tensors.get(name) if isinstance(name, str) else None
+                if tensor is None or tensor.dtype != "f32" or len(tensor.dims) != 1:
+                    raise fail(f"scale_a and scale_b must name f32 tensors of rank 1, got {name!r}")
+            self.scales = (str(names[0]), str(names[1]))
         #: alpha's value, or None without one.
         self.alpha: float | None = None
         if "alpha" in spec:
@@ -107,11 +120,15 @@ class Epilogue:
                 raise fail(f"tensor {name!r} must have dims {list(dims)}")
 
     def __bool__(self) -> bool:
-        return (self.alpha, self.bias, self.activation, self.residual) != (None,) * 4
+        parts = (self.alpha, self.bias, self.activation, self.residual, self.scales)
+        return parts != (None,) * 5
 
-    def apply(self, product, bias, residual, erf, tanh, exp):
-        """C's reference from the float64 product (rows x cols of C) and the
-        matching parts of the bias (cols) and the residual (rows x cols)."""
+    def apply(self, product, bias, residual, erf, tanh, exp, scales=None):
+        """C's reference from the float64 product (rows x cols of C), the
+        matching parts of the bias (cols) and the residual (rows x cols), and
+        the two scales' values."""
+        if scales is not None:
+            product = product * (scales[0] * scales[1])
         if self.alpha is not None:
             product = product * self.alpha
         if bias is not None:
@@ -208,8 +225,11 @@ class MatmulCheck:
                         None if name is None else inputs.arrays[name].double()
                         for name in (self.epilogue.bias, self.epilogue.residual)
                     )
+                    scales = self.epilogue.scales and [
+                        float(inputs.arrays[name][0]) for name in self.epilogue.scales
+                    ]
                     product = self.epilogue.apply(
-                        product, bias, residual, torch.special.erf, torch.tanh, torch.exp
+                        product, bias, residual, torch.special.erf, torch.tanh, torch.exp, scales
                     )
                 inputs.cache["reference"] = product
             return relative_frobenius(
@@ -274,6 +294,7 @@ def sampled_error_terms(
         None if name is None else to_float64(hosts[name], problem.dtype)
         for name in (epilogue.bias, epilogue.residual)
     )
+    scales = epilogue.scales and [float(hosts[name][0]) for name in epilogue.scales]
     erf = np.vectorize(math.erf)
 
     def reference(rows: slice | np.ndarray, cols: slice | np.ndarray) -> np.ndarray:
@@ -287,6 +308,7 @@ def sampled_error_terms(
             erf,
             np.tanh,
             np.exp,
+            scales,
         )
 
     whole = slice(None)

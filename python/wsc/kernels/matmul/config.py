@@ -14,8 +14,11 @@ from wsc.passes.warp_specialize_choices import (
     RELEASES,
     WGMMA_IN_FLIGHT,
 )
+from wsc.runtime.artifact import dim_size_name
 from wsc.target.hopper import (
+    E4M3,
     ELEMENT_BYTES,
+    HALF_DTYPES,
     MAX_STAGES,
     MAX_TMA_BOX,
     OPERAND_DTYPES,
@@ -25,18 +28,27 @@ from wsc.target.hopper import (
     TMA_ALIGN,
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
-    WGMMA_K,
     WGMMA_M,
     WGMMA_N_MAX,
     WGMMA_N_STEP,
     entry_register_cap,
     tile_registers,
+    wgmma_k,
 )
 
 INPUT_DTYPES = OPERAND_DTYPES
 OUTPUT_DTYPES = RESULT_DTYPES
-#: The 16-bit elements of a swizzled row: A's K tile is one such TMA box row.
-SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // 2
+#: The widest K tile: a swizzled row of the narrowest elements (fp8); a
+#: problem's dtype narrows it (`row_elements`).
+SWIZZLED_ROW_ELEMENTS = SWIZZLE_BYTES // min(ELEMENT_BYTES.values())
+
+
+def row_elements(dtype: str) -> int:
+    """The elements of `dtype` in one swizzled row: A's K tile is one such TMA
+    box row at most (wsc.matmul's spaces take it whole)."""
+    return SWIZZLE_BYTES // ELEMENT_BYTES[dtype]
+
+
 B_LAYOUTS = ("nk", "kn")
 #: The activations a fused epilogue applies (wsc.kernels.matmul.epilogue),
 #: as torch.nn.functional computes them: "gelu" by erf, "gelu_tanh" by the
@@ -55,6 +67,7 @@ class MatmulConfig:
 
     block_m: int = 128
     block_n: int = 128
+    #: At most one swizzled row of the problem's dtype (`row_elements`).
     block_k: int = 64
     num_stages: int = 4
     num_consumer_groups: int = 1
@@ -185,9 +198,9 @@ class MatmulConfig:
             ),
             (
                 "block_k",
-                self.block_k % WGMMA_K == 0 and 0 < self.block_k <= SWIZZLED_ROW_ELEMENTS,
-                f"a multiple of {WGMMA_K} (the WGMMA K) up to {SWIZZLED_ROW_ELEMENTS} (a "
-                f"{SWIZZLE_BYTES}-byte swizzled row of 16-bit elements)",
+                self.block_k % wgmma_k("f16") == 0 and 0 < self.block_k <= SWIZZLED_ROW_ELEMENTS,
+                f"a multiple of {wgmma_k('f16')} (the WGMMA K) up to {SWIZZLED_ROW_ELEMENTS} "
+                f"(a {SWIZZLE_BYTES}-byte swizzled row of fp8)",
             ),
             ("num_stages", 1 <= self.num_stages <= MAX_STAGES, f"1 to {MAX_STAGES}"),
             (
@@ -228,11 +241,16 @@ class MatmulConfig:
 
     def check_problem(self, problem: MatmulProblem) -> None:
         """The rules that depend on the problem."""
+        block_k = self.block_k
+        if block_k % wgmma_k(problem.dtype) or block_k > row_elements(problem.dtype):
+            raise ValueError(
+                f"block_k must be a multiple of {wgmma_k(problem.dtype)} (the WGMMA K of "
+                f"{problem.dtype}) up to {row_elements(problem.dtype)} (a {SWIZZLE_BYTES}-byte "
+                f"swizzled row), got {block_k}"
+            )
         # B's stage tile is [BN, BK] for "nk", [BK, BN] for "kn".
         b_rows, b_cols = (
-            (self.block_n, self.block_k)
-            if problem.b_layout == "nk"
-            else (self.block_k, self.block_n)
+            (self.block_n, block_k) if problem.b_layout == "nk" else (block_k, self.block_n)
         )
         narrowest = SWIZZLE_SPANS[-1]
         if b_cols * ELEMENT_BYTES[problem.dtype] % narrowest:
@@ -258,7 +276,7 @@ class MatmulConfig:
             )
         if problem.batched and self.stream_k:
             raise ValueError("a batched product shares no tile between blocks: not stream-K")
-        if self.staged_store and problem.out_dtype not in INPUT_DTYPES:
+        if self.staged_store and problem.out_dtype not in HALF_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(
                 f"{option} = True needs an f16 or bf16 output, got "
@@ -283,7 +301,9 @@ class MatmulProblem:
     optional, and an activation of ACTIVATIONS or None. `batched`: A, B and C are batches of matrices
     ([batch, M, K] ...), C[i] = A[i] op(B[i]): a block per tile of each matrix
     (the grid's z the matrices), or persistent blocks walking every matrix's
-    tiles."""
+    tiles. fp8 (e4m3) operands come with per-tensor scales, f32 tensors of one
+    element (as torch._scaled_mm's): C = act(alpha scale_a scale_b A B^T),
+    B as [N, K] ("nk", the one layout WGMMA reads fp8 in)."""
 
     dtype: str = "f16"
     out_dtype: str = "f32"
@@ -313,12 +333,42 @@ class MatmulProblem:
             raise ValueError(
                 "a batched product has no fused epilogue (alpha, bias, activation, residual)"
             )
+        if self.scaled and (self.b_layout != "nk" or self.bias or self.residual or self.batched):
+            raise ValueError(
+                f"{E4M3} operands take B as [N, K] (b_layout 'nk': WGMMA reads fp8 K-major "
+                f"only), and neither a bias, a residual nor batches, got b_layout "
+                f"'{self.b_layout}'"
+                + "".join(
+                    f", {part}" for part in ("bias", "residual", "batched") if getattr(self, part)
+                )
+            )
+
+    @property
+    def scaled(self) -> bool:
+        """The product is scaled by two per-tensor scales (fp8 operands)."""
+        return self.dtype == E4M3
 
     def epilogue_tensors(self) -> dict[str, str]:
-        """The kernel's names of the bias and the residual it reads, after
-        a, b and c ("d", then "e"), and of its scalar alpha after them."""
-        names = iter("def")
-        return {part: next(names) for part in ("bias", "residual", "alpha") if getattr(self, part)}
+        """The kernel's names of the tensors of its epilogue after a, b and c
+        ("d", "e", ...): the bias, the residual, the scales; then of its
+        scalar alpha."""
+        names = iter("defg")
+        parts = {
+            "bias": self.bias,
+            "residual": self.residual,
+            "scale_a": self.scaled,
+            "scale_b": self.scaled,
+            "alpha": self.alpha,
+        }
+        return {part: next(names) for part, present in parts.items() if present}
+
+    def scale_sizes(self) -> dict[str, int]:
+        """The sizes the kernel reads beside M, N, K (and batch): the length
+        of each per-tensor scale, 1."""
+        names = self.epilogue_tensors()
+        return {
+            dim_size_name(names[scale], 0): 1 for scale in ("scale_a", "scale_b") if scale in names
+        }
 
     def epilogue(self) -> dict:
         """The epilogue as the matmul check reads it from an artifact's config."""

@@ -1,6 +1,9 @@
 """The matmul's fused epilogue, in registers between the K loop and the
-store: C = act(alpha acc + bias) + residual, each part optional.
+store: C = act(alpha scale_a scale_b acc + bias) + residual, each part optional.
 
+    scale_a, scale_b: fp8 operands' per-tensor scales, f32 tensors of one
+                    element read from global memory (kb.broadcast of src[0]
+                    into a row vector)
     alpha:          a scalar argument (kb.scalar), set at each launch
     bias[N]:        kb.broadcast along the tile's columns (each thread reads
                     the columns it holds)
@@ -45,12 +48,17 @@ def fused_epilogue(
     residual: GlobalTensor | None = None,
     transpose: bool = False,
     alpha: KernelScalar | None = None,
+    scales: tuple[GlobalTensor, GlobalTensor] | None = None,
 ) -> RegisterTile:
-    """act(alpha acc + bias) + residual for the tile of C at `origin` (row,
-    col); with `transpose` acc holds that tile's transpose (C^T = B A^T), so
-    the bias runs down its rows and the residual is read transposed."""
+    """act(alpha scale_a scale_b acc + bias) + residual for the tile of C at
+    `origin` (row, col); with `transpose` acc holds that tile's transpose
+    (C^T = B A^T), so the bias runs down its rows and the residual is read
+    transposed."""
     row, col = origin
     shape = list(acc.shape)
+    if scales is not None:
+        scale_a, scale_b = (kb.broadcast(scale, 0, [shape[0], 1]) for scale in scales)
+        acc = acc * (scale_a * scale_b)
     if alpha is not None:
         acc = acc * alpha
     if bias is not None:

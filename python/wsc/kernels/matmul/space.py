@@ -16,7 +16,7 @@ def matmul_kernel(
     b_layout: str,
     block_m: int = 128,
     block_n: int = 256,
-    block_k: int = 64,
+    block_k: int | None = None,
     num_stages: int = 4,
     num_consumer_groups: int = 2,
     producer: str = "warpgroup",
@@ -42,13 +42,14 @@ def matmul_kernel(
     from wsc.builder import Kernel
     from wsc.dialect import make_context
     from wsc.kernels.matmul.build import ALPHA_DEFAULT, build_matmul, partial_sums
-    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, row_elements
 
     problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual, batched, alpha)
     config = MatmulConfig(
         block_m=block_m,
         block_n=block_n,
-        block_k=block_k,
+        # A K tile of one swizzled row: 64 16-bit elements, 128 of fp8.
+        block_k=block_k or row_elements(dtype),
         num_stages=num_stages,
         num_consumer_groups=num_consumer_groups,
         producer=producer,

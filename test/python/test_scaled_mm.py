@@ -1,0 +1,222 @@
+"""fp8 (e4m3) products with per-tensor scales: the e4m3 encoding the runtime
+draws inputs with, the WGMMA's fp8 form (K-major operands, K of 32 per
+instruction), the scaled epilogue and its check, and wsc.scaled_mm's argument
+checks; on a Hopper GPU, wsc.scaled_mm against a float64 reference of the
+dequantized product, and every config of its TMA-store space."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wsc.cache import Cache
+from wsc.device import hopper_gpu_visible, run_artifacts
+from wsc.kernels.matmul.check import MatmulCheck
+from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
+from wsc.matmul import SPACES, compiled_kernel_dir, plan
+from wsc.runtime import load_artifact
+from wsc.runtime.memory import E4M3_VALUES, Inputs, float32_to_e4m3_bits
+from wsc.target.hopper import E4M3
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from matmul_cache import FP8_PROBLEMS, FP8_SPACE, fp8_plan  # noqa: E402
+
+torch = pytest.importorskip("torch")
+
+
+def test_e4m3_rounding_is_torchs():
+    """Every pattern decodes as torch reads it, and rounding to nearest (ties
+    to even, halfway points included) picks torch's pattern."""
+    patterns = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    decoded = patterns.view(torch.float8_e4m3fn).double().numpy()
+    np.testing.assert_array_equal(E4M3_VALUES, decoded)
+    finite = E4M3_VALUES[:127]
+    values = np.concatenate(
+        [
+            np.random.default_rng(0).standard_normal(50_000) * 40,
+            finite,
+            (finite[:-1] + finite[1:]) / 2,  # every halfway point
+            -finite,
+            [0.0, -0.0, 1e-9, 447.9, 448.0],
+        ]
+    ).astype(np.float32)
+    expected = torch.from_numpy(values).clamp(-448, 448).to(torch.float8_e4m3fn)
+    np.testing.assert_array_equal(float32_to_e4m3_bits(values), expected.view(torch.uint8).numpy())
+    # Past the largest finite magnitude: saturated, not NaN.
+    assert E4M3_VALUES[float32_to_e4m3_bits(np.float32([1e4, -1e4]))].tolist() == [448, -448]
+
+
+def test_fp8_problem_and_config_rules():
+    assert MatmulProblem(E4M3, "bf16").epilogue_tensors() == {"scale_a": "d", "scale_b": "e"}
+    assert MatmulProblem(E4M3, "bf16").scale_sizes() == {"d_dim0": 1, "e_dim0": 1}
+    with pytest.raises(ValueError, match="take B as .N, K. .b_layout 'nk'"):
+        MatmulProblem(E4M3, "bf16", "kn")
+    with pytest.raises(ValueError, match="neither a bias.*, bias"):
+        MatmulProblem(E4M3, "bf16", bias=True)
+    problem = MatmulProblem(E4M3, "bf16")
+    with pytest.raises(ValueError, match="block_k must be a multiple of 32 .the WGMMA K of"):
+        MatmulConfig(block_k=48).check_problem(problem)
+    with pytest.raises(ValueError, match="up to 64 .a 128-byte swizzled row"):
+        MatmulConfig(block_k=128).check_problem(MatmulProblem("f16"))
+    MatmulConfig(block_k=128).check_problem(problem)
+
+
+def test_fp8_kernel_reads_scales_and_runs_e4m3_wgmmas(tmp_path):
+    """The default TMA-store config compiled for fp8: m64nNk32 e4m3 WGMMAs on
+    128-element K tiles, the scales as one-element tensors of their own."""
+    from wsc.kernels.matmul.build import compile_matmul
+
+    config = MatmulConfig(
+        block_m=128,
+        block_n=256,
+        block_k=128,
+        num_stages=3,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        persistent=True,
+        tma_store=True,
+        group_m=8,
+    )
+    result = compile_matmul(1000, 1336, 528, MatmulProblem(E4M3, "bf16"), config, tmp_path)
+    assert result.ptxas.spill_stores == 0
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in result.ptx
+    assert "k16" not in result.ptx
+    doc = json.loads((tmp_path / "kernel.json").read_text())
+    assert doc["sizes"] == {"m": 1000, "n": 1336, "k": 528, "d_dim0": 1, "e_dim0": 1}
+    assert {name: (spec["dtype"], spec["shape"]) for name, spec in doc["tensors"].items()} == {
+        "a": (E4M3, ["m", "k"]),
+        "b": (E4M3, ["n", "k"]),
+        "c": ("bf16", ["m", "n"]),
+        "d": ("f32", ["d_dim0"]),
+        "e": ("f32", ["e_dim0"]),
+    }
+    assert doc["tensor_maps"]["a"]["box"] == [128, 128]
+    assert doc["config"]["epilogue"] == {"scale_a": "d", "scale_b": "e"}
+
+    # The check's reference is the product of the e4m3 values times both scales.
+    check = MatmulCheck(load_artifact(tmp_path).resized(m=40, n=24, k=32, d_dim0=1, e_dim0=1))
+    rng = np.random.default_rng(1)
+    a, b = (
+        float32_to_e4m3_bits(rng.standard_normal(s, dtype=np.float32)) for s in ((40, 32), (24, 32))
+    )
+    hosts = {"a": a, "b": b, "d": np.float32([0.5]), "e": np.float32([-3.0])}
+    exact = (E4M3_VALUES[a] @ E4M3_VALUES[b].T) * -1.5
+
+    class Host:
+        """The numpy path of MatmulCheck: outputs are float64 already."""
+
+        def float64(self, values, dtype):
+            return values
+
+    inputs = Inputs(arrays={}, hosts=hosts, cache={})
+    assert check.relative_error(Host(), inputs, {"c": exact}, seed=0) < 1e-12
+    assert check.relative_error(Host(), inputs, {"c": exact / -1.5}, seed=0) > 1
+
+
+def test_fp8_operands_must_be_k_major():
+    from wsc.builder import BuildError, KernelBuilder, e4m3
+
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    sa = kb.shared_tensor(e4m3, [1, 64, 128])
+    sb = kb.shared_tensor(e4m3, [1, 128, 64])
+    acc = kb.register_tensor("f32", [64, 64])
+    with pytest.raises(BuildError, match="reads f8E4M3FN K-major only") as error:
+        kb.wgmma.mma(sa[0], sb[0], acc)
+    assert str(error.value).startswith(f"{__file__}:")
+
+
+def meta(*shape, dtype=torch.float8_e4m3fn):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def test_scaled_mm_plan_and_its_errors():
+    import wsc
+
+    a, w = meta(1000, 528), meta(1336, 528)
+    scales = (meta(1, dtype=torch.float32), meta((), dtype=torch.float32))
+    p = plan(a, w.T, scales=scales)
+    assert (p.dtype, p.out_dtype, p.b_layout, p.space) == (E4M3, "bf16", "nk", "nk-tma")
+    assert plan(a, w.T, out_dtype=torch.float32, scales=scales).space == "nk"
+    assert wsc.scaled_mm(a, w.T, *scales).dtype == torch.bfloat16
+    out = meta(1000, 1336, dtype=torch.float16)
+    assert wsc.scaled_mm(a, w.T, *scales, out=out) is out
+    for call, error, message in (
+        (lambda: plan(a, w.T), TypeError, r"fp8 takes scales: wsc.scaled_mm"),
+        (lambda: plan(a.half(), w.T.half(), scales=scales), TypeError, "must be float8_e4m3fn"),
+        (lambda: plan(a, w.T.contiguous(), scales=scales), ValueError, "b must be column-major"),
+        (
+            lambda: plan(a, w.T, scales=(scales[0], meta(2, dtype=torch.float32))),
+            TypeError,
+            "scale_b must be a float32 tensor of one element",
+        ),
+        (
+            lambda: plan(meta(1000, 520), meta(1336, 520).T, scales=scales),
+            ValueError,
+            "must be a multiple of 16",
+        ),
+        (
+            lambda: plan(a, w.T, out_dtype=torch.float8_e4m3fn, scales=scales),
+            TypeError,
+            "out_dtype must be float32, float16 or bfloat16",
+        ),
+    ):
+        with pytest.raises(error, match=message):
+            call()
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    if not hopper_gpu_visible() or not torch.cuda.is_available():
+        pytest.skip("needs a Hopper GPU and CUDA torch")
+    monkeypatch.setattr(sys.modules["wsc.matmul"], "_bound", {})
+    return torch.device("cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("problem", FP8_PROBLEMS, ids=lambda p: "x".join(map(str, p)))
+def test_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
+    """Each space's default config (the problems of matmul_cache.FP8_PROBLEMS)
+    into a NaN-poisoned output, against the float64 product of the e4m3
+    values times the scales; a second call gives the same bits."""
+    import wsc
+    from wsc.kernels.matmul.check import relative_frobenius
+
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    m, n, k, out_dtype = problem
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[out_dtype]
+    generator = torch.Generator(device=gpu).manual_seed(m + n + k)
+    a = (torch.randn(m, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+    w = (torch.randn(n, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+    scale_a = torch.tensor([0.375], device=gpu)
+    scale_b = torch.tensor(-1.5, device=gpu)
+    out = torch.full((m, n), float("nan"), device=gpu, dtype=dtype)
+    assert wsc.scaled_mm(a, w.T, scale_a, scale_b, out=out) is out
+    reference = (a.double() @ w.double().T) * (0.375 * -1.5)
+    assert not torch.isnan(out).any()
+    error = relative_frobenius(out.double(), reference, torch.linalg.norm)
+    assert error < (1e-2 if out_dtype == "bf16" else 1e-3), error
+    again = wsc.scaled_mm(a, w.T, scale_a, scale_b, out_dtype=dtype)
+    assert torch.equal(again, out)
+    # A new scale's value is read at the next launch: no host copy of it.
+    scale_b.fill_(3.0)
+    scaled = wsc.scaled_mm(a, w.T, scale_a, scale_b, out_dtype=dtype)
+    assert torch.allclose(scaled.double(), out.double() * -2, rtol=0, atol=0)
+    assert fp8_plan(*problem) == plan(a, w.T, out, scales=(scale_a, scale_b))
+
+
+@pytest.mark.cuda
+def test_every_fp8_config_is_correct(gpu):
+    """`wsc run --check` on every config of the fp8 TMA-store space, resized
+    to another problem, against float64 on every element."""
+    problem = fp8_plan(*FP8_PROBLEMS[0])
+    configs = SPACES[FP8_SPACE].configs()
+    directories = [compiled_kernel_dir(problem, config, Cache()) for config in configs]
+    reports = run_artifacts(directories, bench=False, sizes={"m": 777, "n": 1400, "k": 1040})
+    for config, report in zip(configs, reports, strict=True):
+        assert report["ok"] and report["nan_count"] == 0, (config, report)
+        assert report["dtype"] == E4M3 and report["shape"] == [777, 1400, 1040]
