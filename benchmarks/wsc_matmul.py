@@ -744,7 +744,7 @@ SET_TITLES = {
     "named": "Named shapes (--shapes)",
     "bmm": "Batched products, wsc.bmm against torch.bmm (--set bmm): M, N, K per matrix",
     "fp8": "fp8 e4m3 with per-tensor scales, bf16 C: wsc.scaled_mm against torch._scaled_mm "
-    "(--set fp8); the Triton column is torch._scaled_mm with use_fast_accum=True",
+    "(--set fp8), and against it with use_fast_accum=True",
 }
 
 
@@ -817,11 +817,14 @@ def summary(records) -> str:
 
 
 def _table(records) -> None:
-    # A batched set's "cublas" method is torch.bmm.
+    # A batched set's "cublas" method is torch.bmm; the fp8 set's torch._scaled_mm,
+    # and its third one that with fast accumulation.
+    fp8 = all(rec["dtype"] == FP8_DTYPE for rec in records)
     mm = "torch.bmm" if all("batch" in rec for rec in records) else "torch.mm"
+    mm, third = ("torch._scaled_mm", "fast accum") if fp8 else (mm, "Triton")
     print(
-        f"| M | N | K | B | dtype | wall us/call: wsc / {mm} / Triton | user path wsc/cuBLAS "
-        "(wall) | kernel alone wsc/cuBLAS | wsc/Triton (kernel) | wsc TFLOP/s | first call s |"
+        f"| M | N | K | B | dtype | wall us/call: wsc / {mm} / {third} | user path wsc/cuBLAS "
+        f"(wall) | kernel alone wsc/cuBLAS | wsc/{third} (kernel) | wsc TFLOP/s | first call s |"
     )
     print("|" + "---|" * 11)
     for rec in records:

@@ -4,7 +4,9 @@ producer warp or warpgroup, persistent or not, register, TMA or coalesced
 stores, clusters, split-K, swapped operands, both B layouts, and fused
 epilogues of register-tile math -- built by wsc.kernels.matmul as V2-form
 kernels and compiled through --warp-specialize, --unroll-ring-buffer,
---verify-pipeline and --convert-wsc-to-nvvm to PTX. The family
+--verify-pipeline and --convert-wsc-to-nvvm to PTX. The family "fp8" draws
+the same kernels with fp8 (e4m3) operands and per-tensor scales (B as
+[N, K], K tiles of 32 to 128 elements). The family
 "back_to_back" draws instead the two-product kernel of
 examples/back_to_back.py: two accumulators, register math on the first
 product (SCORE_MATH), its cast read as the second WGMMA's A operand, tile
@@ -22,6 +24,7 @@ Each seed ends one of four ways:
     python test/fuzz/kernels.py --seeds 0:10000 [--out FILE]   # a long run
     python test/fuzz/kernels.py --seeds 2000:2400 --artifacts DIR   # a GPU sample
     python test/fuzz/kernels.py --family back_to_back --seeds 0:1000
+    python test/fuzz/kernels.py --family fp8 --seeds 0:1000 [--artifacts DIR]
 
 test/python/test_fuzz_kernels.py runs a seeded slice of each family in CI.
 With --artifacts each accepted matmul is also assembled and written as an
@@ -44,13 +47,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wsc.kernels.matmul.config import ACTIVATIONS
+from wsc.target.hopper import E4M3
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 from back_to_back import SCORE_MATH, back_to_back  # noqa: E402
 
-#: The kinds of kernel drawn: wsc.kernels.matmul's, or examples/back_to_back.py's.
-FAMILIES = ("matmul", "back_to_back")
+#: The kinds of kernel drawn: wsc.kernels.matmul's (16-bit or fp8 operands),
+#: or examples/back_to_back.py's.
+FAMILIES = ("matmul", "fp8", "back_to_back")
 #: A seed's compile may take this long before it counts as a hang.
 TIMEOUT_S = 120
 #: A located diagnostic: file:line:col: error: ...
@@ -133,6 +138,22 @@ def sizes(seed: int) -> tuple[int, int, int]:
     return rng.randint(1, 600), 8 * rng.randint(1, 170), 8 * rng.randint(1, 130)
 
 
+def draw_fp8(seed: int) -> tuple[dict, dict]:
+    """`draw`'s kernel of `seed` with fp8 operands: B as [N, K] (the one
+    layout WGMMA reads fp8 in), no bias or residual (an activation may stay),
+    a K tile of 32, 64 or 128 elements."""
+    problem, config = draw(seed)
+    problem.update(dtype=E4M3, b_layout="nk", bias=False, residual=False)
+    config["block_k"] = random.Random(f"fp8 {seed}").choice([32, 64, 128])
+    return problem, config
+
+
+def fp8_sizes(seed: int) -> tuple[int, int, int]:
+    """`sizes` with K a multiple of 16: TMA's 16-byte rows of 1-byte elements."""
+    m, n, k = sizes(seed)
+    return m, n, 16 * -(-k // 16)
+
+
 def draw_back_to_back(seed: int) -> dict:
     """The keyword arguments of examples/back_to_back.py's kernel for `seed`."""
     rng = random.Random(f"back_to_back {seed}")
@@ -172,6 +193,8 @@ def run(seed: int, artifacts: Path | None = None, family: str = "matmul") -> Out
     by TIMEOUT_S); with `artifacts`, write a compiled one's artifact there."""
     if family == "back_to_back":
         return _run_back_to_back(seed, artifacts)
+    if family == "fp8":
+        return _run_matmul(seed, artifacts, draw_fp8, fp8_sizes)
     return _run_matmul(seed, artifacts)
 
 
@@ -226,7 +249,7 @@ def _run_back_to_back(seed: int, artifacts: Path | None) -> Outcome:
     return _bounded(outcome, compile_it)
 
 
-def _run_matmul(seed: int, artifacts: Path | None) -> Outcome:
+def _run_matmul(seed: int, artifacts: Path | None, drawn=draw, sized=sizes) -> Outcome:
     from mlir import ir
 
     from wsc.compiler import compile_module
@@ -238,7 +261,7 @@ def _run_matmul(seed: int, artifacts: Path | None) -> Outcome:
     )
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 
-    problem, config = draw(seed)
+    problem, config = drawn(seed)
     outcome = Outcome(seed, "compiled", problem, config)
     try:
         matmul_problem, matmul_config = MatmulProblem(**problem), MatmulConfig(**config)
@@ -257,7 +280,7 @@ def _run_matmul(seed: int, artifacts: Path | None) -> Outcome:
                 allow_spills=True,
             )
         if artifacts is not None:
-            m, n, k = sizes(seed)
+            m, n, k = sized(seed)
             write_matmul_artifact(
                 artifacts / f"seed{seed}", result, m, n, k, matmul_problem, matmul_config
             )

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 
-from kernels import back_to_back_sizes, draw_back_to_back, run, sizes  # noqa: E402
+from kernels import back_to_back_sizes, draw_back_to_back, fp8_sizes, run, sizes  # noqa: E402
 
 from wsc.codegen import find_ptxas  # noqa: E402
 from wsc.runtime import load_artifact  # noqa: E402
@@ -26,6 +26,31 @@ def test_a_generated_kernel_ends_cleanly(seed):
         outcome.config,
         outcome.message[:2000],
     )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_generated_fp8_kernel_ends_cleanly(seed):
+    outcome = run(seed, family="fp8")
+    assert outcome.kind in ("refused", "rejected", "compiled"), (
+        outcome.problem,
+        outcome.config,
+        outcome.message[:2000],
+    )
+
+
+def test_the_fp8_slice_compiles_most_of_its_agreeing_draws():
+    kinds = collections.Counter(run(seed, family="fp8").kind for seed in range(40))
+    assert kinds["compiled"] >= 15, kinds
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+def test_a_compiled_fp8_kernel_is_written_with_its_scales(tmp_path):
+    seed = next(seed for seed in range(40) if run(seed, family="fp8").kind == "compiled")
+    assert run(seed, tmp_path, "fp8").kind == "compiled"
+    artifact = load_artifact(tmp_path / f"seed{seed}")
+    m, n, k = fp8_sizes(seed)
+    assert artifact.sizes == {"m": m, "n": n, "k": k, "d_dim0": 1, "e_dim0": 1}
+    assert artifact.tensors["a"].dtype == "f8E4M3FN" and k % 16 == 0
 
 
 @pytest.mark.parametrize("seed", range(40))
