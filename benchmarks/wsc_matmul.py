@@ -48,7 +48,11 @@ The sets, each with B as the transpose of a row-major weight ("nk",
     scales, C in bf16, B as w.T ("nk" only: WGMMA reads fp8 K-major):
     `wsc.scaled_mm(a, b, sa, sb, out=c)` against `torch._scaled_mm` (cuBLAS;
     "cublas" in the records, and "cublas_fast" with use_fast_accum=True,
-    which accumulates as wsc does, in the WGMMA's fp32 accumulator).
+    which accumulates as wsc does, in the WGMMA's fp32 accumulator);
+  * fp8-block: the same shapes with DeepSeek-V3's block scales (scale_a
+    [M, K/128], scale_b [N/128, K/128]): `wsc.scaled_mm` with them ("wsc")
+    against itself with per-tensor scales ("wsc_tensor") and torch._scaled_mm
+    with per-tensor scales ("cublas", "cublas_fast"; their scales are 1).
 First, a host-overhead probe: a 256^3 problem, where the GPU waits for the
 host, wall time per call of wsc.matmul against torch.mm.
 
@@ -117,13 +121,14 @@ BMM = [
 ]
 #: fp8: (M, N, K) of the LLM set with M >= 2048.
 FP8 = [(m, n, k) for m in (2048, 8192) for n, k in WEIGHTS]
-SETS = ("llm", "odd", "bmm", "fp8")
+SETS = ("llm", "odd", "bmm", "fp8", "fp8-block")
 #: What `--quick` keeps of each set.
 QUICK = {
     "llm": {(8192, 8192, 8192), (2048, 8192, 8192), (8192, 8192, 512), (16, 4096, 4096)},
     "odd": {(27, 4097, 4104), (1000, 1333, 520), (3000, 5000, 7000)},
     "bmm": {(32, 2048, 2048, 128), (8, 2048, 14336, 4096)},
     "fp8": {(8192, 8192, 8192), (2048, 14336, 4096)},
+    "fp8-block": {(8192, 8192, 8192), (2048, 14336, 4096)},
 }
 LAYOUTS = ("nk", "kn")
 #: Bytes per element, by the dtype names the records hold (C has A's dtype).
@@ -208,9 +213,10 @@ def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
             if not quick or (batch, m, n, k) in QUICK[shape_set]
         ]
         return rows
-    if shape_set == "fp8":
+    if shape_set in ("fp8", "fp8-block"):
+        block = {"block_scales": True} if shape_set == "fp8-block" else {}
         return [
-            dict(m=m, n=n, k=k, layout="nk", dtype=FP8_DTYPE, set=shape_set)
+            dict(m=m, n=n, k=k, layout="nk", dtype=FP8_DTYPE, set=shape_set, **block)
             for m, n, k in FP8
             if not quick or (m, n, k) in QUICK[shape_set]
         ]
@@ -246,7 +252,9 @@ def operands(shape: dict, storage) -> tuple:
     a [M, K]; b [K, N], for "nk" the transpose view of a row-major [N, K];
     A's and B's rows `padded`; c a contiguous [M, N]; the epilogue's bias
     [N] and residual [M, N] where it has them, else None; for an fp8 shape
-    those two are its scales instead (float32 [1], FP8_SCALES) and c is bf16.
+    those two are its scales instead (float32 [1], FP8_SCALES; with
+    block_scales scale_a [M, K/128] and scale_b [N/128, K/128], values in
+    [0.5, 1.5]) and c is bf16.
     `storage(rows, cols)` makes each of A and B (in that order), then the
     residual, as a row-major tensor on the device and in the operands' dtype.
     A batched shape's a, b and c are batches of those matrices, one after
@@ -270,8 +278,17 @@ def operands(shape: dict, storage) -> tuple:
     if shape["dtype"] == FP8_DTYPE:
         import torch
 
+        c = a.new_empty(m, n, dtype=getattr(torch, FP8_OUT_DTYPE))
+        if shape.get("block_scales"):
+            k_blocks = -(-k // 128)
+            shapes = ((m, k_blocks), (-(-n // 128), k_blocks))
+            scale_a, scale_b = (
+                torch.linspace(0.5, 1.5, rows * cols, device=a.device).reshape(rows, cols)
+                for rows, cols in shapes
+            )
+            return a, b, c, scale_a, scale_b.flip(0)
         scale_a, scale_b = (a.new_full((1,), value, dtype=torch.float32) for value in FP8_SCALES)
-        return a, b, a.new_empty(m, n, dtype=getattr(torch, FP8_OUT_DTYPE)), scale_a, scale_b
+        return a, b, c, scale_a, scale_b
     bias = storage(1, n)[0] if epilogue.get("bias") else None
     residual = storage(m, n) if epilogue.get("residual") else None
     return a, b, a.new_empty(m, n), bias, residual
@@ -400,6 +417,16 @@ def _environment(torch) -> dict:
     }
 
 
+def _block_dequantized(a, b, scale_a, scale_b):
+    """float64 a [M, K] and b [K, N] times their block scales (scale_a
+    [M, K/128], scale_b [N/128, K/128])."""
+    k = a.shape[1]
+    n = b.shape[1]
+    a = a * scale_a.repeat_interleave(128, 1)[:, :k]
+    expanded = scale_b.repeat_interleave(128, 0).repeat_interleave(128, 1)[:n, :k]
+    return a, b * expanded.T
+
+
 class Problem:
     """Input sets of one shape (`operands`), with its float64 reference on the first."""
 
@@ -417,6 +444,7 @@ class Problem:
             )
 
         self.sets = [operands(shape, storage) for _ in range(self.count)]
+        self.block_scales = bool(shape.get("block_scales"))
         self.activation = epilogue_kwargs(shape, None, None)["activation"]
 
     def check(self, call, epilogue: bool = True) -> dict:
@@ -429,7 +457,13 @@ class Problem:
         c = call(*self.sets[0])
         torch.cuda.synchronize()
         reference = a.double() @ b.double()
-        if self.dtype == getattr(torch, FP8_DTYPE):
+        if self.block_scales:
+            # Block-scaled calls' operands are dequantized; the others' scales are 1.
+            if epilogue:
+                a, b = _block_dequantized(a.double(), b.double(), bias.double(), residual.double())
+                reference = a @ b
+            bias = residual = None
+        elif self.dtype == getattr(torch, FP8_DTYPE):
             # Every method scales the product: bias and residual are the scales.
             reference *= float(bias) * float(residual)
             bias = residual = None
@@ -626,6 +660,17 @@ def _methods(torch, wsc, shape: dict, triton_ok: bool) -> dict:
             "cublas": lambda a, b, c, *_: torch.bmm(a, b, out=c),
             "wsc": lambda a, b, c, *_: wsc.bmm(a, b, out=c),
         }
+    if shape.get("block_scales"):
+        out_dtype = getattr(torch, FP8_OUT_DTYPE)
+        one = torch.ones(1, device="cuda")
+        return {
+            "cublas": lambda a, b, *_: torch._scaled_mm(a, b, one, one, out_dtype=out_dtype),
+            "cublas_fast": lambda a, b, *_: torch._scaled_mm(
+                a, b, one, one, out_dtype=out_dtype, use_fast_accum=True
+            ),
+            "wsc_tensor": lambda a, b, c, *_: wsc.scaled_mm(a, b, one, one, out=c),
+            "wsc": lambda a, b, c, sa, sb: wsc.scaled_mm(a, b, sa, sb, out=c),
+        }
     if shape["dtype"] == FP8_DTYPE:
         out_dtype = getattr(torch, FP8_OUT_DTYPE)
         return {
@@ -653,6 +698,13 @@ def _methods(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     return methods
 
 
+def _checks_epilogue(shape: dict, name: str) -> bool:
+    """Whether `name`'s result is checked against the product with its
+    epilogue: every method's but cuBLAS's bare product, and with block scales
+    wsc's alone (the other methods' scales are 1)."""
+    return name == "wsc" if shape.get("block_scales") else name != "cublas"
+
+
 def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     problem = Problem(torch, shape)
     methods = _methods(torch, wsc, shape, triton_ok)
@@ -667,7 +719,8 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
         "first_call_s": first_call_s,
         "input_sets": problem.count,
         "check": {
-            name: problem.check(call, epilogue=name != "cublas") for name, call in methods.items()
+            name: problem.check(call, epilogue=_checks_epilogue(shape, name))
+            for name, call in methods.items()
         },
     }
     calls = _calls_per_block(shape)
@@ -745,6 +798,9 @@ SET_TITLES = {
     "bmm": "Batched products, wsc.bmm against torch.bmm (--set bmm): M, N, K per matrix",
     "fp8": "fp8 e4m3 with per-tensor scales, bf16 C: wsc.scaled_mm against torch._scaled_mm "
     "(--set fp8), and against it with use_fast_accum=True",
+    "fp8-block": "fp8 e4m3 with block scales, bf16 C (--set fp8-block): wsc.scaled_mm with "
+    "them against torch._scaled_mm with per-tensor scales, and against itself with per-tensor "
+    "scales",
 }
 
 
@@ -822,6 +878,8 @@ def _table(records) -> None:
     fp8 = all(rec["dtype"] == FP8_DTYPE for rec in records)
     mm = "torch.bmm" if all("batch" in rec for rec in records) else "torch.mm"
     mm, third = ("torch._scaled_mm", "fast accum") if fp8 else (mm, "Triton")
+    if all(rec.get("block_scales") for rec in records):
+        third = "wsc per-tensor"
     print(
         f"| M | N | K | B | dtype | wall us/call: wsc / {mm} / {third} | user path wsc/cuBLAS "
         f"(wall) | kernel alone wsc/cuBLAS | wsc/{third} (kernel) | wsc TFLOP/s | first call s |"
@@ -835,8 +893,9 @@ def _table(records) -> None:
                 return "n/a"
             return f"{results[name]['wall_us']['median']:.1f}"
 
-        # The third method: Triton, or for fp8 cuBLAS with fast accumulation.
-        third = "cublas_fast" if "cublas_fast" in r else "triton"
+        # The third method: Triton, or for fp8 cuBLAS with fast accumulation,
+        # or with block scales wsc with per-tensor ones.
+        third = next((name for name in ("wsc_tensor", "cublas_fast") if name in r), "triton")
         triton_ratio = _ratio(rec, third, "kernel_us")
         print(
             f"| {_batch_times(rec)}{rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | "

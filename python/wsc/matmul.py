@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wsc.kernels.matmul.config import ACTIVATIONS
+from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up
 from wsc.target.hopper import HALF_DTYPES as INPUT_DTYPES
@@ -133,6 +133,8 @@ class MatmulPlan:
     alpha: bool = False
     #: The number of matrices of a batched product (wsc.bmm), else None.
     batch: int | None = None
+    #: fp8 with block scales (wsc.scaled_mm with scale_a [M, K / 128]).
+    block_scales: bool = False
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -146,6 +148,7 @@ class MatmulPlan:
             "bias": self.bias,
             "activation": self.activation,
             "residual": self.residual,
+            "block_scales": self.block_scales,
         }
         return {name: value for name, value in parts.items() if value}
 
@@ -154,6 +157,8 @@ class MatmulPlan:
         """The name of the config space (SPACES) this problem is tuned over."""
         if self.batch is not None:
             return f"{self.b_layout}-batched"
+        if self.block_scales:
+            return "nk-block-scaled"
         if self.m <= SMALL_M:
             return f"{self.b_layout}-small-m"
         if self.tma_store:
@@ -249,8 +254,7 @@ def plan(
         raise ValueError(
             f"{api}: b must be [K, N] with K = {k} (a is [{m}, {k}]), got b of shape [{k_b}, {n}]"
         )
-    if scales is not None:
-        _check_scales(a_op, b_op, n, k, scales)
+    block_scales = scales is not None and _check_scales(a_op, b_op, m, n, k, scales)
     # An empty product launches nothing: no layout or TMA rule applies.
     b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, n, k, api)
     if scales is not None:
@@ -307,6 +311,7 @@ def plan(
         activation=activation,
         residual=residual is not None,
         alpha=alpha is not None,
+        block_scales=block_scales,
     )
 
 
@@ -371,10 +376,12 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
     return dataclasses.replace(p, batch=a_op.shape[0])
 
 
-def _check_scales(a_op: _Operand, b_op: _Operand, n: int, k: int, scales) -> None:
+def _check_scales(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int, scales) -> bool:
     """wsc.scaled_mm's operands: B the transpose view of a row-major [N, K]
     (WGMMA reads fp8 K-major only; torch._scaled_mm takes it so too), and
-    two float32 CUDA tensors of one element on a's device."""
+    two float32 tensors on a's device: of one element each (per-tensor
+    scales), or contiguous block scales, scale_a [M, cdiv(K, 128)] and scale_b
+    [cdiv(N, 128), cdiv(K, 128)]. Whether they are block scales."""
     if a_op.kind != "torch":
         raise TypeError("wsc.scaled_mm: a and b must be torch tensors")
     if 0 not in (n, k) and not (b_op.strides[0] == 1 or k == 1):
@@ -382,17 +389,32 @@ def _check_scales(a_op: _Operand, b_op: _Operand, n: int, k: int, scales) -> Non
             f"wsc.scaled_mm: b must be column-major [K, N], the transpose view of a "
             f"row-major [N, K] (b = w.T), got strides {list(b_op.strides)}"
         )
-    for name, scale in zip(("scale_a", "scale_b"), scales, strict=True):
-        op = _describe(scale, name)
-        if op.kind != "torch" or op.dtype != "f32" or math.prod(op.shape) != 1:
-            raise TypeError(
-                f"wsc.scaled_mm: {name} must be a float32 tensor of one element (a per-tensor "
-                f"scale), got {op.dtype} of shape {list(op.shape)}"
-            )
+    blocks = -(-k // SCALE_BLOCK)
+    block_shapes = [[m, blocks], [-(-n // SCALE_BLOCK), blocks]]
+    names = ("scale_a", "scale_b")
+    described = [_describe(scale, name) for name, scale in zip(names, scales, strict=True)]
+    for name, op in zip(names, described, strict=True):
+        if op.kind != "torch" or op.dtype != "f32":
+            raise TypeError(f"wsc.scaled_mm: {name} must be a float32 tensor, got {op.dtype}")
         if op.device != a_op.device:
             raise ValueError(
                 f"wsc.scaled_mm: {name} must be on {a_op.device} like a and b, got {op.device}"
             )
+    shapes = [list(op.shape) for op in described]
+    block = shapes == block_shapes
+    if not block and any(math.prod(shape) != 1 for shape in shapes):
+        raise ValueError(
+            f"wsc.scaled_mm: scale_a and scale_b must be per-tensor scales (one element each) "
+            f"or block scales of shapes {block_shapes[0]} and {block_shapes[1]}, got "
+            f"{shapes[0]} and {shapes[1]}"
+        )
+    for name, op, shape in zip(names, described, block_shapes, strict=True):
+        if block and shape[0] > 1 and op.strides != (shape[1], 1):
+            raise ValueError(
+                f"wsc.scaled_mm: block scales must be contiguous, got {name} of strides "
+                f"{list(op.strides)}"
+            )
+    return block
 
 
 def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual, alpha=None) -> None:
@@ -629,7 +651,8 @@ def _extra_sizes(p: MatmulPlan) -> dict[str, int]:
     number of matrices, a scaled one's scale lengths."""
     from wsc.kernels.matmul.config import MatmulProblem
 
-    scales = MatmulProblem(p.dtype, b_layout=p.b_layout).scale_sizes()
+    problem = MatmulProblem(p.dtype, b_layout=p.b_layout, block_scales=p.block_scales)
+    scales = problem.scale_sizes(p.n, p.k)
     return scales if p.batch is None else {"batch": p.batch, **scales}
 
 
@@ -869,8 +892,12 @@ def _bind(
     names = MatmulProblem(
         p.dtype, bias=p.bias, residual=p.residual, alpha=p.alpha
     ).epilogue_tensors()
-    # A scale of shape [] is the kernel's [1] (launches pass its pointer alone).
-    scale_a, scale_b = (None, None) if scales is None else (s.reshape(1) for s in scales)
+    # A scale of shape [] is the kernel's [1], block scales of B are read flat
+    # (launches pass their pointers alone).
+    scale_a, scale_b = None, None
+    if scales is not None:
+        scale_a = scales[0] if p.block_scales else scales[0].reshape(1)
+        scale_b = scales[1].reshape(-1)
     epilogue = {
         names[part]: tensor
         for part, tensor in (
@@ -1112,11 +1139,15 @@ def bmm(a, b, *, out=None):
 def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, out=None):
     """scale_a scale_b (a @ b) for fp8 (float8_e4m3fn) a [M, K], row-major,
     and b [K, N] given as the transpose view of a row-major [N, K] (b = w.T),
-    as torch._scaled_mm takes them. The scales are per tensor: float32 CUDA
-    tensors of one element, which the kernel reads (no host sync). The
-    product accumulates in the WGMMA's fp32 accumulator over all of K (as
-    torch._scaled_mm's use_fast_accum=True does) and is returned as
-    `out_dtype` (bfloat16 unless float16 or float32 is asked) or into `out`.
+    as torch._scaled_mm takes them. The scales are float32 CUDA tensors,
+    which the kernel reads (no host sync): per tensor, one element each, or
+    block scales as DeepSeek-V3's, scale_a [M, cdiv(K, 128)] (a scale per row
+    of A and 128 of K) and scale_b [cdiv(N, 128), cdiv(K, 128)] (per 128 x 128
+    block of w), both contiguous, applied to each K tile's product in
+    registers. The product accumulates in fp32 (per-tensor scales: in the
+    WGMMA's accumulator over all of K, as torch._scaled_mm's
+    use_fast_accum=True does) and is returned as `out_dtype` (bfloat16 unless
+    float16 or float32 is asked) or into `out`.
     K must be a multiple of 16 (TMA's 16-byte rows). Torch tensors, without
     autograd."""
     torch = _torch

@@ -5,8 +5,8 @@ stores, clusters, split-K, swapped operands, both B layouts, and fused
 epilogues of register-tile math -- built by wsc.kernels.matmul as V2-form
 kernels and compiled through --warp-specialize, --unroll-ring-buffer,
 --verify-pipeline and --convert-wsc-to-nvvm to PTX. The family "fp8" draws
-the same kernels with fp8 (e4m3) operands and per-tensor scales (B as
-[N, K], K tiles of 32 to 128 elements). The family
+the same kernels with fp8 (e4m3) operands and per-tensor or block scales (B
+as [N, K], K tiles of 32 to 128 elements). The family
 "back_to_back" draws instead the two-product kernel of
 examples/back_to_back.py: two accumulators, register math on the first
 product (SCORE_MATH), its cast read as the second WGMMA's A operand, tile
@@ -141,10 +141,17 @@ def sizes(seed: int) -> tuple[int, int, int]:
 def draw_fp8(seed: int) -> tuple[dict, dict]:
     """`draw`'s kernel of `seed` with fp8 operands: B as [N, K] (the one
     layout WGMMA reads fp8 in), no bias or residual (an activation may stay),
-    a K tile of 32, 64 or 128 elements."""
+    a K tile of 32, 64 or 128 elements; three in ten with block scales, whose
+    K tile is one block, its columns within one block of B's and no WGMMA
+    group in flight across K tiles."""
     problem, config = draw(seed)
     problem.update(dtype=E4M3, b_layout="nk", bias=False, residual=False)
-    config["block_k"] = random.Random(f"fp8 {seed}").choice([32, 64, 128])
+    rng = random.Random(f"fp8 {seed}")
+    config["block_k"] = rng.choice([32, 64, 128])
+    problem["block_scales"] = rng.random() < 0.3
+    if problem["block_scales"]:
+        config.update(block_k=128, wgmma_in_flight=0, swap_ab=False)
+        config["block_n"] = rng.choice([32, 64, 128])
     return problem, config
 
 

@@ -53,12 +53,16 @@ FP8_PROBLEMS = [
     (1000, 1333, 528, "bf16"),
     (40, 1336, 528, "bf16"),
 ]
-#: The fp8 space whose every config test_scaled_mm.py checks.
-FP8_SPACE = "nk-tma"
+#: The fp8 spaces whose every config test_scaled_mm.py checks.
+FP8_SPACE, FP8_BLOCK_SPACE = "nk-tma", "nk-block-scaled"
+#: wsc.scaled_mm's problems with block scales (stored from registers: any C).
+FP8_BLOCK_PROBLEMS = [(1000, 1336, 528, "bf16"), (40, 1333, 1040, "f32")]
 
 
-def fp8_plan(m: int, n: int, k: int, out_dtype: str) -> MatmulPlan:
+def fp8_plan(m: int, n: int, k: int, out_dtype: str, block_scales: bool = False) -> MatmulPlan:
     """wsc.scaled_mm's plan of a contiguous problem (B as w.T)."""
+    if block_scales:
+        return MatmulPlan(m, n, k, E4M3, out_dtype, "nk", block_scales=True)
     tma_store = out_dtype != "f32" and n * 2 % 16 == 0
     coalesced = out_dtype != "f32" and not tma_store
     return MatmulPlan(m, n, k, E4M3, out_dtype, "nk", tma_store, coalesced_store=coalesced)
@@ -127,9 +131,15 @@ def main() -> int:
     for problem in FP8_PROBLEMS:
         plan = fp8_plan(*problem)
         wanted.append((plan, DEFAULT_CONFIGS[plan.space]))
-    fp8 = fp8_plan(*FP8_PROBLEMS[0])
-    assert fp8.space == FP8_SPACE
-    wanted += [(fp8, config) for config in SPACES[FP8_SPACE].configs()]
+    for problem in FP8_BLOCK_PROBLEMS:
+        plan = fp8_plan(*problem, block_scales=True)
+        wanted.append((plan, DEFAULT_CONFIGS[plan.space]))
+    for space, plan in (
+        (FP8_SPACE, fp8_plan(*FP8_PROBLEMS[0])),
+        (FP8_BLOCK_SPACE, fp8_plan(*FP8_BLOCK_PROBLEMS[0], block_scales=True)),
+    ):
+        assert plan.space == space
+        wanted += [(plan, config) for config in SPACES[space].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
     failed, candidates = [], 0

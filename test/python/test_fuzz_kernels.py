@@ -10,9 +10,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 
-from kernels import back_to_back_sizes, draw_back_to_back, fp8_sizes, run, sizes  # noqa: E402
+from kernels import (  # noqa: E402
+    back_to_back_sizes,
+    draw_back_to_back,
+    draw_fp8,
+    fp8_sizes,
+    run,
+    sizes,
+)
 
 from wsc.codegen import find_ptxas  # noqa: E402
+from wsc.kernels.matmul.config import MatmulProblem  # noqa: E402
 from wsc.runtime import load_artifact  # noqa: E402
 
 SEEDS = range(100)
@@ -49,8 +57,14 @@ def test_a_compiled_fp8_kernel_is_written_with_its_scales(tmp_path):
     assert run(seed, tmp_path, "fp8").kind == "compiled"
     artifact = load_artifact(tmp_path / f"seed{seed}")
     m, n, k = fp8_sizes(seed)
-    assert artifact.sizes == {"m": m, "n": n, "k": k, "d_dim0": 1, "e_dim0": 1}
+    problem = MatmulProblem(**draw_fp8(seed)[0])
+    assert artifact.sizes == {"m": m, "n": n, "k": k, **problem.scale_sizes(n, k)}
     assert artifact.tensors["a"].dtype == "f8E4M3FN" and k % 16 == 0
+
+
+def test_the_fp8_slice_compiles_block_scaled_kernels():
+    block = [seed for seed in range(40) if draw_fp8(seed)[0]["block_scales"]]
+    assert any(run(seed, family="fp8").kind == "compiled" for seed in block), block
 
 
 @pytest.mark.parametrize("seed", range(40))

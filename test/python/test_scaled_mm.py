@@ -23,7 +23,13 @@ from wsc.runtime.memory import E4M3_VALUES, Inputs, float32_to_e4m3_bits
 from wsc.target.hopper import E4M3
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from matmul_cache import FP8_PROBLEMS, FP8_SPACE, fp8_plan  # noqa: E402
+from matmul_cache import (  # noqa: E402
+    FP8_BLOCK_PROBLEMS,
+    FP8_BLOCK_SPACE,
+    FP8_PROBLEMS,
+    FP8_SPACE,
+    fp8_plan,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -52,17 +58,23 @@ def test_e4m3_rounding_is_torchs():
 
 def test_fp8_problem_and_config_rules():
     assert MatmulProblem(E4M3, "bf16").epilogue_tensors() == {"scale_a": "d", "scale_b": "e"}
-    assert MatmulProblem(E4M3, "bf16").scale_sizes() == {"d_dim0": 1, "e_dim0": 1}
-    with pytest.raises(ValueError, match="take B as .N, K. .b_layout 'nk'"):
-        MatmulProblem(E4M3, "bf16", "kn")
-    with pytest.raises(ValueError, match="neither a bias.*, bias"):
-        MatmulProblem(E4M3, "bf16", bias=True)
-    problem = MatmulProblem(E4M3, "bf16")
-    with pytest.raises(ValueError, match="block_k must be a multiple of 32 .the WGMMA K of"):
-        MatmulConfig(block_k=48).check_problem(problem)
-    with pytest.raises(ValueError, match="up to 64 .a 128-byte swizzled row"):
-        MatmulConfig(block_k=128).check_problem(MatmulProblem("f16"))
-    MatmulConfig(block_k=128).check_problem(problem)
+    assert MatmulProblem(E4M3, "bf16").scale_sizes(1336, 528) == {"d_dim0": 1, "e_dim0": 1}
+    block = MatmulProblem(E4M3, "bf16", block_scales=True)
+    # scale_a's K blocks, and scale_b's 11 x 5 blocks read flat.
+    assert block.scale_sizes(1336, 528) == {"d_dim1": 5, "e_dim0": 55}
+    assert block.epilogue() == {"scale_a": "d", "scale_b": "e", "scale_block": 128}
+    with pytest.raises(ValueError, match="block_scales = True scales f8E4M3FN operands"):
+        MatmulProblem("f16", block_scales=True)
+    tile = dict(
+        block_k=128, block_n=128, wgmma_in_flight=0, num_consumer_groups=2, producer="warpgroup"
+    )
+    MatmulConfig(**tile).check_problem(block)
+    for bad in (dict(block_k=64), dict(block_n=256), dict(wgmma_in_flight=1)):
+        with pytest.raises(ValueError, match="block scales need block_k = 128"):
+            MatmulConfig(**{**tile, **bad}).check_problem(block)
+    one_group = dict(num_consumer_groups=1, producer="warp")
+    with pytest.raises(ValueError, match="holds its 128x128 f32 sum and a K tile's product"):
+        MatmulConfig(**{**tile, **one_group}).check_problem(block)
 
 
 def test_fp8_kernel_reads_scales_and_runs_e4m3_wgmmas(tmp_path):
@@ -118,6 +130,53 @@ def test_fp8_kernel_reads_scales_and_runs_e4m3_wgmmas(tmp_path):
     assert check.relative_error(Host(), inputs, {"c": exact / -1.5}, seed=0) > 1
 
 
+def block_dequantized(a, b_nk, scale_a, scale_b):
+    """float64 A and B with their block scales applied (numpy or torch)."""
+    repeat = np.repeat if isinstance(a, np.ndarray) else torch.repeat_interleave
+    k, n = a.shape[1], b_nk.shape[0]
+    scale_b = scale_b.reshape(-(-n // 128), -(-k // 128))
+    a = a * repeat(scale_a, 128, 1)[:, :k]
+    return a, b_nk * repeat(repeat(scale_b, 128, 0), 128, 1)[:n, :k]
+
+
+def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
+    """The block-scaled space's default config: each K tile's product times
+    scale_a's row vector and the block's scale_b, added to the sum; the
+    check's reference dequantizes A and B block by block."""
+    from wsc.kernels.matmul.build import compile_matmul
+    from wsc.matmul import DEFAULT_CONFIGS
+
+    problem = MatmulProblem(E4M3, "bf16", block_scales=True)
+    config = MatmulConfig(**DEFAULT_CONFIGS[FP8_BLOCK_SPACE], block_k=128)
+    result = compile_matmul(1000, 1336, 528, problem, config, tmp_path)
+    assert result.ptxas.spill_stores == 0
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in result.ptx
+    doc = json.loads((tmp_path / "kernel.json").read_text())
+    assert doc["sizes"] == {"m": 1000, "n": 1336, "k": 528, "d_dim1": 5, "e_dim0": 55}
+    assert doc["tensors"]["d"]["shape"] == ["m", "d_dim1"]
+    assert doc["tensors"]["e"]["shape"] == ["e_dim0"]
+
+    m, n, k = 200, 300, 400  # 2 x 3 blocks of B, the last ragged; 4 K blocks
+    check = MatmulCheck(load_artifact(tmp_path).resized(m=m, n=n, k=k, d_dim1=4, e_dim0=12))
+    rng = np.random.default_rng(2)
+    a, b = (
+        float32_to_e4m3_bits(rng.standard_normal(s, dtype=np.float32)) for s in ((m, k), (n, k))
+    )
+    scale_a = rng.uniform(0.5, 2, (m, 4)).astype(np.float32)
+    scale_b = rng.uniform(0.5, 2, 12).astype(np.float32)
+    deq_a, deq_b = block_dequantized(E4M3_VALUES[a], E4M3_VALUES[b], scale_a, scale_b)
+    exact = deq_a @ deq_b.T
+
+    class Host:
+        def float64(self, values, dtype):
+            return values
+
+    inputs = Inputs(arrays={}, hosts={"a": a, "b": b, "d": scale_a, "e": scale_b}, cache={})
+    assert check.relative_error(Host(), inputs, {"c": exact}, seed=0) < 1e-12
+    unscaled = E4M3_VALUES[a] @ E4M3_VALUES[b].T
+    assert check.relative_error(Host(), inputs, {"c": unscaled}, seed=0) > 0.1
+
+
 def test_fp8_operands_must_be_k_major():
     from wsc.builder import BuildError, KernelBuilder, e4m3
 
@@ -141,6 +200,14 @@ def test_scaled_mm_plan_and_its_errors():
     scales = (meta(1, dtype=torch.float32), meta((), dtype=torch.float32))
     p = plan(a, w.T, scales=scales)
     assert (p.dtype, p.out_dtype, p.b_layout, p.space) == (E4M3, "bf16", "nk", "nk-tma")
+    block_a, block_b = meta(1000, 5, dtype=torch.float32), meta(11, 5, dtype=torch.float32)
+    p = plan(a, w.T, scales=(block_a, block_b))
+    assert (p.block_scales, p.space, p.epilogue) == (
+        True,
+        "nk-block-scaled",
+        {"block_scales": True},
+    )
+    assert wsc.scaled_mm(a, w.T, block_a, block_b, out_dtype=torch.float32).dtype == torch.float32
     assert plan(a, w.T, out_dtype=torch.float32, scales=scales).space == "nk"
     assert wsc.scaled_mm(a, w.T, *scales).dtype == torch.bfloat16
     out = meta(1000, 1336, dtype=torch.float16)
@@ -151,8 +218,19 @@ def test_scaled_mm_plan_and_its_errors():
         (lambda: plan(a, w.T.contiguous(), scales=scales), ValueError, "b must be column-major"),
         (
             lambda: plan(a, w.T, scales=(scales[0], meta(2, dtype=torch.float32))),
+            ValueError,
+            r"per-tensor scales \(one element each\) or block scales of shapes \[1000, 5\] and "
+            r"\[11, 5\], got \[1\] and \[2\]",
+        ),
+        (
+            lambda: plan(a, w.T, scales=(scales[0].half(), scales[1])),
             TypeError,
-            "scale_b must be a float32 tensor of one element",
+            "scale_a must be a float32 tensor, got f16",
+        ),
+        (
+            lambda: plan(a, w.T, scales=(block_a.T.contiguous().T, block_b)),
+            ValueError,
+            "block scales must be contiguous",
         ),
         (
             lambda: plan(meta(1000, 520), meta(1336, 520).T, scales=scales),
@@ -210,13 +288,47 @@ def test_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
 
 
 @pytest.mark.cuda
-def test_every_fp8_config_is_correct(gpu):
-    """`wsc run --check` on every config of the fp8 TMA-store space, resized
-    to another problem, against float64 on every element."""
-    problem = fp8_plan(*FP8_PROBLEMS[0])
-    configs = SPACES[FP8_SPACE].configs()
+@pytest.mark.parametrize("problem", FP8_BLOCK_PROBLEMS, ids=lambda p: "x".join(map(str, p)))
+def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
+    """Block scales (a scale per row of A and 128 of K, per 128 x 128 block
+    of w) in the block-scaled space's default config, ragged in M, N and K,
+    into a NaN-poisoned output, against the float64 product of the
+    dequantized operands."""
+    import wsc
+    from wsc.kernels.matmul.check import relative_frobenius
+
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    m, n, k, out_dtype = problem
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[out_dtype]
+    generator = torch.Generator(device=gpu).manual_seed(m + n + k)
+    a = (torch.randn(m, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+    w = (torch.randn(n, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+    blocks = -(-k // 128)
+    scale_a = torch.rand(m, blocks, device=gpu, generator=generator) + 0.5
+    scale_b = -torch.rand(-(-n // 128), blocks, device=gpu, generator=generator) - 0.5
+    out = torch.full((m, n), float("nan"), device=gpu, dtype=dtype)
+    assert wsc.scaled_mm(a, w.T, scale_a, scale_b, out=out) is out
+    deq_a, deq_w = block_dequantized(a.double(), w.double(), scale_a.double(), scale_b.double())
+    reference = deq_a @ deq_w.T
+    assert not torch.isnan(out).any()
+    error = relative_frobenius(out.double(), reference, torch.linalg.norm)
+    assert error < (1e-2 if out_dtype == "bf16" else 1e-3), error
+    assert fp8_plan(*problem, block_scales=True) == plan(a, w.T, out, scales=(scale_a, scale_b))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("space", [FP8_SPACE, FP8_BLOCK_SPACE])
+def test_every_fp8_config_is_correct(gpu, space):
+    """`wsc run --check` on every config of the fp8 TMA-store space and of the
+    block-scaled one, resized to another problem, against float64 on every
+    element."""
+    problem = fp8_plan(*FP8_PROBLEMS[0], block_scales=space == FP8_BLOCK_SPACE)
+    configs = SPACES[space].configs()
     directories = [compiled_kernel_dir(problem, config, Cache()) for config in configs]
-    reports = run_artifacts(directories, bench=False, sizes={"m": 777, "n": 1400, "k": 1040})
+    sizes = {"m": 777, "n": 1400, "k": 1040}
+    if space == FP8_BLOCK_SPACE:
+        sizes.update(d_dim1=9, e_dim0=11 * 9)
+    reports = run_artifacts(directories, bench=False, sizes=sizes)
     for config, report in zip(configs, reports, strict=True):
         assert report["ok"] and report["nan_count"] == 0, (config, report)
         assert report["dtype"] == E4M3 and report["shape"] == [777, 1400, 1040]

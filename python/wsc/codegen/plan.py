@@ -802,7 +802,9 @@ class KernelPlan:
                     tile_load = ops.TileLoad(op)
                     position = self.args.index(tile_load.src)
                     flip = tile_load.transpose != transposed
-                    for dim in (0, 1):
+                    # A row vector reads one column of src: only its rows are C's.
+                    shape, _ = acc_type_parameters(tile_load.result.type)
+                    for dim in (0,) if shape[1] == 1 else (0, 1):
                         classes.union(
                             (position, dim), self.matrix_dim(stored, 1 - dim if flip else dim)
                         )
@@ -928,13 +930,17 @@ class KernelPlan:
         return None
 
     def _stored_tensors(self, acc: ir.Value) -> dict[int, bool]:
-        """The tensors `acc` ends up in, each with whether it is stored
-        transposed: stored from registers, or staged in shared memory and
-        copied out (with TMA or coalesced stores)."""
+        """The tensors `acc` ends up in, through register-tile math and
+        assignments, each with whether it is stored transposed: stored from
+        registers, or staged in shared memory and copied out (with TMA or
+        coalesced stores)."""
         found: dict[int, bool] = {}
-        pending = [acc]
+        pending, seen = [acc], set()
         while pending:
             value = pending.pop()
+            if value in seen:
+                continue
+            seen.add(value)
             for use in value.uses:
                 owner = use_owner(use)
                 key = (owner.name, ops.operand_name(owner, use.operand_number))
@@ -951,6 +957,9 @@ class KernelPlan:
                             found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
                 elif owner.name in ops.TILE_MAPS:
                     pending.append(owner.results[0])
+                elif key == ("wsc.tile_assign", "src"):
+                    # Assigned into a tile (a sum across K tiles): stored where it is.
+                    pending.append(ops.TileAssign(owner).dst)
         return found
 
     def _check_debug_options(self) -> None:

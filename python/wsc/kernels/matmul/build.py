@@ -107,7 +107,12 @@ from wsc.builder import (
     split_k_workspaces,
 )
 from wsc.compiler import CompileResult, compile_module, write_artifact
-from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, check_tma_strides
+from wsc.kernels.matmul.config import (
+    SCALE_BLOCK,
+    MatmulConfig,
+    MatmulProblem,
+    check_tma_strides,
+)
 from wsc.kernels.matmul.epilogue import fused_epilogue
 from wsc.target.hopper import MAX_SMS, WARP_SIZE, WARPGROUP_SIZE
 
@@ -137,6 +142,25 @@ def _tile_coordinates(
     rows = minimum(tiles_m - first_row, group_m)
     in_group = tile % group_size
     return first_row + in_group % rows, in_group // rows
+
+
+def _block_scale(
+    kb: KernelBuilder,
+    scales: tuple[GlobalTensor, GlobalTensor],
+    k_tile: Scalar,
+    tile_m: Scalar,
+    tile_n: Scalar,
+    k_tiles: Scalar,
+    rows: int,
+) -> RegisterTile:
+    """The row vector of K tile `k_tile`'s block scales for the tile at
+    (tile_m, tile_n): scale_a[row, k_tile] of each row times the one scale of
+    B's block, scale_b[tile_n / SCALE_BLOCK, k_tile] of the flat scale_b (its
+    rows k_tiles long)."""
+    scale_a, scale_b = scales
+    per_row = kb.load_tile(scale_a, [tile_m, k_tile], [rows, 1])
+    block = (tile_n // SCALE_BLOCK) * k_tiles + k_tile
+    return per_row * kb.broadcast(scale_b, block, [rows, 1])
 
 
 def store_through_shared(
@@ -194,9 +218,11 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     # Declared next, so that they are "d", "e", ... (MatmulProblem.epilogue_tensors).
     bias = kb.global_tensor(element, rank=1) if problem.bias else None
     residual = kb.global_tensor(element) if problem.residual else None
-    scales = (
-        (kb.global_tensor(f32, rank=1), kb.global_tensor(f32, rank=1)) if problem.scaled else None
-    )
+    scales = None
+    if problem.scaled:
+        # Block scales: scale_a [M, K blocks], scale_b flat (B's blocks row by row).
+        rank_a = 2 if problem.block_scales else 1
+        scales = (kb.global_tensor(f32, rank=rank_a), kb.global_tensor(f32, rank=1))
     # Next, so that it is named as MatmulProblem.epilogue_tensors says.
     alpha = kb.scalar() if problem.alpha else None
     partials = partial_sums(config)
@@ -279,12 +305,18 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             kb.wgmma.fence()
             # B's tile as the WGMMA sees it: [K, N] ("nk" stages are [N, K]).
             b_kn = b_tile.transpose() if b_layout == "nk" else b_tile
+            # With block scales each K tile's product is scaled before it is added.
+            product = kb.register_tensor(f32, list(acc_shape)) if problem.block_scales else acc
             if swap:
-                kb.wgmma.mma(b_kn.transpose(), a_tile.transpose(), acc)
+                kb.wgmma.mma(b_kn.transpose(), a_tile.transpose(), product)
             else:
-                kb.wgmma.mma(a_tile, b_kn, acc)
+                kb.wgmma.mma(a_tile, b_kn, product)
             kb.wgmma.commit_group()
             kb.wgmma.wait_group(0)
+            if scales is not None and problem.block_scales:
+                k_tile = first_k_tile + it.index
+                scale = _block_scale(kb, scales, k_tile, tile_m, tile_n, k_tiles, acc_shape[0])
+                kb.assign(acc, acc + product * scale)
             # The stage is free once every block that reads it is done.
             sync()
         if workspace is None:
@@ -324,7 +356,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
             residual,
             transpose=swap,
             alpha=alpha,
-            scales=scales,
+            scales=None if problem.block_scales else scales,
         )
         result = acc if problem.out_dtype == f32 else kb.cast(acc, problem.out_dtype)
         if sc is None:
@@ -481,7 +513,7 @@ def write_matmul_artifact(
     return write_artifact(
         out_dir,
         result,
-        {"m": m, "n": n, "k": k, **problem.scale_sizes()},
+        {"m": m, "n": n, "k": k, **problem.scale_sizes(n, k)},
         (*tiles, splits) if splits > 1 else tiles,
         {**config.as_dict(), **({"epilogue": problem.epilogue()} if problem.epilogue() else {})},
         persistent=config.persistent,

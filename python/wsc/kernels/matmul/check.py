@@ -12,7 +12,9 @@ where the artifact's config has an "epilogue" (`Epilogue`),
 
 and fp8 (e4m3) products scaled by per-tensor scales, C = act(alpha sa sb A
 @ B^T), sa and sb the one element of the f32 tensors "scale_a" and "scale_b"
-name.
+name; or, with "scale_block" (block scales), the product of A and B
+dequantized block by block: A[m, k] sa[m, k / 128], B[n, k] sb[n / 128, k / 128]
+(sb flat, its rows cdiv(K, 128) long).
 
 The layout is read from B's dims (which size each one is), never from their
 extents, which cannot tell the layouts apart where N = K. With torch the
@@ -84,7 +86,15 @@ class Epilogue:
             return ArtifactError(f"{artifact.json_path}: check 'matmul': epilogue: {message}")
 
         spec = dict((artifact.config or {}).get("epilogue") or {})
-        unknown = set(spec) - {"alpha", "bias", "activation", "residual", "scale_a", "scale_b"}
+        unknown = set(spec) - {
+            "alpha",
+            "bias",
+            "activation",
+            "residual",
+            "scale_a",
+            "scale_b",
+            "scale_block",
+        }
         if unknown:
             raise fail(f"unknown keys {', '.join(sorted(unknown))}")
         self.bias, self.activation, self.residual = (
@@ -92,14 +102,19 @@ class Epilogue:
             spec.get("activation"),
             spec.get("residual"),
         )
-        #: The tensors of the per-tensor scales, or None without them.
+        #: The tensors of the scales, or None without them.
         self.scales: tuple[str, str] | None = None
+        #: The block size of block scales, or None for per-tensor ones.
+        self.scale_block: int | None = spec.get("scale_block")
         if "scale_a" in spec or "scale_b" in spec:
             names = (spec.get("scale_a"), spec.get("scale_b"))
-            for name in names:
+            ranks = (2 if self.scale_block else 1, 1)
+            for name, rank in zip(names, ranks, strict=True):
                 tensor = artifact.tensors.get(name) if isinstance(name, str) else None
-                if tensor is None or tensor.dtype != "f32" or len(tensor.dims) != 1:
-                    raise fail(f"scale_a and scale_b must name f32 tensors of rank 1, got {name!r}")
+                if tensor is None or tensor.dtype != "f32" or len(tensor.dims) != rank:
+                    raise fail(
+                        f"scale_a and scale_b must name f32 tensors of ranks {ranks}, got {name!r}"
+                    )
             self.scales = (str(names[0]), str(names[1]))
         #: alpha's value, or None without one.
         self.alpha: float | None = None
@@ -123,10 +138,23 @@ class Epilogue:
         parts = (self.alpha, self.bias, self.activation, self.residual, self.scales)
         return parts != (None,) * 5
 
+    def dequantized(self, a, b_nk, scales, repeat):
+        """A and B (as [N, K]) times their block scales, float64 arrays of
+        numpy or torch, whose repeat(x, count, axis) repeats each element of
+        an axis `count` times; a and b as they are without block scales."""
+        if not self.scale_block:
+            return a, b_nk
+        block = self.scale_block
+        k, n = a.shape[1], b_nk.shape[0]
+        scale_a, scale_b = scales
+        scale_b = scale_b.reshape(-(-n // block), -(-k // block))
+        a = a * repeat(scale_a, block, 1)[:, :k]
+        return a, b_nk * repeat(repeat(scale_b, block, 0), block, 1)[:n, :k]
+
     def apply(self, product, bias, residual, erf, tanh, exp, scales=None):
         """C's reference from the float64 product (rows x cols of C), the
         matching parts of the bias (cols) and the residual (rows x cols), and
-        the two scales' values."""
+        the two per-tensor scales' values."""
         if scales is not None:
             product = product * (scales[0] * scales[1])
         if self.alpha is not None:
@@ -219,15 +247,25 @@ class MatmulCheck:
             torch = memory.torch
             if "reference" not in inputs.cache:
                 a, b = inputs.arrays["a"].double(), inputs.arrays["b"].double()
+                scale_values = self.epilogue.scales and [
+                    inputs.arrays[name].double() for name in self.epilogue.scales
+                ]
+                if self.epilogue.scale_block:
+                    a, b = self.epilogue.dequantized(
+                        a,
+                        b,
+                        scale_values,
+                        lambda x, count, axis: x.repeat_interleave(count, dim=axis),
+                    )
                 product = a @ (b.transpose(-1, -2) if self.b_layout == "nk" else b)
                 if self.epilogue:
                     bias, residual = (
                         None if name is None else inputs.arrays[name].double()
                         for name in (self.epilogue.bias, self.epilogue.residual)
                     )
-                    scales = self.epilogue.scales and [
-                        float(inputs.arrays[name][0]) for name in self.epilogue.scales
-                    ]
+                    scales = None
+                    if scale_values and not self.epilogue.scale_block:
+                        scales = [float(value[0]) for value in scale_values]
                     product = self.epilogue.apply(
                         product, bias, residual, torch.special.erf, torch.tanh, torch.exp, scales
                     )
@@ -288,13 +326,18 @@ def sampled_error_terms(
     its float64 reference, full or sampled (sampled_relative_error)."""
     a = to_float64(hosts["a"], problem.dtype)
     b = to_float64(hosts["b"], problem.dtype)
-    b_kn = b.T if problem.b_layout == "nk" else b
     epilogue = problem.epilogue
+    scale_values = epilogue.scales and [hosts[name].astype(np.float64) for name in epilogue.scales]
+    if epilogue.scale_block:
+        a, b = epilogue.dequantized(a, b, scale_values, np.repeat)
+    b_kn = b.T if problem.b_layout == "nk" else b
     bias, residual = (
         None if name is None else to_float64(hosts[name], problem.dtype)
         for name in (epilogue.bias, epilogue.residual)
     )
-    scales = epilogue.scales and [float(hosts[name][0]) for name in epilogue.scales]
+    scales = None
+    if scale_values and not epilogue.scale_block:
+        scales = [float(value.reshape(-1)[0]) for value in scale_values]
     erf = np.vectorize(math.erf)
 
     def reference(rows: slice | np.ndarray, cols: slice | np.ndarray) -> np.ndarray:

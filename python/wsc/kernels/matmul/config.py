@@ -50,6 +50,9 @@ def row_elements(dtype: str) -> int:
 
 
 B_LAYOUTS = ("nk", "kn")
+#: The blocks block scales cover (MatmulProblem.block_scales): 128 elements of
+#: K for a row of A, 128 x 128 of B.
+SCALE_BLOCK = 128
 #: The activations a fused epilogue applies (wsc.kernels.matmul.epilogue),
 #: as torch.nn.functional computes them: "gelu" by erf, "gelu_tanh" by the
 #: tanh approximation.
@@ -276,12 +279,44 @@ class MatmulConfig:
             )
         if problem.batched and self.stream_k:
             raise ValueError("a batched product shares no tile between blocks: not stream-K")
+        if problem.block_scales:
+            self._check_block_scales(problem)
         if self.staged_store and problem.out_dtype not in HALF_DTYPES:
             option = "tma_store" if self.tma_store else "coalesced_store"
             raise ValueError(
                 f"{option} = True needs an f16 or bf16 output, got "
                 f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
                 f"the output's dtype"
+            )
+
+    def _check_block_scales(self, problem: MatmulProblem) -> None:
+        """Each K tile is one block of the scales, each tile's columns within
+        one block of B's, and the product of a K tile waits in registers beside
+        the sum until it is scaled."""
+        if (
+            self.block_k != SCALE_BLOCK
+            or SCALE_BLOCK % self.block_n
+            or self.swap_ab
+            or self.wgmma_in_flight
+        ):
+            raise ValueError(
+                f"block scales need block_k = {SCALE_BLOCK} (a block of the scales), block_n "
+                f"dividing {SCALE_BLOCK}, swap_ab = False and wgmma_in_flight = 0 (each K "
+                f"tile's product is scaled once its WGMMAs are done), got block_k = "
+                f"{self.block_k}, block_n = {self.block_n}, swap_ab = {self.swap_ab}, "
+                f"wgmma_in_flight = {self.wgmma_in_flight}"
+            )
+        groups = self.num_consumer_groups
+        registers = 2 * tile_registers(self.block_m // groups, self.block_n, "f32")
+        threads = groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
+        cap = entry_register_cap(threads)
+        if registers + WGMMA_EXTRA_REGISTERS > cap:
+            raise ValueError(
+                f"with block scales each consumer group holds its "
+                f"{self.block_m // groups}x{self.block_n} f32 sum and a K tile's product, "
+                f"{registers} registers per thread, and its WGMMA about "
+                f"{WGMMA_EXTRA_REGISTERS} more, but ptxas gives each thread of the "
+                f"{threads}-thread block {cap}: use a narrower tile"
             )
 
     @property
@@ -303,7 +338,11 @@ class MatmulProblem:
     (the grid's z the matrices), or persistent blocks walking every matrix's
     tiles. fp8 (e4m3) operands come with per-tensor scales, f32 tensors of one
     element (as torch._scaled_mm's): C = act(alpha scale_a scale_b A B^T),
-    B as [N, K] ("nk", the one layout WGMMA reads fp8 in)."""
+    B as [N, K] ("nk", the one layout WGMMA reads fp8 in). With
+    `block_scales` (DeepSeek-V3's): a scale per row of A and block of
+    SCALE_BLOCK along K, scale_a [M, cdiv(K, 128)], and per 128 x 128 block
+    of B, scale_b [cdiv(N, 128), cdiv(K, 128)] (the kernel reads it flat),
+    applied in registers to each K tile's product before it is added up."""
 
     dtype: str = "f16"
     out_dtype: str = "f32"
@@ -313,6 +352,7 @@ class MatmulProblem:
     residual: bool = False
     batched: bool = False
     alpha: bool = False
+    block_scales: bool = False
 
     def __post_init__(self):
         for name, value, allowed in (
@@ -326,7 +366,7 @@ class MatmulProblem:
             raise ValueError(
                 f"activation must be one of {', '.join(ACTIVATIONS)} or None, got {self.activation!r}"
             )
-        for name in ("bias", "residual", "batched", "alpha"):
+        for name in ("bias", "residual", "batched", "alpha", "block_scales"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.batched and self.epilogue():
@@ -342,6 +382,8 @@ class MatmulProblem:
                     f", {part}" for part in ("bias", "residual", "batched") if getattr(self, part)
                 )
             )
+        if self.block_scales and not self.scaled:
+            raise ValueError(f"block_scales = True scales {E4M3} operands, got {self.dtype}")
 
     @property
     def scaled(self) -> bool:
@@ -362,12 +404,19 @@ class MatmulProblem:
         }
         return {part: next(names) for part, present in parts.items() if present}
 
-    def scale_sizes(self) -> dict[str, int]:
-        """The sizes the kernel reads beside M, N, K (and batch): the length
-        of each per-tensor scale, 1."""
+    def scale_sizes(self, n: int, k: int) -> dict[str, int]:
+        """The sizes the kernel reads beside M, N, K (and batch) for an N x K
+        B: the length of each per-tensor scale, 1; with block scales, the
+        K blocks of scale_a's rows and the length of the flat scale_b."""
         names = self.epilogue_tensors()
+        if not self.scaled:
+            return {}
+        if not self.block_scales:
+            return {dim_size_name(names[scale], 0): 1 for scale in ("scale_a", "scale_b")}
+        k_blocks = -(-k // SCALE_BLOCK)
         return {
-            dim_size_name(names[scale], 0): 1 for scale in ("scale_a", "scale_b") if scale in names
+            dim_size_name(names["scale_a"], 1): k_blocks,
+            dim_size_name(names["scale_b"], 0): -(-n // SCALE_BLOCK) * k_blocks,
         }
 
     def epilogue(self) -> dict:
@@ -375,6 +424,8 @@ class MatmulProblem:
         described: dict = dict(self.epilogue_tensors())
         if self.activation is not None:
             described["activation"] = self.activation
+        if self.block_scales:
+            described["scale_block"] = SCALE_BLOCK
         return described
 
 

@@ -34,6 +34,7 @@ def matmul_kernel(
     residual: bool = False,
     batched: bool = False,
     alpha: bool = False,
+    block_scales: bool = False,
 ):
     """The matmul kernel of wsc.kernels.matmul.build for one config, specialized
     and ready to compile (a wsc.builder.Kernel)."""
@@ -44,7 +45,9 @@ def matmul_kernel(
     from wsc.kernels.matmul.build import ALPHA_DEFAULT, build_matmul, partial_sums
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, row_elements
 
-    problem = MatmulProblem(dtype, out_dtype, b_layout, bias, activation, residual, batched, alpha)
+    problem = MatmulProblem(
+        dtype, out_dtype, b_layout, bias, activation, residual, batched, alpha, block_scales
+    )
     config = MatmulConfig(
         block_m=block_m,
         block_n=block_n,
@@ -195,6 +198,21 @@ _BATCHED = autotune(
         (64, 256, 1, "warp", 2, 1, False, 1, 1),
     ],
 )(autotune("group_m", [8])(autotune("tma_store", [True])(matmul_kernel)))
+#: fp8 with block scales (MatmulProblem.block_scales): tiles at most 128
+#: columns wide (one block of B's scales), the K tile one block of 128, each
+#: K tile's product held beside the sum until it is scaled, so no WGMMA group
+#: stays in flight across K tiles; stored from registers (any C).
+_BLOCK_SCALED = autotune(
+    _TILES,
+    [
+        (128, 128, 2, "warpgroup", 6, 0, True, 1),
+        (128, 128, 2, "warpgroup", 6, 0, False, 1),
+        (128, 128, 2, "warpgroup", 4, 0, True, 1),
+        (128, 64, 2, "warpgroup", 8, 0, True, 1),
+        (64, 128, 1, "warp", 6, 0, False, 1),
+        (64, 128, 1, "warp", 6, 0, False, 2),
+    ],
+)(autotune("group_m", [8])(matmul_kernel))
 #: Small M (MatmulPlan.space): tiles of 16 to 64 rows of M by
 #: 64 of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
 #: 16-row tile is not padded to 64), deep rings of these small stages, and
@@ -246,6 +264,7 @@ SPACES = {
 }
 SPACES.update({f"{layout}-small-m": _SMALL_M for layout in ("nk", "kn")})
 SPACES.update({f"{layout}-batched": _BATCHED for layout in ("nk", "kn")})
+SPACES["nk-block-scaled"] = _BLOCK_SCALED
 #: The config per B layout when there is nothing to go on (WSC_AUTOTUNE=0 and a
 #: cache miss): for "nk" the best one at 8192^3 in BENCHMARKS.md.
 _DEFAULT_REGISTER_STORE = {
@@ -286,3 +305,4 @@ _DEFAULT_SMALL_M = {
 }
 DEFAULT_CONFIGS.update({f"{layout}-small-m": _DEFAULT_SMALL_M for layout in ("nk", "kn")})
 DEFAULT_CONFIGS.update({f"{layout}-batched": _BATCHED.configs()[0] for layout in ("nk", "kn")})
+DEFAULT_CONFIGS["nk-block-scaled"] = _BLOCK_SCALED.configs()[0]
