@@ -177,6 +177,17 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     assert check.relative_error(Host(), inputs, {"c": unscaled}, seed=0) > 0.1
 
 
+def test_every_block_scaled_config_compiles(tmp_path):
+    from wsc.matmul import _fixed, tuning_sizes
+
+    plan = fp8_plan(*FP8_BLOCK_PROBLEMS[0], block_scales=True)
+    space = SPACES[FP8_BLOCK_SPACE]
+    result = space.tune(
+        tuning_sizes(plan), fixed=_fixed(plan), cache=Cache(root=tmp_path), progress=False
+    )
+    assert [c.error for c in result.candidates] == [None] * len(space.configs())
+
+
 def test_fp8_operands_must_be_k_major():
     from wsc.builder import BuildError, KernelBuilder, e4m3
 
