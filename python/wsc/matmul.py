@@ -293,7 +293,8 @@ def plan(
         ldc = n
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
-    staged = result_dtype in INPUT_DTYPES
+    # Block-scaled kernels store from registers (their space has no staged epilogue).
+    staged = result_dtype in INPUT_DTYPES and not block_scales
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
     if scales is not None and (bias is not None or residual is not None):
         raise TypeError("wsc.scaled_mm: takes no bias or residual")

@@ -289,6 +289,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         for it in ring_loop:
             k0 = (first_k_tile + it.index) * bk
             a_tile, b_tile = sa[it.stage], sb[it.stage]
+            block_scale = None
+            if scales is not None and problem.block_scales:
+                # Read before the waits, so that the loads overlap them and the WGMMAs.
+                block_scale = _block_scale(
+                    kb, scales, first_k_tile + it.index, tile_m, tile_n, k_tiles, acc_shape[0]
+                )
             with kb.single_thread():
                 kb.mbarrier.arrive_and_expect_tx(full[it.stage], a_tile.nbytes + b_tile.nbytes)
                 kb.tma.global_to_shared(a_k, a_tile, [tile_m, k0], mbarrier=full[it.stage])
@@ -313,10 +319,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                 kb.wgmma.mma(a_tile, b_kn, product)
             kb.wgmma.commit_group()
             kb.wgmma.wait_group(0)
-            if scales is not None and problem.block_scales:
-                k_tile = first_k_tile + it.index
-                scale = _block_scale(kb, scales, k_tile, tile_m, tile_n, k_tiles, acc_shape[0])
-                kb.assign(acc, acc + product * scale)
+            if block_scale is not None:
+                kb.assign(acc, acc + product * block_scale)
             # The stage is free once every block that reads it is done.
             sync()
         if workspace is None:
