@@ -158,7 +158,7 @@ class MatmulPlan:
         if self.batch is not None:
             return f"{self.b_layout}-batched"
         if self.block_scales:
-            return "nk-block-scaled"
+            return "nk-block-scaled-tma" if self.tma_store else "nk-block-scaled"
         if self.m <= SMALL_M:
             return f"{self.b_layout}-small-m"
         if self.tma_store:
@@ -293,8 +293,7 @@ def plan(
         ldc = n
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
-    # Block-scaled kernels store from registers (their space has no staged epilogue).
-    staged = result_dtype in INPUT_DTYPES and not block_scales
+    staged = result_dtype in INPUT_DTYPES
     tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
     if scales is not None and (bias is not None or residual is not None):
         raise TypeError("wsc.scaled_mm: takes no bias or residual")
@@ -307,7 +306,8 @@ def plan(
         result_dtype,
         b_layout,
         tma_store,
-        coalesced_store=staged and not tma_store,
+        # Block-scaled kernels store with TMA or from registers.
+        coalesced_store=staged and not tma_store and not block_scales,
         bias=bias is not None,
         activation=activation,
         residual=residual is not None,

@@ -54,20 +54,20 @@ FP8_PROBLEMS = [
     (40, 1336, 528, "bf16"),
 ]
 #: The fp8 spaces whose every config test_scaled_mm.py checks.
-FP8_SPACE, FP8_BLOCK_SPACE = "nk-tma", "nk-block-scaled"
-#: wsc.scaled_mm's problems with block scales (stored from registers: any C).
+FP8_SPACE, FP8_BLOCK_SPACES = "nk-tma", ("nk-block-scaled-tma", "nk-block-scaled")
+#: wsc.scaled_mm's problems with block scales: a C TMA stores, and one it cannot.
 FP8_BLOCK_PROBLEMS = [(1000, 1336, 528, "bf16"), (40, 1333, 1040, "f32")]
-#: The spaces of 16-bit inputs (every one but the fp8 block-scaled one).
-HALF_SPACES = [name for name in SPACES if name != FP8_BLOCK_SPACE]
+#: The spaces of 16-bit inputs (every one but the fp8 block-scaled ones).
+HALF_SPACES = [name for name in SPACES if name not in FP8_BLOCK_SPACES]
 
 
 def fp8_plan(m: int, n: int, k: int, out_dtype: str, block_scales: bool = False) -> MatmulPlan:
     """wsc.scaled_mm's plan of a contiguous problem (B as w.T)."""
-    if block_scales:
-        return MatmulPlan(m, n, k, E4M3, out_dtype, "nk", block_scales=True)
     tma_store = out_dtype != "f32" and n * 2 % 16 == 0
-    coalesced = out_dtype != "f32" and not tma_store
-    return MatmulPlan(m, n, k, E4M3, out_dtype, "nk", tma_store, coalesced_store=coalesced)
+    coalesced = out_dtype != "f32" and not tma_store and not block_scales
+    return MatmulPlan(
+        m, n, k, E4M3, out_dtype, "nk", tma_store, coalesced, block_scales=block_scales
+    )
 
 
 def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPlan:
@@ -139,7 +139,10 @@ def main() -> int:
         wanted.append((plan, DEFAULT_CONFIGS[plan.space]))
     for space, plan in (
         (FP8_SPACE, fp8_plan(*FP8_PROBLEMS[0])),
-        (FP8_BLOCK_SPACE, fp8_plan(*FP8_BLOCK_PROBLEMS[0], block_scales=True)),
+        *[
+            (name, fp8_plan(*p, block_scales=True))
+            for name, p in zip(FP8_BLOCK_SPACES, FP8_BLOCK_PROBLEMS, strict=True)
+        ],
     ):
         assert plan.space == space
         wanted += [(plan, config) for config in SPACES[space].configs()]

@@ -25,7 +25,7 @@ from wsc.target.hopper import E4M3
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
 from matmul_cache import (  # noqa: E402
     FP8_BLOCK_PROBLEMS,
-    FP8_BLOCK_SPACE,
+    FP8_BLOCK_SPACES,
     FP8_PROBLEMS,
     FP8_SPACE,
     fp8_plan,
@@ -73,7 +73,9 @@ def test_fp8_problem_and_config_rules():
         with pytest.raises(ValueError, match="block scales need block_k = 128"):
             MatmulConfig(**{**tile, **bad}).check_problem(block)
     one_group = dict(num_consumer_groups=1, producer="warp")
-    with pytest.raises(ValueError, match="holds its 128x128 f32 sum and a K tile's product"):
+    with pytest.raises(
+        ValueError, match="group's 128x128 f32 sum and a K tile's product take 256 registers"
+    ):
         MatmulConfig(**{**tile, **one_group}).check_problem(block)
 
 
@@ -147,7 +149,7 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     from wsc.matmul import DEFAULT_CONFIGS
 
     problem = MatmulProblem(E4M3, "bf16", block_scales=True)
-    config = MatmulConfig(**DEFAULT_CONFIGS[FP8_BLOCK_SPACE], block_k=128)
+    config = MatmulConfig(**DEFAULT_CONFIGS["nk-block-scaled"], block_k=128)
     result = compile_matmul(1000, 1336, 528, problem, config, tmp_path)
     assert result.ptxas.spill_stores == 0
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in result.ptx
@@ -177,11 +179,13 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     assert check.relative_error(Host(), inputs, {"c": unscaled}, seed=0) > 0.1
 
 
-def test_every_block_scaled_config_compiles(tmp_path):
+@pytest.mark.parametrize("name, problem", zip(FP8_BLOCK_SPACES, FP8_BLOCK_PROBLEMS, strict=True))
+def test_every_block_scaled_config_compiles(tmp_path, name, problem):
     from wsc.matmul import _fixed, tuning_sizes
 
-    plan = fp8_plan(*FP8_BLOCK_PROBLEMS[0], block_scales=True)
-    space = SPACES[FP8_BLOCK_SPACE]
+    plan = fp8_plan(*problem, block_scales=True)
+    assert plan.space == name
+    space = SPACES[name]
     result = space.tune(
         tuning_sizes(plan), fixed=_fixed(plan), cache=Cache(root=tmp_path), progress=False
     )
@@ -215,10 +219,16 @@ def test_scaled_mm_plan_and_its_errors():
     p = plan(a, w.T, scales=(block_a, block_b))
     assert (p.block_scales, p.space, p.epilogue) == (
         True,
-        "nk-block-scaled",
+        "nk-block-scaled-tma",
         {"block_scales": True},
     )
     assert wsc.scaled_mm(a, w.T, block_a, block_b, out_dtype=torch.float32).dtype == torch.float32
+    # C that TMA cannot store: from registers (no coalesced-store space for block scales).
+    assert plan(a, w.T, out_dtype=torch.float32, scales=(block_a, block_b)).space == (
+        "nk-block-scaled"
+    )
+    odd = plan(a, meta(1333, 528).T, scales=(block_a, block_b))
+    assert (odd.space, odd.tma_store, odd.coalesced_store) == ("nk-block-scaled", False, False)
     assert plan(a, w.T, out_dtype=torch.float32, scales=scales).space == "nk"
     assert wsc.scaled_mm(a, w.T, *scales).dtype == torch.bfloat16
     out = meta(1000, 1336, dtype=torch.float16)
@@ -328,16 +338,21 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("space", [FP8_SPACE, FP8_BLOCK_SPACE])
+@pytest.mark.parametrize("space", [FP8_SPACE, *FP8_BLOCK_SPACES])
 def test_every_fp8_config_is_correct(gpu, space):
     """`wsc run --check` on every config of the fp8 TMA-store space and of the
-    block-scaled one, resized to another problem, against float64 on every
+    block-scaled ones, resized to another problem, against float64 on every
     element."""
-    problem = fp8_plan(*FP8_PROBLEMS[0], block_scales=space == FP8_BLOCK_SPACE)
+    block = space in FP8_BLOCK_SPACES
+    problem = (
+        fp8_plan(*FP8_BLOCK_PROBLEMS[FP8_BLOCK_SPACES.index(space)], block_scales=True)
+        if block
+        else fp8_plan(*FP8_PROBLEMS[0])
+    )
     configs = SPACES[space].configs()
     directories = [compiled_kernel_dir(problem, config, Cache()) for config in configs]
     sizes = {"m": 777, "n": 1400, "k": 1040}
-    if space == FP8_BLOCK_SPACE:
+    if block:
         sizes.update(d_dim1=9, e_dim0=11 * 9)
     reports = run_artifacts(directories, bench=False, sizes=sizes)
     for config, report in zip(configs, reports, strict=True):

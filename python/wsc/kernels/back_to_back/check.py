@@ -11,7 +11,7 @@ import numpy as np
 from wsc.kernels.matmul.check import relative_frobenius, tolerance_for
 from wsc.runtime.artifact import Artifact, ArtifactError
 from wsc.runtime.memory import Inputs, Memory, TorchMemory, float32_to_bf16_bits, to_float64
-from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
+from wsc.target.hopper import HALF_DTYPES, RESULT_DTYPES
 
 
 class BackToBackCheck:
@@ -35,8 +35,8 @@ class BackToBackCheck:
                 f"Q [m, k], K [n, k], V [n, e], O [m, e]"
             )
         dtypes = {tensors[t].dtype for t in "abc"}
-        if len(dtypes) != 1 or not dtypes <= set(OPERAND_DTYPES):
-            raise fail(f"a, b and c must share a dtype of {', '.join(OPERAND_DTYPES)}")
+        if len(dtypes) != 1 or not dtypes <= set(HALF_DTYPES):
+            raise fail(f"a, b and c must share a dtype of {', '.join(HALF_DTYPES)}")
         if tensors["d"].dtype not in RESULT_DTYPES:
             raise fail(f"d's dtype must be one of {', '.join(RESULT_DTYPES)}")
         self.dtype, self.out_dtype = dtypes.pop(), tensors["d"].dtype

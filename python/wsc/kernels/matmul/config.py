@@ -231,15 +231,23 @@ class MatmulConfig:
             )
         # A group's f32 accumulator: its share of the rows, or (ping-pong) the tile.
         rows = along_m if self.ping_pong else along_m // groups
-        registers = tile_registers(rows, along_n, "f32")
-        threads = groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
+        self._check_registers(
+            tile_registers(rows, along_n, "f32"),
+            f"each consumer group's {rows}x{along_n} f32 accumulator takes",
+            "use fewer consumer groups, producer = 'warp' or a narrower tile",
+        )
+
+    def _check_registers(self, registers: int, holding: str, remedy: str) -> None:
+        """A consumer thread's register tiles (`registers`, what `holding`
+        says), with its WGMMA's, within what ptxas gives each thread of the
+        block."""
+        threads = self.num_consumer_groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
         cap = entry_register_cap(threads)
         if registers + WGMMA_EXTRA_REGISTERS > cap:
             raise ValueError(
-                f"each consumer group's {rows}x{along_n} f32 accumulator takes {registers} "
-                f"registers per thread and its WGMMA about {WGMMA_EXTRA_REGISTERS} more, but "
-                f"ptxas gives each thread of the {threads}-thread block {cap}: use fewer "
-                f"consumer groups, producer = 'warp' or a narrower tile"
+                f"{holding} {registers} registers per thread and its WGMMA about "
+                f"{WGMMA_EXTRA_REGISTERS} more, but ptxas gives each thread of the "
+                f"{threads}-thread block {cap}: {remedy}"
             )
 
     def check_problem(self, problem: MatmulProblem) -> None:
@@ -306,18 +314,13 @@ class MatmulConfig:
                 f"{self.block_k}, block_n = {self.block_n}, swap_ab = {self.swap_ab}, "
                 f"wgmma_in_flight = {self.wgmma_in_flight}"
             )
-        groups = self.num_consumer_groups
-        registers = 2 * tile_registers(self.block_m // groups, self.block_n, "f32")
-        threads = groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
-        cap = entry_register_cap(threads)
-        if registers + WGMMA_EXTRA_REGISTERS > cap:
-            raise ValueError(
-                f"with block scales each consumer group holds its "
-                f"{self.block_m // groups}x{self.block_n} f32 sum and a K tile's product, "
-                f"{registers} registers per thread, and its WGMMA about "
-                f"{WGMMA_EXTRA_REGISTERS} more, but ptxas gives each thread of the "
-                f"{threads}-thread block {cap}: use a narrower tile"
-            )
+        rows = self.block_m // self.num_consumer_groups
+        self._check_registers(
+            2 * tile_registers(rows, self.block_n, "f32"),
+            f"with block scales each consumer group's {rows}x{self.block_n} f32 sum and a "
+            f"K tile's product take",
+            "use a narrower tile",
+        )
 
     @property
     def staged_store(self) -> bool:
