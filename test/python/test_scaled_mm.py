@@ -179,7 +179,9 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     assert check.relative_error(Host(), inputs, {"c": unscaled}, seed=0) > 0.1
 
 
-@pytest.mark.parametrize("name, problem", zip(FP8_BLOCK_SPACES, FP8_BLOCK_PROBLEMS, strict=True))
+@pytest.mark.parametrize(
+    "name, problem", list(zip(FP8_BLOCK_SPACES, FP8_BLOCK_PROBLEMS, strict=True))
+)
 def test_every_block_scaled_config_compiles(tmp_path, name, problem):
     from wsc.matmul import _fixed, tuning_sizes
 
