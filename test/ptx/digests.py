@@ -4,10 +4,12 @@ that a refactoring changed no generated code.
     python test/ptx/digests.py record    # write test/ptx/digests.json
     python test/ptx/digests.py check     # compile again; exit 1 and name each kernel that differs
 
-The set: examples V1-V8 with their default configs, and every config of
+The set: examples V1-V9 with their default configs, and every config of
 wsc.matmul's config spaces (the benchmark's winners among them), f16 inputs
-and the output dtype each space is tuned for. A change that is meant to alter
-code generation records the digests again in the same commit.
+and the output dtype each space is tuned for (the block-scaled spaces fp8
+inputs with block scales and bf16 C), and every config of the TMA-store space
+with fp8 inputs and per-tensor scales. A change that is meant to alter code
+generation records the digests again in the same commit.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ EXAMPLES = {
     "v6": ("v6_256x256", "matmul_v6"),
     "v7": ("v7_split_k", "matmul_split_k"),
     "v8": ("v8_fused_epilogue", "matmul_fused_epilogue"),
+    "v9": ("v9_fp8_scaled", "matmul_fp8_scaled"),
 }
 
 
@@ -42,18 +45,25 @@ def kernels():
         build = getattr(importlib.import_module(module), function)
         yield f"example-{name}", build
     from wsc.kernels.matmul.space import SPACES
+    from wsc.target.hopper import E4M3
 
     for space in SPACES:
         # The staged epilogues ("nk-tma", "kn-coalesced", ...) store a 16-bit C.
-        out_dtype = "f16" if "-" in space else "f32"
+        fixed = {"dtype": "f16", "out_dtype": "f16" if "-" in space else "f32"}
+        if "block-scaled" in space:
+            fixed = {"dtype": E4M3, "out_dtype": "bf16", "block_scales": True}
         for index, config in enumerate(SPACES[space].configs()):
 
-            def build(config=config, space=space, out_dtype=out_dtype):
-                return SPACES[space](
-                    dtype="f16", out_dtype=out_dtype, b_layout=space.split("-")[0], **config
-                )
+            def build(config=config, space=space, fixed=fixed):
+                return SPACES[space](b_layout=space.split("-")[0], **fixed, **config)
 
             yield f"matmul-{space}-{index}", build
+    for index, config in enumerate(SPACES["nk-tma"].configs()):
+
+        def build_fp8(config=config):
+            return SPACES["nk-tma"](dtype=E4M3, out_dtype="bf16", b_layout="nk", **config)
+
+        yield f"matmul-fp8-nk-tma-{index}", build_fp8
 
 
 def digests() -> dict[str, str]:
