@@ -7,10 +7,11 @@
     c = wsc.matmul(a_np, b_np)        # numpy in (copied to the GPU), numpy out
     torch.ops.wsc.matmul(a, b, None)  # the custom op behind it (torch.compile traces it)
     c = wsc.bmm(a, b)                 # batches: a [B, M, K], b [B, K, N] -> c [B, M, N]
-    c = wsc.scaled_mm(a8, w8.T, sa, sb)   # fp8 e4m3 with per-tensor scales, as torch._scaled_mm
+    c = wsc.scaled_mm(a8, w8.T, sa, sb)   # fp8 e4m3, per-tensor or block scales
 
-Inputs are fp16 or bf16 (both the same), accumulation is fp32, and C has the
-inputs' dtype unless `out_dtype` (fp32, fp16 or bf16) or `out` says otherwise.
+Inputs are fp16 or bf16 (both the same; fp8 through wsc.scaled_mm),
+accumulation is fp32, and C has the inputs' dtype unless `out_dtype` (fp32,
+fp16 or bf16) or `out` says otherwise.
 B is read either as a row-major [K, N] ("kn") or, when it is the transpose
 view of a row-major [N, K], as that [N, K] ("nk"): strides tell which. TMA
 reads A and B, so their rows must start 16 bytes apart: K (and N for "kn")

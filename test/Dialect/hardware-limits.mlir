@@ -53,7 +53,7 @@ func.func @k_tile_not_a_wgmma_multiple() attributes {wsc.num_threads = 128 : i32
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x128x40xf16, 3>
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
-  // expected-error @below {{'wsc.wgmma' op K tile 40 is not a multiple of 16 (the WGMMA K)}}
+  // expected-error @below {{'wsc.wgmma' op K tile 40 is not a multiple of 16 (the WGMMA K of f16)}}
   "wsc.wgmma"(%s, %s, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x40xf16, 3>, memref<2x128x40xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
   return
 }

@@ -955,7 +955,9 @@ class KernelPlan:
                             found[self.checked_position(ops.TmaStore(copy_op).dst)] = False
                         elif copy_key == ("wsc.coalesced_store", "src"):
                             found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
-                elif owner.name in ops.TILE_MAPS:
+                elif owner.name in ops.TILE_MAPS and owner.name != "wsc.tile_row_reduce":
+                    # A row reduction's vector holds no element of acc (attention's
+                    # running max reaches its output only through a rescale).
                     pending.append(owner.results[0])
                 elif key == ("wsc.tile_assign", "src"):
                     # Assigned into a tile (a sum across K tiles): stored where it is.

@@ -7,7 +7,10 @@ syncs. `compile_matmul` then specializes, unrolls and lowers it.
 
 or, with the problem's fused epilogue (wsc.kernels.matmul.epilogue), C =
 act(alpha A op(B) + bias) + residual, computed in registers before every store;
-fp8 operands' products are scaled by their two per-tensor scales there too.
+fp8 operands' products are scaled by their two per-tensor scales there too, or,
+with block scales, each K tile's product in the K loop before it is added
+(`_block_scale`: a product tile beside the sum, so no WGMMA group stays in
+flight across K tiles).
 
 Tiles are numbered t = row + col * ceil(M/BM). Without `persistent` the grid
 has one block per output tile, (ceil(M/BM), ceil(N/BN)), and block (x, y) is
