@@ -84,6 +84,7 @@ import time
 from pathlib import Path
 
 from wsc.kernels.matmul.check import activate
+from wsc.kernels.matmul.config import SCALE_BLOCK
 from wsc.target.hopper import TMA_ALIGN
 
 HERE = Path(__file__).resolve().parent
@@ -280,8 +281,8 @@ def operands(shape: dict, storage) -> tuple:
 
         c = a.new_empty(m, n, dtype=getattr(torch, FP8_OUT_DTYPE))
         if shape.get("block_scales"):
-            k_blocks = -(-k // 128)
-            shapes = ((m, k_blocks), (-(-n // 128), k_blocks))
+            k_blocks = -(-k // SCALE_BLOCK)
+            shapes = ((m, k_blocks), (-(-n // SCALE_BLOCK), k_blocks))
             scale_a, scale_b = (
                 torch.linspace(0.5, 1.5, rows * cols, device=a.device).reshape(rows, cols)
                 for rows, cols in shapes
@@ -422,8 +423,9 @@ def _block_dequantized(a, b, scale_a, scale_b):
     [M, K/128], scale_b [N/128, K/128])."""
     k = a.shape[1]
     n = b.shape[1]
-    a = a * scale_a.repeat_interleave(128, 1)[:, :k]
-    expanded = scale_b.repeat_interleave(128, 0).repeat_interleave(128, 1)[:n, :k]
+    a = a * scale_a.repeat_interleave(SCALE_BLOCK, 1)[:, :k]
+    expanded = scale_b.repeat_interleave(SCALE_BLOCK, 0)
+    expanded = expanded.repeat_interleave(SCALE_BLOCK, 1)[:n, :k]
     return a, b * expanded.T
 
 

@@ -390,7 +390,8 @@ class MatmulProblem:
 
     @property
     def scaled(self) -> bool:
-        """The product is scaled by two per-tensor scales (fp8 operands)."""
+        """The product is scaled (fp8 operands): by two per-tensor scales, or
+        with `block_scales` block by block."""
         return self.dtype == E4M3
 
     def epilogue_tensors(self) -> dict[str, str]:
