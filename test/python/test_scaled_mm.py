@@ -278,6 +278,17 @@ def gpu(monkeypatch):
     return torch.device("cuda")
 
 
+def random_fp8(gpu, m: int, n: int, k: int):
+    """a [M, K] and w [N, K] of random e4m3 values, and the generator that drew
+    them (seeded by the sizes), for more draws."""
+    generator = torch.Generator(device=gpu).manual_seed(m + n + k)
+    a, w = (
+        (torch.randn(rows, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+        for rows in (m, n)
+    )
+    return a, w, generator
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("problem", FP8_PROBLEMS, ids=lambda p: "x".join(map(str, p)))
 def test_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
@@ -290,9 +301,7 @@ def test_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
     monkeypatch.setenv("WSC_AUTOTUNE", "0")
     m, n, k, out_dtype = problem
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[out_dtype]
-    generator = torch.Generator(device=gpu).manual_seed(m + n + k)
-    a = (torch.randn(m, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
-    w = (torch.randn(n, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+    a, w, _ = random_fp8(gpu, m, n, k)
     scale_a = torch.tensor([0.375], device=gpu)
     scale_b = torch.tensor(-1.5, device=gpu)
     out = torch.full((m, n), float("nan"), device=gpu, dtype=dtype)
@@ -323,9 +332,7 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
     monkeypatch.setenv("WSC_AUTOTUNE", "0")
     m, n, k, out_dtype = problem
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[out_dtype]
-    generator = torch.Generator(device=gpu).manual_seed(m + n + k)
-    a = (torch.randn(m, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
-    w = (torch.randn(n, k, device=gpu, generator=generator) * 2).to(torch.float8_e4m3fn)
+    a, w, generator = random_fp8(gpu, m, n, k)
     blocks = -(-k // 128)
     scale_a = torch.rand(m, blocks, device=gpu, generator=generator) + 0.5
     scale_b = -torch.rand(-(-n // 128), blocks, device=gpu, generator=generator) - 0.5
