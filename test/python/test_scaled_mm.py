@@ -1,8 +1,9 @@
-"""fp8 (e4m3) products with per-tensor scales: the e4m3 encoding the runtime
-draws inputs with, the WGMMA's fp8 form (K-major operands, K of 32 per
-instruction), the scaled epilogue and its check, and wsc.scaled_mm's argument
-checks; on a Hopper GPU, wsc.scaled_mm against a float64 reference of the
-dequantized product, and every config of its TMA-store space."""
+"""fp8 (e4m3) products with per-tensor or block scales: the e4m3 encoding the
+runtime draws inputs with, the WGMMA's fp8 form (K-major operands, K of 32 per
+instruction), the scaled epilogue, the block-scaled K loop and their checks,
+and wsc.scaled_mm's argument checks; on a Hopper GPU, wsc.scaled_mm against a
+float64 reference of the dequantized product, and every config of its
+TMA-store space and of the block-scaled spaces."""
 
 from __future__ import annotations
 
