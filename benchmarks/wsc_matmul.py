@@ -83,7 +83,7 @@ import sys
 import time
 from pathlib import Path
 
-from wsc.kernels.matmul.check import activate
+from wsc.kernels.matmul.check import activate, block_dequantized
 from wsc.kernels.matmul.config import SCALE_BLOCK
 from wsc.target.hopper import TMA_ALIGN
 
@@ -418,17 +418,6 @@ def _environment(torch) -> dict:
     }
 
 
-def _block_dequantized(a, b, scale_a, scale_b):
-    """float64 a [M, K] and b [K, N] times their block scales (scale_a
-    [M, K/128], scale_b [N/128, K/128])."""
-    k = a.shape[1]
-    n = b.shape[1]
-    a = a * scale_a.repeat_interleave(SCALE_BLOCK, 1)[:, :k]
-    expanded = scale_b.repeat_interleave(SCALE_BLOCK, 0)
-    expanded = expanded.repeat_interleave(SCALE_BLOCK, 1)[:n, :k]
-    return a, b * expanded.T
-
-
 class Problem:
     """Input sets of one shape (`operands`), with its float64 reference on the first."""
 
@@ -462,8 +451,11 @@ class Problem:
         if self.block_scales:
             # Block-scaled calls' operands are dequantized; the others' scales are 1.
             if epilogue:
-                a, b = _block_dequantized(a.double(), b.double(), bias.double(), residual.double())
-                reference = a @ b
+                # b is w.T: the weight [N, K] is its transpose.
+                a, w = block_dequantized(
+                    a.double(), b.double().T, bias.double(), residual.double(), SCALE_BLOCK
+                )
+                reference = a @ w.T
             bias = residual = None
         elif self.dtype == getattr(torch, FP8_DTYPE):
             # Every method scales the product: bias and residual are the scales.

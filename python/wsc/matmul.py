@@ -832,7 +832,7 @@ def _signature(
     """What decides how a call runs, but the data pointers: a call of a known
     signature launches at once."""
     result = (out.shape, out.stride(), out.dtype, out.device) if out is not None else None
-    signature = (
+    signature: tuple = (
         a.shape,
         a.stride(),
         a.dtype,
@@ -844,10 +844,10 @@ def _signature(
         result,
         out_dtype,
     )
+    if scales is not None:
+        signature += tuple((s.shape, s.stride(), s.dtype, s.device) for s in scales)
     if bias is None and activation is None and residual is None and alpha is None:
-        if scales is None:
-            return signature
-        return (*signature, *((s.shape, s.stride(), s.dtype, s.device) for s in scales))
+        return signature
     # alpha's value is bound into the launch: a call with another one binds again.
     return (
         *signature,
@@ -855,7 +855,6 @@ def _signature(
         activation,
         None if residual is None else (residual.shape, residual.stride(), residual.dtype),
         alpha,
-        None if scales is None else tuple((s.shape, s.stride(), s.device) for s in scales),
     )
 
 

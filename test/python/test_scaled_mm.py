@@ -121,25 +121,31 @@ def test_fp8_kernel_reads_scales_and_runs_e4m3_wgmmas(tmp_path):
     )
     hosts = {"a": a, "b": b, "d": np.float32([0.5]), "e": np.float32([-3.0])}
     exact = (E4M3_VALUES[a] @ E4M3_VALUES[b].T) * -1.5
-
-    class Host:
-        """The numpy path of MatmulCheck: outputs are float64 already."""
-
-        def float64(self, values, dtype):
-            return values
-
     inputs = Inputs(arrays={}, hosts=hosts, cache={})
-    assert check.relative_error(Host(), inputs, {"c": exact}, seed=0) < 1e-12
-    assert check.relative_error(Host(), inputs, {"c": exact / -1.5}, seed=0) > 1
+    assert check.relative_error(HostOutputs(), inputs, {"c": exact}, seed=0) < 1e-12
+    assert check.relative_error(HostOutputs(), inputs, {"c": exact / -1.5}, seed=0) > 1
 
 
-def block_dequantized(a, b_nk, scale_a, scale_b):
-    """float64 A and B with their block scales applied (numpy or torch)."""
-    repeat = np.repeat if isinstance(a, np.ndarray) else torch.repeat_interleave
+class HostOutputs:
+    """The numpy path of MatmulCheck: the outputs given are float64 already."""
+
+    def float64(self, values, dtype):
+        return values
+
+
+def block_scaled_product(a, b_nk, scale_a, scale_b):
+    """sum over K blocks kb of (A[:, kb] B[:, kb]^T) scale_a[:, kb] scale_b[n / 128, kb]
+    for float64 A [M, K] and B [N, K] (numpy or torch): the blocks' products
+    one by one, as the kernel sums them, not the check's dequantized operands."""
     k, n = a.shape[1], b_nk.shape[0]
     scale_b = scale_b.reshape(-(-n // 128), -(-k // 128))
-    a = a * repeat(scale_a, 128, 1)[:, :k]
-    return a, b_nk * repeat(repeat(scale_b, 128, 0), 128, 1)[:n, :k]
+    column_block = [j // 128 for j in range(n)]
+    product = 0
+    for kb in range(-(-k // 128)):
+        block = slice(kb * 128, (kb + 1) * 128)
+        partial = a[:, block] @ b_nk[:, block].T
+        product = product + partial * scale_a[:, kb : kb + 1] * scale_b[column_block, kb][None, :]
+    return product
 
 
 def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
@@ -167,17 +173,13 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     )
     scale_a = rng.uniform(0.5, 2, (m, 4)).astype(np.float32)
     scale_b = rng.uniform(0.5, 2, 12).astype(np.float32)
-    deq_a, deq_b = block_dequantized(E4M3_VALUES[a], E4M3_VALUES[b], scale_a, scale_b)
-    exact = deq_a @ deq_b.T
-
-    class Host:
-        def float64(self, values, dtype):
-            return values
-
+    exact = block_scaled_product(
+        E4M3_VALUES[a], E4M3_VALUES[b], scale_a.astype(np.float64), scale_b.astype(np.float64)
+    )
     inputs = Inputs(arrays={}, hosts={"a": a, "b": b, "d": scale_a, "e": scale_b}, cache={})
-    assert check.relative_error(Host(), inputs, {"c": exact}, seed=0) < 1e-12
+    assert check.relative_error(HostOutputs(), inputs, {"c": exact}, seed=0) < 1e-12
     unscaled = E4M3_VALUES[a] @ E4M3_VALUES[b].T
-    assert check.relative_error(Host(), inputs, {"c": unscaled}, seed=0) > 0.1
+    assert check.relative_error(HostOutputs(), inputs, {"c": unscaled}, seed=0) > 0.1
 
 
 @pytest.mark.parametrize(
@@ -339,8 +341,7 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
     scale_b = -torch.rand(-(-n // 128), blocks, device=gpu, generator=generator) - 0.5
     out = torch.full((m, n), float("nan"), device=gpu, dtype=dtype)
     assert wsc.scaled_mm(a, w.T, scale_a, scale_b, out=out) is out
-    deq_a, deq_w = block_dequantized(a.double(), w.double(), scale_a.double(), scale_b.double())
-    reference = deq_a @ deq_w.T
+    reference = block_scaled_product(a.double(), w.double(), scale_a.double(), scale_b.double())
     assert not torch.isnan(out).any()
     error = relative_frobenius(out.double(), reference, torch.linalg.norm)
     assert error < (1e-2 if out_dtype == "bf16" else 1e-3), error

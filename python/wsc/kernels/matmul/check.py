@@ -138,19 +138,6 @@ class Epilogue:
         parts = (self.alpha, self.bias, self.activation, self.residual, self.scales)
         return parts != (None,) * 5
 
-    def dequantized(self, a, b_nk, scales, repeat):
-        """A and B (as [N, K]) times their block scales, float64 arrays of
-        numpy or torch, whose repeat(x, count, axis) repeats each element of
-        an axis `count` times; a and b as they are without block scales."""
-        if not self.scale_block:
-            return a, b_nk
-        block = self.scale_block
-        k, n = a.shape[1], b_nk.shape[0]
-        scale_a, scale_b = scales
-        scale_b = scale_b.reshape(-(-n // block), -(-k // block))
-        a = a * repeat(scale_a, block, 1)[:, :k]
-        return a, b_nk * repeat(repeat(scale_b, block, 0), block, 1)[:n, :k]
-
     def apply(self, product, bias, residual, erf, tanh, exp, scales=None):
         """C's reference from the float64 product (rows x cols of C), the
         matching parts of the bias (cols) and the residual (rows x cols), and
@@ -247,16 +234,10 @@ class MatmulCheck:
             torch = memory.torch
             if "reference" not in inputs.cache:
                 a, b = inputs.arrays["a"].double(), inputs.arrays["b"].double()
-                scale_values = self.epilogue.scales and [
-                    inputs.arrays[name].double() for name in self.epilogue.scales
-                ]
+                scale_values = [inputs.arrays[name].double() for name in self.epilogue.scales or ()]
                 if self.epilogue.scale_block:
-                    a, b = self.epilogue.dequantized(
-                        a,
-                        b,
-                        scale_values,
-                        lambda x, count, axis: x.repeat_interleave(count, dim=axis),
-                    )
+                    scale_a, scale_b = scale_values
+                    a, b = block_dequantized(a, b, scale_a, scale_b, self.epilogue.scale_block)
                 product = a @ (b.transpose(-1, -2) if self.b_layout == "nk" else b)
                 if self.epilogue:
                     bias, residual = (
@@ -288,6 +269,22 @@ class MatmulCheck:
 
 #: The factory wsc.runtime.checks finds for "check": "matmul".
 CHECK = MatmulCheck
+
+
+def block_dequantized(a, b_nk, scale_a, scale_b, block: int):
+    """float64 A [M, K] and B [N, K] (numpy or torch) times their block
+    scales: scale_a [M, cdiv(K, block)], one per row and block of K, and
+    scale_b, cdiv(N, block) x cdiv(K, block) (flat or not), one per block of B."""
+    k, n = a.shape[1], b_nk.shape[0]
+
+    def repeat(x, axis):
+        """Each element of `axis` `block` times."""
+        if isinstance(x, np.ndarray):
+            return np.repeat(x, block, axis)
+        return x.repeat_interleave(block, dim=axis)
+
+    scale_b = scale_b.reshape(-(-n // block), -(-k // block))
+    return a * repeat(scale_a, 1)[:, :k], b_nk * repeat(repeat(scale_b, 0), 1)[:n, :k]
 
 
 def relative_frobenius(got, reference, norm) -> float:
@@ -327,9 +324,10 @@ def sampled_error_terms(
     a = to_float64(hosts["a"], problem.dtype)
     b = to_float64(hosts["b"], problem.dtype)
     epilogue = problem.epilogue
-    scale_values = epilogue.scales and [hosts[name].astype(np.float64) for name in epilogue.scales]
+    scale_values = [hosts[name].astype(np.float64) for name in epilogue.scales or ()]
     if epilogue.scale_block:
-        a, b = epilogue.dequantized(a, b, scale_values, np.repeat)
+        scale_a, scale_b = scale_values
+        a, b = block_dequantized(a, b, scale_a, scale_b, epilogue.scale_block)
     b_kn = b.T if problem.b_layout == "nk" else b
     bias, residual = (
         None if name is None else to_float64(hosts[name], problem.dtype)

@@ -204,7 +204,7 @@ _BATCHED = autotune(
 #: stays in flight across K tiles; stored from registers (any C), or for a
 #: 16-bit C whose rows TMA can store, staged and stored with TMA (at 8192^3
 #: on the H200, 1150 TFLOP/s against 1035 from registers:
-#: results/h200-fp8-scaled-mm.md).
+#: results/h200-fp8-block-scales.md).
 _BLOCK_SCALED_TILES = [
     (128, 128, 2, "warpgroup", 4, 0, True, 1),
     (128, 128, 2, "warpgroup", 6, 0, True, 1),
