@@ -549,14 +549,23 @@ func.func @swapped_store(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x
 
 // Register tiles read from global memory: a bf16 block (each element widened
 // to f32, 0 outside the tensor) and an f16 vector along the columns, which
-// shares its size with the stored tile's columns; then tanh.approx.
+// shares its size with the stored tile's columns; then tanh.approx. Each load
+// is predicated off outside the tensor and addresses its element as one
+// register per row (rows r and r + 8 of a thread) or per vector, plus an
+// immediate: a thread's second column is 2 bytes on.
 // CHECK-LABEL: llvm.func @epilogue_loads
 // CHECK-SAME: \22b_dim1\22: {{\[\[}}\22a\22, 1], [\22b\22, 1], [\22c\22, 0]]
 // CHECK-SAME: {\22kind\22: \22i32\22, \22name\22: \22ldb\22}
-// CHECK: llvm.load {{.*}} {alignment = 2 : i64} : !llvm.ptr -> bf16
+// CHECK: %[[ROW:.*]] = llvm.ptrtoint {{.*}} : !llvm.ptr to i64
+// CHECK: %[[ROW8:.*]] = llvm.ptrtoint {{.*}} : !llvm.ptr to i64
+// CHECK: %[[COLUMNS:.*]] = llvm.ptrtoint {{.*}} : !llvm.ptr to i64
+// CHECK: llvm.inline_asm "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.nc.b16 $0, [$1+0]; }", "=h,l,r" %[[ROW]]
+// CHECK: llvm.bitcast {{.*}} : i16 to bf16
 // CHECK: llvm.fpext {{.*}} : bf16 to f32
-// CHECK: llvm.load {{.*}} {alignment = 2 : i64} : !llvm.ptr -> f16
+// CHECK: llvm.inline_asm {{.*}}[$1+0]; }", "=h,l,r" %[[COLUMNS]]
+// CHECK: llvm.bitcast {{.*}} : i16 to f16
 // CHECK: tanh.approx.f32
+// CHECK: llvm.inline_asm {{.*}}[$1+2]; }", "=h,l,r" %[[ROW]]
 func.func @epilogue_loads(%c: memref<?x?xf32>, %r: memref<?x?xbf16>, %v: memref<?xf16>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index

@@ -619,6 +619,38 @@ def store_global_v4(values: Sequence[ir.Value], address: ir.Value) -> None:
     store(vector, address, alignment=16)
 
 
+#: ld.global.nc of one element by its width: the register class of the
+#: inline asm and the PTX type.
+_ELEMENT_LOADS = {2: ("h", "b16"), 4: ("f", "f32")}
+
+
+def load_global_masked(
+    address: ir.Value, offset: int, inside: ir.Value, element: str, read_only: bool
+) -> ir.Value:
+    """The `element` at the global address + `offset` bytes (an immediate: one
+    address register serves a row of loads), or 0 where `inside` (i1) is
+    false; the load is predicated off there, so the address may lie outside
+    the tensor. Data the kernel never writes (`read_only`) is read through
+    the non-coherent cache by an asm without side effects, so repeated reads
+    of one element merge; other data in program order."""
+    width = 4 if element == "f32" else 2
+    constraint, ptx_type = _ELEMENT_LOADS[width]
+    register = float_type("f32") if width == 4 else ir.IntegerType.get_signless(16)
+    zero = "0f00000000" if width == 4 else "0"
+    cache = ".nc" if read_only else ""
+    value = llvm.InlineAsmOp(
+        register,
+        [address, arith.extui(i32(), inside)],
+        f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.{ptx_type} $0, {zero}; "
+        f"@p ld.global{cache}.{ptx_type} $0, [$1+{offset}]; }}",
+        f"={constraint},l,r",
+        has_side_effects=not read_only,
+    ).result
+    if width == 4:
+        return value
+    return arith.extf(float_type("f32"), arith.bitcast(float_type(element), value))
+
+
 def load_global_v4_l2(address: ir.Value, offset: int = 0) -> list[ir.Value]:
     """Four f32 from the 16-byte aligned global address + `offset` bytes, read
     from L2 (ld.cg): another SM wrote them, and this SM's L1 is not coherent

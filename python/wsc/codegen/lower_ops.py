@@ -1104,12 +1104,39 @@ class KernelLowering(KernelPlan):
         warp, lane = self._warp_and_lane(op)
         origin = (self._i32(load.row), self._i32(load.col))
         vector = _fragment(load.result).row_vector
+        if vector or load.transpose:
 
-        def compute(i: int, r: int) -> ir.Value:
-            row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
-            return self._global_element(base, ld, bounds, row, col, element)
+            def compute(i: int, r: int) -> ir.Value:
+                row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
+                return self._global_element(base, ld, bounds, row, col, element)
 
-        self._define_tile(op, compute)
+            self._define_tile(op, compute)
+            return
+        # Each row's elements from one address register, at immediate offsets.
+        fragment = _fragment(load.result)
+        i32, i64 = E.i32(), E.i64()
+        element_bytes = ELEMENT_BYTES[element]
+        row_base, col_base = self._fragment_origin(warp, lane, origin)
+        ld64 = E.arith_extsi(ld, i64)
+        rows = {}
+        for i in range(fragment.subtiles):
+            for h in range(2):
+                row = E.addi(row_base, E.const(SUBTILE_ROWS * i + 8 * h, i32))
+                offset = E.addi(E.muli(E.arith_extsi(row, i64), ld64), E.arith_extsi(col_base, i64))
+                address = E.ptrtoint(E.gep(base, [offset], E.float_type(element)), i64)
+                rows[(i, h)] = (address, E.cmpi("slt", row, bounds[0]))
+
+        def element_of(i: int, r: int) -> ir.Value:
+            address, row_inside = rows[(i, row_register(r))]
+            column = 8 * (r // 4) + r % 2
+            inside = E.andi(
+                row_inside, E.cmpi("slt", E.addi(col_base, E.const(column, i32)), bounds[1])
+            )
+            return E.load_global_masked(
+                address, column * element_bytes, inside, element, self._read_only(position)
+            )
+
+        self._define_tile(op, element_of)
 
     def _lower_tile_broadcast(self, op):
         broadcast = ops.TileBroadcast(op)
@@ -1123,15 +1150,48 @@ class KernelLowering(KernelPlan):
         along_rows = broadcast.along == "rows"
         origin = (offset, zero) if along_rows else (zero, offset)
         vector = _fragment(broadcast.result).row_vector
+        if vector or along_rows:
 
-        def compute(i: int, r: int) -> ir.Value:
-            row, col = self._element_position(warp, lane, origin, False, i, r, vector)
-            index = row if along_rows else col
-            inside = E.cmpi("slt", index, length)
-            at = E.select(inside, E.arith_extsi(index, E.i64()), E.const(0, E.i64()))
-            return self._vector_element(base, at, inside, element)
+            def compute(i: int, r: int) -> ir.Value:
+                row, col = self._element_position(warp, lane, origin, False, i, r, vector)
+                index = row if along_rows else col
+                inside = E.cmpi("slt", index, length)
+                at = E.select(inside, E.arith_extsi(index, E.i64()), E.const(0, E.i64()))
+                return self._vector_element(base, at, inside, element)
 
-        self._define_tile(op, compute)
+            self._define_tile(op, compute)
+            return
+        # Along columns: every element from one address register, at
+        # immediate offsets (a column's reads in different rows merge).
+        i32, i64 = E.i32(), E.i64()
+        read_only = self._read_only(position)
+        _, col_base = self._fragment_origin(warp, lane, origin)
+        address = E.ptrtoint(
+            E.gep(base, [E.arith_extsi(col_base, i64)], E.float_type(element)), i64
+        )
+
+        def element_of(i: int, r: int) -> ir.Value:
+            column = 8 * (r // 4) + r % 2
+            inside = E.cmpi("slt", E.addi(col_base, E.const(column, i32)), length)
+            return E.load_global_masked(
+                address, column * ELEMENT_BYTES[element], inside, element, read_only
+            )
+
+        self._define_tile(op, element_of)
+
+    def _read_only(self, position: int) -> bool:
+        """Whether the kernel never writes tensor argument `position`."""
+        return position not in self.store_args | self.tma_store_args | self.workspace_args
+
+    @staticmethod
+    def _fragment_origin(warp, lane, origin) -> tuple[ir.Value, ir.Value]:
+        """(row, column) of the first element thread (warp, lane) holds of the
+        tile at `origin`: its register 0 of sub-tile 0."""
+        i32 = E.i32()
+        row0, col0 = origin
+        row = E.addi(E.addi(row0, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32)))
+        col = E.addi(col0, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
+        return row, col
 
     def _store_transposed(self, slot, base, ld, bounds, origin, warp, lane) -> None:
         """wsc.store {transpose}: fragment element (r, c) to dst[row0 + c, col0 + r],

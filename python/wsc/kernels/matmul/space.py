@@ -159,6 +159,12 @@ _TMA_STORE = autotune(
                 # cuBLAS's tile at M = 512 on the H200 (nvjet 128x128, 6 stages, pairs).
                 (128, 128, 2, "warpgroup", 6, 1, False, 1, 1),
                 (128, 128, 2, "warpgroup", 6, 1, False, 1, 2),
+                # Persistent, for a few waves of them (M = 128 to 512, N = 5000
+                # to 14336), and cuBLAS's tile at M = 128 (nvjet 64x64, 13
+                # stages): results/h200-small-shapes-tiles.md.
+                (128, 128, 2, "warpgroup", 6, 1, True, 1, 1),
+                (128, 128, 2, "warpgroup", 6, 1, True, 1, 2),
+                (64, 64, 1, "warp", 12, 1, False, 1, 1),
                 *[(*tile, 1) for tile in _SPLIT_TILES],
             ]
         ],
