@@ -121,7 +121,9 @@ rebalance-registers  false: no setmaxnreg, every role keeps the registers the
                      against this); producer-registers is then unused and
                      consumer-registers must stay 0
 ping-pong            consumer groups alternate over whole tiles (persistent
-                     kernels with 2 consumer groups)
+                     kernels with 2 consumer groups); with wgmma-in-flight = 1
+                     a group retires its last WGMMA group and releases its
+                     last stage before it hands the turn over
 wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
                      0 (release each stage after its own WGMMAs) or 1
                      (release one K tile late; needs num-stages >= 2, since
@@ -850,12 +852,6 @@ class _Specializer:
             )
         if groups != 2:
             self._fail(where, f"ping-pong needs num-consumer-groups = 2, not {groups}")
-        if self.options.wgmma_in_flight:
-            self._fail(
-                where,
-                "ping-pong is built and checked without a WGMMA group in flight: "
-                "use wgmma-in-flight = 0",
-            )
         if _inside(defining_op(self._k_tiles), self.tile_loop):
             self._fail(
                 self.loop,

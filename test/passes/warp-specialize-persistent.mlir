@@ -1,6 +1,7 @@
 // RUN: wsc-opt --warp-specialize %s | FileCheck %s
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup' --verify-pipeline %s | FileCheck %s --check-prefix=G2
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=1' --verify-pipeline %s | FileCheck %s --check-prefix=PP
+// RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=1 wgmma-in-flight=1' --verify-pipeline %s | FileCheck %s --check-prefix=PP-FLIGHT
 // RUN: not wsc-opt --warp-specialize=ping-pong=1 %s 2>&1 | FileCheck %s --check-prefix=PP-GROUPS
 // RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=1' %S/../../examples/matmul_v2.mlir 2>&1 | FileCheck %s --check-prefix=PP-TILES
 
@@ -128,6 +129,25 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // PP:      scf.for {{%.*}} = [[FIRST1]] to {{%.*}} step {{%.*}} iter_args({{.*}}, [[MINE1:%.*]] = %false{{.*}}) -> (index, i1, i1)
 // PP:        "wsc.mbarrier_wait"([[TURN]], %c1{{.*}}, [[MINE1]])
 // PP:        "wsc.mbarrier_arrive"([[TURN]], %c0
+
+// Ping-pong with a WGMMA group in flight: inside its turn a group leaves each
+// K tile's group in flight and releases the previous K tile's stage; after
+// its K loop it retires the last group and releases that stage, and only then
+// hands the turn over and stores (its epilogue under the other group's K loop).
+// PP-FLIGHT:      [[EMPTY:%.*]] = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32}
+// PP-FLIGHT-NEXT: [[TURN:%.*]] = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32}
+// PP-FLIGHT:      "wsc.role"() {{.*}}role = "consumer", thread_begin = 0 : i32}
+// PP-FLIGHT:        "wsc.mbarrier_wait"([[TURN]], %c0
+// PP-FLIGHT-NEXT:   scf.for [[K:%.*]] = %c0
+// PP-FLIGHT:          "wsc.wgmma_wait_group"() {pending = 1 : i32}
+// PP-FLIGHT:          [[LATER:%.*]] = arith.cmpi ugt, [[K]], %c0
+// PP-FLIGHT-NEXT:     scf.if [[LATER]] {
+// PP-FLIGHT:            "wsc.mbarrier_arrive"([[EMPTY]]
+// PP-FLIGHT:        "wsc.wgmma_wait_group"() {pending = 0 : i32}
+// PP-FLIGHT:        scf.if
+// PP-FLIGHT:          "wsc.mbarrier_arrive"([[EMPTY]]
+// PP-FLIGHT:        "wsc.mbarrier_arrive"([[TURN]], %c1
+// PP-FLIGHT-NEXT:   "wsc.store"
 
 // PP-GROUPS: warp-specialize-persistent.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --warp-specialize: ping-pong needs num-consumer-groups = 2, not 1
 // PP-TILES: matmul_v2.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --warp-specialize: ping-pong needs a persistent kernel: the consumer groups take turns over the tiles of a tile loop, and this kernel has none

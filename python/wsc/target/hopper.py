@@ -35,7 +35,9 @@ def entry_register_cap(threads: int) -> int:
     with the block rounded up to whole warpgroups,
     min(255, floor(65536 / roundup(threads, 128) / 8) * 8)
     (160 threads -> 255, 288 or 384 -> 168, observed with ptxas 13.0). ptxas
-    allocates within it even where setmaxnreg raises a role's budget."""
+    checks each WGMMA's registers against it (C7602) even where setmaxnreg
+    raises a role's budget; other code after a setmaxnreg.inc may use up to
+    the raised budget."""
     rounded = -(-threads // WARPGROUP_SIZE) * WARPGROUP_SIZE
     per_thread = REGISTER_FILE // rounded
     return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
