@@ -216,3 +216,18 @@ def test_the_report_measures_a_fused_epilogue_against_torch_compile(bench, tmp_p
         epilogues
     )
     assert "geometric mean over 1 shapes: user path (wall) 2.000" in sets
+
+
+def test_conditions_take_graph_lengths_in_milliseconds(monkeypatch):
+    """benchmarks/matmul_conditions.py's --graph-ms: positive numbers, or a
+    usage error before anything runs."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(
+        "bench_matmul_conditions", REPO / "benchmarks" / "matmul_conditions.py"
+    )
+    conditions = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conditions)
+    assert conditions._lengths("4,20,100") == [4.0, 20.0, 100.0]
+    for bad in ("", "4,x", "0", "-1,5"):
+        with pytest.raises(SystemExit):
+            conditions.main(["--graph-ms", bad, "128x4096x4096xnk"])

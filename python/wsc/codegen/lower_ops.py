@@ -51,6 +51,11 @@ How each wsc op is lowered:
   element when it is in bounds but pairs are not (an odd row stride), and
   element by element with bounds checks for a partial tile.
 * wsc.ring_advance: stage + 1 wrapping to 0 with the phase flipped.
+* wsc.tile_load / wsc.tile_broadcast (along columns): each element one
+  ld.global predicated off outside the tensor (0 there), at an immediate
+  offset from one address register per fragment row (per vector), .nc and
+  mergeable where the kernel never writes the tensor; transposed loads, row
+  vectors and broadcasts along rows address each element on its own.
 """
 
 from __future__ import annotations
