@@ -1,7 +1,7 @@
 """A fuzzer of kernels, not of text (issue 18): seeded random matmul problems
 and configs -- tile shapes, 1 to 8 stages, 1, 2 or 4 consumer warpgroups, a
-producer warp or warpgroup, persistent or not, register, TMA or coalesced
-stores, clusters, split-K, swapped operands, both B layouts, and fused
+producer warp or warpgroup, persistent or not, ping-pong or not, register,
+TMA or coalesced stores, clusters, split-K, swapped operands, both B layouts, and fused
 epilogues of register-tile math -- built by wsc.kernels.matmul as V2-form
 kernels and compiled through --warp-specialize, --unroll-ring-buffer,
 --verify-pipeline and --convert-wsc-to-nvvm to PTX. The family "fp8" draws
@@ -103,6 +103,8 @@ def draw(seed: int) -> tuple[dict, dict]:
         "release": rng.choice(["thread", "warp"]),
     }
     if rng.random() < 0.25:
+        # Drawn after the others, so that they are what they were before it.
+        config["ping_pong"] = rng.random() < 0.2
         return problem, config
     # Agreeing fields: the WGMMA's M side 64 rows per consumer group (one or
     # two WGMMAs each), 16-byte-multiple tile rows, the schedule's exclusions.
@@ -128,6 +130,13 @@ def draw(seed: int) -> tuple[dict, dict]:
         config["wgmma_in_flight"] = 0
     if config["cluster_m"] > 1 and config["block_n"] % 16:
         config["cluster_m"] = 1
+    # Ping-pong: two groups taking whole tiles in turn in a persistent kernel
+    # (with or without a WGMMA group in flight), drawn last as above.
+    config["ping_pong"] = (
+        config["persistent"] and groups == 2 and config["cluster_m"] == 1 and rng.random() < 0.5
+    )
+    if config["ping_pong"]:
+        config["block_m"] //= 2
     return problem, config
 
 

@@ -67,20 +67,28 @@ def test_persistent_protocol_is_clean(stages, groups):
         check_protocol(module.operation, max_k_tiles=3 * stages + 2)
 
 
-@pytest.mark.parametrize("stages", [1, 2, 4])
-def test_ping_pong_protocol_is_clean(stages):
+@pytest.mark.parametrize(
+    "stages,in_flight,block_m", [(1, 0, 128), (2, 0, 128), (4, 0, 128), (2, 1, 128), (5, 1, 64)]
+)
+def test_ping_pong_protocol_is_clean(stages, in_flight, block_m):
     """The two groups take whole tiles in turn: each reads every other tile's
     copies, and the turn barriers keep each one's full waits at most one
-    phase ahead."""
+    phase ahead; with a WGMMA group in flight each group releases its last
+    stage before it hands the turn over. A group's tile is not split, so it
+    may be 64 rows."""
     config = MatmulConfig(
         num_stages=stages,
         num_consumer_groups=2,
         producer="warpgroup",
         persistent=True,
         ping_pong=True,
+        wgmma_in_flight=in_flight,
+        block_m=block_m,
+        tma_store=bool(in_flight),
     )
+    problem = MatmulProblem(out_dtype="f16" if in_flight else "f32")
     with make_context(), ir.Location.unknown():
-        module = build_matmul(MatmulProblem(), config)
+        module = build_matmul(problem, config)
         for wsc_pass in specialization_passes(config):
             wsc_pass.run(module.operation)
         check_protocol(module.operation, max_k_tiles=3 * stages + 2)

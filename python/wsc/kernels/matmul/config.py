@@ -224,7 +224,8 @@ class MatmulConfig:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
         groups = self.num_consumer_groups
-        if along_m % (WGMMA_M * groups):
+        # A ping-pong group takes the whole tile: its rows are not split.
+        if not self.ping_pong and along_m % (WGMMA_M * groups):
             raise ValueError(
                 f"{wgmma_m} = {along_m} cannot be split over {groups} consumer warpgroups "
                 f"in multiples of {WGMMA_M} rows (the WGMMA M)"
