@@ -103,7 +103,7 @@ def draw(seed: int) -> tuple[dict, dict]:
         "release": rng.choice(["thread", "warp"]),
     }
     if rng.random() < 0.25:
-        # Drawn after the others, so that they are what they were before it.
+        # Drawn last: no other field of a seed depends on it.
         config["ping_pong"] = rng.random() < 0.2
         return problem, config
     # Agreeing fields: the WGMMA's M side 64 rows per consumer group (one or
@@ -130,8 +130,9 @@ def draw(seed: int) -> tuple[dict, dict]:
         config["wgmma_in_flight"] = 0
     if config["cluster_m"] > 1 and config["block_n"] % 16:
         config["cluster_m"] = 1
-    # Ping-pong: two groups taking whole tiles in turn in a persistent kernel
-    # (with or without a WGMMA group in flight), drawn last as above.
+    # Ping-pong (drawn last, as above): two groups taking whole tiles in turn
+    # in a persistent kernel, each tile half as tall, so that a group holds
+    # the rows a cooperative group would.
     config["ping_pong"] = (
         config["persistent"] and groups == 2 and config["cluster_m"] == 1 and rng.random() < 0.5
     )
