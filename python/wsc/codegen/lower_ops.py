@@ -985,10 +985,7 @@ class KernelLowering(KernelPlan):
         if store.transpose:
             self._store_transposed(slot, base, ld, (rows, cols), (row0_32, col0_32), warp, lane)
             return
-        row_base = E.addi(
-            E.addi(row0_32, E.muli(warp, E.const(16, i32))), E.shrui(lane, E.const(2, i32))
-        )
-        col_base = E.addi(col0_32, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
+        row_base, col_base = self._fragment_origin(warp, lane, (row0_32, col0_32))
         ld64 = E.arith_extsi(ld, E.i64())
 
         # Three paths: the tile is in bounds with column pairs aligned (2-wide
