@@ -395,6 +395,27 @@ irdl.dialect @wsc {
     irdl.results(result: %result)
   }
 
+  // %s = "wsc.tile_col_reduce"(%x) {kind = "sum", rows = 16 : i32}
+  //   : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  // The max (or sum) down each column of the f32 tile x over each group of
+  // `rows` consecutive rows (1, 2, 4, 8 or 16: rows that one warp holds, so
+  // the reduction is the warp's shuffles), every row of a group getting its
+  // group's value. With a row vector, a value per group of rows: a row of a
+  // matrix spread over 16 rows of a tile reduces as the rows' sums' sum.
+  irdl.operation @tile_col_reduce {
+    %x_shape = irdl.base "#builtin.dense_array"
+    %x_element = irdl.any
+    %x = irdl.parametric @wsc::@acc<%x_shape, %x_element>
+    irdl.operands(x: %x)
+    %kind = irdl.base "#builtin.string"
+    %rows = irdl.base "#builtin.integer"
+    irdl.attributes { "kind" = %kind, "rows" = %rows }
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
+  }
+
   // %y = "wsc.tile_unary"(%x) {kind = "exp2"}
   //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, of an f32 register tile (TILE_UNARY_KINDS): exp2
@@ -511,16 +532,36 @@ irdl.dialect @wsc {
   }
 
   // "wsc.store_shared"(%acc, %sc, %stage)
-  // Writes a register tile into dst[stage] (shared), whose tile shape and
-  // element type must be the register tile's, in the layout TMA and WGMMA
-  // use for that buffer.
-  irdl.operation @store_shared {
+  // Writes a register tile into dst[stage] (shared), whose element type must
+  // be the register tile's, in the layout TMA and WGMMA use for that buffer:
+  // the whole stage tile, or with the integer attributes `row` (a multiple
+  // of 64) and `col` (of 8) the block of the tile's shape at (row, col).
+  irdl.operation @store_shared attributes {
+      optional_attributes = {row = "#builtin.integer", col = "#builtin.integer"}} {
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any
     %tile = irdl.parametric @wsc::@acc<%shape, %element>
     %dst = irdl.base "!builtin.memref"
     %stage = irdl.is index
     irdl.operands(tile: %tile, dst: %dst, stage: %stage)
+  }
+
+  // %x = "wsc.load_shared"(%sx, %stage) {col = 128 : i32}
+  //   : (memref<3x64x512xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  // Reads src[stage] (shared, f16, bf16 or f32) into an f32 register tile in
+  // the accumulator's fragment layout: the whole stage tile, or with the
+  // integer attributes `row` (a multiple of 64) and `col` (of 8) the block
+  // of the result's shape at (row, col). A synchronous read of the stage:
+  // the inverse of wsc.store_shared.
+  irdl.operation @load_shared attributes {
+      optional_attributes = {row = "#builtin.integer", col = "#builtin.integer"}} {
+    %src = irdl.base "!builtin.memref"
+    %stage = irdl.is index
+    irdl.operands(src: %src, stage: %stage)
+    %shape = irdl.base "#builtin.dense_array"
+    %element = irdl.any
+    %result = irdl.parametric @wsc::@acc<%shape, %element>
+    irdl.results(result: %result)
   }
 
   // "wsc.store"(%acc, %c, %row, %col)

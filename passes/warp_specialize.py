@@ -145,6 +145,7 @@ from wsc import dialect, ops
 from wsc.diagnostics import PassError
 from wsc.ir_utils import (
     KERNEL_THREADS_ATTR,
+    blocks_per_sm,
     bool_constant,
     clone_remapped,
     cluster_size,
@@ -329,6 +330,15 @@ class _Specializer:
         kernel = self.kernel
         if any(op.name == "wsc.role" for op in walk(kernel)):
             self._fail(kernel, "kernel is already specialized (it has wsc.role ops)")
+        for op in walk(kernel):
+            if op.name == "wsc.load_shared":
+                self._fail(
+                    op,
+                    "wsc.load_shared reads a stage into registers, which this pass cannot split "
+                    "over consumer groups (it splits WGMMA readers): write the "
+                    "producer and consumer roles in the input, as "
+                    "examples/softmax.py does",
+                )
         if kernel_threads(kernel) != WARPGROUP_SIZE:
             self._fail(
                 kernel,
@@ -722,7 +732,7 @@ class _Specializer:
         if self.options.producer == "warp":
             # setmaxnreg is warpgroup-wide; a lone producer warp keeps the launch budget.
             return None, None
-        entry = entry_register_cap(threads)
+        entry = entry_register_cap(threads, blocks_per_sm(self.kernel))
         producer = self.options.producer_registers
         if producer > entry:
             self._fail(

@@ -384,6 +384,7 @@ def write_artifact(
         "grid": [grid_axis(axis) for axis in grid_tiles],
         **({"persistent": True} if persistent else {}),
         **({"cluster": info.cluster} if info.cluster > 1 else {}),
+        **({"blocks_per_sm": info.blocks_per_sm} if info.blocks_per_sm > 1 else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
         "sizes": dict(sizes),
         "tensors": tensors,

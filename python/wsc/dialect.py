@@ -473,6 +473,17 @@ def tile_fill(shape: Sequence[int], value: float) -> ir.Value:
     ).result
 
 
+def tile_col_reduce(kind: str, x: ir.Value, rows: int) -> ir.Value:
+    """`wsc.tile_col_reduce`: the <kind> down each column of each group of
+    `rows` rows of x, in every row of the group."""
+    return _create(
+        "wsc.tile_col_reduce",
+        operands=[x],
+        results=[x.type],
+        attributes={"kind": ir.StringAttr.get(kind), "rows": _i32(rows)},
+    ).result
+
+
 def tile_load(
     src: ir.Value, row: ir.Value, col: ir.Value, shape: Sequence[int], transpose: bool = False
 ) -> ir.Value:
@@ -504,8 +515,34 @@ def store(
     )
 
 
-def store_shared(tile: ir.Value, dst: ir.Value, stage: ir.Value) -> ir.Operation:
-    return _create("wsc.store_shared", operands=[tile, dst, stage])
+def _block_offsets(origin: tuple[int, int] | None) -> dict[str, ir.Attribute]:
+    """The `row` and `col` attributes of a block of a stage tile at `origin`
+    (none for the whole stage tile)."""
+    if origin is None:
+        return {}
+    return {"row": _i32(origin[0]), "col": _i32(origin[1])}
+
+
+def store_shared(
+    tile: ir.Value, dst: ir.Value, stage: ir.Value, origin: tuple[int, int] | None = None
+) -> ir.Operation:
+    """`wsc.store_shared`: the tile into dst[stage], whole or at `origin`."""
+    return _create(
+        "wsc.store_shared", operands=[tile, dst, stage], attributes=_block_offsets(origin)
+    )
+
+
+def load_shared(
+    src: ir.Value, stage: ir.Value, shape: Sequence[int], origin: tuple[int, int] | None = None
+) -> ir.Value:
+    """`wsc.load_shared`: src[stage], whole or its block at `origin`, as an
+    f32 register tile of `shape`."""
+    return _create(
+        "wsc.load_shared",
+        operands=[src, stage],
+        results=[acc_type(shape, "f32")],
+        attributes=_block_offsets(origin),
+    ).result
 
 
 def partial_store(

@@ -12,6 +12,8 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf  # noqa: F401
 
 KERNEL_THREADS_ATTR = "wsc.num_threads"
+#: Blocks of the kernel each SM runs at once (ptxas fits the registers to it).
+BLOCKS_PER_SM_ATTR = "wsc.blocks_per_sm"
 #: A kernel attribute: the CTAs of a cluster (along x), 1 when absent.
 CLUSTER_SIZE_ATTR = "wsc.cluster_size"
 
@@ -108,6 +110,12 @@ def cluster_size(kernel: ir.Operation) -> int:
     """The CTAs per cluster of `kernel` (its wsc.cluster_size, 1 when absent)."""
     ctas = int_attr(kernel, CLUSTER_SIZE_ATTR)
     return 1 if ctas is None else ctas
+
+
+def blocks_per_sm(kernel: ir.Operation) -> int:
+    """The blocks of `kernel` an SM runs at once (its wsc.blocks_per_sm, 1 when absent)."""
+    blocks = int_attr(kernel, BLOCKS_PER_SM_ATTR)
+    return 1 if blocks is None else blocks
 
 
 def memref_shape(type_: ir.Type) -> list[int] | None:

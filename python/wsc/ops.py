@@ -358,8 +358,11 @@ TILE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 #: How wsc.tile_broadcast lays a vector over a tile, and which index
 #: wsc.tile_iota gives each element.
 BROADCAST_ALONG = ("rows", "cols")
-#: What wsc.tile_row_reduce computes of each row.
+#: What wsc.tile_row_reduce computes of each row and wsc.tile_col_reduce of
+#: each column's groups of rows.
 ROW_REDUCE_KINDS = ("max", "sum")
+#: The groups of rows wsc.tile_col_reduce combines: rows one warp holds.
+COL_REDUCE_ROWS = (1, 2, 4, 8, 16)
 
 
 def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
@@ -379,12 +382,20 @@ TILE_MAPS = (
     "wsc.tile_unary",
     "wsc.tile_select",
     "wsc.tile_row_reduce",
+    "wsc.tile_col_reduce",
 )
 #: The ops that read a register tile from global memory.
 TILE_LOADS = ("wsc.tile_load", "wsc.tile_broadcast")
 #: The ops that make a register tile besides wsc.acc_alloc, of the shape their
 #: result type names (the maps take it from their operands).
-TILE_MAKERS = (*TILE_MAPS, "wsc.tile_fill", "wsc.tile_splat", "wsc.tile_iota", *TILE_LOADS)
+TILE_MAKERS = (
+    *TILE_MAPS,
+    "wsc.tile_fill",
+    "wsc.tile_splat",
+    "wsc.tile_iota",
+    *TILE_LOADS,
+    "wsc.load_shared",
+)
 
 
 class TileBinary(WscOp, name="wsc.tile_binary"):
@@ -418,6 +429,21 @@ class TileIota(WscOp, name="wsc.tile_iota"):
 class TileRowReduce(WscOp, name="wsc.tile_row_reduce"):
     x = Operand()
     kind = StrAttr()
+    result = Result()
+
+
+class TileColReduce(WscOp, name="wsc.tile_col_reduce"):
+    x = Operand()
+    kind = StrAttr()
+    rows = IntAttr()
+    result = Result()
+
+
+class LoadShared(WscOp, name="wsc.load_shared"):
+    src = Operand()
+    stage = Operand()
+    row = OptionalIntAttr()
+    col = OptionalIntAttr()
     result = Result()
 
 
@@ -455,6 +481,8 @@ class StoreShared(WscOp, name="wsc.store_shared"):
     tile = Operand()
     dst = Operand()
     stage = Operand()
+    row = OptionalIntAttr()
+    col = OptionalIntAttr()
 
 
 class Store(WscOp, name="wsc.store"):

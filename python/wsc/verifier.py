@@ -19,6 +19,7 @@ from wsc import ops
 from wsc.diagnostics import PassError
 from wsc.dialect import SHARED_MEMORY_SPACE, parse_acc_type
 from wsc.ir_utils import (
+    BLOCKS_PER_SM_ATTR,
     CLUSTER_SIZE_ATTR,
     KERNEL_THREADS_ATTR,
     cluster_size,
@@ -39,6 +40,7 @@ from wsc.target.hopper import (
     BUFFER_ALIGN,
     HALF_DTYPES,
     MAX_BLOCK_THREADS,
+    MAX_BLOCKS_PER_SM,
     MAX_DYNAMIC_SMEM,
     MAX_MBARRIER_COUNT,
     MAX_PORTABLE_CLUSTER,
@@ -85,6 +87,14 @@ def _verify_kernel(kernel: ir.Operation) -> int:
             f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
             f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}",
         )
+    if BLOCKS_PER_SM_ATTR in kernel.attributes:
+        blocks = kernel.attributes[BLOCKS_PER_SM_ATTR]
+        if not isinstance(blocks, ir.IntegerAttr) or not 1 <= blocks.value <= MAX_BLOCKS_PER_SM:
+            _fail(
+                kernel,
+                f"attribute '{BLOCKS_PER_SM_ATTR}' must be an integer in [1, "
+                f"{MAX_BLOCKS_PER_SM}], got {blocks}",
+            )
     if CLUSTER_SIZE_ATTR in kernel.attributes:
         ctas = kernel.attributes[CLUSTER_SIZE_ATTR]
         if not isinstance(ctas, ir.IntegerAttr) or not 1 <= ctas.value <= MAX_PORTABLE_CLUSTER:
@@ -439,6 +449,20 @@ def _verify_tile_row_reduce(op: ir.Operation) -> None:
         _fail(op, f"result must be the row vector [{rows}, 1] of x's rows, got {list(shape)}")
 
 
+def _verify_tile_col_reduce(op: ir.Operation) -> None:
+    reduce = ops.TileColReduce(op)
+    _verify_choice(op, "kind", reduce.kind, ops.ROW_REDUCE_KINDS)
+    _verify_f32_tile(op, reduce.x, "x", row_vector=True)
+    if reduce.rows not in ops.COL_REDUCE_ROWS:
+        _fail(
+            op,
+            f"rows must be one of {', '.join(map(str, ops.COL_REDUCE_ROWS))} (rows one warp "
+            f"holds of each {WGMMA_M}-row sub-tile), got {reduce.rows}",
+        )
+    if reduce.result.type != reduce.x.type:
+        _fail(op, f"result type {reduce.result.type} differs from the operand's {reduce.x.type}")
+
+
 def _verify_tile_select(op: ir.Operation) -> None:
     select = ops.TileSelect(op)
     _verify_choice(op, "predicate", select.predicate, ops.TILE_PREDICATES)
@@ -579,9 +603,10 @@ def _verify_tma_load(op: ir.Operation) -> None:
     dst = load.dst
     shape = _verify_stage_copy(op, load.src, dst, load.stage, shared_is_dst=True)
     # A row wider than the swizzle span is copied as one box per span-wide
-    # column block (codegen.layout.TileLayout): only the box limits apply.
+    # column block (codegen.layout.TileLayout), at most 128 elements wide:
+    # only the rows can exceed a box.
     rows, cols = shape[1], shape[2]
-    if rows > MAX_TMA_BOX or cols > MAX_TMA_BOX:
+    if rows > MAX_TMA_BOX:
         _fail(op, f"TMA box {rows}x{cols} exceeds {MAX_TMA_BOX} elements in a dimension")
     count = _barrier_count(load.barriers)
     if count is not None and count != shape[0]:
@@ -614,18 +639,52 @@ def _verify_tile_element(op: ir.Operation, element: str, dst: ir.Value) -> None:
         )
 
 
+def _verify_stage_block(
+    op: ir.Operation, tile: tuple[int, ...], stage_tile: list[int], row: int | None, col: int | None
+) -> None:
+    """A register tile's block of a stage tile: the whole stage tile without
+    offsets, else inside it at a 64-row, 8-column aligned (row, col)."""
+    rows, cols = tile
+    if row is None and col is None:
+        if [rows, cols] != stage_tile:
+            _fail(
+                op,
+                f"tile {rows}x{cols} differs from the {stage_tile[0]}x{stage_tile[1]} stage "
+                f"tile (give row and col to address a block of it)",
+            )
+        return
+    row, col = row or 0, col or 0
+    if row < 0 or row % WGMMA_M or col < 0 or col % WGMMA_N_STEP:
+        _fail(
+            op,
+            f"block offset ({row}, {col}) must be a multiple of {WGMMA_M} rows and "
+            f"{WGMMA_N_STEP} columns (a fragment's rows and column pairs)",
+        )
+    if row + rows > stage_tile[0] or col + cols > stage_tile[1]:
+        _fail(
+            op,
+            f"block [{row}:{row + rows}, {col}:{col + cols}] is outside the "
+            f"{stage_tile[0]}x{stage_tile[1]} stage tile",
+        )
+
+
 def _verify_store_shared(op: ir.Operation) -> None:
     store = ops.StoreShared(op)
     tile, dst, stage = store.tile, store.dst, store.stage
-    (rows, cols), element = _verify_acc(op, tile.type)
-    shape = _verify_shared_buffer(op, dst.type, "destination")
-    _verify_stage(op, stage, shape[0])
+    shape, element = _verify_acc(op, tile.type)
+    stages, *stage_tile = _verify_shared_buffer(op, dst.type, "destination")
+    _verify_stage(op, stage, stages)
     _verify_tile_element(op, element, dst)
-    if [rows, cols] != list(shape[1:]):
-        _fail(
-            op,
-            f"tile {rows}x{cols} differs from the destination's {shape[1]}x{shape[2]} stage tile",
-        )
+    _verify_stage_block(op, shape, stage_tile, store.row, store.col)
+
+
+def _verify_load_shared(op: ir.Operation) -> None:
+    load = ops.LoadShared(op)
+    stages, *stage_tile = _verify_shared_buffer(op, load.src.type, "source")
+    _verify_stage(op, load.stage, stages)
+    _verify_loaded_element(op, load.src)
+    shape = _verify_f32_tile(op, load.result, "result")
+    _verify_stage_block(op, shape, stage_tile, load.row, load.col)
 
 
 def _verify_acc(
@@ -837,6 +896,8 @@ _RULES: dict[str, Callable[[ir.Operation], object]] = {
     "wsc.tile_select": _verify_tile_select,
     "wsc.tile_iota": _verify_tile_iota,
     "wsc.tile_row_reduce": _verify_tile_row_reduce,
+    "wsc.tile_col_reduce": _verify_tile_col_reduce,
+    "wsc.load_shared": _verify_load_shared,
     "wsc.tile_load": _verify_tile_load,
     "wsc.tile_broadcast": _verify_tile_broadcast,
 }

@@ -246,7 +246,7 @@ func.func @store_shared_shape() {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
-  // expected-error @below {{'wsc.store_shared' op tile 64x64 differs from the destination's 128x64 stage tile}}
+  // expected-error @below {{'wsc.store_shared' op tile 64x64 differs from the 128x64 stage tile (give row and col to address a block of it)}}
   "wsc.store_shared"(%acc, %s, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<1x128x64xf16, 3>, index) -> ()
   return
 }
@@ -715,5 +715,74 @@ func.func @batch_matrix_of_another_shape(%a: memref<?x64x?xf16>) attributes {wsc
 func.func @splat_into_an_f16_tile(%alpha: f32) attributes {wsc.num_threads = 128 : i32} {
   // expected-error @below {{'wsc.tile_splat' op result must be an f32 register tile, got f16}}
   %t = "wsc.tile_splat"(%alpha) : (f32) -> !wsc.acc<array<i64: 64, 64>, f16>
+  return
+}
+
+// -----
+
+func.func @col_reduce_across_warps() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
+  // expected-error @below {{'wsc.tile_col_reduce' op rows must be one of 1, 2, 4, 8, 16 (rows one warp holds of each 64-row sub-tile), got 32}}
+  %y = "wsc.tile_col_reduce"(%x) {kind = "sum", rows = 32 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  return
+}
+
+// -----
+
+func.func @col_reduce_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  // expected-error @below {{'wsc.tile_col_reduce' op kind must be one of max, sum, got 'min'}}
+  %y = "wsc.tile_col_reduce"(%x) {kind = "min", rows = 2 : i32} : (!wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  return
+}
+
+// -----
+
+func.func @load_shared_of_a_part_without_offsets() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<2x64x256xbf16, 3>
+  // expected-error @below {{'wsc.load_shared' op tile 64x128 differs from the 64x256 stage tile (give row and col to address a block of it)}}
+  %x = "wsc.load_shared"(%sx, %c0) : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  return
+}
+
+// -----
+
+func.func @load_shared_past_the_stage() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<2x64x256xbf16, 3>
+  // expected-error @below {{'wsc.load_shared' op block [0:64, 192:320] is outside the 64x256 stage tile}}
+  %x = "wsc.load_shared"(%sx, %c0) {row = 0 : i32, col = 192 : i32} : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  return
+}
+
+// -----
+
+func.func @load_shared_at_an_odd_column() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<2x64x256xbf16, 3>
+  // expected-error @below {{'wsc.load_shared' op block offset (0, 4) must be a multiple of 64 rows and 8 columns (a fragment's rows and column pairs)}}
+  %x = "wsc.load_shared"(%sx, %c0) {row = 0 : i32, col = 4 : i32} : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  return
+}
+
+// -----
+
+func.func @load_shared_into_bf16() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<2x64x128xbf16, 3>
+  // expected-error @below {{'wsc.load_shared' op result must be an f32 register tile, got bf16}}
+  %x = "wsc.load_shared"(%sx, %c0) : (memref<2x64x128xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, bf16>
+  return
+}
+
+// -----
+
+func.func @store_shared_past_the_stage() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %t = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f16>
+  // expected-error @below {{'wsc.store_shared' op block [64:192, 0:64] is outside the 128x64 stage tile}}
+  "wsc.store_shared"(%t, %sx, %c0) {row = 64 : i32, col = 0 : i32} : (!wsc.acc<array<i64: 128, 64>, f16>, memref<1x128x64xf16, 3>, index) -> ()
   return
 }

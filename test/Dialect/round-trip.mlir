@@ -156,6 +156,28 @@ func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
   return
 }
 
+// Register tiles and shared memory: a stage read into registers whole or
+// by blocks, a block written back in place, and a reduction down columns
+// over groups of rows.
+// CHECK-LABEL: func.func @shared_tiles
+func.func @shared_tiles() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<2x64x256xbf16, 3>
+  // CHECK: "wsc.load_shared"(%{{.*}}, %{{.*}}) : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 256>, f32>
+  %whole = "wsc.load_shared"(%sx, %c0) : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 256>, f32>
+  // CHECK: "wsc.load_shared"(%{{.*}}, %{{.*}}) {col = 128 : i32, row = 0 : i32} : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %block = "wsc.load_shared"(%sx, %c0) {row = 0 : i32, col = 128 : i32} : (memref<2x64x256xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %rm = "wsc.tile_row_reduce"(%block) {kind = "max"} : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  // CHECK: "wsc.tile_col_reduce"(%{{.*}}) {kind = "max", rows = 16 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %gm = "wsc.tile_col_reduce"(%rm) {kind = "max", rows = 16 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  // CHECK: "wsc.tile_col_reduce"(%{{.*}}) {kind = "sum", rows = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %cs = "wsc.tile_col_reduce"(%block) {kind = "sum", rows = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
+  %y = "wsc.cast"(%cs) : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, bf16>
+  // CHECK: "wsc.store_shared"(%{{.*}}, %{{.*}}, %{{.*}}) {col = 128 : i32, row = 0 : i32}
+  "wsc.store_shared"(%y, %sx, %c0) {row = 0 : i32, col = 128 : i32} : (!wsc.acc<array<i64: 64, 128>, bf16>, memref<2x64x256xbf16, 3>, index) -> ()
+  return
+}
+
 // Register tiles read from global memory: a block of a matrix (also
 // transposed) and a vector laid along a tile's rows or columns.
 // CHECK-LABEL: func.func @tile_loads

@@ -660,6 +660,53 @@ func.func @assign_row_max(%c: memref<?x?xf32>, %src: memref<?x?xf32>)
 
 // -----
 
+// A stage's second 64-column block read into registers (the atom 8192 bytes
+// in): 16 volatile loads of bf16 pairs per thread (its 32 elements: read
+// where the op is, each time), widened to f32.
+// The sum of each row, then of each group of 16 rows (one warp's): two
+// shuffles for each of the thread's two rows, then the two rows added and
+// three shuffles across the lanes 4, 8 and 16 apart; the product is written
+// back in place as bf16 pairs, at the first block.
+// CHECK-LABEL: llvm.func @row_group_sum
+// CHECK: llvm.mlir.constant(8192 : i32)
+// CHECK-COUNT-16: llvm.load volatile %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> vector<2xbf16>
+// CHECK-NOT: -> vector<2xbf16>
+// CHECK-COUNT-7: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK-COUNT-16: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// CHECK-NOT: vector<2xbf16>, !llvm.ptr<3>
+// CHECK: llvm.return
+func.func @row_group_sum(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<1x64x128xbf16, 3>
+  %x = "wsc.load_shared"(%sx, %c0) {row = 0 : i32, col = 64 : i32} : (memref<1x64x128xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %r = "wsc.tile_row_reduce"(%x) {kind = "sum"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %g = "wsc.tile_col_reduce"(%r) {kind = "sum", rows = 16 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %y = "wsc.tile_binary"(%x, %g) {kind = "mul"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %z = "wsc.cast"(%y) : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, bf16>
+  "wsc.store_shared"(%z, %sx, %c0) {row = 0 : i32, col = 0 : i32} : (!wsc.acc<array<i64: 64, 64>, bf16>, memref<1x64x128xbf16, 3>, index) -> ()
+  "wsc.store"(%y, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// A column sum over pairs of rows of a tile: one shuffle (lanes 4 apart)
+// per register, no in-thread add.
+// CHECK-LABEL: llvm.func @pair_sum
+// CHECK-COUNT-8: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.return
+func.func @pair_sum(%c: memref<?x?xf32>, %src: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = "wsc.tile_load"(%src, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %g = "wsc.tile_col_reduce"(%x) {kind = "sum", rows = 2 : i32} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%g, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
 // A scale per row read into a row vector: two f16 loads per thread (its two
 // rows of the 64), made once and read by every element of the product.
 // CHECK-LABEL: llvm.func @scale_per_row

@@ -171,12 +171,15 @@ def test_every_wsc_op_has_a_builder_method():
         for line in structure(kernel.module).splitlines()
     }
     # The cluster ops, from a kernel in clusters; the split-K ops, from V7;
-    # register-tile math and loads, from an epilogue of its own.
+    # register-tile math and loads (of global and shared memory), from an
+    # epilogue of its own.
     math = KernelBuilder("math", grid=[("m", 64)])
     out, bias = math.global_tensor(f32), math.global_tensor(f32, rank=1)
     tile = math.register_tensor(f32, [64, 64]) + math.load_tile(out, [0, 0], [64, 64])
     tile = tile * math.broadcast(bias, 0, [64, 64]) * math.scalar()
     tile = math.where(math.indices([64, 64], along="cols") > tile, tile, 0.0)
+    tile = tile + math.load_shared(math.shared_tensor(f16, [1, 64, 64])[0])
+    tile = tile - math.col_max(math.row_max(tile), rows=16)
     math.store_global(out, math.exp2(tile - math.row_max(tile) * 2.0), [0, 0])
     # A matrix of a batch, copied by TMA.
     batched = KernelBuilder("batched", grid=[("m", 64), ("batch", 1)])
@@ -382,7 +385,10 @@ def test_store_shared_checks_the_stage_tile():
 
     error = build_error(build)
     assert error.where.line == line_of("# error: staging shape")
-    assert "the tile is [64, 64] but the stage tile is [128, 64]" in str(error)
+    assert (
+        "the tile is [64, 64] but dst has 128 rows (rows of a stage: ring[stage][row:row + 64])"
+        in str(error)
+    )
 
 
 def test_a_tma_store_copies_a_whole_stage():

@@ -46,11 +46,19 @@ from wsc.builder.values import (
     f32,
 )
 from wsc.dialect import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE
-from wsc.ir_utils import CLUSTER_SIZE_ATTR, KERNEL_THREADS_ATTR, defining_op, use_owner
-from wsc.ops import BROADCAST_ALONG, TILE_PREDICATES, broadcast_shape
+from wsc.ir_utils import (
+    BLOCKS_PER_SM_ATTR,
+    CLUSTER_SIZE_ATTR,
+    KERNEL_THREADS_ATTR,
+    defining_op,
+    use_owner,
+)
+from wsc.ops import BROADCAST_ALONG, COL_REDUCE_ROWS, TILE_PREDICATES, broadcast_shape
 from wsc.target.hopper import (
     ELEMENT_BYTES,
+    HALF_DTYPES,
     MAX_BLOCK_THREADS,
+    MAX_BLOCKS_PER_SM,
     MAX_PORTABLE_CLUSTER,
     MAX_TMA_BOX,
     WARP_SIZE,
@@ -146,7 +154,12 @@ class KernelBuilder:
     "input_scale": s}` sets the relative error allowed and the scale of the
     random inputs. A
     kernel whose registers ptxas spills to local memory fails to compile
-    unless `allow_spills`. The builder owns its MLIR context, unless given one."""
+    unless `allow_spills`. A `persistent` kernel strides over its grid's
+    work items (the product of the grid's tile counts) by kb.grid_dim.x,
+    and a launch has at most `blocks_per_sm` blocks per SM: the blocks an SM
+    runs at once, which ptxas fits the registers to (65536 over the block's
+    threads, in whole warpgroups, and the blocks). The builder owns its MLIR
+    context, unless given one."""
 
     def __init__(
         self,
@@ -159,16 +172,28 @@ class KernelBuilder:
         check: str | Callable | None = None,
         check_config: Mapping[str, Any] | None = None,
         allow_spills: bool = False,
+        persistent: bool = False,
+        blocks_per_sm: int = 1,
     ):
         where = caller()
         if check is not None and not isinstance(check, str):
             check_config = {**(check_config or {}), "reference": _reference(check, where)}
             check = "reference"
-        if not isinstance(allow_spills, bool):
-            raise BuildTypeError(f"allow_spills must be a bool, got {allow_spills!r}", where)
+        for flag, value in (("allow_spills", allow_spills), ("persistent", persistent)):
+            if not isinstance(value, bool):
+                raise BuildTypeError(f"{flag} must be a bool, got {value!r}", where)
         if check_config is not None and check is None:
             raise BuildError(
                 "check_config describes the kernel to a check: name one (check=)", where
+            )
+        if (
+            isinstance(blocks_per_sm, bool)
+            or not isinstance(blocks_per_sm, int)
+            or not 1 <= blocks_per_sm <= MAX_BLOCKS_PER_SM
+        ):
+            raise BuildError(
+                f"blocks_per_sm must be an int in [1, {MAX_BLOCKS_PER_SM}], got {blocks_per_sm!r}",
+                where,
             )
         if (
             isinstance(cluster_size, bool)
@@ -198,6 +223,7 @@ class KernelBuilder:
         self.check = check
         self.check_config = dict(check_config or {})
         self.allow_spills = allow_spills
+        self.persistent = persistent
         self.num_threads = num_warps * WARP_SIZE
         self.context = context or dialect.make_context()
         with self.context, where.mlir():
@@ -208,6 +234,8 @@ class KernelBuilder:
             self.func.attributes[KERNEL_THREADS_ATTR] = ir.IntegerAttr.get(i32, self.num_threads)
             if cluster_size > 1:
                 self.func.attributes[CLUSTER_SIZE_ATTR] = ir.IntegerAttr.get(i32, cluster_size)
+            if blocks_per_sm > 1:
+                self.func.attributes[BLOCKS_PER_SM_ATTR] = ir.IntegerAttr.get(i32, blocks_per_sm)
             self.body = self.func.add_entry_block()
         self.cluster_size = cluster_size
         # Innermost last: (block, kind, where) of each open region.
@@ -443,12 +471,9 @@ class KernelBuilder:
             value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, cols, dtype))
         return SharedTensor(self, value, dtype, shape)
 
-    def register_tensor(self, dtype: str, shape: Sequence[int]) -> RegisterTile:
-        """A zero-filled [rows, cols] tile in the registers of the executing
-        warpgroup(s): WGMMA's accumulator (rows a multiple of 64, cols of 8),
-        or an f32 row vector [rows, 1] (a value per row, e.g. a running max)."""
-        where = caller()
-        check_dtype(dtype, REGISTER_DTYPES, "register_tensor")
+    @staticmethod
+    def _register_shape(shape: Sequence[int], dtype: str, what: str) -> tuple[int, int]:
+        """`shape` as a register tile's (a BuildError at the caller's caller)."""
         shape = tuple(shape)
         vector = len(shape) == 2 and shape[1] == 1 and dtype == f32
         if (
@@ -458,11 +483,20 @@ class KernelBuilder:
             or not (vector or (shape[1] % 8 == 0 and 8 <= shape[1] <= 256))
         ):
             raise BuildError(
-                f"register_tensor: shape must be [rows, cols] with rows a multiple "
+                f"{what}: shape must be [rows, cols] with rows a multiple "
                 f"of 64 (WGMMA's M) and cols a multiple of 8 in [8, 256] (WGMMA's "
                 f"N), or 1 for an f32 row vector, got {list(shape)!r} ({dtype})",
-                where,
+                caller(),
             )
+        return shape[0], shape[1]
+
+    def register_tensor(self, dtype: str, shape: Sequence[int]) -> RegisterTile:
+        """A zero-filled [rows, cols] tile in the registers of the executing
+        warpgroup(s): WGMMA's accumulator (rows a multiple of 64, cols of 8),
+        or an f32 row vector [rows, 1] (a value per row, e.g. a running max)."""
+        where = caller()
+        check_dtype(dtype, REGISTER_DTYPES, "register_tensor")
+        shape = self._register_shape(shape, dtype, "register_tensor")
         with self._at(where):
             value = dialect.acc_alloc(dialect.acc_type(shape, dtype))
         return RegisterTile(self, value, dtype, shape)
@@ -540,6 +574,31 @@ class KernelBuilder:
         """The row vector [rows, 1] of the sum of each row of x (one fixed
         order of additions: the same bits in every thread)."""
         return self._row_reduce("sum", x)
+
+    def col_max(self, x: RegisterTile, rows: int) -> RegisterTile:
+        """The max down each column of each group of `rows` consecutive rows
+        of x (1, 2, 4, 8 or 16: rows one warp holds), in every row of the
+        group: with x = kb.row_max(t), the max of each group's elements, e.g.
+        of a matrix row laid over 16 rows of a tile."""
+        return self._col_reduce("max", x, rows)
+
+    def col_sum(self, x: RegisterTile, rows: int) -> RegisterTile:
+        """The sum down each column of each group of `rows` consecutive rows
+        of x, in every row of the group (see col_max)."""
+        return self._col_reduce("sum", x, rows)
+
+    def _col_reduce(self, kind: str, x, rows: int) -> RegisterTile:
+        what = f"col_{kind}"
+        tile = self._f32_tile(x, what)
+        if rows not in COL_REDUCE_ROWS or isinstance(rows, bool):
+            raise BuildError(
+                f"{what}: rows must be one of {', '.join(map(str, COL_REDUCE_ROWS))} (rows "
+                f"one warp holds of each 64-row sub-tile), got {rows!r}",
+                caller(),
+            )
+        with self._at(caller()):
+            value = dialect.tile_col_reduce(kind, tile.value, rows)
+        return RegisterTile(self, value, f32, tile.shape)
 
     def compare(self, x: RegisterTile | float, predicate: str, y: RegisterTile | float):
         """x <predicate> y for kb.where, predicate one of TILE_PREDICATES
@@ -718,32 +777,76 @@ class KernelBuilder:
         with self._at(where):
             dialect.store(tile.value, dst.value, row, col, transpose=transpose)
 
-    def store_shared(self, dst: SharedTile, tile: RegisterTile) -> None:
-        """Write a register tile into the stage tile `dst` (e.g. sc[stage]) of the
-        same shape and dtype, in the layout a TMA store of `dst` reads. Before
-        a TMA store of it: kb.fence_proxy_async() in every writing thread, then
-        a sync; before kb.shared_to_global, a sync."""
+    def _stage_block(
+        self, tile: SharedTile, col: int, cols: int, what: str
+    ) -> tuple[int, int] | None:
+        """The origin in its stage tile of columns [col, col + cols) of the
+        rows `tile` takes (None for the whole stage tile)."""
         where = caller()
-        expect(dst, SharedTile, "store_shared dst", "a stage of a shared tensor, e.g. sc[stage]")
+        expect(tile, SharedTile, f"{what} tile", "a stage of a shared tensor, e.g. sx[stage]")
+        self._own(tile.ring, what)
+        if tile.transposed:
+            raise BuildError(
+                f"{what}: the stage tile is viewed transposed; use it as stored", where
+            )
+        for name, value in (("col", col), ("cols", cols)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise BuildTypeError(f"{what}: {name} must be an int, got {value!r}", where)
+        if col < 0 or col % 8 or cols < 8 or cols % 8 or col + cols > tile.cols:
+            raise BuildError(
+                f"{what}: columns [{col}, {col + cols}) are not a block of the stage "
+                f"tile's {tile.cols} columns in whole 8-column steps",
+                where,
+            )
+        if tile.is_whole_stage and cols == tile.cols:
+            return None
+        return (tile.row, col)
+
+    def load_shared(self, src: SharedTile, col: int = 0, cols: int | None = None) -> RegisterTile:
+        """Columns [col, col + cols) (all by default) of the stage tile `src`
+        (e.g. sx[stage], or rows of it, sx[stage][64:128]) as an f32 register
+        tile in the accumulator's layout, read now: the stage must have
+        landed (a wait on its full barrier) and is released after the last
+        read. At most 256 columns at a time; read a wider stage in blocks."""
+        where = caller()
+        expect(src, SharedTile, "load_shared src", "a stage of a shared tensor, e.g. sx[stage]")
+        if cols is None:
+            cols = src.cols - col if isinstance(col, int) and not isinstance(col, bool) else 0
+        origin = self._stage_block(src, col, cols, "load_shared")
+        if src.dtype not in (*HALF_DTYPES, f32):
+            raise BuildTypeError(
+                f"load_shared: reads f16, bf16 or f32 stage tiles, this one is {src.dtype}", where
+            )
+        shape = self._register_shape((src.rows, cols), f32, "load_shared")
+        with self._at(where):
+            value = dialect.load_shared(src.ring.value, src.stage, shape, origin)
+        return RegisterTile(self, value, f32, shape)
+
+    def store_shared(self, dst: SharedTile, tile: RegisterTile, col: int = 0) -> None:
+        """Write a register tile of dst's dtype into the stage tile `dst`
+        (e.g. sc[stage], or rows of it), whole or at column `col`, in the
+        layout a TMA store of the stage reads. Before a TMA store of it:
+        kb.fence_proxy_async() in every writing thread, then a sync; before
+        kb.shared_to_global, a sync."""
+        where = caller()
         self._own(
             expect(tile, RegisterTile, "store_shared tile", "a register tile"), "store_shared"
         )
-        if not dst.is_whole_stage:
-            raise BuildError("store_shared: dst must be a whole stage tile, ring[stage]", where)
+        origin = self._stage_block(dst, col, tile.shape[1], "store_shared")
         if tile.dtype != dst.dtype:
             raise BuildTypeError(
                 f"store_shared: the tile is {tile.dtype} but dst is "
                 f"{dst.dtype}; convert it with kb.cast(tile, {dst.dtype!r})",
                 where,
             )
-        if list(tile.shape) != [dst.rows, dst.cols]:
+        if tile.shape[0] != dst.rows:
             raise BuildError(
-                f"store_shared: the tile is {list(tile.shape)} but the stage tile "
-                f"is [{dst.rows}, {dst.cols}]",
+                f"store_shared: the tile is {list(tile.shape)} but dst has {dst.rows} rows "
+                f"(rows of a stage: ring[stage][row:row + {tile.shape[0]}])",
                 where,
             )
         with self._at(where):
-            dialect.store_shared(tile.value, dst.ring.value, dst.stage)
+            dialect.store_shared(tile.value, dst.ring.value, dst.stage, origin)
 
     def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
         """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
@@ -1127,6 +1230,7 @@ class KernelBuilder:
             check_config=self.check_config,
             allow_spills=self.allow_spills,
             scalars=self._scalar_defaults,
+            persistent=self.persistent,
         )
         if verify:
             kernel.verify()

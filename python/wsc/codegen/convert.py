@@ -74,7 +74,7 @@ def convert_kernel(lowering: KernelLowering, scratch: ir.Module, new_func) -> ir
             raise fail(op, "was left after lowering to LLVM (internal error)")
     lowered.attributes["nvvm.kernel"] = ir.UnitAttr.get()
     lowered.attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([lowering.threads, 1, 1])
-    lowered.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(E.i32(), 1)
+    lowered.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(E.i32(), lowering.blocks_per_sm)
     if lowering.cluster > 1:
         lowered.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get([lowering.cluster, 1, 1])
     lowered.attributes["arg_attrs"] = ir.ArrayAttr.get(

@@ -258,8 +258,10 @@ def alloca(element: ir.Type, alignment: int = 16) -> ir.Value:
     return llvm.AllocaOp(ptr(), one, ir.TypeAttr.get(element), alignment=alignment).result
 
 
-def load(type_: ir.Type, address: ir.Value, alignment: int | None = None) -> ir.Value:
-    return llvm.LoadOp(type_, address, alignment=alignment).result
+def load(
+    type_: ir.Type, address: ir.Value, alignment: int | None = None, volatile: bool = False
+) -> ir.Value:
+    return llvm.LoadOp(type_, address, alignment=alignment, volatile_=volatile).result
 
 
 def store(value: ir.Value, address: ir.Value, alignment: int | None = None) -> None:

@@ -31,10 +31,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from wsc.runtime.artifact import tensor_name
 
-def tensor_name(position: int) -> str:
-    """The name of kernel argument `position`: a, b, ..., z, t26, t27, ..."""
-    return chr(ord("a") + position) if position < 26 else f"t{position}"
+__all__ = ["KernelInfo", "tensor_name"]
 
 
 @dataclass
@@ -59,6 +58,9 @@ class KernelInfo:
     #: CTAs per cluster along x (wsc.cluster_size): a launch's grid x must be
     #: a multiple of it.
     cluster: int = 1
+    #: Blocks each SM runs at once (wsc.blocks_per_sm): a persistent launch
+    #: has this many per SM.
+    blocks_per_sm: int = 1
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -32,8 +32,13 @@ How each wsc op is lowered:
   cp.async.bulk.commit_group; wsc.tma_store_wait is
   cp.async.bulk.wait_group.read, and the kernel ends with a wait for 0 (an
   exiting block's shared memory is reused). wsc.fence_proxy_async:
-  fence.proxy.async.shared::cta. wsc.store_shared: each thread's column
-  pairs stored at their swizzled offsets in the stage tile.
+  fence.proxy.async.shared::cta. wsc.store_shared / wsc.load_shared: each
+  thread's column pairs stored at (loaded from) their swizzled offsets in
+  the stage tile, 2-element vectors; a load is volatile and never deferred
+  to its readers (a later op may write the stage in place).
+* wsc.tile_row_reduce / wsc.tile_col_reduce: in-thread combines, then
+  shuffles across the lanes that share a row (lanes differing in bits 0-1)
+  or a group of rows (bits 2-4).
   wsc.coalesced_store: each warp copies whole rows of the stage tile, 32
   consecutive elements per store instruction (element loads and stores),
   with bounds checks only when the tile is partial.
@@ -61,7 +66,7 @@ How each wsc op is lowered:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from mlir import ir
@@ -723,26 +728,24 @@ class KernelLowering(KernelPlan):
     def _lower_fence_proxy_async(self, op):
         E.fence_proxy_async_shared()
 
-    def _lower_store_shared(self, op):
-        """Each thread writes its column pairs (2-element stores) where the
-        buffer's swizzled layout puts them. A warp's store covers 8 rows of
-        one 16-byte chunk column, which the swizzle spreads over 8 different
-        chunks: no bank conflicts with the 128-byte swizzle."""
-        store = ops.StoreShared(op)
-        tile_value, dst, stage = store.tile, store.dst, store.stage
-        slot = self.slots[tile_value]
-        fragment = slot.fragment
-        buffer = self.buffers[defining_op(dst)]
+    def _stage_pairs(
+        self, op, fragment: AccumulatorFragment, ring: ir.Value, stage: ir.Value, origin
+    ) -> Iterator[tuple[int, int, ir.Value]]:
+        """(subtile, first register, shared byte offset) of each column pair a
+        thread holds of a fragment placed at `origin` = (row, col) of a stage
+        tile, where the buffer's swizzled layout puts it. A warp's access
+        covers 8 rows of one 16-byte chunk column, which the swizzle spreads
+        over 8 different chunks: no bank conflicts with the 128-byte swizzle."""
+        buffer = self.buffers[defining_op(ring)]
         tile = buffer.tile
         i32 = E.i32()
-        scalar = E.float_type(slot.element)
-        vector_type = ir.VectorType.get([2], scalar)
         warp, lane = self._warp_and_lane(op)
         quad_row = E.shrui(lane, E.const(2, i32))
         # The swizzle flips an offset's chunk bits by its bits 7 and up
         # (TileLayout.swizzled_offset). The rows this thread holds are
-        # 16*warp + lane/4 + 8*k, whose offsets differ in those bits by
-        # multiples of the swizzle period: all share lane/4's key.
+        # origin row (a multiple of 64) + 16*warp + lane/4 + 8*k, whose
+        # offsets differ in those bits by multiples of the swizzle period:
+        # all share lane/4's key.
         key = E.andi(
             E.shrui(E.muli(quad_row, E.const(tile.swizzle, i32)), E.const(3, i32)),
             E.const(tile.swizzle_bits, i32),
@@ -752,19 +755,49 @@ class KernelLowering(KernelPlan):
         )
         pair_bytes = E.muli(E.andi(lane, E.const(3, i32)), E.const(2 * tile.element_bytes, i32))
         base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes), row_bytes)
+        first_row, first_col = origin
         for i in range(fragment.subtiles):
             for h in range(2):
-                row = SUBTILE_ROWS * i + 8 * h
+                row = first_row + SUBTILE_ROWS * i + 8 * h
                 for j in range(fragment.cols // 8):
-                    atom, inner = divmod(8 * j, tile.atom_cols)
+                    atom, inner = divmod(first_col + 8 * j, tile.atom_cols)
                     static = tile.atom_offset(atom) + row * tile.swizzle
                     in_row = E.addi(E.const(inner * tile.element_bytes, i32), pair_bytes)
                     offset = E.addi(E.addi(base, E.const(static, i32)), E.xori(in_row, key))
-                    pair = E.undef(vector_type)
-                    for c in range(2):
-                        value = slot.load_element(i, 4 * j + 2 * h + c)
-                        pair = E.insertelement(pair, value, c)
-                    E.store(pair, self._smem_ptr(offset), alignment=2 * tile.element_bytes)
+                    yield i, 4 * j + 2 * h, offset
+
+    def _lower_store_shared(self, op):
+        """Each thread writes its column pairs (2-element stores)."""
+        store = ops.StoreShared(op)
+        slot = self.slots[store.tile]
+        vector_type = ir.VectorType.get([2], E.float_type(slot.element))
+        alignment = 2 * ELEMENT_BYTES[slot.element]
+        origin = (store.row or 0, store.col or 0)
+        for i, r, offset in self._stage_pairs(op, slot.fragment, store.dst, store.stage, origin):
+            pair = E.undef(vector_type)
+            for c in range(2):
+                pair = E.insertelement(pair, slot.load_element(i, r + c), c)
+            E.store(pair, self._smem_ptr(offset), alignment=alignment)
+
+    def _lower_load_shared(self, op):
+        """Each thread reads its column pairs (2-element loads), here and
+        each time (volatile: a stage read twice is read twice, not kept in
+        registers between the reads; a later op may write it in place or
+        release it)."""
+        load = ops.LoadShared(op)
+        element = str(ir.MemRefType(load.src.type).element_type)
+        scalar = E.float_type(element)
+        target = self._acc_slot(load.result, "f32", wgmma_form=False)
+        origin = (load.row or 0, load.col or 0)
+        vector_type = ir.VectorType.get([2], scalar)
+        alignment = 2 * ELEMENT_BYTES[element]
+        for i, r, offset in self._stage_pairs(op, target.fragment, load.src, load.stage, origin):
+            pair = E.load(vector_type, self._smem_ptr(offset), alignment=alignment, volatile=True)
+            for c in range(2):
+                value = E.extractelement(pair, c)
+                if element != "f32":
+                    value = E.extf(value, E.float_type("f32"))
+                target.store_element(i, r + c, value)
 
     def _lower_wgmma_fence(self, op):
         E.wgmma_fence()
@@ -909,6 +942,31 @@ class KernelLowering(KernelPlan):
                 for lane_mask in (1, 2):
                     row = combine(row, E.shuffle_xor(row, lane_mask))
                 target.store_element(i, h, row)
+
+    def _lower_tile_col_reduce(self, op):
+        # Computed here, whole: each element needs its group's rows. A
+        # thread's rows are 16*warp + lane/4 + 8*h: a group of up to 8 rows
+        # is the lanes that differ in bits 2-4 (lane/4), one of 16 adds h.
+        reduce = ops.TileColReduce(op)
+        x = self.slots[reduce.x]
+        combine = _TILE_BINARY["max" if reduce.kind == "max" else "add"]
+        target = self._acc_slot(reduce.result, "f32", wgmma_form=False)
+        fragment = x.fragment
+        group = reduce.rows
+        lane_masks = [4 * bit for bit in (1, 2, 4) if bit < group]
+        # The registers of one column pair of one sub-tile: h = 0 and h = 1.
+        halves = 1 if fragment.row_vector else 2
+        for i in range(fragment.subtiles):
+            for first in range(0, fragment.regs_per_subtile, 2 * halves):
+                for c in range(halves):
+                    registers = [first + c, first + c + halves]
+                    values = [x.load_element(i, r) for r in registers]
+                    if group == 16:
+                        values = [combine(values[0], values[1])]
+                    for lane_mask in lane_masks:
+                        values = [combine(v, E.shuffle_xor(v, lane_mask)) for v in values]
+                    for k, r in enumerate(registers):
+                        target.store_element(i, r, values[k % len(values)])
 
     def _lower_tile_select(self, op):
         select = ops.TileSelect(op)

@@ -27,6 +27,8 @@ from wsc.codegen.layout import (
 from wsc.diagnostics import PassError
 from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
+    BLOCKS_PER_SM_ATTR,
+    blocks_per_sm,
     cluster_size,
     constant_int,
     defining_op,
@@ -43,6 +45,8 @@ from wsc.target.hopper import (
     MAX_DYNAMIC_SMEM,
     MAX_THREAD_REGISTERS,
     NAMED_BARRIERS,
+    SM_SHARED_MEMORY,
+    SMEM_RESERVED_PER_BLOCK,
     TENSOR_MAP_ALIGN,
     TENSOR_MAP_BYTES,
     WARP_SIZE,
@@ -62,6 +66,8 @@ _TILE_USERS: dict[str, type[ops.Store | ops.StoreShared | ops.PartialStore | ops
     "wsc.partial_store": ops.PartialStore,
     "wsc.partial_reduce": ops.PartialReduce,
 }
+#: The register-tile maps that combine elements of several rows or columns.
+_REDUCTIONS = ("wsc.tile_row_reduce", "wsc.tile_col_reduce")
 #: The ops that define a register tile.
 _TILE_SOURCES = ("wsc.acc_alloc", *ops.TILE_MAKERS)
 
@@ -75,6 +81,8 @@ def _read_tiles(op: ir.Operation) -> list[ir.Value]:
         return [binary.x, binary.y]
     if op.name == "wsc.tile_row_reduce":
         return [ops.TileRowReduce(op).x]
+    if op.name == "wsc.tile_col_reduce":
+        return [ops.TileColReduce(op).x]
     if op.name == "wsc.tile_select":
         select = ops.TileSelect(op)
         return [select.lhs, select.rhs, select.on_true, select.on_false]
@@ -169,6 +177,7 @@ class KernelPlan:
         self.name = ir.StringAttr(kernel.attributes["sym_name"]).value
         self.threads = kernel_threads(kernel)
         self.cluster = cluster_size(kernel)
+        self.blocks_per_sm = blocks_per_sm(kernel)
         if len(kernel.regions[0].blocks) != 1:
             raise fail(kernel, "kernel body must be a single block (structured control flow only)")
         self.block = kernel.regions[0].blocks[0]
@@ -259,7 +268,13 @@ class KernelPlan:
                 self._check_batch_matrix(op)
             elif name == "wsc.acc_alloc":
                 self._check_register_budget(op, ops.AccAlloc(op).tile)
-            elif name in ("wsc.tile_fill", "wsc.tile_splat", "wsc.tile_iota", *ops.TILE_LOADS):
+            elif name in (
+                "wsc.tile_fill",
+                "wsc.tile_splat",
+                "wsc.tile_iota",
+                "wsc.load_shared",
+                *ops.TILE_LOADS,
+            ):
                 self._check_register_budget(op, op.results[0])
                 if name == "wsc.tile_splat" and ops.TileSplat(op).value not in self.args:
                     raise fail(op, "its value must be a scalar argument of the kernel")
@@ -379,7 +394,7 @@ class KernelPlan:
         does not assemble."""
         (rows, cols), element = acc_type_parameters(acc.type)
         registers = tile_registers(rows, cols, element)
-        cap = entry_register_cap(self.threads)
+        cap = entry_register_cap(self.threads, self.blocks_per_sm)
         if registers + WGMMA_EXTRA_REGISTERS > cap:
             raise fail(
                 op,
@@ -448,6 +463,7 @@ class KernelPlan:
             ("wsc.tma_store", "src"),
             ("wsc.coalesced_store", "src"),
             ("wsc.store_shared", "dst"),
+            ("wsc.load_shared", "src"),
         }
         for use in ops.AllocShared(op).buffer.uses:
             owner = use_owner(use)
@@ -557,7 +573,7 @@ class KernelPlan:
         warpgroup the block does not fully contain (e.g. V3's lone
         producer warp) gives back nothing an inc can use: a kernel relying on
         that hangs. So only decs of complete warpgroups fund incs."""
-        self.entry_registers = entry_register_cap(self.threads)
+        self.entry_registers = entry_register_cap(self.threads, self.blocks_per_sm)
         entry = _allocated(self.entry_registers)
         released, needed = 0, 0
         increases = []
@@ -630,6 +646,15 @@ class KernelPlan:
                 f"padding), more than the {MAX_DYNAMIC_SMEM} bytes "
                 f"(227 KB) a block may use on sm_90",
                 notes=notes,
+            )
+        per_sm = self.blocks_per_sm * (total + SMEM_RESERVED_PER_BLOCK)
+        if self.blocks_per_sm > 1 and per_sm > SM_SHARED_MEMORY:
+            raise fail(
+                self.kernel,
+                f"needs {total} bytes of shared memory per block: "
+                f"{self.blocks_per_sm} blocks per SM ({BLOCKS_PER_SM_ATTR}) would "
+                f"take {per_sm} bytes with the {SMEM_RESERVED_PER_BLOCK} each "
+                f"reserves, more than an SM's {SM_SHARED_MEMORY}",
             )
         for op in self.barrier_ops:
             self._check_barriers_published(op)
@@ -793,6 +818,17 @@ class KernelPlan:
                     if chain_label is not None:
                         labels.setdefault(node, chain_label)
             matmul = matmul or bool(a_tensors and c_tensors)
+        # A tile copied in by TMA and out of the same ring (a kernel that
+        # rewrites its stages in place) has the source's sizes.
+        for op in self.ops:
+            if op.name == "wsc.tma_store":
+                store = ops.TmaStore(op)
+                for source in loads_into.get(defining_op(store.src), set()):
+                    for dim in (0, 1):
+                        classes.union(
+                            self.matrix_dim(source, dim),
+                            self.matrix_dim(self.checked_position(store.dst), dim),
+                        )
         # A tile read from global memory and stored with the result has its sizes.
         for op in self.ops:
             if op.name not in ops.TILE_LOADS:
@@ -834,11 +870,20 @@ class KernelPlan:
                 labels.setdefault(node, "batch")
 
         # Dims the kernel reads: memref.dim results and the bounds of stores
-        # by threads.
+        # by threads; then those of the tensors TMA copies (their tensor maps'),
+        # which the host needs.
         used: list[tuple[int, int]] = []
+        copied: list[tuple[int, int]] = []
         for op in self.ops:
             if op.name == "memref.dim":
                 node = self.dim_node(op)
+            elif op.name in ("wsc.tma_load", "wsc.tma_store"):
+                tensor = ops.TmaLoad(op).src if op.name == "wsc.tma_load" else ops.TmaStore(op).dst
+                position = self.checked_position(tensor)
+                nodes = [self.matrix_dim(position, dim) for dim in (0, 1)]
+                # Sources first: a size is named after the first tensor read with it.
+                copied[:] = nodes + copied if op.name == "wsc.tma_load" else copied + nodes
+                continue
             elif op.name in ("wsc.store", "wsc.coalesced_store", "wsc.tile_load"):
                 if op.name == "wsc.tile_load":
                     tensor = ops.TileLoad(op).src
@@ -857,6 +902,7 @@ class KernelPlan:
                 continue
             if node not in used:
                 used.append(node)
+        used.extend(node for node in dict.fromkeys(copied) if node not in used)
 
         # Name each class: its matmul label if it has exactly one, else generic.
         class_name: dict[tuple[int, int], str] = {}
@@ -955,8 +1001,8 @@ class KernelPlan:
                             found[self.checked_position(ops.TmaStore(copy_op).dst)] = False
                         elif copy_key == ("wsc.coalesced_store", "src"):
                             found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
-                elif owner.name in ops.TILE_MAPS and owner.name != "wsc.tile_row_reduce":
-                    # A row reduction's vector holds no element of acc (attention's
+                elif owner.name in ops.TILE_MAPS and owner.name not in _REDUCTIONS:
+                    # A reduction holds no element of acc as it is (attention's
                     # running max reaches its output only through a rescale).
                     pending.append(owner.results[0])
                 elif key == ("wsc.tile_assign", "src"):
@@ -1032,6 +1078,7 @@ class KernelPlan:
             shared_layout=layout,
             accumulator=self._accumulator_element(),
             cluster=self.cluster,
+            blocks_per_sm=self.blocks_per_sm,
         )
 
     def _accumulator_element(self) -> str:

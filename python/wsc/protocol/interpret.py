@@ -17,9 +17,11 @@ from wsc.ir_utils import (
     cluster_size,
     defining_op,
     kernel_threads,
+    use_owner,
     walk,
 )
 from wsc.protocol.violations import unsupported
+from wsc.runtime.artifact import tensor_name
 from wsc.target.hopper import WARP_SIZE
 
 #: Ops that touch only registers (or global memory no barrier guards), or
@@ -38,6 +40,7 @@ _REGISTER_ONLY = (
     "wsc.tile_select",
     "wsc.tile_iota",
     "wsc.tile_row_reduce",
+    "wsc.tile_col_reduce",
     "wsc.tile_load",
     "wsc.tile_broadcast",
 )
@@ -59,7 +62,7 @@ class RingSpec:
     name: str
     num_stages: int
     tile_bytes: int
-    readers: list[ProcessSpec] = field(default_factory=list)  # the WGMMA issuers
+    readers: list[ProcessSpec] = field(default_factory=list)  # WGMMA issuers, load_shared
     exclusive: bool = False  # each copy goes to one reader (see wsc.protocol)
 
 
@@ -253,6 +256,25 @@ class _Context:
     elected: bool = False
 
 
+def _from_loop(value: ir.Value) -> bool:
+    """Whether `value` is computed from the induction variable of an scf.for."""
+    pending, seen = [value], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        source = defining_op(current)
+        if source is None:
+            owner = current.owner
+            if isinstance(owner, ir.Block) and owner.owner.name == "scf.for":
+                if ir.BlockArgument(current).arg_number == 0:
+                    return True
+            continue
+        pending.extend(source.operands)
+    return False
+
+
 class _Compiler:
     """Turns one kernel into nodes whose operands are slots of a flat frame."""
 
@@ -265,7 +287,7 @@ class _Compiler:
         self.barriers: dict[ir.Value, BarrierSpec] = {}
         # What each owner runs: a role's process spec, or None for the code
         # outside roles, which every process runs.
-        self.readers: dict = {}  # ring spec -> owners issuing WGMMAs on it
+        self.readers: dict = {}  # ring spec -> owners reading it (WGMMA, load_shared)
         self.a_rows: list = []  # (owner, first, end): rows of the A tile a WGMMA reads
         self.copy_issuers: set = set()
         self.waits: dict = {}  # owner -> barrier specs waited on
@@ -302,6 +324,17 @@ class _Compiler:
                 register_a = ops.WgmmaRegisterA(op)
                 operand_names.setdefault(register_a.b, "B")
                 k_dims[register_a.b] = 1 if register_a.b_layout == "nk" else 0
+        # A ring read into registers (wsc.load_shared) is named after the
+        # tensor its tiles come from, and streams along the dim its copies'
+        # coordinate takes from a loop.
+        for op in kernel_ops:
+            if op.name == "wsc.tma_load" and any(
+                use_owner(use).name == "wsc.load_shared" for use in ops.TmaLoad(op).dst.uses
+            ):
+                load = ops.TmaLoad(op)
+                position = list(kernel.regions[0].blocks[0].arguments).index(load.src)
+                operand_names.setdefault(load.dst, f"ring of '{tensor_name(position)}'")
+                k_dims.setdefault(load.dst, 0 if _from_loop(load.row) else 1)
         for op in kernel_ops:
             if op.name == "wsc.store_shared":
                 operand_names.setdefault(ops.StoreShared(op).dst, "C staging")
@@ -340,9 +373,11 @@ class _Compiler:
             if a_rings
             else next(
                 (
-                    ir.MemRefType(ops.TmaLoad(op).dst.type).shape[2]
-                    for op in kernel_ops
-                    if op.name == "wsc.tma_load"
+                    # The tile's extent along the dim its copies stream.
+                    ir.MemRefType(dst.type).shape[1 + k_dims.get(dst, 1)]
+                    for dst in (
+                        ops.TmaLoad(op).dst for op in kernel_ops if op.name == "wsc.tma_load"
+                    )
                 ),
                 1,
             )
@@ -672,8 +707,7 @@ class _Compiler:
         pending = ops.TmaStoreWait(op).pending
 
         def act(process, frame):
-            if pending == 0:
-                process.simulation.staging_wait(process)
+            process.simulation.staging_wait(process, pending)
 
         return _Effect(op, act)
 
@@ -803,6 +837,17 @@ class _Compiler:
                 (frame[b], frame[stage], False),
             )
             process.simulation.wgmma(process, op, reads)
+
+        return _Effect(op, act)
+
+    def _load_shared(self, op, context):
+        load = ops.LoadShared(op)
+        ring = self._allocated(self.rings, op, load.src)
+        self.readers.setdefault(ring, set()).add(context.role)
+        src, stage = self.slot(load.src), self.slot(load.stage)
+
+        def act(process, frame):
+            process.simulation.load_shared(process, op, frame[src], frame[stage])
 
         return _Effect(op, act)
 

@@ -178,8 +178,13 @@ class Process:
         self.syncs_reached = 0
         self.cluster_syncs_reached = 0
         self.reads: dict = {}  # (ring, stage) -> copies of it read so far
+        self.waits = 0  # mbarrier waits passed so far
+        #: (ring, stage) -> `waits` at its latest synchronous read (wsc.load_shared):
+        #: reads with no wait between them read one copy.
+        self.read_waits: dict = {}
         self.open_group: list = []
         self.committed: deque = deque()  # groups of (ring, stage) read, oldest first
+        self.stores: deque = deque()  # (ring, stage) of TMA stores not waited for, oldest first
         self.observed: dict = {}  # barrier -> completed phases a wait of ours has seen
         #: Split-K: first row of each partial sum this group handled -> (state,
         #: splits, op): "stored", then "published" by its arrival, or

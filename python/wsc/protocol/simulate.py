@@ -180,6 +180,7 @@ class _Simulation:
     def _resume(self, process: Process) -> None:
         if isinstance(process.pause, Wait):
             process.observed[process.pause.barrier] = process.pause.barrier.completed
+            process.waits += 1
         elif isinstance(process.pause, Rendezvous):
             cluster = process.pause.cluster
             for cta, arrays in enumerate(self.arrays):
@@ -367,8 +368,13 @@ class _Simulation:
         self._staging_step(process, "waited", "free")
         self._staging_step(process, "copied", "free")
 
-    def staging_wait(self, process) -> None:
-        self._staging_step(process, "reading", "waited")
+    def staging_wait(self, process, pending: int) -> None:
+        """A wsc.tma_store_wait: every TMA store of `process` but its last
+        `pending` has read its stage."""
+        while len(process.stores) > pending:
+            key = process.stores.popleft()
+            if self.staging.get(key) == ("reading", process):
+                self.staging[key] = ("waited", process)
 
     def tma_store(self, process, op, ring: Ring, stage: int) -> None:
         if not 0 <= stage < ring.spec.num_stages:
@@ -387,6 +393,7 @@ class _Simulation:
                 f"wsc.store_shared wrote, but {why}",
             )
         self.staging[(ring, stage)] = ("reading", process)
+        process.stores.append((ring, stage))
 
     def coalesced_store(self, process, op, ring: Ring, stage: int) -> None:
         if not 0 <= stage < ring.spec.num_stages:
@@ -446,6 +453,14 @@ class _Simulation:
                     f"{name} stage {stage} overwritten while a WGMMA of the "
                     f"{other.name} still reads it",
                 )
+        if self.staging.get((ring, stage), ("free", None))[0] == "reading":
+            raise Violation(
+                STAGING_RACE,
+                op,
+                f"{name} stage {stage} overwritten while a TMA store may still "
+                f"read it (no wsc.tma_store_wait before the stage's release)",
+            )
+        self.staging.pop((ring, stage), None)
         if ring.spec.exclusive and ring.taken[stage] < ring.copies[stage]:
             raise Violation(
                 STAGE_OVERWRITTEN,
@@ -489,47 +504,64 @@ class _Simulation:
         operand loaded once, wsc.wgmma's a_stage) is read again and again, so
         every read sees its latest copy."""
         for ring, stage, resident in reads:
-            name = ring.spec.name
-            if not 0 <= stage < ring.spec.num_stages:
-                raise self._ring_stage_out_of_range(op, ring, stage)
-            loaded = ring.copies[stage]
-            if resident:
-                expected = max(loaded, 1)
-            elif ring.spec.exclusive:
-                # The copy whose landing completed the phase this process's
-                # wait saw: each copy into a stage completes one phase of its
-                # barrier. A wait that saw none let the read through too early.
-                latest = ring.latest[stage]
-                expected = process.observed.get(latest.barrier, 0) if latest else 0
-                if expected == 0:
-                    raise Violation(
-                        STALE_READ,
-                        op,
-                        f"wgmma reads {name} stage {stage} before its data landed "
-                        f"(the {process.name} has seen no copy into it "
-                        f"complete)",
-                    )
-            else:
-                # The n-th read of a stage sees the n-th copy into it.
-                expected = process.reads.get((ring, stage), 0) + 1
-            if loaded > expected:
-                raise Violation(
-                    STALE_READ,
-                    op,
-                    f"wgmma reads {name} stage {stage} after it was refilled: it "
-                    f"sees copy #{loaded} where it expects copy #{expected}",
-                )
-            if loaded < expected or not ring.landed(stage, expected):
-                state = "is still in flight" if loaded == expected else "was never issued"
-                raise Violation(
-                    STALE_READ,
-                    op,
-                    f"wgmma reads {name} stage {stage} before its data landed "
-                    f"(copy #{expected} of the stage {state})",
-                )
-            process.reads[(ring, stage)] = expected
-            ring.taken[stage] = max(ring.taken[stage], expected)
+            self._read(process, op, "wgmma", ring, stage, resident, again=False)
             process.open_group.append((ring, stage))
+
+    def load_shared(self, process, op, ring: Ring, stage: int) -> None:
+        """A synchronous read of a stage into registers (wsc.load_shared);
+        reads with no wait between them (a stage read in parts, or twice)
+        read the same copy."""
+        key = (ring, stage)
+        again = key in process.reads and process.read_waits.get(key) == process.waits
+        self._read(process, op, "wsc.load_shared", ring, stage, False, again)
+        process.read_waits[key] = process.waits
+
+    def _read(
+        self, process, op, what: str, ring: Ring, stage: int, resident: bool, again: bool
+    ) -> None:
+        """`process` reads `ring`'s stage: the copy it waited for must have
+        landed and must not have been replaced. `again`: the copy its
+        previous read of the stage saw."""
+        name = ring.spec.name
+        if not 0 <= stage < ring.spec.num_stages:
+            raise self._ring_stage_out_of_range(op, ring, stage)
+        loaded = ring.copies[stage]
+        if resident:
+            expected = max(loaded, 1)
+        elif ring.spec.exclusive:
+            # The copy whose landing completed the phase this process's
+            # wait saw: each copy into a stage completes one phase of its
+            # barrier. A wait that saw none let the read through too early.
+            latest = ring.latest[stage]
+            expected = process.observed.get(latest.barrier, 0) if latest else 0
+            if expected == 0:
+                raise Violation(
+                    STALE_READ,
+                    op,
+                    f"{what} reads {name} stage {stage} before its data landed "
+                    f"(the {process.name} has seen no copy into it "
+                    f"complete)",
+                )
+        else:
+            # The n-th read of a stage sees the n-th copy into it.
+            expected = process.reads.get((ring, stage), 0) + (0 if again else 1)
+        if loaded > expected:
+            raise Violation(
+                STALE_READ,
+                op,
+                f"{what} reads {name} stage {stage} after it was refilled: it "
+                f"sees copy #{loaded} where it expects copy #{expected}",
+            )
+        if loaded < expected or not ring.landed(stage, expected):
+            state = "is still in flight" if loaded == expected else "was never issued"
+            raise Violation(
+                STALE_READ,
+                op,
+                f"{what} reads {name} stage {stage} before its data landed "
+                f"(copy #{expected} of the stage {state})",
+            )
+        process.reads[(ring, stage)] = expected
+        ring.taken[stage] = max(ring.taken[stage], expected)
 
     # -- verdicts
 

@@ -42,8 +42,8 @@ An artifact describes its kernel, whatever it computes:
                                        --check` compares with (wsc.runtime.checks)
 
 plus the kernel's name, images, block, dynamic shared memory, tensor maps,
-cluster, persistence, WGMMA accumulator type and its build config (reported,
-never interpreted).
+cluster, persistence, blocks per SM, WGMMA accumulator type and its build
+config (reported, never interpreted).
 
 This module needs neither a GPU nor the MLIR bindings. It also defines the
 runtime's base exception, because every other runtime module imports it.
@@ -100,6 +100,11 @@ class ArtifactError(WscRuntimeError, ValueError):
 
 class SizesError(ArtifactError):
     """The sizes given for a kernel are not the ones it reads, or not positive."""
+
+
+def tensor_name(position: int) -> str:
+    """The name of kernel argument `position`: a, b, ..., z, t26, t27, ..."""
+    return chr(ord("a") + position) if position < 26 else f"t{position}"
 
 
 def dim_size_name(tensor: str, dim: int) -> str:
@@ -255,10 +260,12 @@ class Artifact:
     #: fixed count.
     grid_tiles: tuple[GridAxis, ...]
     #: The kernel strides over its grid's work by gridDim.x: `grid` counts
-    #: the work items and a launch runs at most one block per SM.
+    #: the work items and a launch runs at most `blocks_per_sm` blocks per SM.
     persistent: bool = False
     #: Blocks per cluster along x (the kernel's .reqnctapercluster).
     cluster: int = 1
+    #: Blocks each SM runs at once (the kernel's .minnctapersm).
+    blocks_per_sm: int = 1
     #: The element type of its WGMMA accumulators ("" without WGMMA).
     accumulator: str = ""
     #: The kind of reference `wsc run --check` compares with, or None.
@@ -295,7 +302,7 @@ class Artifact:
             return self.grid
         x, y, z = self.grid
         # Whole clusters: the work items come in clusters' multiples too.
-        blocks = max(sm_count // self.cluster, 1) * self.cluster
+        blocks = max(sm_count * self.blocks_per_sm // self.cluster, 1) * self.cluster
         return (min(x * y * z, blocks), 1, 1)
 
     def scalars(self) -> dict[str, float]:
@@ -439,6 +446,7 @@ class _Parser:
         sizes = self.sizes(doc)
         tensors = self.tensors(doc, sizes)
         cluster = self.get(doc, "cluster", "", int, required=False)
+        blocks_per_sm = self.get(doc, "blocks_per_sm", "", int, required=False)
         block = self.int_list(doc, "block", "", length=3)
         artifact = Artifact(
             directory=self.directory,
@@ -455,12 +463,17 @@ class _Parser:
             grid_tiles=self.grid(doc, sizes),
             persistent=bool(self.get(doc, "persistent", "", bool, required=False)),
             cluster=1 if cluster is None else cluster,
+            blocks_per_sm=1 if blocks_per_sm is None else blocks_per_sm,
             accumulator=self.choice(doc, "accumulator", "", ("", *ACCUMULATORS), ""),
             check=self.get(doc, "check", "", str, required=False),
             config=self.get(doc, "config", "", dict, required=False) or {},
         )
         if artifact.cluster < 1:
             raise self.fail("cluster", f"expected an integer >= 1, got {artifact.cluster}")
+        if artifact.blocks_per_sm < 1:
+            raise self.fail(
+                "blocks_per_sm", f"expected an integer >= 1, got {artifact.blocks_per_sm}"
+            )
         # Params refer to tensors, maps and sizes, so they are checked against
         # the otherwise complete artifact.
         return replace(artifact, params=self.params(doc, artifact))

@@ -29,17 +29,17 @@ MAX_THREAD_REGISTERS = 255
 WGMMA_EXTRA_REGISTERS = 26
 
 
-def entry_register_cap(threads: int) -> int:
+def entry_register_cap(threads: int, blocks_per_sm: int = 1) -> int:
     """The per-thread register count ptxas gives a kernel launched with
-    `.maxntid threads` and `.minnctapersm 1` that uses setmaxnreg: all it may,
-    with the block rounded up to whole warpgroups,
-    min(255, floor(65536 / roundup(threads, 128) / 8) * 8)
+    `.maxntid threads` and `.minnctapersm blocks_per_sm` that uses setmaxnreg:
+    all it may, with the block rounded up to whole warpgroups,
+    min(255, floor(65536 / roundup(threads, 128) / blocks_per_sm / 8) * 8)
     (160 threads -> 255, 288 or 384 -> 168, observed with ptxas 13.0). ptxas
     checks each WGMMA's registers against it (C7602) even where setmaxnreg
     raises a role's budget; other code after a setmaxnreg.inc may use up to
     the raised budget."""
     rounded = -(-threads // WARPGROUP_SIZE) * WARPGROUP_SIZE
-    per_thread = REGISTER_FILE // rounded
+    per_thread = REGISTER_FILE // rounded // blocks_per_sm
     return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
 
 
@@ -59,6 +59,12 @@ NAMED_BARRIERS = 16
 
 #: Dynamic shared memory one block may opt in to (227 KB).
 MAX_DYNAMIC_SMEM = 232448
+#: Shared memory of an SM that its resident blocks share (228 KB; each block
+#: also takes 1 KB the system reserves).
+SM_SHARED_MEMORY = 233472
+SMEM_RESERVED_PER_BLOCK = 1024
+#: Blocks an SM may run at once.
+MAX_BLOCKS_PER_SM = 32
 #: The 128-byte swizzle repeats every 1024 bytes: a swizzled buffer starts on
 #: such a boundary.
 BUFFER_ALIGN = 1024

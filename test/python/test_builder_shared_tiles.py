@@ -1,0 +1,203 @@
+"""Register tiles read from and written back to ring stages (kb.load_shared,
+kb.store_shared at a block), reductions down columns over groups of rows
+(kb.col_max, kb.col_sum), and the launch shape they serve: persistent
+kernels with several blocks per SM (examples/softmax.py)."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from wsc.builder import BuildError, BuildTypeError, KernelBuilder, bf16, f16, f32
+from wsc.codegen import find_ptxas
+from wsc.codegen.fragments import AccumulatorFragment
+from wsc.compiler import CompileError
+from wsc.runtime import load_artifact
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+from softmax import softmax, softmax_rows, softmax_view  # noqa: E402
+
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+
+
+def stage_kernel():
+    """A builder with a two-stage [64, 256] bf16 ring, for the ops below."""
+    kb = KernelBuilder("stages", num_warps=4, grid=[("m", 64)])
+    ring = kb.shared_tensor(bf16, [2, 64, 256])
+    return kb, ring
+
+
+def test_a_stage_is_read_whole_or_by_blocks_and_written_back_in_place():
+    kb, ring = stage_kernel()
+    whole = kb.load_shared(ring[0][0:64], col=0, cols=128)
+    rest = kb.load_shared(ring[0], col=128)
+    assert whole.shape == rest.shape == (64, 128) and whole.dtype == f32
+    kb.store_shared(ring[1], kb.cast(whole + rest, bf16), col=128)
+    text = str(kb.finish())
+    assert '"wsc.load_shared"(%0, %c0) {col = 0 : i32, row = 0 : i32}' in text
+    assert '"wsc.load_shared"(%0, %c0) {col = 128 : i32, row = 0 : i32}' in text
+    assert re.search(
+        r"\"wsc.store_shared\"\(%\d+, %0, %c1\) {col = 128 : i32, row = 0 : i32}", text
+    )
+
+
+def test_a_whole_stage_is_read_and_written_without_offsets():
+    kb = KernelBuilder("whole", num_warps=4, grid=[("m", 64)])
+    ring = kb.shared_tensor(f16, [1, 128, 64])
+    tile = kb.load_shared(ring[0])
+    assert tile.shape == (128, 64)
+    kb.store_shared(ring[0], kb.cast(tile, f16))
+    text = str(kb.finish())
+    assert "row = " not in text and text.count('"wsc.load_shared"(%0, %c0) :') == 1
+
+
+@pytest.mark.parametrize(
+    "read, kind, message",
+    [
+        (
+            lambda kb, ring: kb.load_shared(ring[0], col=4, cols=64),
+            BuildError,
+            r"load_shared: columns \[4, 68\) are not a block of the stage tile's 256 columns",
+        ),
+        (
+            lambda kb, ring: kb.load_shared(ring[0], col=192, cols=128),
+            BuildError,
+            r"columns \[192, 320\) are not a block",
+        ),
+        (
+            lambda kb, ring: kb.load_shared(ring[0], col="0"),
+            BuildTypeError,
+            "load_shared: col must be an int, got '0'",
+        ),
+        (
+            lambda kb, ring: kb.load_shared(ring[0].transpose()),
+            BuildError,
+            "load_shared: the stage tile is viewed transposed",
+        ),
+        (
+            lambda kb, ring: kb.load_shared(ring),
+            BuildTypeError,
+            "load_shared src: expected a stage of a shared tensor",
+        ),
+    ],
+)
+def test_a_stage_read_is_checked_where_it_is_written(read, kind, message):
+    kb, ring = stage_kernel()
+    with pytest.raises(kind, match=message) as caught:
+        read(kb, ring)
+    assert caught.value.where.filename == __file__
+
+
+def test_a_wide_stage_is_read_in_blocks_of_at_most_256_columns():
+    kb = KernelBuilder("wide", num_warps=4, grid=[("m", 64)])
+    ring = kb.shared_tensor(bf16, [1, 64, 512])
+    with pytest.raises(BuildError, match=r"load_shared: shape must be .* got \[64, 512\]"):
+        kb.load_shared(ring[0])
+    assert kb.load_shared(ring[0], col=256, cols=256).shape == (64, 256)
+
+
+def test_a_block_written_back_takes_the_rows_of_its_stage_tile():
+    kb, ring = stage_kernel()
+    tile = kb.cast(kb.register_tensor(f32, [128, 64]), bf16)
+    with pytest.raises(BuildError, match=r"store_shared: the tile is \[128, 64\] but dst has 64"):
+        kb.store_shared(ring[0], tile)
+    with pytest.raises(BuildTypeError, match="the tile is f32 but dst is bf16"):
+        kb.store_shared(ring[0], kb.register_tensor(f32, [64, 64]), col=64)
+
+
+def test_columns_reduce_over_groups_of_the_rows_one_warp_holds():
+    kb = KernelBuilder("groups", num_warps=4, grid=[("m", 64)])
+    out = kb.global_tensor(f32)
+    tile = kb.register_tensor(f32, [64, 64])
+    row_sum = kb.col_sum(kb.row_sum(tile), rows=16)
+    pair_max = kb.col_max(tile, rows=2)
+    assert row_sum.shape == (64, 1) and pair_max.shape == (64, 64)
+    kb.store_global(out, pair_max * row_sum, [0, 0])
+    text = str(kb.finish())
+    assert '{kind = "sum", rows = 16 : i32}' in text and '{kind = "max", rows = 2 : i32}' in text
+    other = KernelBuilder("k")
+    with pytest.raises(BuildError, match="col_sum: rows must be one of 1, 2, 4, 8, 16"):
+        other.col_sum(other.register_tensor(f32, [64, 1]), rows=32)
+
+
+def test_a_group_of_rows_is_one_warps_lanes_and_halves():
+    """What wsc.tile_col_reduce's shuffles assume: the rows of a group of up
+    to 16 (16-aligned) are held by one warp, by lanes that differ only in
+    bits 2-4 (lane / 4) and, past 8 rows, in the register half h."""
+    fragment = AccumulatorFragment(128, 16)
+    for group in (2, 4, 8, 16):
+        for first in range(0, 128, group):
+            owners = [fragment.owner(row, 3) for row in range(first, first + group)]
+            threads = {thread for thread, _, _ in owners}
+            assert len({t // 32 for t in threads}) == 1  # one warp
+            assert len({t % 4 for t in threads}) == 1  # one column pair of lanes
+            lane_bits = {t % 32 // 4 for t in threads}
+            assert len(lane_bits) == min(group, 8)
+            halves = {index // 2 % 2 for _, _, index in owners}
+            assert len(halves) == (2 if group == 16 else 1)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"blocks_per_sm": 0}, r"blocks_per_sm must be an int in \[1, 32\], got 0"),
+        ({"blocks_per_sm": True}, "blocks_per_sm must be an int"),
+        ({"persistent": 1}, "persistent must be a bool, got 1"),
+    ],
+)
+def test_launch_options_are_checked(options, message):
+    with pytest.raises((BuildError, BuildTypeError), match=message):
+        KernelBuilder("k", **options)
+
+
+def test_the_softmax_reference_is_a_softmax_of_each_row_of_x():
+    import numpy as np
+
+    x = np.random.default_rng(0).standard_normal((3, 16 * 8))
+    view = x.reshape(3 * 16, 8)
+    expected = np.exp(x - x.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(softmax_rows(view).reshape(3, -1), expected, rtol=1e-12)
+
+
+@needs_ptxas
+def test_the_softmax_kernel_compiles_clean_for_every_row_length():
+    for row_length, stages, blocks in ((1024, 2, 4), (2048, 2, 3), (4096, 2, 3), (8192, 1, 3)):
+        compiled = softmax(row_length, num_stages=stages, blocks_per_sm=blocks).compile()
+        report = compiled.result.ptxas
+        assert report.spill_stores == report.spill_loads == 0, row_length
+        assert f".minnctapersm {blocks}" in compiled.ptx
+
+
+@needs_ptxas
+def test_a_persistent_artifact_launches_its_blocks_per_sm(tmp_path):
+    compiled = softmax(1024, blocks_per_sm=3).compile()
+    artifact = load_artifact(compiled.write_artifact(tmp_path, **softmax_view(999, 1024)))
+    assert artifact.persistent and artifact.blocks_per_sm == 3
+    # One tensor's sizes: the stages copied in by TMA are copied out of the
+    # same ring, so y has x's shape.
+    assert {name: tensor.shape for name, tensor in artifact.tensors.items()} == {
+        "a": (999 * 16, 64),
+        "b": (999 * 16, 64),
+    }
+    assert artifact.grid == (-(-999 * 16 // 64), 1, 1)
+    assert artifact.launch_grid(132) == (250, 1, 1)  # fewer work items than 3 x 132
+    assert artifact.resized(a_dim0=65536 * 16, a_dim1=64).launch_grid(132) == (396, 1, 1)
+    assert artifact.config["row_split"] == 16
+
+
+@needs_ptxas
+def test_blocks_per_sm_must_fit_in_an_sms_shared_memory():
+    with pytest.raises(CompileError, match="2 blocks per SM .* more than an SM's 233472"):
+        softmax(8192, num_stages=2, blocks_per_sm=2).compile()
+
+
+def test_the_softmax_kernel_names_its_row_length_limits():
+    with pytest.raises(ValueError, match="row_length must be a multiple of 256, got 1000"):
+        softmax(1000)
+    with pytest.raises(ValueError, match=r"block_cols=40 must divide the view's 192 columns"):
+        softmax(3072, block_cols=40)
+    assert re.search(r"rows = 16 : i32", str(softmax(2048)))
