@@ -27,7 +27,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from wsc_matmul import graph_timer
+from wsc_matmul import graph_timer, in_turn
 
 ROUNDS = 7
 #: The row lengths of the issue's sizes (4096 x 1024 to 65536 x 8192).
@@ -92,11 +92,8 @@ def bench(torch, directory: Path, rows: int, row_length: int, seed: int) -> dict
     calls = _calls(bytes_moved)
     replays = {name: graph_timer(torch, call, [()], calls) for name, call in methods.items()}
     times: dict[str, list[float]] = {name: [] for name in methods}
-    order = list(methods)
-    for round_index in range(ROUNDS):
-        shift = round_index % len(order)
-        for name in order[shift:] + order[:shift]:
-            times[name].append(replays[name]())
+    for name in in_turn(list(methods), ROUNDS):
+        times[name].append(replays[name]())
     results = {
         name: {
             "median_us": statistics.median(values),

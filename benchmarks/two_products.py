@@ -25,7 +25,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from wsc_matmul import graph_timer
+from wsc_matmul import graph_timer, in_turn
 
 ROUNDS = 7
 #: Launches per graph: enough that one replay takes milliseconds.
@@ -82,11 +82,8 @@ def bench(torch, kind: str, directory: Path, size: int, seed: int) -> dict:
     methods = {"wsc": wsc_call, "torch": lambda: baseline(q, k, v)}
     replays = {name: graph_timer(torch, call, [()], CALLS) for name, call in methods.items()}
     times: dict[str, list[float]] = {name: [] for name in methods}
-    order = list(methods)
-    for round_index in range(ROUNDS):
-        shift = round_index % len(order)
-        for name in order[shift:] + order[:shift]:
-            times[name].append(replays[name]())
+    for name in in_turn(list(methods), ROUNDS):
+        times[name].append(replays[name]())
     return {
         "kind": kind,
         **check.describe(),

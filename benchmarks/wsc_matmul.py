@@ -81,6 +81,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from wsc.kernels.matmul.check import activate, block_dequantized
@@ -504,6 +505,14 @@ def _eager(torch, call, sets, calls) -> tuple[float, float]:
     return start.elapsed_time(end) * 1e3 / calls, wall * 1e6 / calls
 
 
+def in_turn(names: list[str], rounds: int) -> Iterator[str]:
+    """`names`, `rounds` times over, each round starting one further on: no
+    method always runs first, or right after the same other one."""
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        yield from names[shift:] + names[:shift]
+
+
 def graph_timer(torch, call, sets, calls: int):
     """`calls` calls of `call(*sets[i])`, the sets in turn, captured in a CUDA
     graph, and a timer of its replays: device us per call."""
@@ -724,13 +733,11 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     device = {name: [] for name in methods}
     wall = {name: [] for name in methods}
     kernel = {name: [] for name in methods}
-    order = list(methods)
-    for round_index in range(ROUNDS):
-        for name in order[round_index % len(order) :] + order[: round_index % len(order)]:
-            device_us, wall_us = _eager(torch, methods[name], problem.sets, calls)
-            device[name].append(device_us)
-            wall[name].append(wall_us)
-            kernel[name].append(replays[name]())
+    for name in in_turn(list(methods), ROUNDS):
+        device_us, wall_us = _eager(torch, methods[name], problem.sets, calls)
+        device[name].append(device_us)
+        wall[name].append(wall_us)
+        kernel[name].append(replays[name]())
     work = flops(shape)
     record.update(
         calls_per_block=calls,

@@ -87,22 +87,17 @@ def _verify_kernel(kernel: ir.Operation) -> int:
             f"attribute '{KERNEL_THREADS_ATTR}' must be a multiple of {WARP_SIZE} "
             f"in [{WARP_SIZE}, {MAX_BLOCK_THREADS}], got {threads}",
         )
-    if BLOCKS_PER_SM_ATTR in kernel.attributes:
-        blocks = kernel.attributes[BLOCKS_PER_SM_ATTR]
-        if not isinstance(blocks, ir.IntegerAttr) or not 1 <= blocks.value <= MAX_BLOCKS_PER_SM:
+    for name, most, what in (
+        (BLOCKS_PER_SM_ATTR, MAX_BLOCKS_PER_SM, "the blocks an SM runs at once"),
+        (CLUSTER_SIZE_ATTR, MAX_PORTABLE_CLUSTER, "the portable cluster size"),
+    ):
+        value = kernel.attributes[name] if name in kernel.attributes else None
+        if value is not None and not (
+            isinstance(value, ir.IntegerAttr) and 1 <= value.value <= most
+        ):
             _fail(
                 kernel,
-                f"attribute '{BLOCKS_PER_SM_ATTR}' must be an integer in [1, "
-                f"{MAX_BLOCKS_PER_SM}], got {blocks}",
-            )
-    if CLUSTER_SIZE_ATTR in kernel.attributes:
-        ctas = kernel.attributes[CLUSTER_SIZE_ATTR]
-        if not isinstance(ctas, ir.IntegerAttr) or not 1 <= ctas.value <= MAX_PORTABLE_CLUSTER:
-            _fail(
-                kernel,
-                f"attribute '{CLUSTER_SIZE_ATTR}' must be an integer in [1, "
-                f"{MAX_PORTABLE_CLUSTER}] (the portable cluster size), got "
-                f"{kernel.attributes[CLUSTER_SIZE_ATTR]}",
+                f"attribute '{name}' must be an integer in [1, {most}] ({what}), got {value}",
             )
     return threads
 

@@ -333,6 +333,11 @@ func.func @cluster_too_large() attributes {wsc.cluster_size = 16 : i32, wsc.num_
   return
 }
 // -----
+// expected-error @below {{'func.func' op attribute 'wsc.blocks_per_sm' must be an integer in [1, 32] (the blocks an SM runs at once), got 0 : i32}}
+func.func @no_blocks_per_sm() attributes {wsc.blocks_per_sm = 0 : i32, wsc.num_threads = 128 : i32} {
+  return
+}
+// -----
 func.func @per_warp_not_a_unit() attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers

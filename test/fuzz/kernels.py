@@ -25,6 +25,7 @@ Each seed ends one of four ways:
     python test/fuzz/kernels.py --seeds 2000:2400 --artifacts DIR   # a GPU sample
     python test/fuzz/kernels.py --family back_to_back --seeds 0:1000
     python test/fuzz/kernels.py --family fp8 --seeds 0:1000 [--artifacts DIR]
+    python test/fuzz/kernels.py --seeds 0:16000 --where ping_pong --artifacts DIR
 
 test/python/test_fuzz_kernels.py runs a seeded slice of each family in CI.
 With --artifacts each accepted matmul is also assembled and written as an
@@ -205,6 +206,13 @@ def back_to_back_sizes(seed: int, config: dict) -> dict:
     }
 
 
+def drawn_config(seed: int, family: str) -> dict:
+    """The config `seed` draws in `family` (drawing is cheap: nothing is built)."""
+    if family == "back_to_back":
+        return draw_back_to_back(seed)
+    return (draw_fp8 if family == "fp8" else draw)(seed)[1]
+
+
 def run(seed: int, artifacts: Path | None = None, family: str = "matmul") -> Outcome:
     """Build and compile `seed`'s kernel of `family` (in this process, bounded
     by TIMEOUT_S); with `artifacts`, write a compiled one's artifact there."""
@@ -313,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         "--artifacts", type=Path, help="write each compiled kernel's artifact under this directory"
     )
     parser.add_argument("--family", choices=FAMILIES, default="matmul")
+    parser.add_argument(
+        "--where",
+        metavar="FIELD",
+        help="run only the seeds whose config sets FIELD (e.g. ping_pong): a targeted sample",
+    )
     args = parser.parse_args(argv)
     first, end = (int(part) for part in args.seeds.split(":"))
     counts: collections.Counter = collections.Counter()
@@ -320,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     out = open(args.out, "w") if args.out else None
     try:
         for seed in range(first, end):
+            if args.where and not drawn_config(seed, args.family).get(args.where):
+                continue
             outcome = run(seed, args.artifacts, args.family)
             counts[outcome.kind] += 1
             if out is not None:

@@ -3,6 +3,7 @@ test/fuzz/kernels.py): a seeded slice, the same seeds every run. Each must be
 refused up front, rejected with a located error, or compile to PTX."""
 
 import collections
+import json
 import sys
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from kernels import (  # noqa: E402
     back_to_back_sizes,
     draw_back_to_back,
     draw_fp8,
+    drawn_config,
     fp8_sizes,
+    main,
     run,
     sizes,
 )
@@ -111,3 +114,13 @@ def test_a_back_to_back_kernel_without_math_is_written_for_its_check(tmp_path):
     assert artifact.check == "back_to_back"
     assert artifact.sizes == back_to_back_sizes(seed, config)
     assert artifact.sizes["k"] <= config["head"] and artifact.sizes["d_dim1"] <= config["value"]
+
+
+def test_a_targeted_sample_runs_only_the_seeds_that_draw_its_field(tmp_path, capsys):
+    drawn = [seed for seed in range(200) if drawn_config(seed, "matmul").get("ping_pong")]
+    assert drawn, "no seed of the first 200 draws ping-pong"
+    out = tmp_path / "outcomes.jsonl"
+    assert main(["--seeds", "0:200", "--where", "ping_pong", "--out", str(out)]) == 0
+    ran = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [outcome["seed"] for outcome in ran] == drawn
+    assert all(outcome["config"]["ping_pong"] for outcome in ran)

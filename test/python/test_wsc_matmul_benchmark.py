@@ -231,3 +231,13 @@ def test_conditions_take_graph_lengths_in_milliseconds(monkeypatch):
     for bad in ("", "4,x", "0", "-1,5"):
         with pytest.raises(SystemExit):
             conditions.main(["--graph-ms", bad, "128x4096x4096xnk"])
+
+
+def test_methods_are_timed_in_turn_each_round_starting_one_further_on(bench):
+    order = list(bench.in_turn(["wsc", "torch", "copy"], 4))
+    assert order == [
+        *("wsc", "torch", "copy"),
+        *("torch", "copy", "wsc"),
+        *("copy", "wsc", "torch"),
+        *("wsc", "torch", "copy"),
+    ]

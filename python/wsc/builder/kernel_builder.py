@@ -473,7 +473,7 @@ class KernelBuilder:
 
     @staticmethod
     def _register_shape(shape: Sequence[int], dtype: str, what: str) -> tuple[int, int]:
-        """`shape` as a register tile's (a BuildError at the caller's caller)."""
+        """`shape` as a register tile's (a BuildError at the user's line)."""
         shape = tuple(shape)
         vector = len(shape) == 2 and shape[1] == 1 and dtype == f32
         if (

@@ -873,16 +873,15 @@ class KernelPlan:
         # by threads; then those of the tensors TMA copies (their tensor maps'),
         # which the host needs.
         used: list[tuple[int, int]] = []
-        copied: list[tuple[int, int]] = []
+        # Sources before destinations: a size is named after a tensor read with it.
+        copied: dict[str, list[tuple[int, int]]] = {"wsc.tma_load": [], "wsc.tma_store": []}
         for op in self.ops:
             if op.name == "memref.dim":
                 node = self.dim_node(op)
-            elif op.name in ("wsc.tma_load", "wsc.tma_store"):
+            elif op.name in copied:
                 tensor = ops.TmaLoad(op).src if op.name == "wsc.tma_load" else ops.TmaStore(op).dst
                 position = self.checked_position(tensor)
-                nodes = [self.matrix_dim(position, dim) for dim in (0, 1)]
-                # Sources first: a size is named after the first tensor read with it.
-                copied[:] = nodes + copied if op.name == "wsc.tma_load" else copied + nodes
+                copied[op.name].extend(self.matrix_dim(position, dim) for dim in (0, 1))
                 continue
             elif op.name in ("wsc.store", "wsc.coalesced_store", "wsc.tile_load"):
                 if op.name == "wsc.tile_load":
@@ -902,7 +901,9 @@ class KernelPlan:
                 continue
             if node not in used:
                 used.append(node)
-        used.extend(node for node in dict.fromkeys(copied) if node not in used)
+        for node in copied["wsc.tma_load"] + copied["wsc.tma_store"]:
+            if node not in used:
+                used.append(node)
 
         # Name each class: its matmul label if it has exactly one, else generic.
         class_name: dict[tuple[int, int], str] = {}
