@@ -666,8 +666,10 @@ func.func @assign_row_max(%c: memref<?x?xf32>, %src: memref<?x?xf32>)
 // The sum of each row, then of each group of 16 rows (one warp's): two
 // shuffles for each of the thread's two rows, then the two rows added and
 // three shuffles across the lanes 4, 8 and 16 apart; the product is written
-// back in place as bf16 pairs, at the first block.
+// back in place as bf16 pairs, at the first block. The kernel asks for
+// three blocks per SM: ptxas is told to fit them (.minnctapersm 3).
 // CHECK-LABEL: llvm.func @row_group_sum
+// CHECK-SAME: nvvm.minctasm = 3 : i32
 // CHECK: llvm.mlir.constant(8192 : i32)
 // CHECK-COUNT-16: llvm.load volatile %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> vector<2xbf16>
 // CHECK-NOT: -> vector<2xbf16>
@@ -676,7 +678,7 @@ func.func @assign_row_max(%c: memref<?x?xf32>, %src: memref<?x?xf32>)
 // CHECK-COUNT-16: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
 // CHECK-NOT: vector<2xbf16>, !llvm.ptr<3>
 // CHECK: llvm.return
-func.func @row_group_sum(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+func.func @row_group_sum(%c: memref<?x?xf32>) attributes {wsc.blocks_per_sm = 3 : i32, wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %sx = "wsc.alloc_shared"() : () -> memref<1x64x128xbf16, 3>
   %x = "wsc.load_shared"(%sx, %c0) {row = 0 : i32, col = 64 : i32} : (memref<1x64x128xbf16, 3>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
