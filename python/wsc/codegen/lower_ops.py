@@ -954,12 +954,13 @@ class KernelLowering(KernelPlan):
         fragment = x.fragment
         group = reduce.rows
         lane_masks = [4 * bit for bit in (1, 2, 4) if bit < group]
-        # The registers of one column pair of one sub-tile: h = 0 and h = 1.
-        halves = 1 if fragment.row_vector else 2
+        # The register of a thread's row 8 further down: r + 2 (r = 4j + 2h + c),
+        # or of a row vector's r + 1 (r = h).
+        below = 1 if fragment.row_vector else 2
         for i in range(fragment.subtiles):
-            for first in range(0, fragment.regs_per_subtile, 2 * halves):
-                for c in range(halves):
-                    registers = [first + c, first + c + halves]
+            for first in range(0, fragment.regs_per_subtile, 2 * below):
+                for c in range(below):
+                    registers = [first + c, first + c + below]
                     values = [x.load_element(i, r) for r in registers]
                     if group == 16:
                         values = [combine(values[0], values[1])]
