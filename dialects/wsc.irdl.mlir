@@ -24,8 +24,9 @@
 // base ("#builtin.unit" or "#builtin.integer"); python/wsc/verifier.py
 // checks them. python/wsc/ops.py reads every name from here. Kernels are
 // func.funcs with the discardable attributes wsc.num_threads (threads per
-// block, i32) and, launched in clusters, wsc.cluster_size (CTAs per
-// cluster along x, i32).
+// block, i32), launched in clusters wsc.cluster_size (CTAs per cluster along
+// x, i32), and sharing each SM with more of their blocks wsc.blocks_per_sm
+// (blocks an SM runs at once, i32).
 irdl.dialect @wsc {
 
   // An array of mbarriers in shared memory (their count and arrival count
