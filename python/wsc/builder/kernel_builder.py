@@ -186,34 +186,13 @@ class KernelBuilder:
             raise BuildError(
                 "check_config describes the kernel to a check: name one (check=)", where
             )
-        if (
-            isinstance(blocks_per_sm, bool)
-            or not isinstance(blocks_per_sm, int)
-            or not 1 <= blocks_per_sm <= MAX_BLOCKS_PER_SM
+        for count, number, most in (
+            ("blocks_per_sm", blocks_per_sm, MAX_BLOCKS_PER_SM),
+            ("cluster_size", cluster_size, MAX_PORTABLE_CLUSTER),
+            ("num_warps", num_warps, MAX_BLOCK_THREADS // WARP_SIZE),
         ):
-            raise BuildError(
-                f"blocks_per_sm must be an int in [1, {MAX_BLOCKS_PER_SM}], got {blocks_per_sm!r}",
-                where,
-            )
-        if (
-            isinstance(cluster_size, bool)
-            or not isinstance(cluster_size, int)
-            or not 1 <= cluster_size <= MAX_PORTABLE_CLUSTER
-        ):
-            raise BuildError(
-                f"cluster_size must be an int in [1, {MAX_PORTABLE_CLUSTER}], got {cluster_size!r}",
-                where,
-            )
-        if (
-            isinstance(num_warps, bool)
-            or not isinstance(num_warps, int)
-            or not 1 <= num_warps * WARP_SIZE <= MAX_BLOCK_THREADS
-        ):
-            raise BuildError(
-                f"num_warps must be an int in [1, {MAX_BLOCK_THREADS // WARP_SIZE}], "
-                f"got {num_warps!r}",
-                where,
-            )
+            if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= most:
+                raise BuildError(f"{count} must be an int in [1, {most}], got {number!r}", where)
         self.grid = tuple((str(size), int(tile)) for size, tile in grid)
         if len(self.grid) > 3 or any(tile < 1 for _, tile in self.grid):
             raise BuildError(
