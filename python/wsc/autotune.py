@@ -20,7 +20,7 @@ is resized to each problem (`Artifact.resized`). On a Hopper GPU `tune` then
 runs the compiled candidates in one process of their own, on shared inputs
 (a candidate that faults or hangs ends that process and the rest go on in a
 fresh one), checks each against the float64 reference of the check its
-artifact declares (`wsc run --check`), times it, and records
+artifact declares (`wsc run --check`), times it back to back (`TIMING`), and records
 the fastest correct one in the persistent cache (`wsc.cache`), keyed by the
 function, its source file, the fixed arguments, the problem (or a class of
 problems) and the GPU; if none is correct, it records that, with the
@@ -49,6 +49,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: How candidates are timed (`wsc run --timing`): as a run of calls keeps the
+#: GPU busy, where flushed single launches run at a clock sustained work does
+#: not hold, and rank some configs differently
+#: (results/h200-tuning-vs-back-to-back.md).
+TIMING = "back-to-back"
 
 
 def autotune(names: str, values: Sequence) -> Callable:
@@ -298,6 +304,7 @@ class Autotuned:
             "problem": problem_class or sizes,
             "space": self.configs(),
             "device": gpu,
+            "timing": TIMING,
         }
         candidates = [Candidate(config) for config in self.configs()]
         if gpu is not None and not retune:
@@ -331,7 +338,9 @@ class Autotuned:
             if gpu is None:
                 return result
             runnable = [c for c in candidates if c.error is None]
-            reports = run_artifacts([c.artifact_dir for c in runnable], sizes=sizes, device=device)
+            reports = run_artifacts(
+                [c.artifact_dir for c in runnable], sizes=sizes, device=device, timing=TIMING
+            )
             for candidate, report in zip(runnable, reports, strict=True):
                 candidate.report = report
                 if not report.get("ok"):

@@ -48,13 +48,15 @@ def run_artifacts(
     timeout_s: float = 300.0,
     sizes: dict | None = None,
     device: int = 0,
+    timing: str = "flushed",
 ) -> list[dict]:
     """`run_artifact` for several artifacts of one problem (resized to `sizes`
     where given), all in one process of their own, which shares the inputs
     and reference among them. A kernel that faults or hangs ends that
     process: it is reported as failed and the artifacts after it run in a
     fresh one; one that writes into the inputs fails, and the inputs are
-    drawn again. `timeout_s` bounds each artifact; they run on cuda:`device`."""
+    drawn again. `timeout_s` bounds each artifact; they run on cuda:`device`,
+    timed as `wsc run --timing` says."""
     from wsc.runtime.run_cli import STARTING
 
     reports: list[dict] = []
@@ -64,7 +66,7 @@ def run_artifacts(
         command.append(f"--device={device}")
         command += [f"--size={name}={value}" for name, value in (sizes or {}).items()]
         if bench:
-            command.append("--bench")
+            command += ["--bench", f"--timing={timing}"]
         try:
             proc = subprocess.run(
                 command, capture_output=True, text=True, timeout=timeout_s * len(rest)

@@ -83,8 +83,12 @@ def on_a_fake_gpu(monkeypatch, run_artifacts, devices=(0,)):
     `run_artifacts`."""
     import wsc.device
 
+    def timed_back_to_back(directories, *, timing, **kwargs):
+        assert timing == autotune_module.TIMING == "back-to-back"
+        return run_artifacts(directories, **kwargs)
+
     monkeypatch.setattr(wsc.device, "hopper_gpu_visible", lambda device=0: device in devices)
-    monkeypatch.setattr(wsc.device, "run_artifacts", run_artifacts)
+    monkeypatch.setattr(wsc.device, "run_artifacts", timed_back_to_back)
     monkeypatch.setattr(autotune_module, "_gpu_identity", lambda ordinal: "Test GPU (sm_90)")
 
 

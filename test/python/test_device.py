@@ -52,6 +52,16 @@ def test_one_process_runs_every_artifact(monkeypatch):
     assert "--device=0" in commands[0]
 
 
+def test_artifacts_are_timed_as_asked(monkeypatch):
+    commands = fake_runs(monkeypatch, {"a": "ok"})
+    device.run_artifacts(["a"])
+    device.run_artifacts(["a"], timing="back-to-back")
+    device.run_artifacts(["a"], bench=False, timing="back-to-back")
+    assert "--timing=flushed" in commands[0] and "--bench" in commands[0]
+    assert "--timing=back-to-back" in commands[1]
+    assert not any(arg.startswith(("--timing", "--bench")) for arg in commands[2])
+
+
 def test_artifacts_run_on_the_device_asked_for(monkeypatch):
     commands = fake_runs(monkeypatch, {"a": "ok"})
     assert device.run_artifacts(["a"], device=1)[0]["ok"]

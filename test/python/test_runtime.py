@@ -38,7 +38,7 @@ from wsc.runtime.artifact import (
 )
 from wsc.runtime.driver import PackedParams
 from wsc.runtime.memory import float32_to_bf16_bits, to_float64
-from wsc.runtime.run_cli import main
+from wsc.runtime.run_cli import MAX_GRAPH_LAUNCHES, MAX_INPUT_SETS, main
 from wsc.runtime.tensor_map import plan_tensor_map
 from wsc.runtime.tensors import TensorInfo, check, describe
 
@@ -750,6 +750,13 @@ def test_cli_reports_bad_artifact_as_json(tmp_path, capsys):
     assert report["ok"] is False and "ArtifactError" in report["error"]
 
 
+def test_cli_names_the_timings_it_knows(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([str(tmp_path), "--bench", "--timing", "warm"])
+    assert exit_.value.code == 2
+    assert "choose from 'flushed', 'back-to-back'" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- imports
 
 
@@ -1016,19 +1023,24 @@ def _torch_or_skip():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("timing", ["flushed", "back-to-back"])
 @pytest.mark.parametrize("backend", ["driver", "torch"])
 @pytest.mark.parametrize("b_layout, kind", [("nk", "ptx"), ("kn", "cubin")])
-def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layout, kind):
+def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layout, kind, timing):
     if backend == "torch":
         _torch_or_skip()
     directory = _gpu_artifact(tmp_path, test_images, b_layout, kind)
-    code, report = _run_cli(
-        capsys, [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend]
-    )
+    argv = [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend]
+    code, report = _run_cli(capsys, [*argv, "--timing", timing])
     assert code == 0, report
     assert report["ok"] and report["nan_count"] == 0 and report["rel_err"] < 1e-5
     assert report["shape"] == [300, 200, 136] and report["b_layout"] == b_layout
-    assert report["ms"] > 0 and report["tflops"] > 0
+    assert report["ms"] > 0 and report["tflops"] > 0 and report["timing"] == timing
+    if timing == "back-to-back":
+        # A problem this small takes the most input sets, each launched in turn.
+        assert report["input_sets"] == MAX_INPUT_SETS
+        assert MAX_INPUT_SETS <= report["launches_per_graph"] <= MAX_GRAPH_LAUNCHES
+        assert report["ms_low"] <= report["ms"] <= report["ms_high"]
 
 
 @pytest.mark.cuda
@@ -1040,6 +1052,9 @@ def test_gpu_cli_runs_a_split_kernel_on_its_workspaces(tmp_path, capsys, test_im
     argv = [str(directory), "--check", "--bench", "--iters", "3", "--backend", backend]
     code, report = _run_cli(capsys, argv)
     assert code == 0 and report["ok"] and report["rel_err"] < 1e-5, report
+    # Launches back to back in a graph leave the zeroed workspace zero too.
+    code, report = _run_cli(capsys, [*argv, "--timing", "back-to-back"])
+    assert code == 0 and report["ok"] and report["input_sets"] > 1, report
     code, report = _run_cli(capsys, [*argv, "--size", "m=1000", "--size", "k=520"])
     assert code == 0 and report["ok"] and report["shape"] == [1000, 200, 520], report
     leaky = _split_gpu_artifact(tmp_path / "leaky", test_images, "test_split_matmul_leaky")

@@ -20,7 +20,7 @@ import ctypes
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -355,6 +355,49 @@ def stream_handle(stream) -> int:
     if hasattr(stream, "cuda_stream"):
         return int(stream.cuda_stream)
     raise TypeError(f"stream: expected a CUDA stream or handle, got {type(stream).__name__}")
+
+
+class Stream:
+    """A CUDA stream of its own in the calling thread's current context; it
+    does not wait for the legacy default stream (a graph cannot be captured
+    from that one)."""
+
+    def __init__(self):
+        self.handle = call("cuStreamCreate", cu.CUstream_flags.CU_STREAM_NON_BLOCKING)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, int(self.handle))
+
+    def __del__(self):
+        try:
+            cu.cuStreamDestroy(self.handle)
+        except Exception:
+            pass
+
+
+class Graph:
+    """The work `enqueue()` puts on `stream`, captured once as a CUDA graph and
+    replayed as one launch: back-to-back kernels without the host between them."""
+
+    def __init__(self, stream, enqueue: Callable[[], None]):
+        handle = cu.CUstream(stream_handle(stream))
+        mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        call("cuStreamBeginCapture", handle, mode)
+        try:
+            enqueue()
+        finally:
+            self.graph = call("cuStreamEndCapture", handle)
+        self.executable = call("cuGraphInstantiate", self.graph, 0)
+
+    def launch(self, stream) -> None:
+        call("cuGraphLaunch", self.executable, cu.CUstream(stream_handle(stream)))
+
+    def __del__(self):
+        try:
+            cu.cuGraphExecDestroy(self.executable)
+            cu.cuGraphDestroy(self.graph)
+        except Exception:
+            pass
 
 
 class Event:
