@@ -1,8 +1,9 @@
 """One shape's wsc.matmul candidates timed two ways, beside cuBLAS, in one
-process: as the autotuner times them (one launch between events after an L2
-flush) and as the product benchmark times them (a CUDA graph of launches
-back to back, input sets rotating). Where the two rank configs differently,
-the tuner chooses for conditions the user does not run in.
+process: one launch between events after an L2 flush (as the autotuner
+timed them before it timed back to back, `wsc run --timing`) and as the
+product benchmark times them (a CUDA graph of launches back to back, input
+sets rotating). Where the two rank configs differently, flushed launches
+choose for conditions the user does not run in.
 
     here:  python benchmarks/wsc_matmul.py prepare --layouts nk --shapes 3000x5000x7000
     there: python benchmarks/matmul_conditions.py 3000x5000x7000xnk [MxNxKxLAYOUT ...]

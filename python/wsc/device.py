@@ -59,9 +59,10 @@ def run_artifacts(
     timed as `wsc run --timing` says."""
     from wsc.runtime.run_cli import STARTING
 
-    reports: list[dict] = []
+    reports: dict[int, dict] = {}
     while len(reports) < len(artifact_dirs):
-        rest = [str(path) for path in artifact_dirs[len(reports) :]]
+        pending = [index for index in range(len(artifact_dirs)) if index not in reports]
+        rest = [str(artifact_dirs[index]) for index in pending]
         command = [sys.executable, "-m", "wsc.runtime.run_cli", *rest, "--check"]
         command.append(f"--device={device}")
         command += [f"--size={name}={value}" for name, value in (sizes or {}).items()]
@@ -77,13 +78,14 @@ def run_artifacts(
             stdout, stderr = (_text(expired.stdout), _text(expired.stderr))
             error = f"no report within {timeout_s} s"
         new = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-        reports += new
+        reports.update(zip(pending, new, strict=False))
         started = sum(line.startswith(STARTING) for line in stderr.splitlines())
-        if len(reports) < len(artifact_dirs) and (started > len(new) or not new):
-            # The process died on an artifact it had started (or before any):
-            # that one broke it.
-            reports.append({"ok": False, "error": error})
-    return reports[: len(artifact_dirs)]
+        if len(new) < len(pending) and (started > len(new) or not new):
+            # The process died on the last artifact it had started (or before
+            # any): that one broke it. Those started before it, unreported
+            # (`wsc run` prints its reports at the end), run again.
+            reports[pending[max(started, 1) - 1]] = {"ok": False, "error": error}
+    return [reports[index] for index in range(len(artifact_dirs))]
 
 
 def _text(output) -> str:

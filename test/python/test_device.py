@@ -52,6 +52,27 @@ def test_one_process_runs_every_artifact(monkeypatch):
     assert "--device=0" in commands[0]
 
 
+def test_a_process_that_dies_before_it_reports_blames_the_last_artifact_it_started(monkeypatch):
+    """`wsc run` prints its reports at the end: those started before the one
+    that broke the process run again in a fresh one."""
+    commands = []
+
+    def run(command, capture_output, text, timeout):
+        commands.append(command)
+        directories = [arg for arg in command[3:] if not arg.startswith("--")]
+        if len(commands) == 1:
+            started = "\n".join(f"{STARTING}{directory}" for directory in directories[:3])
+            return subprocess.CompletedProcess(command, -11, "", started + "\nSegmentation fault")
+        lines = [json.dumps({"ok": True, "dir": directory}) for directory in directories]
+        return subprocess.CompletedProcess(command, 0, "\n".join(lines), "")
+
+    monkeypatch.setattr(device.subprocess, "run", run)
+    reports = device.run_artifacts(["a", "b", "c", "d"])
+    assert [r.get("dir") for r in reports] == ["a", "b", None, "d"]
+    assert not reports[2]["ok"] and "Segmentation fault" in reports[2]["error"]
+    assert [arg for arg in commands[1][3:] if not arg.startswith("--")] == ["a", "b", "d"]
+
+
 def test_artifacts_are_timed_as_asked(monkeypatch):
     commands = fake_runs(monkeypatch, {"a": "ok"})
     device.run_artifacts(["a"])

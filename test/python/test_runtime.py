@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 import shutil
 import struct
@@ -1041,6 +1042,23 @@ def test_gpu_cli_check_and_bench(tmp_path, capsys, test_images, backend, b_layou
         assert report["input_sets"] == MAX_INPUT_SETS
         assert MAX_INPUT_SETS <= report["launches_per_graph"] <= MAX_GRAPH_LAUNCHES
         assert report["ms_low"] <= report["ms"] <= report["ms_high"]
+
+
+@pytest.mark.cuda
+def test_gpu_cli_times_the_artifacts_of_a_run_together_in_rounds(tmp_path, capsys, test_images):
+    layouts = ["nk", "kn"]
+    directories = [
+        str(_gpu_artifact(tmp_path / layout, test_images, layout, "cubin")) for layout in layouts
+    ]
+    argv = ["--check", "--bench", "--iters", "4", "--timing", "back-to-back"]
+    assert main([*directories, *argv]) == 0
+    reports = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [report["b_layout"] for report in reports] == layouts
+    for report in reports:
+        assert report["ok"] and report["rounds"] == 4, report
+        assert report["ms_low"] <= report["ms"] <= report["ms_high"]
+        flops = 2 * math.prod(report["shape"])
+        assert report["tflops"] == pytest.approx(flops / (report["ms"] * 1e-3) / 1e12)
 
 
 @pytest.mark.cuda
