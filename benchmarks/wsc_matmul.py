@@ -752,12 +752,13 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
             for name in methods
         },
     )
-    from wsc.matmul import _cache, _device_name, choose_config
+    from wsc.device import hopper_name
+    from wsc.matmul import _cache, choose_config
 
     a, b, c, bias, residual = problem.sets[0]
     p = plan_of(shape, a, b, c, bias, residual)
     record["space"] = p.space
-    record["config"] = choose_config(p, _device_name(0), _cache())
+    record["config"] = choose_config(p, hopper_name(0, "wsc.matmul"), _cache())
     return record
 
 

@@ -1,149 +1,17 @@
 """Row softmax, warp-specialized: a producer warp streams rows through a ring, a consumer warpgroup reduces them.
 
-Y[R, C] = softmax(X[R, C]) along each row; bf16 in and out, f32 math; C a
-multiple of 256 fixed when the kernel is built (`row_length`), R any.
-The kernel sees X and Y as [16 R, C/16] (a free view, `softmax_view`): row r
-of X is rows 16r .. 16r + 15 of the view, exactly the 16 rows one warp
-holds of a 64-row register tile (wsc.codegen.fragments), so a row's max and
-sum are one warp's shuffles: kb.row_max, then kb.col_max over groups of 16
-rows. Nothing is exchanged between warps, and X is read from HBM once.
-
-    persistent block b, 5 warps: the consumer warpgroup 0-3, the producer warp 4
-      ring of S stages, each a [64, W] tile of the view (4 rows of X), W = C/16
-      full[S]  = mbarrier(arrivals = 1)    # "stage s has landed"
-      empty[S] = mbarrier(arrivals = 128)  # "stage s is written out"
-
-      producer                              consumer
-      for t = b, b + grid, ...:             for t = b, b + grid, ...:
-        wait(empty[s])                        wait(full[s])
-        one thread: expect_tx(full[s])        for each block x of <= 128 columns of s:
-                    TMA X[64t:] -> s            x = x log2(e)                # online
-      drain                                     m' = max(m, rowmax(x))       # over the warp
-                                                l = l 2^(m - m') + rowsum(2^(x - m')); m = m'
-                                              for each block x of s:         # in place
-                                                s <- bf16(2^(x log2(e) - m - log2(l)))
-                                              fence; sync (the warpgroup)
-                                              one thread: TMA s -> Y[64t:]; wait until read
-                                              arrive(empty[s])
+Y[R, C] = softmax(X[R, C]) along each row. The kernel, with its pseudo-code,
+is wsc.kernels.softmax.build (python/wsc/kernels/softmax/build.py), where
+wsc.softmax finds it; this example builds it for rows of 1024, checks it on
+999 rows and times it on --size rows, as every example does with its kernel.
 """
 
 import sys
 
-import numpy as np
 from common import run_example
 
-from wsc.builder import CONSUMER_INITIAL_PHASE, PRODUCER_INITIAL_PHASE, KernelBuilder, bf16, cdiv
-
-#: Rows of the [16 R, C/16] view per stage: one 64-row sub-tile, 4 rows of X.
-TILE_ROWS = 64
-#: The rows of the view one warp holds of a sub-tile: one row of X.
-ROW_SPLIT = 16
-LOG2E = 1.4426950408889634
-#: (stages, blocks per SM, block columns) by row length, measured on the H200:
-#: more blocks per SM beat more stages per block (results/h200-row-softmax.md).
-SCHEDULES = {1024: (3, 4, 64), 2048: (2, 3, 128), 4096: (1, 4, 128), 8192: (1, 3, 128)}
-#: The shared memory an SM's rings may take together, below its 228 KB.
-RING_BYTES = 192 * 1024
-
-
-def softmax_view(rows: int, row_length: int) -> dict[str, int]:
-    """The sizes of the kernel's view of an X of `rows` x `row_length`."""
-    return {"a_dim0": rows * ROW_SPLIT, "a_dim1": row_length // ROW_SPLIT}
-
-
-def softmax_rows(a):
-    """The float64 reference on the view: a softmax over each group of 16 rows."""
-    rows = a.reshape(-1, 16 * a.shape[1])
-    e = np.exp(rows - rows.max(axis=1, keepdims=True))
-    return (e / e.sum(axis=1, keepdims=True)).reshape(a.shape)
-
-
-def schedule(row_length: int) -> tuple[int, int, int]:
-    """(stages, blocks per SM, block columns) for rows of `row_length`: the
-    fastest measured on the H200 (results/h200-row-softmax.md), else up to
-    three blocks per SM with up to three stages each in RING_BYTES."""
-    if row_length in SCHEDULES:
-        return SCHEDULES[row_length]
-    width = row_length // ROW_SPLIT
-    stage_bytes = TILE_ROWS * width * 2
-    blocks = max(1, min(3, RING_BYTES // stage_bytes))
-    stages = max(1, min(3, RING_BYTES // (blocks * stage_bytes)))
-    return stages, blocks, next(cols for cols in (128, 64, 32, 16, 8) if width % cols == 0)
-
-
-def softmax(row_length=1024, num_stages=None, block_cols=None, blocks_per_sm=None):
-    """The kernel for rows of `row_length` elements, a ring of `num_stages`
-    per block; blocks of `block_cols` columns of the view are read into
-    registers at a time; `blocks_per_sm` blocks share each SM (their rings
-    and registers), so that one's copies and barriers overlap another's
-    math. What is not given comes from `schedule(row_length)`."""
-    if row_length < 1 or row_length % (16 * ROW_SPLIT):
-        raise ValueError(f"row_length must be a multiple of 256, got {row_length}")
-    stages, blocks, cols = schedule(row_length)
-    num_stages = num_stages or stages
-    blocks_per_sm = blocks_per_sm or blocks
-    block_cols = block_cols or cols
-    width = row_length // ROW_SPLIT
-    block_cols = min(block_cols, width)
-    if width % block_cols:
-        raise ValueError(
-            f"block_cols={block_cols} must divide the view's {width} columns (row_length / 16)"
-        )
-    kb = KernelBuilder(
-        "softmax",
-        num_warps=5,
-        grid=[("a_dim0", TILE_ROWS)],
-        persistent=True,
-        blocks_per_sm=blocks_per_sm,
-        check=softmax_rows,
-        check_config={"input_scale": 4.0, "row_split": ROW_SPLIT},
-    )
-    x, y = kb.global_tensor(bf16), kb.global_tensor(bf16)
-    sx = kb.shared_tensor(bf16, [num_stages, TILE_ROWS, width])
-    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
-    empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=num_stages)
-    kb.sync()
-    tiles = cdiv(x.shape[0], TILE_ROWS)
-    first, stride = kb.block_idx.x, kb.grid_dim.x
-    trips = cdiv(tiles - first, stride)
-
-    with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
-        for it in kb.range(0, trips, 1, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
-            kb.mbarrier.wait(full[it.stage], phase=it.phase)
-            stage = sx[it.stage]
-            m = total = None
-            for col in range(0, width, block_cols):
-                values = kb.load_shared(stage, col=col, cols=block_cols)
-                block_max = kb.col_max(kb.row_max(values), rows=ROW_SPLIT) * LOG2E
-                m_next = block_max if m is None else kb.max(m, block_max)
-                block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=ROW_SPLIT)
-                total = block_sum if m is None else total * kb.exp2(m - m_next) + block_sum
-                m = m_next
-            shift = m + kb.log2(total)
-            for col in range(0, width, block_cols):
-                scores = kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
-                kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), bf16), col=col)
-            kb.fence_proxy_async()
-            kb.sync()
-            with kb.single_thread():
-                kb.tma.shared_to_global(stage, y, [(first + it.offset * stride) * TILE_ROWS, 0])
-                kb.tma.store_wait(0)  # the stage is refilled once released
-            kb.mbarrier.arrive(empty[it.stage])
-
-    with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
-        for it in kb.range(0, trips, 1, stages=num_stages, phase=PRODUCER_INITIAL_PHASE):
-            kb.mbarrier.wait(empty[it.stage], phase=it.phase)
-            with kb.single_thread():
-                kb.mbarrier.arrive_and_expect_tx(full[it.stage], sx[it.stage].nbytes)
-                kb.tma.global_to_shared(
-                    x,
-                    sx[it.stage],
-                    [(first + it.offset * stride) * TILE_ROWS, 0],
-                    mbarrier=full[it.stage],
-                )
-        kb.drain(empty, after=it)
-    return kb.finish()
-
+from wsc.kernels.softmax.build import softmax
+from wsc.kernels.softmax.schedule import softmax_view
 
 if __name__ == "__main__":
     sys.exit(

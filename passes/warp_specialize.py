@@ -337,7 +337,7 @@ class _Specializer:
                     "wsc.load_shared reads a stage into registers, which this pass cannot split "
                     "over consumer groups (it splits WGMMA readers): write the "
                     "producer and consumer roles in the input, as "
-                    "examples/softmax.py does",
+                    "wsc.kernels.softmax does",
                 )
         if kernel_threads(kernel) != WARPGROUP_SIZE:
             self._fail(

@@ -8,6 +8,7 @@ names below are loaded on first use.
     wsc.matmul(a, b)                  C = A @ B with a tuned wsc kernel (module wsc.matmul)
     wsc.bmm(a, b)                     C[i] = A[i] @ B[i], batches of matrices (wsc.matmul)
     wsc.scaled_mm(a, b, sa, sb)       C = sa sb A @ B for fp8 e4m3 A and B (wsc.matmul)
+    wsc.softmax(x)                    softmax along the last dim, bf16 or f16 (module wsc.softmax)
     wsc.KernelBuilder                 write kernels in Python (wsc.builder)
     wsc.autotune                      config spaces for kernel functions (wsc.autotune)
 """
@@ -21,6 +22,7 @@ _LAZY = {
     "matmul": "wsc.matmul",
     "bmm": "wsc.matmul",
     "scaled_mm": "wsc.matmul",
+    "softmax": "wsc.softmax",
     "autotune": "wsc.autotune",
     "KernelBuilder": "wsc.builder",
     "PRODUCER_INITIAL_PHASE": "wsc.builder",
@@ -46,11 +48,12 @@ class _Package(types.ModuleType):
     """The `wsc` package. Importing the module `wsc.matmul` (however it happens)
     makes the import system bind the name `matmul` here to that module; the
     package exports the function of that name instead, so `wsc.matmul(a, b)`
-    is always the plain function torch.compile can trace."""
+    is always the plain function torch.compile can trace (and so for
+    `wsc.softmax`)."""
 
     def __setattr__(self, name, value):
-        if name == "matmul" and isinstance(value, types.ModuleType):
-            value = value.matmul
+        if name in ("matmul", "softmax") and isinstance(value, types.ModuleType):
+            value = getattr(value, name)
         super().__setattr__(name, value)
 
 

@@ -379,10 +379,13 @@ NOT_COMPILER = (
     "runtime",
     "tools",
     "matmul.py",
+    "softmax.py",
     "autotune.py",
     "device.py",
     "cache.py",
     "kernels/matmul/check.py",
+    # Compiled softmax kernels are keyed by its source (their Autotuned's identity).
+    "kernels/softmax/schedule.py",
 )
 #: ... but for the artifact format, which the runtime reads back.
 ARTIFACT_FORMAT = "runtime/artifact.py"

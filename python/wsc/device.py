@@ -23,6 +23,21 @@ def hopper_gpu_visible(device: int = 0) -> bool:
         return False
 
 
+def hopper_name(ordinal: int, caller: str) -> str:
+    """ "<name> (sm_90)" of cuda:`ordinal`; ValueError, naming `caller`, if it
+    is no Hopper GPU."""
+    from wsc.runtime import driver
+
+    device = driver.get_device(ordinal)
+    major, minor = device.compute_capability
+    if major != 9:
+        raise ValueError(
+            f"{caller}: cuda:{ordinal} is {device.name} (sm_{major}{minor}); "
+            f"wsc kernels need a Hopper GPU (sm_90)"
+        )
+    return f"{device.name} (sm_{major}{minor})"
+
+
 #: The errors after which `wsc run` reports and exits: the context is unusable.
 FATAL_ERRORS = ("LaunchTimeout", "KernelFault")
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wsc.device import hopper_name
 from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up
@@ -688,19 +689,6 @@ def _cache():
         return _cache_instance
 
 
-def _device_name(ordinal: int) -> str:
-    from wsc.runtime import driver
-
-    device = driver.get_device(ordinal)
-    major, minor = device.compute_capability
-    if major != 9:
-        raise ValueError(
-            f"wsc.matmul: cuda:{ordinal} is {device.name} (sm_{major}{minor}); "
-            f"wsc kernels need a Hopper GPU (sm_90)"
-        )
-    return f"{device.name} (sm_{major}{minor})"
-
-
 def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
     """The artifact directory of the kernel for `config` and `p`'s dtypes and B
     layout, compiled now if the cache does not hold it: the autotuner's own
@@ -716,7 +704,9 @@ def _kernel_for(p: MatmulPlan, ordinal: int):
     from wsc.runtime import Kernel
 
     cache = _cache()
-    config = choose_config(p, _device_name(ordinal), cache, lambda p: _tune(p, ordinal))
+    config = choose_config(
+        p, hopper_name(ordinal, "wsc.matmul"), cache, lambda p: _tune(p, ordinal)
+    )
     directory = compiled_kernel_dir(p, config, cache)
     key = (str(directory), ordinal)
     with _state_lock:

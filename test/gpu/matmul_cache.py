@@ -1,6 +1,6 @@
 """Fill the wsc cache with every kernel the `cuda` tests of
-test/python/test_matmul.py and test_batched.py need, so that they run on a GPU machine without
-the MLIR wheels (wsc.matmul compiles only on a cache miss):
+test/python/test_matmul.py, test_batched.py and test_softmax.py need, so that they run on a GPU
+machine without the MLIR wheels (wsc.matmul and wsc.softmax compile only on a cache miss):
 
     WSC_CACHE_DIR=DIR python test/gpu/matmul_cache.py          # here: compile
     WSC_CACHE_DIR=DIR pytest -q -m cuda test/python/test_matmul.py   # there: run
@@ -19,6 +19,7 @@ import time
 
 from wsc.cache import Cache
 from wsc.kernels.matmul.config import ACTIVATIONS
+from wsc.kernels.softmax.schedule import SOFTMAX, softmax_view
 from wsc.matmul import DEFAULT_CONFIGS, SPACES, MatmulPlan, compiled_kernel_dir
 from wsc.target.hopper import E4M3
 
@@ -57,6 +58,8 @@ FP8_PROBLEMS = [
 FP8_SPACE, FP8_BLOCK_SPACES = "nk-tma", ("nk-block-scaled-tma", "nk-block-scaled")
 #: wsc.scaled_mm's problems with block scales: a C TMA stores, and one it cannot.
 FP8_BLOCK_PROBLEMS = [(1000, 1336, 528, "bf16"), (40, 1333, 1040, "f32")]
+#: (row length, dtype) of the kernels of test_softmax.py's GPU_CASES.
+SOFTMAX_KERNELS = [(768, "f16"), (1024, "bf16"), (2048, "bf16"), (4096, "f16"), (8192, "bf16")]
 #: The spaces of 16-bit inputs (every one but the fp8 block-scaled ones).
 HALF_SPACES = [name for name in SPACES if name not in FP8_BLOCK_SPACES]
 
@@ -148,6 +151,9 @@ def main() -> int:
         wanted += [(plan, config) for config in SPACES[space].configs()]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
+    for row_length, dtype in SOFTMAX_KERNELS:
+        fixed = {"row_length": row_length, "dtype": dtype}
+        SOFTMAX.artifact({}, softmax_view(1, row_length), fixed, cache)
     failed, candidates = [], 0
     for space in STAGED:
         result = SPACES[space].tune(
@@ -158,7 +164,8 @@ def main() -> int:
         failed += [c for c in result.candidates if c.error]
         candidates += len(result.candidates)
     print(
-        f"{len(wanted)} kernels and {candidates} autotuning candidates in "
+        f"{len(wanted)} matmul kernels, {len(SOFTMAX_KERNELS)} softmax kernels and "
+        f"{candidates} autotuning candidates in "
         f"{cache.root} ({time.perf_counter() - start:.0f} s)"
     )
     for candidate in failed:

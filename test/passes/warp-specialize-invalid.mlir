@@ -796,7 +796,7 @@ func.func @stage_read_into_registers(%a: memref<?x?xf16>, %c: memref<?x?xf32>)
       "wsc.tma_load"(%a, %c0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
     }
     "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
-    // expected-error @below {{--warp-specialize: wsc.load_shared reads a stage into registers, which this pass cannot split over consumer groups (it splits WGMMA readers): write the producer and consumer roles in the input, as examples/softmax.py does}}
+    // expected-error @below {{--warp-specialize: wsc.load_shared reads a stage into registers, which this pass cannot split over consumer groups (it splits WGMMA readers): write the producer and consumer roles in the input, as wsc.kernels.softmax does}}
     %x = "wsc.load_shared"(%sa, %stage) : (memref<2x64x64xf16, 3>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
     "wsc.tile_assign"(%acc, %x) : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
     "wsc.sync"() : () -> ()

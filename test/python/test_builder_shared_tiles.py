@@ -1,11 +1,9 @@
 """Register tiles read from and written back to ring stages (kb.load_shared,
 kb.store_shared at a block), reductions down columns over groups of rows
 (kb.col_max, kb.col_sum), and the launch shape they serve: persistent
-kernels with several blocks per SM (examples/softmax.py)."""
+kernels with several blocks per SM (wsc.kernels.softmax)."""
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,12 +11,9 @@ from wsc.builder import BuildError, BuildTypeError, KernelBuilder, bf16, f16, f3
 from wsc.codegen import find_ptxas
 from wsc.codegen.fragments import AccumulatorFragment
 from wsc.compiler import CompileError
+from wsc.kernels.softmax.build import softmax, softmax_rows
+from wsc.kernels.softmax.schedule import softmax_view
 from wsc.runtime import load_artifact
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-from softmax import softmax, softmax_rows, softmax_view  # noqa: E402
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
 
@@ -196,8 +191,12 @@ def test_blocks_per_sm_must_fit_in_an_sms_shared_memory():
 
 
 def test_the_softmax_kernel_names_its_row_length_limits():
-    with pytest.raises(ValueError, match="row_length must be a multiple of 256, got 1000"):
+    with pytest.raises(
+        ValueError, match="rows of 1000 elements; the kernel takes multiples of 256"
+    ):
         softmax(1000)
+    with pytest.raises(ValueError, match="dtype 'f32'; the kernel takes bf16, f16"):
+        softmax(1024, "f32")
     with pytest.raises(ValueError, match=r"block_cols=40 must divide the view's 192 columns"):
         softmax(3072, block_cols=40)
     assert re.search(r"rows = 16 : i32", str(softmax(2048)))

@@ -691,14 +691,17 @@ def test_matches_torch_matmul(gpu, monkeypatch, dtype, m, n, k):
 def test_a_persistent_config_walks_several_tiles_per_block(gpu):
     """256 tiles of 128x256 on at most 132 blocks: the blocks walk two tiles
     each (one fewer on some), the ring carried from tile to tile."""
-    from wsc.matmul import _cache, _device_name
+    from wsc.device import hopper_name
+    from wsc.matmul import _cache
 
     generator = torch.Generator(device=gpu).manual_seed(7)
     a = torch.randn(2048, 512, device=gpu, generator=generator).half()
     w = torch.randn(4096, 512, device=gpu, generator=generator).half()
     out = torch.full((2048, 4096), float("nan"), device=gpu)
     persistent = next(c for c in SPACES["nk"].configs() if c["persistent"] and c["block_n"] == 256)
-    _cache().put(config_key(plan(a, w.T, out=out), _device_name(0)), {"config": persistent})
+    _cache().put(
+        config_key(plan(a, w.T, out=out), hopper_name(0, "wsc.matmul")), {"config": persistent}
+    )
     wsc.matmul(a, w.T, out=out)
     assert_exact_within_tolerance(out, a, w.T)
 
@@ -730,10 +733,11 @@ def test_picks_a_config_from_the_space_and_remembers_it(gpu):
     a = torch.randn(1000, 520, device=gpu).half()
     w = torch.randn(1333, 520, device=gpu).half()
     assert relative_error(wsc.matmul(a, w.T), torch.matmul(a, w.T)) < 1e-3
-    from wsc.matmul import _cache, _device_name
+    from wsc.device import hopper_name
+    from wsc.matmul import _cache
 
     # Rows of 1333 halves: tuned over the coalesced-store configs.
-    chosen = choose_config(plan(a, w.T), _device_name(0), _cache(), tune=pytest.fail)
+    chosen = choose_config(plan(a, w.T), hopper_name(0, "wsc.matmul"), _cache(), tune=pytest.fail)
     assert chosen in SPACES["nk-coalesced"].configs() and chosen["coalesced_store"]
 
 
@@ -742,9 +746,10 @@ def test_rows_of_16_bytes_are_tuned_over_tma_store_configs(gpu):
     a = torch.randn(1000, 520, device=gpu).half()
     w = torch.randn(1336, 520, device=gpu).half()
     assert_exact_within_tolerance(wsc.matmul(a, w.T), a, w.T)
-    from wsc.matmul import _cache, _device_name
+    from wsc.device import hopper_name
+    from wsc.matmul import _cache
 
-    chosen = choose_config(plan(a, w.T), _device_name(0), _cache(), tune=pytest.fail)
+    chosen = choose_config(plan(a, w.T), hopper_name(0, "wsc.matmul"), _cache(), tune=pytest.fail)
     assert chosen in SPACES["nk-tma"].configs() and chosen["tma_store"]
 
 

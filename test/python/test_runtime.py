@@ -763,8 +763,9 @@ def test_cli_names_the_timings_it_knows(tmp_path, capsys):
 
 def test_the_gpu_side_imports_without_mlir():
     """What runs on a GPU machine without the MLIR wheels (the runtime, `wsc
-    run`, wsc.matmul on a warm cache, the tuner's timing side, the matmul's
-    config, space and check) must import there, and not import mlir."""
+    run`, wsc.matmul and wsc.softmax on a warm cache, the tuner's timing side,
+    the matmul's config, space and check, the softmax's schedule) must import
+    there, and not import mlir."""
     code = textwrap.dedent(
         """
         import sys
@@ -776,7 +777,8 @@ def test_the_gpu_side_imports_without_mlir():
         sys.meta_path.insert(0, BlockMlir())
         import wsc.runtime, wsc.runtime.run_cli
         assert "torch" not in sys.modules
-        import wsc.matmul, wsc.autotune, wsc.device, wsc.cache
+        import wsc.matmul, wsc.softmax, wsc.autotune, wsc.device, wsc.cache
+        import wsc.kernels.softmax.schedule
         import wsc.kernels.matmul.config, wsc.kernels.matmul.space, wsc.kernels.matmul.check
         loaded = sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir."))
         assert not loaded, loaded

@@ -1,0 +1,131 @@
+"""The row softmax kernel, warp-specialized: a producer warp streams rows through a ring, a consumer warpgroup reduces them.
+
+Y[R, C] = softmax(X[R, C]) along each row; bf16 or f16 in and out, f32 math;
+C a multiple of 256 up to 8192 fixed when the kernel is built (`row_length`),
+R any. The kernel sees X and Y as [16 R, C/16] (a free view, `softmax_view`): row r
+of X is rows 16r .. 16r + 15 of the view, exactly the 16 rows one warp
+holds of a 64-row register tile (wsc.codegen.fragments), so a row's max and
+sum are one warp's shuffles: kb.row_max, then kb.col_max over groups of 16
+rows. Nothing is exchanged between warps, and X is read from HBM once.
+
+    persistent block b, 5 warps: the consumer warpgroup 0-3, the producer warp 4
+      ring of S stages, each a [64, W] tile of the view (4 rows of X), W = C/16
+      full[S]  = mbarrier(arrivals = 1)    # "stage s has landed"
+      empty[S] = mbarrier(arrivals = 128)  # "stage s is written out"
+
+      producer                              consumer
+      for t = b, b + grid, ...:             for t = b, b + grid, ...:
+        wait(empty[s])                        wait(full[s])
+        one thread: expect_tx(full[s])        for each block x of <= 128 columns of s:
+                    TMA X[64t:] -> s            x = x log2(e)                # online
+      drain                                     m' = max(m, rowmax(x))       # over the warp
+                                                l = l 2^(m - m') + rowsum(2^(x - m')); m = m'
+                                              for each block x of s:         # in place
+                                                s <- round(2^(x log2(e) - m - log2(l)))
+                                              fence; sync (the warpgroup)
+                                              one thread: TMA s -> Y[64t:]; wait until read
+                                              arrive(empty[s])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wsc.builder import (
+    CONSUMER_INITIAL_PHASE,
+    PRODUCER_INITIAL_PHASE,
+    KernelBuilder,
+    bf16,
+    cdiv,
+    f16,
+)
+
+from .schedule import ROW_SPLIT, TILE_ROWS, check_row_length, schedule
+
+LOG2E = 1.4426950408889634
+#: The builder's element types by wsc name.
+_ELEMENT_TYPES = {"bf16": bf16, "f16": f16}
+
+
+def softmax_rows(a):
+    """The float64 reference on the view: a softmax over each group of 16 rows."""
+    rows = a.reshape(-1, 16 * a.shape[1])
+    e = np.exp(rows - rows.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).reshape(a.shape)
+
+
+def softmax(row_length=1024, dtype="bf16", num_stages=None, block_cols=None, blocks_per_sm=None):
+    """The kernel for rows of `row_length` elements of `dtype` ("bf16" or
+    "f16"), a ring of `num_stages` per block; blocks of `block_cols` columns
+    of the view are read into registers at a time; `blocks_per_sm` blocks
+    share each SM (their rings and registers), so that one's copies and
+    barriers overlap another's math. What is not given comes from
+    `schedule(row_length)`."""
+    check_row_length(row_length)
+    if dtype not in _ELEMENT_TYPES:
+        raise ValueError(f"softmax: dtype {dtype!r}; the kernel takes {', '.join(_ELEMENT_TYPES)}")
+    element = _ELEMENT_TYPES[dtype]
+    stages, blocks, cols = schedule(row_length, dtype)
+    num_stages = num_stages or stages
+    blocks_per_sm = blocks_per_sm or blocks
+    block_cols = block_cols or cols
+    width = row_length // ROW_SPLIT
+    block_cols = min(block_cols, width)
+    if width % block_cols:
+        raise ValueError(
+            f"block_cols={block_cols} must divide the view's {width} columns (row_length / 16)"
+        )
+    kb = KernelBuilder(
+        "softmax",
+        num_warps=5,
+        grid=[("a_dim0", TILE_ROWS)],
+        persistent=True,
+        blocks_per_sm=blocks_per_sm,
+        check=softmax_rows,
+        check_config={"input_scale": 4.0, "row_split": ROW_SPLIT},
+    )
+    x, y = kb.global_tensor(element), kb.global_tensor(element)
+    sx = kb.shared_tensor(element, [num_stages, TILE_ROWS, width])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
+    empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=num_stages)
+    kb.sync()
+    tiles = cdiv(x.shape[0], TILE_ROWS)
+    first, stride = kb.block_idx.x, kb.grid_dim.x
+    trips = cdiv(tiles - first, stride)
+
+    with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
+        for it in kb.range(0, trips, 1, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
+            kb.mbarrier.wait(full[it.stage], phase=it.phase)
+            stage = sx[it.stage]
+            m = total = None
+            for col in range(0, width, block_cols):
+                values = kb.load_shared(stage, col=col, cols=block_cols)
+                block_max = kb.col_max(kb.row_max(values), rows=ROW_SPLIT) * LOG2E
+                m_next = block_max if m is None else kb.max(m, block_max)
+                block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=ROW_SPLIT)
+                total = block_sum if m is None else total * kb.exp2(m - m_next) + block_sum
+                m = m_next
+            shift = m + kb.log2(total)
+            for col in range(0, width, block_cols):
+                scores = kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
+                kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), element), col=col)
+            kb.fence_proxy_async()
+            kb.sync()
+            with kb.single_thread():
+                kb.tma.shared_to_global(stage, y, [(first + it.offset * stride) * TILE_ROWS, 0])
+                kb.tma.store_wait(0)  # the stage is refilled once released
+            kb.mbarrier.arrive(empty[it.stage])
+
+    with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+        for it in kb.range(0, trips, 1, stages=num_stages, phase=PRODUCER_INITIAL_PHASE):
+            kb.mbarrier.wait(empty[it.stage], phase=it.phase)
+            with kb.single_thread():
+                kb.mbarrier.arrive_and_expect_tx(full[it.stage], sx[it.stage].nbytes)
+                kb.tma.global_to_shared(
+                    x,
+                    sx[it.stage],
+                    [(first + it.offset * stride) * TILE_ROWS, 0],
+                    mbarrier=full[it.stage],
+                )
+        kb.drain(empty, after=it)
+    return kb.finish()

@@ -1,0 +1,157 @@
+"""wsc.softmax: the checks of a call (on any machine), and on a Hopper GPU the
+result against float64 on every element, the output poisoned with NaN first.
+The GPU tests need the kernels of GPU_KERNELS in the cache
+(test/gpu/matmul_cache.py compiles them)."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+import wsc
+from wsc.device import hopper_gpu_visible
+from wsc.kernels.softmax.schedule import SCHEDULES, check_row_length, schedule, softmax_view
+
+torch = pytest.importorskip("torch")
+
+#: (shape, dtype) of each GPU test: rows of each measured length, f16 and
+#: bf16, rows that fill no tile, batched leading dims, a single row.
+GPU_CASES = [
+    ((999, 1024), "bfloat16"),
+    ((4097, 2048), "bfloat16"),
+    ((3, 5, 4096), "float16"),
+    ((1, 8192), "bfloat16"),
+    ((333, 768), "float16"),
+]
+#: The (row length, wsc dtype) of every kernel GPU_CASES runs.
+GPU_KERNELS = sorted(
+    {(shape[-1], {"bfloat16": "bf16", "float16": "f16"}[dtype]) for shape, dtype in GPU_CASES}
+)
+
+needs_hopper = pytest.mark.skipif(
+    not (torch.cuda.is_available() and hopper_gpu_visible()), reason="needs a Hopper GPU"
+)
+
+
+def test_wsc_softmax_is_the_function_however_the_module_was_imported():
+    import wsc.softmax  # noqa: F401  (binds the module's name in the package, which keeps the function)
+
+    assert wsc.softmax is sys.modules["wsc.softmax"].softmax
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: wsc.softmax([1.0, 2.0]), "x must be a torch tensor, got list"),
+        (
+            lambda: wsc.softmax(torch.zeros(4, 1024)),
+            "x is torch.float32; the kernel takes bfloat16 and float16",
+        ),
+        (
+            lambda: wsc.softmax(torch.zeros(4, 1024, dtype=torch.bfloat16), dim=0),
+            r"reduces the last dim of x \(dim=-1\), got dim=0 for x of shape \[4, 1024\]",
+        ),
+        (
+            lambda: wsc.softmax(torch.zeros(4, 1024, dtype=torch.float16, requires_grad=True)),
+            "wsc.softmax has no backward: x requires grad",
+        ),
+        (
+            lambda: wsc.softmax(torch.zeros(1024, 4, dtype=torch.float16).T),
+            r"x of strides \[1, 4\] is not contiguous",
+        ),
+        (
+            lambda: wsc.softmax(
+                torch.zeros(4, 1024, dtype=torch.float16),
+                out=torch.zeros(4, 1024, dtype=torch.bfloat16),
+            ),
+            r"out must be a contiguous torch.float16 tensor of x's shape \[4, 1024\]",
+        ),
+        (
+            lambda: wsc.softmax(torch.zeros(4, 1000, dtype=torch.float16)),
+            "rows of 1000 elements; the kernel takes multiples of 256 from 256 to 8192",
+        ),
+        (
+            lambda: wsc.softmax(torch.zeros(4, 16384, dtype=torch.float16)),
+            "rows of 16384 elements",
+        ),
+        (
+            lambda: wsc.softmax(torch.zeros(4, 1024, dtype=torch.float16)),
+            "x is on cpu; the kernel runs on CUDA tensors",
+        ),
+    ],
+)
+def test_a_call_the_kernel_cannot_take_is_refused_with_the_reason(call, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+
+
+def test_under_no_grad_a_tensor_that_requires_grad_is_taken():
+    x = torch.zeros(4, 1024, dtype=torch.float16, requires_grad=True)
+    with torch.no_grad(), pytest.raises(ValueError, match="x is on cpu"):
+        wsc.softmax(x)
+
+
+def test_every_measured_row_length_keeps_its_schedule_and_others_get_one():
+    for row_length, measured in SCHEDULES.items():
+        check_row_length(row_length)
+        assert schedule(row_length) == measured
+    stages, blocks, cols = schedule(768)
+    assert stages >= 1 and blocks >= 1 and (768 // 16) % cols == 0
+    assert softmax_view(3, 1024) == {"a_dim0": 48, "a_dim1": 64}
+
+
+@pytest.mark.cuda
+@needs_hopper
+@pytest.mark.parametrize("shape, dtype", GPU_CASES)
+def test_gpu_softmax_matches_float64_on_every_element(shape, dtype):
+    generator = torch.Generator(device="cuda").manual_seed(hash(shape) % 2**31)
+    x = (torch.randn(shape, device="cuda", generator=generator) * 4).to(getattr(torch, dtype))
+    out = torch.full_like(x, math.nan)
+    assert wsc.softmax(x, out=out) is out
+    fresh = wsc.softmax(x)
+    torch.cuda.synchronize()
+    reference = torch.softmax(x.double(), dim=-1)
+    for result in (out, fresh):
+        assert not torch.isnan(result).any()
+        error = torch.linalg.norm(result.double() - reference) / torch.linalg.norm(reference)
+        # One rounding to the dtype (2^-8 for bf16), and as much again from the kernel.
+        assert float(error) <= 2 * 2.0 ** -(8 if dtype == "bfloat16" else 11), float(error)
+    assert torch.equal(out, fresh)  # the same kernel on the same input: the same bits
+
+
+@pytest.mark.cuda
+@needs_hopper
+def test_gpu_softmax_runs_on_the_current_stream_and_in_a_graph():
+    x = torch.randn(999, 1024, device="cuda", dtype=torch.bfloat16)
+    expected = wsc.softmax(x)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_side = wsc.softmax(x)
+    torch.cuda.current_stream().wait_stream(side)
+    out = torch.full_like(x, math.nan)
+    wsc.softmax(x, out=out)  # a signature is resolved before a capture, as torch asks
+    out.fill_(math.nan)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        wsc.softmax(x, out=out)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(on_side, expected) and torch.equal(out, expected)
+
+
+@pytest.mark.cuda
+@needs_hopper
+def test_gpu_softmax_of_no_rows_launches_nothing():
+    x = torch.empty(0, 1024, device="cuda", dtype=torch.float16)
+    assert wsc.softmax(x).shape == (0, 1024)
+
+
+def test_the_gpu_cache_script_compiles_every_kernel_the_gpu_cases_run():
+    path = Path(__file__).resolve().parents[1] / "gpu" / "matmul_cache.py"
+    spec = importlib.util.spec_from_file_location("matmul_cache", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert set(GPU_KERNELS) <= set(script.SOFTMAX_KERNELS)
