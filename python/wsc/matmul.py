@@ -675,8 +675,6 @@ def _fixed(p: MatmulPlan) -> dict:
 
 _state_lock = threading.Lock()
 _cache_instance = None
-#: Loaded kernels, one per (artifact directory, device ordinal).
-_kernels: dict = {}
 
 
 def _cache():
@@ -701,20 +699,13 @@ def compiled_kernel_dir(p: MatmulPlan, config: dict, cache) -> Path:
 def _kernel_for(p: MatmulPlan, ordinal: int):
     """A loaded wsc.runtime.Kernel for `p` on cuda:`ordinal`, described for
     `p`'s sizes, compiling and tuning as needed."""
-    from wsc.runtime import Kernel
+    from wsc.runtime import loaded_kernel
 
     cache = _cache()
     config = choose_config(
         p, hopper_name(ordinal, "wsc.matmul"), cache, lambda p: _tune(p, ordinal)
     )
-    directory = compiled_kernel_dir(p, config, cache)
-    key = (str(directory), ordinal)
-    with _state_lock:
-        kernel = _kernels.get(key)
-    if kernel is None:
-        kernel = Kernel(directory, device=ordinal)
-        with _state_lock:
-            kernel = _kernels.setdefault(key, kernel)
+    kernel = loaded_kernel(compiled_kernel_dir(p, config, cache), ordinal)
     return kernel.resized(m=p.m, n=p.n, k=p.k, **_extra_sizes(p))
 
 

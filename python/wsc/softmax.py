@@ -32,8 +32,6 @@ from wsc.target.hopper import TMA_ALIGN
 _TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
 
 _lock = threading.Lock()
-#: Loaded kernels, one per (artifact directory, device ordinal).
-_kernels: dict = {}
 #: Calls already resolved, by signature: their bound launch, or None for no rows.
 _bound: dict = {}
 #: Signatures kept per process; past it the oldest are forgotten (and resolved again).
@@ -123,20 +121,13 @@ def _bind(x, dim: int, out):
 def _kernel(row_length: int, dtype: str, ordinal: int):
     """The loaded kernel for rows of `row_length` `dtype` on cuda:`ordinal`,
     compiled now if the cache does not hold it."""
-    from wsc.runtime import Kernel
+    from wsc.runtime import loaded_kernel
 
     hopper_name(ordinal, "wsc.softmax")
     directory = SOFTMAX.artifact(
         {}, softmax_view(1, row_length), {"row_length": row_length, "dtype": dtype}
     )
-    key = (str(directory), ordinal)
-    with _lock:
-        kernel = _kernels.get(key)
-    if kernel is None:
-        kernel = Kernel(directory, device=ordinal)
-        with _lock:
-            kernel = _kernels.setdefault(key, kernel)
-    return kernel
+    return loaded_kernel(directory, ordinal)
 
 
 def _check_alignment(x, out) -> None:

@@ -73,6 +73,7 @@ __all__ = [
     "TensorMapError",
     "WscRuntimeError",
     "load_artifact",
+    "loaded_kernel",
     "synchronize",
 ]
 
@@ -351,3 +352,21 @@ class BoundLaunch:
             finally:
                 if callers != self._context:
                     driver.check_result("cuCtxSetCurrent", self._set_context(callers))
+
+
+_loaded_lock = threading.Lock()
+#: Kernels loaded by `loaded_kernel`, by (artifact directory, device ordinal).
+_loaded: dict[tuple[str, int], Kernel] = {}
+
+
+def loaded_kernel(directory: str | Path, device: int = 0) -> Kernel:
+    """The artifact in `directory` loaded on cuda:`device` once per process
+    (the user APIs' kernels: a module load per call would cost milliseconds)."""
+    key = (str(directory), device)
+    with _loaded_lock:
+        kernel = _loaded.get(key)
+    if kernel is None:
+        kernel = Kernel(directory, device=device)
+        with _loaded_lock:
+            kernel = _loaded.setdefault(key, kernel)
+    return kernel
