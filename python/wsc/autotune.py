@@ -53,7 +53,7 @@ from typing import Any
 #: How candidates are timed (`wsc run --timing`): as a run of calls keeps the
 #: GPU busy, where flushed single launches run at a clock sustained work does
 #: not hold, and rank some configs differently
-#: (results/h200-tuning-vs-back-to-back.md).
+#: (results/h200-tuning-vs-back-to-back.md, results/h200-tuner-timing.md).
 TIMING = "back-to-back"
 
 

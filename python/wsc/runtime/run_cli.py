@@ -409,7 +409,7 @@ def _time_in_rounds(timers: list[tuple[dict, BackToBack]], rounds: int, timeout_
     """Time the kernels of `timers` again, each round replaying every one's
     graph once, one after the other on one stream, and update their reports:
     the clock of a GPU at its power limit drifts by 10-20 % within a minute
-    (results/h200-tuning-vs-back-to-back.md), and timed one after the other
+    (results/h200-tuner-timing.md), and timed one after the other
     the kernels timed first would win."""
     timed = [(report, timer) for report, timer in timers if report["ok"]]
     if not timed:
