@@ -360,7 +360,10 @@ class BackToBack:
         self.kernel, self.timeout_s = kernel, timeout_s
         self.stream = Stream()
         self.sets = len(sets)
-        launches = [kernel.prepare(stream=self.stream, **arrays, **workspaces) for arrays in sets]
+        # Kept: they hold the memory the graph's launches read and write.
+        self.launches = launches = [
+            kernel.prepare(stream=self.stream, **arrays, **workspaces) for arrays in sets
+        ]
         for launch in launches * max(1, math.ceil(WARMUP_LAUNCHES / len(launches))):
             launch.launch()
         start, end = Event(), Event()
