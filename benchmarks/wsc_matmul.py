@@ -491,7 +491,7 @@ def _calls_per_block(shape: dict) -> int:
     return max(10, min(200, int(BLOCK_MS / estimate_ms)))
 
 
-def _eager(torch, call, sets, calls) -> tuple[float, float]:
+def timed_block(torch, call, sets, calls) -> tuple[float, float]:
     """(device us, wall us) per call of a block of back-to-back calls."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
@@ -734,7 +734,7 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     wall = {name: [] for name in methods}
     kernel = {name: [] for name in methods}
     for name in in_turn(list(methods), ROUNDS):
-        device_us, wall_us = _eager(torch, methods[name], problem.sets, calls)
+        device_us, wall_us = timed_block(torch, methods[name], problem.sets, calls)
         device[name].append(device_us)
         wall[name].append(wall_us)
         kernel[name].append(replays[name]())

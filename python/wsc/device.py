@@ -24,8 +24,8 @@ def hopper_gpu_visible(device: int = 0) -> bool:
 
 
 def hopper_name(ordinal: int, caller: str) -> str:
-    """ "<name> (sm_90)" of cuda:`ordinal`; ValueError, naming `caller`, if it
-    is no Hopper GPU."""
+    """The name of cuda:`ordinal` with its architecture, as "<name> (sm_90)";
+    ValueError, naming `caller`, if it is no Hopper GPU."""
     from wsc.runtime import driver
 
     device = driver.get_device(ordinal)

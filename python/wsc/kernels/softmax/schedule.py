@@ -18,10 +18,9 @@ from wsc.target.hopper import ELEMENT_BYTES
 TILE_ROWS = 64
 #: The rows of the view one warp holds of a tile: one row of X.
 ROW_SPLIT = 16
-#: Row lengths are multiples of this (the view's rows, C/16, whole 16-element
-#: TMA rows of bf16 or f16)...
+#: Row lengths are multiples of this (the view's width, C/16, a multiple of 16 columns)...
 ROW_LENGTH_STEP = 16 * ROW_SPLIT
-#: ... up to this: a longer row's stage does not fit beside the registers it needs.
+#: ... up to this, the longest built and measured (rows of 16384 spill registers).
 MAX_ROW_LENGTH = 8192
 #: Element types, by wsc name.
 DTYPES = ("bf16", "f16")
