@@ -36,33 +36,40 @@ _lock = threading.Lock()
 _bound: dict = {}
 #: Signatures kept per process; past it the oldest are forgotten (and resolved again).
 _BOUND_SIGNATURES = 4096
+#: What `_bound` gives for a signature not resolved yet (None means "no rows").
+_UNBOUND = object()
 
 
 def softmax(x, dim: int = -1, *, out=None):
     """softmax(x) along `dim`, the last dim of x (see the module docstring)."""
-    signature = _signature(x, dim, out)
-    if signature not in _bound:
-        bound = _bind(x, dim, out)
+    torch = _torch()
+    signature = _signature(x, dim, out, torch)
+    launch = _bound.get(signature, _UNBOUND)
+    if launch is _UNBOUND:
+        launch = _bind(x, dim, out)
         with _lock:
             if len(_bound) >= _BOUND_SIGNATURES:
                 _bound.pop(next(iter(_bound)), None)
-            _bound[signature] = bound
+            _bound[signature] = launch
     if out is None:
-        out = _torch().empty_like(x)
-    launch = _bound[signature]
+        out = torch.empty_like(x)
     if launch is not None:
-        if (x.data_ptr() | out.data_ptr()) % TMA_ALIGN:
+        x_pointer, out_pointer = x.data_ptr(), out.data_ptr()
+        if (x_pointer | out_pointer) % TMA_ALIGN:
             _check_alignment(x, out)
-        launch(_torch()._C._cuda_getCurrentRawStream(x.device.index), x.data_ptr(), out.data_ptr())
+        stream = torch._C._cuda_getCurrentRawStream(x.device.index)
+        launch(stream, x_pointer, out_pointer)
     return out
 
 
-def _signature(x, dim: int, out) -> tuple:
-    if not hasattr(x, "data_ptr") or not hasattr(x, "stride"):
-        raise TypeError(f"wsc.softmax: x must be a torch tensor, got {type(x).__name__}")
+def _signature(x, dim: int, out, torch) -> tuple:
+    try:
+        tensor = (x.shape, x.stride(), x.dtype, x.device)
+        grad = x.requires_grad and torch.is_grad_enabled()
+    except AttributeError:
+        raise TypeError(f"wsc.softmax: x must be a torch tensor, got {type(x).__name__}") from None
     result = None if out is None else (out.shape, out.stride(), out.dtype, out.device)
-    grad = x.requires_grad and _torch().is_grad_enabled()
-    return (x.shape, x.stride(), x.dtype, x.device, dim, result, grad)
+    return (*tensor, dim, result, grad)
 
 
 def _bind(x, dim: int, out):

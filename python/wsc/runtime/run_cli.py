@@ -383,19 +383,12 @@ class BackToBack:
         self.graph.launch(self.stream)
         self.synchronize()
 
-    def synchronize(self, replays: int = 1) -> None:
-        self.kernel.synchronize(self.stream, self.timeout_s * replays)
+    def synchronize(self) -> None:
+        self.kernel.synchronize(self.stream, self.timeout_s)
 
     def time(self, replays: int) -> list[float]:
-        """Milliseconds per launch of each of `replays` replays, queued one
-        after the other so that the GPU never idles between them."""
-        events = [Event() for _ in range(replays + 1)]
-        events[0].record(self.stream)
-        for event in events[1:]:
-            self.graph.launch(self.stream)
-            event.record(self.stream)
-        self.synchronize(replays)
-        return [a.elapsed_ms(b) / self.count for a, b in itertools.pairwise(events)]
+        """Milliseconds per launch of each of `replays` replays."""
+        return _replay(self.stream, [self] * replays, self.timeout_s)
 
     def summary(self, per_launch: list[float]) -> dict:
         return {
@@ -422,19 +415,30 @@ def _time_in_rounds(timers: list[tuple[dict, BackToBack]], rounds: int, timeout_
     for round_ in range(rounds):
         # Each round starts one kernel further on: none always follows the same one.
         order = [(round_ + i) % len(timed) for i in range(len(timed))]
-        events = [Event() for _ in range(len(order) + 1)]
-        events[0].record(stream)
-        for index, event in zip(order, events[1:], strict=True):
-            timed[index][1].graph.launch(stream)
-            event.record(stream)
-        synchronize(stream, timeout_s * len(order))
-        for index, (start, end) in zip(order, itertools.pairwise(events), strict=True):
-            per_launch[index].append(start.elapsed_ms(end) / timed[index][1].count)
+        times = _replay(stream, [timed[index][1] for index in order], timeout_s)
+        for index, ms in zip(order, times, strict=True):
+            per_launch[index].append(ms)
     for (report, timer), times in zip(timed, per_launch, strict=True):
         scale = report["ms"] / float(np.median(times))
         report.update(timer.summary(times), rounds=rounds)
         if report["tflops"] is not None:
             report["tflops"] *= scale
+
+
+def _replay(stream, timers: list[BackToBack], timeout_s: float) -> list[float]:
+    """Replay the graphs of `timers` in order on `stream`, queued one after
+    the other so that the GPU never idles between them: milliseconds per
+    launch of each replay."""
+    events = [Event() for _ in range(len(timers) + 1)]
+    events[0].record(stream)
+    for timer, event in zip(timers, events[1:], strict=True):
+        timer.graph.launch(stream)
+        event.record(stream)
+    synchronize(stream, timeout_s * len(timers))
+    return [
+        start.elapsed_ms(end) / timer.count
+        for timer, (start, end) in zip(timers, itertools.pairwise(events), strict=True)
+    ]
 
 
 def _l2_bytes(device) -> int:
