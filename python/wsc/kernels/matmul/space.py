@@ -176,6 +176,10 @@ _TMA_STORE = autotune(
                 (128, 128, 2, "warpgroup", 6, 1, True, 1, 1),
                 (128, 128, 2, "warpgroup", 6, 1, True, 1, 2),
                 (64, 64, 1, "warp", 12, 1, False, 1, 1),
+                # Tiles of 192 columns where 256 leave the last wave part empty
+                # (M = 3000, N = 5000: 648 tiles in 4.9 waves of 132 SMs, not
+                # 480 in 3.6): results/h200-wave-filling-tiles.md.
+                (128, 192, 2, "warpgroup", 4, 1, True, 1, 2),
                 *[(*tile, 1) for tile in _SPLIT_TILES],
             ]
         ],
