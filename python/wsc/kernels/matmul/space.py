@@ -180,6 +180,8 @@ _TMA_STORE = autotune(
                 # (M = 3000, N = 5000: 648 tiles in 4.9 waves of 132 SMs, not
                 # 480 in 3.6): results/h200-wave-filling-tiles.md.
                 (128, 192, 2, "warpgroup", 4, 1, True, 1, 2),
+                # cuBLAS's tile at M = 128, N = K = 8192 (nvjet 128x64, 8 stages).
+                (128, 64, 2, "warpgroup", 8, 1, False, 1, 1),
                 *[(*tile, 1) for tile in _SPLIT_TILES],
             ]
         ],
@@ -241,7 +243,7 @@ _BLOCK_SCALED_TMA = autotune(_TILES, _BLOCK_SCALED_TILES)(
     autotune("group_m", [8])(autotune("tma_store", [True])(matmul_kernel))
 )
 #: Small M (MatmulPlan.space): tiles of 16 to 64 rows of M by
-#: 64 of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
+#: 64 (or 256) of N with the operands swapped (swap_ab: N along the WGMMA's M, so a
 #: 16-row tile is not padded to 64), deep rings of these small stages, and
 #: split-K where the N tiles alone leave SMs idle (cuBLAS's kernels at these
 #: sizes on the H200 have such 64 x 16 and 64 x 32 tiles, seen by ncu); beside
@@ -262,6 +264,9 @@ _SWAPPED_TILES = [
     (64, 64, 1, "warp", 6, 1, False, 1),
     (64, 64, 1, "warp", 12, 1, False, 1),
     (64, 64, 1, "warp", 12, 1, False, 2),
+    # 256 of N (a group's two WGMMAs of 64 rows each): cuBLAS's tile at M = 16,
+    # N = 28672 (nvjet 256x16, 6 stages), 112 blocks where 64 of N make 448.
+    (16, 256, 2, "warpgroup", 6, 1, False, 1),
 ]
 _SMALL_M = autotune(
     _TILES + ", swap_ab",
