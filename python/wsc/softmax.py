@@ -17,11 +17,16 @@ that length (`wsc.kernels.softmax.schedule`) and kept in the persistent cache
 (`wsc.cache`); compiling needs the MLIR wheels, so a machine without them
 runs what its cache holds. Each signature of call (shape, dtype, device) is
 resolved once per process; later calls launch the bound kernel at once on
-torch's current stream.
+torch's current stream. The first call of a signature, and every call torch
+must see (torch.compile, fake or meta tensors, a dispatch mode), go through
+the custom ops torch.ops.wsc.softmax(x, dim) and
+torch.ops.wsc.softmax_out(x, dim, out), whose fake implementations make the
+same checks, so torch.compile traces a call as one op.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from typing import Any
 
@@ -43,41 +48,43 @@ _UNBOUND = object()
 def softmax(x, dim: int = -1, *, out=None):
     """softmax(x) along `dim`, the last dim of x (see the module docstring)."""
     torch = _torch()
-    signature = _signature(x, dim, out, torch)
-    launch = _bound.get(signature, _UNBOUND)
-    if launch is _UNBOUND:
-        launch = _bind(x, dim, out)
-        with _lock:
-            if len(_bound) >= _BOUND_SIGNATURES:
-                _bound.pop(next(iter(_bound)), None)
-            _bound[signature] = launch
+    if (
+        not torch.compiler.is_compiling()
+        and type(x) is torch.Tensor
+        and (out is None or type(out) is torch.Tensor)
+        and _dispatch_mode() is None
+        and torch._C._get_tracing_state() is None
+    ):
+        # A call of a signature seen before launches at once. The first one of
+        # a signature, and any call torch must see (tracing, a dispatch mode,
+        # fake tensors), takes the custom op, which resolves it.
+        launch = _bound.get(_signature(x, dim, out, torch), _UNBOUND)
+        if launch is not _UNBOUND:
+            if out is None:
+                out = torch.empty_like(x)
+            else:
+                torch.autograd.graph.increment_version(out)  # as any in-place write does
+            _run(launch, x, out, torch)
+            return out
+    check(x, dim, out)
     if out is None:
-        out = torch.empty_like(x)
-    if launch is not None:
-        x_pointer, out_pointer = x.data_ptr(), out.data_ptr()
-        if (x_pointer | out_pointer) % TMA_ALIGN:
-            _check_alignment(x, out)
-        stream = torch._C._cuda_getCurrentRawStream(x.device.index)
-        launch(stream, x_pointer, out_pointer)
+        return torch.ops.wsc.softmax(x, dim)
+    torch.ops.wsc.softmax_out(x, dim, out)
     return out
 
 
 def _signature(x, dim: int, out, torch) -> tuple:
-    try:
-        tensor = (x.shape, x.stride(), x.dtype, x.device)
-        grad = x.requires_grad and torch.is_grad_enabled()
-    except AttributeError:
-        raise TypeError(f"wsc.softmax: x must be a torch tensor, got {type(x).__name__}") from None
+    grad = x.requires_grad and torch.is_grad_enabled()
     result = None if out is None else (out.shape, out.stride(), out.dtype, out.device)
-    return (*tensor, dim, result, grad)
+    return (x.shape, x.stride(), x.dtype, x.device, dim, result, grad)
 
 
-def _bind(x, dim: int, out):
-    """Check a call of a new signature and bind its kernel: a launch taking
-    (stream, x's pointer, out's pointer), or None when x has no rows."""
-    from wsc.runtime import BoundLaunch
-
+def check(x, dim: int, out) -> None:
+    """Refuse, with the reason, a call the kernel cannot take; CUDA and meta
+    tensors (torch.compile's fake ones among them) pass."""
     torch = _torch()
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"wsc.softmax: x must be a torch tensor, got {type(x).__name__}")
     dtype = _TORCH_NAMES.get(str(x.dtype))
     if dtype not in DTYPES:
         raise ValueError(f"wsc.softmax: x is {x.dtype}; the kernel takes bfloat16 and float16")
@@ -97,26 +104,66 @@ def _bind(x, dim: int, out):
             f"reads whole rows with TMA (x.contiguous())"
         )
     if out is not None and (
-        out.shape != x.shape
+        not isinstance(out, torch.Tensor)
+        or out.shape != x.shape
         or out.dtype != x.dtype
         or out.device != x.device
         or not out.is_contiguous()
     ):
+        got = (
+            f"{out.dtype} {list(out.shape)} on {out.device}"
+            f"{'' if out.is_contiguous() else ', not contiguous'}"
+            if isinstance(out, torch.Tensor)
+            else type(out).__name__
+        )
         raise ValueError(
             f"wsc.softmax: out must be a contiguous {x.dtype} tensor of x's shape "
-            f"{list(x.shape)} on {x.device}, got {out.dtype} {list(out.shape)} on {out.device}"
-            f"{'' if out.is_contiguous() else ', not contiguous'}"
+            f"{list(x.shape)} on {x.device}, got {got}"
         )
-    row_length = x.shape[-1]
-    check_row_length(row_length, "wsc.softmax")
-    if x.device.type != "cuda":
+    check_row_length(x.shape[-1], "wsc.softmax")
+    if x.device.type not in ("cuda", "meta"):
         raise ValueError(f"wsc.softmax: x is on {x.device}; the kernel runs on CUDA tensors")
+
+
+def _launch(x, dim: int, out, functional: bool) -> None:
+    """The custom op's CUDA implementation: resolve the call's signature once
+    (also under the signature without `out` for a functional call, whose
+    `out` the op allocated), then launch."""
+    torch = _torch()
+    signature = _signature(x, dim, out, torch)
+    launch = _bound.get(signature, _UNBOUND)
+    if launch is _UNBOUND:
+        launch = _bind(x)
+        with _lock:
+            while len(_bound) >= _BOUND_SIGNATURES - 1:
+                _bound.pop(next(iter(_bound)), None)
+            _bound[signature] = launch
+            if functional:
+                _bound[_signature(x, dim, None, torch)] = launch
+    _run(launch, x, out, torch)
+
+
+def _run(launch, x, out, torch) -> None:
+    if launch is None:
+        return
+    x_pointer, out_pointer = x.data_ptr(), out.data_ptr()
+    if (x_pointer | out_pointer) % TMA_ALIGN:
+        _check_alignment(x, out)
+    launch(torch._C._cuda_getCurrentRawStream(x.device.index), x_pointer, out_pointer)
+
+
+def _bind(x):
+    """Bind the kernel of a checked call's x: a launch taking (stream, x's
+    pointer, out's pointer), or None when x has no rows."""
+    from wsc.runtime import BoundLaunch
+
+    row_length = x.shape[-1]
     rows = x.numel() // row_length
     if rows == 0:
         return None
     ordinal = x.device.index if x.device.index is not None else 0
     sizes = softmax_view(rows, row_length)
-    kernel = _kernel(row_length, dtype, ordinal).resized(**sizes)
+    kernel = _kernel(row_length, _TORCH_NAMES[str(x.dtype)], ordinal).resized(**sizes)
     # Bound to the view's shape and strides; calls pass the pointers of theirs.
     view = x.view(sizes["a_dim0"], sizes["a_dim1"])
     launch = BoundLaunch(kernel.prepare(a=view, b=view))
@@ -150,3 +197,50 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+def _register_torch_ops() -> None:
+    """torch.ops.wsc.softmax (functional) and torch.ops.wsc.softmax_out
+    (writes `out`), each with a fake implementation (the same checks, and the
+    result's metadata) for meta tensors and torch.compile's tracing."""
+    import torch
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    global _library, _dispatch_mode
+    _dispatch_mode = _get_current_dispatch_mode
+    # A fragment: wsc.matmul defines the namespace's other ops. Exact strides:
+    # the kernel reads contiguous rows, which a compiler must not restride.
+    _library = torch.library.Library("wsc", "FRAGMENT")
+    strides = (torch.Tag.needs_exact_strides,)
+    _library.define("softmax(Tensor x, int dim=-1) -> Tensor", tags=strides)
+    _library.define("softmax_out(Tensor x, int dim, Tensor(a!) out) -> ()", tags=strides)
+
+    def softmax_op(x, dim=-1):
+        out = torch.empty_like(x)
+        _launch(x, dim, out, functional=True)
+        return out
+
+    def softmax_out_op(x, dim, out):
+        _launch(x, dim, out, functional=False)
+
+    def softmax_fake(x, dim=-1):
+        check(x, dim, None)
+        return torch.empty_like(x)
+
+    def softmax_out_fake(x, dim, out):
+        check(x, dim, out)
+
+    _library.impl("softmax", softmax_op, "CUDA")
+    _library.impl("softmax_out", softmax_out_op, "CUDA")
+    torch.library.register_fake("wsc::softmax", softmax_fake, lib=_library)
+    torch.library.register_fake("wsc::softmax_out", softmax_out_fake, lib=_library)
+
+
+#: The ops' Library, and torch's getter of the active dispatch mode (set with the ops).
+_library: Any = None
+_dispatch_mode: Any = None
+
+if importlib.util.find_spec("torch") is not None:
+    # Registered on import, before any call: torch.compile traces calls, and
+    # registering ops while it traces would break the graph.
+    _register_torch_ops()

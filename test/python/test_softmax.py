@@ -93,6 +93,56 @@ def test_under_no_grad_a_tensor_that_requires_grad_is_taken():
         wsc.softmax(x)
 
 
+def meta(*shape, dtype=torch.bfloat16):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def test_meta_tensors_get_the_results_metadata():
+    y = wsc.softmax(meta(4, 3, 1024))
+    assert y.shape == (4, 3, 1024) and y.dtype == torch.bfloat16 and y.device.type == "meta"
+    out = meta(8, 512, dtype=torch.float16)
+    assert wsc.softmax(meta(8, 512, dtype=torch.float16), out=out) is out
+
+
+def test_the_ops_fake_implementations_check_as_eager_does():
+    with pytest.raises(ValueError, match="rows of 1000 elements"):
+        torch.ops.wsc.softmax(meta(4, 1000))
+    with pytest.raises(ValueError, match="out must be a contiguous torch.bfloat16 tensor"):
+        torch.ops.wsc.softmax_out(meta(4, 1024), -1, meta(4, 1024, dtype=torch.float16))
+    with pytest.raises(ValueError, match="reduces the last dim of x"):
+        torch.ops.wsc.softmax(meta(4, 1024), 0)
+
+
+def test_torch_compile_traces_one_custom_op_call():
+    graphs = []
+
+    def record(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    @torch.compile(backend=record, fullgraph=True)
+    def probabilities(x):
+        return wsc.softmax(x).float() * 2
+
+    y = probabilities(meta(16, 2048))
+    assert y.shape == (16, 2048) and y.dtype == torch.float32
+    targets = [str(node.target) for node in graphs[0].graph.nodes]
+    assert "wsc.softmax" in targets or "wsc.softmax.default" in targets
+
+
+def test_the_softmax_ops_and_the_matmul_ops_register_in_either_order():
+    import subprocess
+
+    for first, second in (("softmax", "matmul"), ("matmul", "softmax")):
+        code = (
+            f"import torch, wsc.{first}, wsc.{second}; "
+            "print(torch.ops.wsc.softmax.default, torch.ops.wsc.matmul.default)"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["wsc.softmax.default", "wsc.matmul.default"]
+
+
 def test_every_measured_row_length_keeps_its_schedule_and_others_get_one():
     for row_length, measured in SCHEDULES.items():
         check_row_length(row_length)
@@ -140,6 +190,18 @@ def test_gpu_softmax_runs_on_the_current_stream_and_in_a_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(on_side, expected) and torch.equal(out, expected)
+
+
+@pytest.mark.cuda
+@needs_hopper
+def test_gpu_softmax_under_torch_compile():
+    x = (torch.randn(4097, 2048, device="cuda") * 4).to(torch.bfloat16)
+    probabilities = torch.compile(lambda x: wsc.softmax(x).float() * 2, fullgraph=True)
+    result = probabilities(x)
+    reference = torch.softmax(x.double(), dim=-1) * 2
+    assert not torch.isnan(result).any()
+    error = torch.linalg.norm(result.double() - reference) / torch.linalg.norm(reference)
+    assert float(error) <= 2 * 2.0**-8, float(error)
 
 
 @pytest.mark.cuda
