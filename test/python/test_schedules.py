@@ -733,6 +733,75 @@ def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path
     assert artifact.launch_grid(7) == (6, 1, 1)  # whole clusters of the SMs there are
 
 
+@pytest.mark.parametrize("layout", ["nk", "kn"])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(block_m=16, block_n=64, cluster_n=2),
+        dict(block_m=72, block_n=128, num_consumer_groups=2, producer="warpgroup", cluster_n=3),
+        dict(block_m=32, block_n=128, num_consumer_groups=2, producer="warpgroup", cluster_n=4),
+    ],
+)
+def test_swapped_cluster_protocol_is_clean(layout, fields):
+    """Clusters along N: the blocks share A's tile (the swapped WGMMA's B
+    operand), each copying its slice into every block's stages, and every
+    release reaches every block."""
+    config = MatmulConfig(num_stages=4, wgmma_in_flight=1, swap_ab=True, group_m=8, **fields)
+    problem = MatmulProblem(out_dtype="f16", b_layout=layout)
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(problem, config)
+        check_protocol(module.operation, max_k_tiles=4)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+        text = str(module)
+    copies = [
+        (copy.group(1), "{multicast}" in copy.group(0))
+        for copy in re.finditer(r'"wsc.tma_load"\((%arg\d+),.*', text)
+    ]
+    # A's copies (%arg0) are multicast, B's (%arg1) are not.
+    assert {tensor for tensor, _ in copies} == {"%arg0", "%arg1"}
+    assert all(multicast == (tensor == "%arg0") for tensor, multicast in copies)
+    threads = config.num_consumer_groups * 128 * config.cluster_n
+    assert f"arrival_count = {threads} :" in text
+    assert re.search(r'"wsc.mbarrier_arrive"\(.*\{every_cta', text)
+
+
+def test_swapped_cluster_options():
+    with pytest.raises(ValueError, match="cluster_n must be 1 to 4, got 8"):
+        MatmulConfig(block_m=64, block_n=64, swap_ab=True, cluster_n=8)
+    with pytest.raises(ValueError, match="needs swap_ab = True and takes no split_k > 1"):
+        MatmulConfig(cluster_n=2)
+    with pytest.raises(ValueError, match="needs swap_ab = True and takes no split_k > 1"):
+        MatmulConfig(block_m=16, block_n=64, swap_ab=True, cluster_n=2, split_k=2)
+    with pytest.raises(ValueError, match="A's tile of 16 rows .* a multiple of 32 rows"):
+        MatmulConfig(block_m=16, block_n=64, swap_ab=True, cluster_n=4)
+
+
+@needs_ptxas
+def test_a_swapped_cluster_kernel_counts_tile_columns_along_x(tmp_path):
+    from wsc.runtime.artifact import load_artifact
+
+    config = MatmulConfig(
+        block_m=72,
+        block_n=128,
+        num_stages=8,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        wgmma_in_flight=1,
+        swap_ab=True,
+        cluster_n=3,
+    )
+    # 5000 columns are 40 tile columns, 42 in whole clusters of 3; 200 rows 3 tile rows.
+    result = compile_matmul(200, 5000, 7000, MatmulProblem(out_dtype="f16"), config, tmp_path)
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    assert ".reqnctapercluster 3, 1, 1" in result.ptx and "multicast::cluster" in result.ptx
+    artifact = load_artifact(tmp_path)
+    assert artifact.cluster == 3 and artifact.tensor_maps["a"].box == (24, 64)
+    assert artifact.grid == (42, 3, 1) and artifact.launch_grid(132) == (42, 3, 1)
+
+
 def test_a_fused_epilogue_reads_its_tensors_in_every_schedule(tmp_path):
     """act(A B^T + bias) + residual: the bias and the residual are kernel
     arguments d and e, whose sizes are C's, for a plain, a swapped (C^T)

@@ -43,6 +43,14 @@ loops stay in step), and each stage is released to both blocks' empty
 barriers (`wsc.mbarrier_arrive {every_cta}`), since both producers write it. A
 rank-1 block whose tile row is past M computes on zeros and stores nothing.
 
+With `swap_ab` and `cluster_n` = C > 1 the cluster runs along N instead: the
+grid's x counts tile columns (rounded up to whole clusters) and y tile rows,
+so the C blocks of a cluster take adjacent tile columns of one tile row and
+share A's tile, the WGMMA's B operand, each copying 1/C of its rows into the
+stages of all. That is the small operand at small M, which every block reads
+in full otherwise (M = 200, N = 5000: 120 blocks of 72 x 128 read A's 72 rows
+and B's 128 per K tile). Blocks past N compute on zeros and store nothing.
+
 With `split_k` = S > 1 the grid gains a z axis of S blocks per tile: block
 z sums K tiles [z * kt / S, (z + 1) * kt / S) and hands its partial sum over
 through the split-K workspace (`kb.split_k`, partial tiles at row t * BM):
@@ -204,11 +212,11 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     # The accumulator's shape: C's tile, or its transpose with swap_ab.
     acc_shape = accumulator_shape(config)
     element, b_layout = problem.dtype, problem.b_layout
-    ctas = config.cluster_m
+    ctas = config.cluster
     kb = KernelBuilder(
         name,
         num_warps=WARPGROUP_SIZE // WARP_SIZE,
-        grid=[("m", bm), ("n", bn), *([("batch", 1)] if problem.batched else [])],
+        grid=[*grid_tiles(config), *([("batch", 1)] if problem.batched else [])],
         cluster_size=ctas,
         context=ir.Context.current,
     )
@@ -244,7 +252,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     # Work units: tiles, or in a cluster tile pairs (ctas tile rows of one
     # tile column), numbered like tiles over ceil(tiles_m / ctas) rows.
     units_m, rank = tiles_m, None
-    if ctas > 1:
+    if config.cluster_m > 1:
         units_m = cdiv(tiles_m, ctas)
         rank = kb.cluster_rank
 
@@ -259,7 +267,11 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         `share` is the block's [begin, end) of all tiles' K tiles; in a
         batched product `matrix` is the unit's matrix."""
         a_k, b_k, c_tile = (a, b, c) if matrix is None else (a[matrix], b[matrix], c[matrix])
-        tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
+        if config.cluster_n > 1:
+            # Clusters along N: a block's tile is its place in the grid.
+            tile_row, tile_col = kb.block_idx.y, block_x
+        else:
+            tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
         if rank is not None:
             tile_row = tile_row * ctas + rank
         tile_m, tile_n = tile_row * bm, tile_col * bn
@@ -300,15 +312,21 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                 )
             with kb.single_thread():
                 kb.mbarrier.arrive_and_expect_tx(full[it.stage], a_tile.nbytes + b_tile.nbytes)
-                kb.tma.global_to_shared(a_k, a_tile, [tile_m, k0], mbarrier=full[it.stage])
-                # B's tile is the cluster's: each block copies its share
-                # into every block's stage.
+                # A cluster shares A's tile along N and B's along M: each
+                # block copies its share into every block's stage.
+                kb.tma.global_to_shared(
+                    a_k,
+                    a_tile,
+                    [tile_m, k0],
+                    mbarrier=full[it.stage],
+                    multicast=config.cluster_n > 1,
+                )
                 kb.tma.global_to_shared(
                     b_k,
                     b_tile,
                     [tile_n, k0] if b_layout == "nk" else [k0, tile_n],
                     mbarrier=full[it.stage],
-                    multicast=ctas > 1,
+                    multicast=config.cluster_m > 1,
                 )
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             kb.wgmma.fence()
@@ -425,6 +443,14 @@ def accumulator_shape(config: MatmulConfig) -> tuple[int, int]:
     return tile[::-1] if config.swap_ab else tile
 
 
+def grid_tiles(config: MatmulConfig) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The grid's x and y axes, each counting tiles of a size: M's then N's,
+    or N's first with clusters along N (a cluster's blocks are consecutive
+    along x)."""
+    tiles = (("m", config.block_m), ("n", config.block_n))
+    return (tiles[1], tiles[0]) if config.cluster_n > 1 else tiles
+
+
 def partial_sums(config: MatmulConfig) -> tuple[int, tuple[int, int], int | None] | None:
     """(splits, partial tile shape, slots) of the kernel's split-K workspace
     (kb.split_k.workspace; slots None: one per output tile), or None."""
@@ -514,7 +540,7 @@ def write_matmul_artifact(
     reads its sizes at run time, so one CompileResult serves every shape
     whose TMA row strides are legal."""
     check_tma_strides(k, n, problem, config)
-    tiles = (("m", config.block_m), ("n", config.block_n))
+    tiles = grid_tiles(config)
     splits = config.split_k
     partials = partial_sums(config)
     return write_artifact(

@@ -94,6 +94,9 @@ class MatmulConfig:
     #: Blocks per cluster along M, sharing B's tile by multicast (1 or 2; see
     #: wsc.kernels.matmul.build).
     cluster_m: int = 1
+    #: With swap_ab: blocks per cluster along N, sharing A's tile (the
+    #: WGMMA's B operand) by multicast (1 to 4; see wsc.kernels.matmul.build).
+    cluster_n: int = 1
     #: A warpgroup producer gives registers to the consumers with setmaxnreg
     #: (--warp-specialize's rebalance-registers); False keeps the launch
     #: budget in every role.
@@ -140,6 +143,19 @@ class MatmulConfig:
             )
         if self.cluster_m not in (1, 2):
             raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
+        if self.cluster_n not in (1, 2, 3, 4):
+            raise ValueError(f"cluster_n must be 1 to 4, got {self.cluster_n}")
+        if self.cluster_n > 1 and not (self.swap_ab and self.split_k == 1):
+            raise ValueError(
+                "cluster_n > 1 shares A's tile between the blocks of swapped tiles: it "
+                "needs swap_ab = True and takes no split_k > 1"
+            )
+        if self.cluster_n > 1 and self.block_m % (8 * self.cluster_n):
+            raise ValueError(
+                f"cluster_n = {self.cluster_n} splits A's tile of {self.block_m} rows between "
+                f"the blocks of a cluster in slices of 8 rows: it needs a multiple of "
+                f"{8 * self.cluster_n} rows"
+            )
         if self.cluster_m > 1 and self.ping_pong:
             raise ValueError("cluster_m = 2 with ping_pong = True is not supported")
         if not self.rebalance_registers and self.producer != "warpgroup":
@@ -322,6 +338,11 @@ class MatmulConfig:
             f"K tile's product take",
             "use a narrower tile",
         )
+
+    @property
+    def cluster(self) -> int:
+        """Blocks per cluster (along M or, with swap_ab, along N)."""
+        return self.cluster_m * self.cluster_n
 
     @property
     def staged_store(self) -> bool:

@@ -27,6 +27,7 @@ def matmul_kernel(
     tma_store: bool = False,
     coalesced_store: bool = False,
     cluster_m: int = 1,
+    cluster_n: int = 1,
     split_k: int = 1,
     stream_k: bool = False,
     swap_ab: bool = False,
@@ -43,7 +44,7 @@ def matmul_kernel(
 
     from wsc.builder import Kernel
     from wsc.dialect import make_context
-    from wsc.kernels.matmul.build import ALPHA_DEFAULT, build_matmul, partial_sums
+    from wsc.kernels.matmul.build import ALPHA_DEFAULT, build_matmul, grid_tiles, partial_sums
     from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, row_elements
 
     problem = MatmulProblem(
@@ -64,6 +65,7 @@ def matmul_kernel(
         tma_store=tma_store,
         coalesced_store=coalesced_store,
         cluster_m=cluster_m,
+        cluster_n=cluster_n,
         split_k=split_k,
         stream_k=stream_k,
         swap_ab=swap_ab,
@@ -76,7 +78,7 @@ def matmul_kernel(
         module,
         context,
         "matmul",
-        grid=(("m", block_m), ("n", block_n), *((("batch", 1),) if batched else ())),
+        grid=(*grid_tiles(config), *((("batch", 1),) if batched else ())),
         unroll=not persistent,
         persistent=persistent,
         check="matmul",
