@@ -5,6 +5,7 @@ and the best Triton config of benchmarks/matmul.py, in one process on the same i
     python benchmarks/wsc_matmul.py run --out DIR       # GPU machine (no MLIR needed)
     python benchmarks/wsc_matmul.py report DIR/results.jsonl   # the tables of BENCHMARKS.md
     python benchmarks/wsc_matmul.py tune --shapes ...         # GPU: the tuner's tables
+    python benchmarks/wsc_matmul.py prepare|tune --shapes ... --extra FILE  # more candidates
 
 Both `prepare` and `run` take the shapes from `--set` (`llm`, the default,
 `odd` or `bmm`), `--layouts`, `--quick` and `--shapes`, so that a `prepare` with a
@@ -354,7 +355,7 @@ def planned_spaces(selected: list[dict]) -> dict:
     return plans
 
 
-def prepare(selected: list[dict]) -> int:
+def prepare(selected: list[dict], extra: list[dict]) -> int:
     from wsc.cache import Cache
     from wsc.matmul import SPACES, _extra_sizes, _fixed
 
@@ -364,7 +365,7 @@ def prepare(selected: list[dict]) -> int:
     failed = 0
     for (space, dtype), p in sorted(plans.items()):
         sizes = {"m": 256, "n": 256, "k": 256, **_extra_sizes(p)}
-        result = SPACES[space].tune(sizes, fixed=_fixed(p), cache=cache)
+        result = SPACES[space].tune(sizes, fixed=_fixed(p), cache=cache, extra=extra)
         for candidate in result.candidates:
             if candidate.error:
                 failed += 1
@@ -376,9 +377,10 @@ def prepare(selected: list[dict]) -> int:
     return 1 if failed else 0
 
 
-def tune_tables(selected: list[dict]) -> int:
+def tune_tables(selected: list[dict], extra: list[dict]) -> int:
     """Search each shape's class again on the GPU (ignoring a cached choice) and
-    print the tuner's table: every candidate config's time, the winner marked."""
+    print the tuner's table: every candidate config's time, the `extra`
+    configs' among them, the winner marked."""
     import torch
 
     from wsc.matmul import search
@@ -387,7 +389,7 @@ def tune_tables(selected: list[dict]) -> int:
         meta = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
         a, b, c, bias, residual = operands(shape, meta)
         p = plan_of(shape, a, b, c, bias, residual)
-        result = search(p, retune=True, progress=False)
+        result = search(p, retune=True, progress=False, extra=extra)
         print(f"== {_name(shape)}: space {p.space}", flush=True)
         print(result.table(), flush=True)
     return 0
@@ -1009,12 +1011,22 @@ def main(argv=None) -> int:
         help="every size in each of these input dtypes, e.g. float16,bfloat16 "
         "(default: the set's own, f16 everywhere and bf16 on some)",
     )
+    # Configs to try beside the spaces' without editing them (which would
+    # invalidate every cached kernel): compiled by prepare, timed by tune.
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument(
+        "--extra",
+        type=Path,
+        help='a JSON list of configs, e.g. [{"block_m": 72, "swap_ab": true, "cluster_n": 3}]',
+    )
     commands.add_parser(
-        "prepare", parents=[select], help="compile the kernels into $WSC_CACHE_DIR (CPU machine)"
+        "prepare",
+        parents=[select, extra],
+        help="compile the kernels into $WSC_CACHE_DIR (CPU machine)",
     )
     commands.add_parser(
         "tune",
-        parents=[select],
+        parents=[select, extra],
         help="search each shape's configs again and print the tuner's table (GPU machine)",
     )
     run_parser = commands.add_parser("run", parents=[select], help="benchmark on the GPU machine")
@@ -1046,10 +1058,16 @@ def main(argv=None) -> int:
         args.min_m,
         dtypes,
     )
-    if args.command == "prepare":
-        return prepare(selected)
-    if args.command == "tune":
-        return tune_tables(selected)
+    if args.command in ("prepare", "tune"):
+        try:
+            configs = json.loads(args.extra.read_text()) if args.extra else []
+        except (OSError, json.JSONDecodeError) as error:
+            parser.error(f"--extra {args.extra}: {error}")
+        if not (isinstance(configs, list) and all(isinstance(c, dict) for c in configs)):
+            parser.error(f"--extra {args.extra}: expected a JSON list of config objects")
+        if args.command == "prepare":
+            return prepare(selected, configs)
+        return tune_tables(selected, configs)
     return run(args.out, selected)
 
 

@@ -285,12 +285,16 @@ class Autotuned:
         progress: bool = True,
         retune: bool = False,
         device: int = 0,
+        extra: Sequence[dict] = (),
     ) -> TuneResult:
         """Find the fastest correct config for the problem `sizes` (see the module
         docstring). `fixed` are arguments passed to every candidate (e.g. the
         dtype); `problem_class` is what the cached choice is keyed by instead
         of the exact sizes (e.g. shape buckets); `retune` ignores a cached
-        choice. Candidates are timed on cuda:`device`."""
+        choice. Candidates are timed on cuda:`device`. `extra` configs are
+        candidates beside the space's, to try configs out without editing the
+        space (whose source keys every cached kernel): a search with them
+        neither reads nor writes the cached choice."""
         from wsc.device import hopper_gpu_visible, run_artifacts
 
         cache = cache or _default_cache()
@@ -306,8 +310,8 @@ class Autotuned:
             "device": gpu,
             "timing": TIMING,
         }
-        candidates = [Candidate(config) for config in self.configs()]
-        if gpu is not None and not retune:
+        candidates = [Candidate(config) for config in [*self.configs(), *extra]]
+        if gpu is not None and not retune and not extra:
             entry = cache.get(choice_key)
             if entry is not None and entry.get("best") is None and entry.get("failure"):
                 return TuneResult(cached=True, failure=entry["failure"], failure_is_final=True)
@@ -350,6 +354,8 @@ class Autotuned:
         if timed:
             fastest, fastest_ms = min(timed, key=lambda pair: pair[1])
             result.best, result.best_artifact = fastest.config, fastest.artifact_dir
+            if extra:
+                return result
             cache.put(
                 choice_key,
                 {
@@ -367,7 +373,7 @@ class Autotuned:
                 or "the space is empty"
             )
             result.failure_is_final = all(map(_failed_for_good, candidates))
-            if result.failure_is_final:
+            if result.failure_is_final and not extra:
                 cache.put(choice_key, {"best": None, "failure": result.failure})
         return result
 

@@ -45,6 +45,7 @@ import sys
 import threading
 import types
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -616,10 +617,17 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def search(p: MatmulPlan, ordinal: int = 0, retune: bool = False, progress: bool = True):
+def search(
+    p: MatmulPlan,
+    ordinal: int = 0,
+    retune: bool = False,
+    progress: bool = True,
+    extra: Sequence[dict] = (),
+):
     """Autotune `p`'s problem on cuda:`ordinal` (a progress bar on stderr), or
     with `retune` search again past a cached choice: the tuner's result, with
-    every candidate's time (TuneResult.table())."""
+    every candidate's time (TuneResult.table()). `extra` configs are timed
+    beside the space's (Autotuned.tune)."""
     return SPACES[p.space].tune(
         tuning_sizes(p),
         fixed=_fixed(p),
@@ -628,6 +636,7 @@ def search(p: MatmulPlan, ordinal: int = 0, retune: bool = False, progress: bool
         device=ordinal,
         retune=retune,
         progress=progress,
+        extra=extra,
     )
 
 

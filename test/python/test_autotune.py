@@ -138,6 +138,32 @@ def test_tune_on_a_gpu_keeps_the_fastest_correct_candidate(cache, monkeypatch):
     assert kernel.tune(other, cache=cache, jobs=1, progress=False).best == {"num_stages": 3}
 
 
+def test_extra_configs_are_timed_beside_the_space_and_never_cached_as_the_choice(
+    cache, monkeypatch
+):
+    @autotune("num_stages", [2])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    timed = []
+
+    def run(directories, bench=True, timeout_s=300.0, sizes=None, device=0):
+        timed.append(len(directories))
+        # The extra config (3 stages) is the faster.
+        return [{"ok": True, "ms": 1.0 - 0.5 * i, "tflops": 1.0} for i in range(len(directories))]
+
+    on_a_fake_gpu(monkeypatch, run)
+    tried = kernel.tune(SIZES, cache=cache, jobs=1, progress=False, extra=[{"num_stages": 3}])
+    assert [c.config for c in tried.candidates] == [{"num_stages": 2}, {"num_stages": 3}]
+    assert tried.best == {"num_stages": 3} and not tried.cached and timed == [2]
+    # The space's own search does not take the extra config's win as its choice.
+    searched = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert searched.best == {"num_stages": 2} and not searched.cached and timed == [2, 1]
+    # Nor does a second search with extras read the cached choice.
+    again = kernel.tune(SIZES, cache=cache, jobs=1, progress=False, extra=[{"num_stages": 3}])
+    assert not again.cached and timed == [2, 1, 2]
+
+
 def test_candidates_are_timed_on_the_gpu_of_the_search(cache, monkeypatch):
     """A search for cuda:1 (a rank on the second GPU) times there, and only a
     Hopper cuda:1 counts: cuda:0 being one does not."""

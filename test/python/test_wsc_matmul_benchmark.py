@@ -105,6 +105,21 @@ def test_prepare_compiles_the_spaces_the_set_is_tuned_over(bench):
     assert set(odd) == staged | small_m | {("nk-coalesced", "f16"), ("kn-coalesced", "f16")}
 
 
+def test_extra_configs_are_read_from_a_json_list(bench, tmp_path, monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(bench, "tune_tables", lambda selected, extra: seen.append(extra) or 0)
+    configs = [{"block_m": 72, "block_n": 128, "swap_ab": True, "cluster_n": 3}]
+    good = tmp_path / "extra.json"
+    good.write_text(json.dumps(configs))
+    assert bench.main(["tune", "--shapes", "200x5000x7000", "--extra", str(good)]) == 0
+    assert seen == [configs]
+    for text, message in (("{", "Expecting"), ('{"block_m": 72}', "a JSON list of config")):
+        (tmp_path / "bad.json").write_text(text)
+        with pytest.raises(SystemExit):
+            bench.main(["prepare", "--extra", str(tmp_path / "bad.json")])
+        assert message in capsys.readouterr().err
+
+
 def test_triton_runs_where_its_descriptors_can_read_and_store_every_row(bench):
     assert bench.triton_runs(dict(m=33, n=5000, k=7000, layout="kn", dtype="float16"))
     assert not bench.triton_runs(dict(m=1000, n=1333, k=520, layout="nk", dtype="float16"))
