@@ -316,6 +316,21 @@ def test_the_fake_implementation_checks_as_eager_does():
         torch.ops.wsc.matmul_out(meta(64, 64), meta(64, 64), meta(32, 64))
 
 
+def test_the_ops_pass_torch_s_custom_op_checks():
+    """Schema (what each op mutates), fake implementation, autograd
+    registration and tracing, on meta tensors."""
+    a, w = meta(1000, 520), meta(1336, 520)
+    batch_a, batch_b = meta(3, 200, 520), meta(3, 520, 1336)
+    for op, arguments in (
+        (torch.ops.wsc.matmul.default, (a, w.T, torch.float32)),
+        (torch.ops.wsc.matmul_out.default, (a, w.T, meta(1000, 1336))),
+        (torch.ops.wsc.bmm.default, (batch_a, batch_b)),
+        (torch.ops.wsc.bmm_out.default, (batch_a, batch_b, meta(3, 200, 1336))),
+    ):
+        results = torch.library.opcheck(op, arguments)
+        assert set(results.values()) == {"SUCCESS"}, results
+
+
 def test_torch_compile_traces_one_custom_op_call():
     graphs = []
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import wsc
+import wsc.softmax  # noqa: F401  (registers torch.ops.wsc.softmax and softmax_out)
 from wsc.device import hopper_gpu_visible
 from wsc.kernels.softmax.schedule import SCHEDULES, check_row_length, schedule, softmax_view
 
@@ -113,6 +114,18 @@ def test_the_ops_fake_implementations_check_as_eager_does():
         torch.ops.wsc.softmax(meta(4, 1024), 0)
 
 
+def test_the_ops_pass_torch_s_custom_op_checks():
+    """Schema (what each op mutates), fake implementation, autograd
+    registration and tracing, on meta tensors (the GPU test runs the kernel)."""
+    x = meta(8, 1024)
+    for op, arguments in (
+        (torch.ops.wsc.softmax.default, (x, -1)),
+        (torch.ops.wsc.softmax_out.default, (x, -1, torch.empty_like(x))),
+    ):
+        results = torch.library.opcheck(op, arguments)
+        assert set(results.values()) == {"SUCCESS"}, results
+
+
 def test_torch_compile_traces_one_custom_op_call():
     graphs = []
 
@@ -202,6 +215,20 @@ def test_gpu_softmax_under_torch_compile():
     assert not torch.isnan(result).any()
     error = torch.linalg.norm(result.double() - reference) / torch.linalg.norm(reference)
     assert float(error) <= 2 * 2.0**-8, float(error)
+
+
+@pytest.mark.cuda
+@needs_hopper
+def test_gpu_ops_pass_torch_s_custom_op_checks():
+    """The kernel as the ops run it: it writes `out` and nothing else, as the
+    schemas say, and agrees with the fake implementation."""
+    x = torch.randn(999, 1024, device="cuda", dtype=torch.bfloat16)
+    for op, arguments in (
+        (torch.ops.wsc.softmax.default, (x, -1)),
+        (torch.ops.wsc.softmax_out.default, (x, -1, torch.empty_like(x))),
+    ):
+        results = torch.library.opcheck(op, arguments)
+        assert set(results.values()) == {"SUCCESS"}, results
 
 
 @pytest.mark.cuda
