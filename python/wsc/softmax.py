@@ -126,13 +126,14 @@ def check(x, dim: int, out) -> None:
 
 
 def _launch(x, dim: int, out, functional: bool) -> None:
-    """The custom op's CUDA implementation: resolve the call's signature once
-    (also under the signature without `out` for a functional call, whose
-    `out` the op allocated), then launch."""
+    """The custom op's CUDA implementation: check and resolve the call's
+    signature once (also under the signature without `out` for a functional
+    call, whose `out` the op allocated), then launch."""
     torch = _torch()
     signature = _signature(x, dim, out, torch)
     launch = _bound.get(signature, _UNBOUND)
     if launch is _UNBOUND:
+        check(x, dim, out)  # the op may be called directly, not through softmax()
         launch = _bind(x)
         with _lock:
             while len(_bound) >= _BOUND_SIGNATURES - 1:

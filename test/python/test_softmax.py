@@ -229,6 +229,9 @@ def test_gpu_ops_pass_torch_s_custom_op_checks():
     ):
         results = torch.library.opcheck(op, arguments)
         assert set(results.values()) == {"SUCCESS"}, results
+    # Called directly, the op checks as wsc.softmax does.
+    with pytest.raises(ValueError, match="rows of 1000 elements"):
+        torch.ops.wsc.softmax(torch.zeros(4, 1000, device="cuda", dtype=torch.float16))
 
 
 @pytest.mark.cuda
