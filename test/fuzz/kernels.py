@@ -1,8 +1,8 @@
 """A fuzzer of kernels, not of text (issue 18): seeded random matmul problems
 and configs -- tile shapes, 1 to 8 stages, 1, 2 or 4 consumer warpgroups, a
 producer warp or warpgroup, persistent or not, ping-pong or not, register,
-TMA or coalesced stores, clusters (along M, or N for swapped operands),
-split-K, swapped operands, both B layouts, and fused
+TMA or coalesced stores, clusters along M or N, split-K, swapped
+operands, both B layouts, and fused
 epilogues of register-tile math -- built by wsc.kernels.matmul as V2-form
 kernels and compiled through --warp-specialize, --unroll-ring-buffer,
 --verify-pipeline and --convert-wsc-to-nvvm to PTX. The family "fp8" draws
@@ -132,7 +132,7 @@ def draw(seed: int) -> tuple[dict, dict]:
         config["wgmma_in_flight"] = 0
     if config["cluster_m"] > 1 and config["block_n"] % 16:
         config["cluster_m"] = 1
-    if swap and config["split_k"] == 1:
+    if not config["persistent"] and config["split_k"] == 1 and config["cluster_m"] == 1:
         # Clusters along N, from a stream of their own: the other fields of a
         # seed stay what they were before they existed.
         cluster_n = random.Random(f"cluster_n {seed}").choice([1, 2, 4])

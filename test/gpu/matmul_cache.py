@@ -8,8 +8,8 @@ machine without the MLIR wheels (wsc.matmul and wsc.softmax compile only on a ca
 That is: the default config of each space for every dtype and output dtype
 the tests use, every config of every space for the per-config test, the
 autotuning candidates of the problems the autotuning tests tune, the
-fused-epilogue kernels of the epilogue tests, the swapped tiles in clusters
-along N of the cluster test, and the fp8 kernels of test_scaled_mm.py.
+fused-epilogue kernels of the epilogue tests, the tiles in clusters along N
+of the cluster test, and the fp8 kernels of test_scaled_mm.py.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ FP8_PROBLEMS = [
 FP8_SPACE, FP8_BLOCK_SPACES = "nk-tma", ("nk-block-scaled-tma", "nk-block-scaled")
 #: wsc.scaled_mm's problems with block scales: a C TMA stores, and one it cannot.
 FP8_BLOCK_PROBLEMS = [(1000, 1336, 528, "bf16"), (40, 1333, 1040, "f32")]
-#: Swapped tiles in clusters along N (MatmulConfig.cluster_n), in no space
-#: yet: test_matmul.py's test_a_swapped_cluster_is_correct runs each, in both
-#: layouts, on SWAPPED_CLUSTER_PROBLEM (M, N, K).
-SWAPPED_CLUSTERS = [
+#: Tiles in clusters along N (MatmulConfig.cluster_n), swapped and not, in no
+#: space yet: test_matmul.py's test_a_cluster_along_n_is_correct runs each, in
+#: both layouts, on CLUSTER_ALONG_N_PROBLEM (M, N, K).
+CLUSTERS_ALONG_N = [
     {"block_m": 16, "block_n": 64, "num_stages": 8, "cluster_n": 2},
     *[
         {
@@ -74,8 +74,19 @@ SWAPPED_CLUSTERS = [
         }
         for block_m, cluster in ((72, 3), (80, 2), (64, 4))
     ],
+    # cuBLAS's tile at M = 128, N = K = 8192 (results/h200-ncu-cublas-tiles.txt).
+    {
+        "block_m": 128,
+        "block_n": 64,
+        "num_consumer_groups": 2,
+        "producer": "warpgroup",
+        "num_stages": 8,
+        "cluster_n": 2,
+        "swap_ab": False,
+        "tma_store": True,
+    },
 ]
-SWAPPED_CLUSTER_PROBLEM = (200, 1336, 1032)
+CLUSTER_ALONG_N_PROBLEM = (200, 1336, 1032)
 #: (row length, dtype) of the kernels of test_softmax.py's GPU_CASES.
 SOFTMAX_KERNELS = [(768, "f16"), (1024, "bf16"), (2048, "bf16"), (4096, "f16"), (8192, "bf16")]
 #: The spaces of 16-bit inputs (every one but the fp8 block-scaled ones).
@@ -109,15 +120,15 @@ def space_plan(space: str, dtype: str, out_dtype: str | None = None) -> MatmulPl
     )
 
 
-def swapped_cluster(fields: dict) -> dict:
-    """A complete config of SWAPPED_CLUSTERS' `fields` (the rest the small-M
+def cluster_along_n(fields: dict) -> dict:
+    """A complete config of CLUSTERS_ALONG_N's `fields` (the rest the small-M
     space's default: swapped, one WGMMA group in flight)."""
     return {**DEFAULT_CONFIGS["nk-small-m"], **fields}
 
 
-def swapped_cluster_plan(layout: str) -> MatmulPlan:
-    """wsc.matmul's plan of SWAPPED_CLUSTER_PROBLEM with an f16 C."""
-    return MatmulPlan(*SWAPPED_CLUSTER_PROBLEM, "f16", "f16", layout, tma_store=True)
+def cluster_along_n_plan(layout: str) -> MatmulPlan:
+    """wsc.matmul's plan of CLUSTER_ALONG_N_PROBLEM with an f16 C."""
+    return MatmulPlan(*CLUSTER_ALONG_N_PROBLEM, "f16", "f16", layout, tma_store=True)
 
 
 def main() -> int:
@@ -179,7 +190,7 @@ def main() -> int:
         assert plan.space == space
         wanted += [(plan, config) for config in SPACES[space].configs()]
     for layout in ("nk", "kn"):
-        wanted += [(swapped_cluster_plan(layout), swapped_cluster(f)) for f in SWAPPED_CLUSTERS]
+        wanted += [(cluster_along_n_plan(layout), cluster_along_n(f)) for f in CLUSTERS_ALONG_N]
     for plan, config in wanted:
         compiled_kernel_dir(plan, config, cache)
     for row_length, dtype in SOFTMAX_KERNELS:

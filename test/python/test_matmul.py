@@ -31,12 +31,12 @@ from wsc.matmul import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
 from matmul_cache import (  # noqa: E402
+    CLUSTER_ALONG_N_PROBLEM,
+    CLUSTERS_ALONG_N,
     HALF_SPACES,
-    SWAPPED_CLUSTER_PROBLEM,
-    SWAPPED_CLUSTERS,
+    cluster_along_n,
+    cluster_along_n_plan,
     space_plan,
-    swapped_cluster,
-    swapped_cluster_plan,
 )
 
 torch = pytest.importorskip("torch")
@@ -804,20 +804,20 @@ def test_a_cluster_config_covers_an_odd_count_of_tile_rows(gpu, monkeypatch, nam
 @pytest.mark.cuda
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 @pytest.mark.parametrize(
-    "fields", SWAPPED_CLUSTERS, ids=lambda f: f"{f['block_m']}x{f['block_n']}-c{f['cluster_n']}"
+    "fields", CLUSTERS_ALONG_N, ids=lambda f: f"{f['block_m']}x{f['block_n']}-c{f['cluster_n']}"
 )
-def test_a_swapped_cluster_is_correct(gpu, monkeypatch, layout, fields):
+def test_a_cluster_along_n_is_correct(gpu, monkeypatch, layout, fields):
     """Clusters along N share A's tile: 1336 columns are 11 tile columns of
     128 (21 of 64), so the last cluster has blocks past N, which must
     neither fault nor write C; 200 rows fill no tile row."""
-    config = swapped_cluster(fields)
+    config = cluster_along_n(fields)
     monkeypatch.setattr(sys.modules["wsc.matmul"], "choose_config", lambda *args, **kwargs: config)
-    m, n, k = SWAPPED_CLUSTER_PROBLEM
+    m, n, k = CLUSTER_ALONG_N_PROBLEM
     a = torch.randn(m, k, device=gpu).half()
     w = torch.randn(n, k, device=gpu).half()
     b = w.T.contiguous() if layout == "kn" else w.T
     out = torch.full((m, n), float("nan"), device=gpu, dtype=torch.float16)
-    assert plan(a, b, out=out) == swapped_cluster_plan(layout)
+    assert plan(a, b, out=out) == cluster_along_n_plan(layout)
     assert wsc.matmul(a, b, out=out) is out
     torch.cuda.synchronize()
     assert_exact_within_tolerance(out, a, b)

@@ -740,13 +740,22 @@ def test_a_cluster_kernel_compiles_clean_and_launches_in_whole_clusters(tmp_path
         dict(block_m=16, block_n=64, cluster_n=2),
         dict(block_m=72, block_n=128, num_consumer_groups=2, producer="warpgroup", cluster_n=3),
         dict(block_m=32, block_n=128, num_consumer_groups=2, producer="warpgroup", cluster_n=4),
+        dict(
+            block_m=128,
+            block_n=64,
+            num_consumer_groups=2,
+            producer="warpgroup",
+            cluster_n=2,
+            swap_ab=False,
+            tma_store=True,
+        ),
     ],
 )
-def test_swapped_cluster_protocol_is_clean(layout, fields):
-    """Clusters along N: the blocks share A's tile (the swapped WGMMA's B
-    operand), each copying its slice into every block's stages, and every
+def test_cluster_along_n_protocol_is_clean(layout, fields):
+    """Clusters along N: the blocks share A's tile (with swap_ab the WGMMA's
+    B operand), each copying its slice into every block's stages, and every
     release reaches every block."""
-    config = MatmulConfig(num_stages=4, wgmma_in_flight=1, swap_ab=True, group_m=8, **fields)
+    config = MatmulConfig(**{"num_stages": 4, "wgmma_in_flight": 1, "swap_ab": True, **fields})
     problem = MatmulProblem(out_dtype="f16", b_layout=layout)
     with make_context(), ir.Location.unknown():
         module = build_matmul(problem, config)
@@ -767,13 +776,16 @@ def test_swapped_cluster_protocol_is_clean(layout, fields):
     assert re.search(r'"wsc.mbarrier_arrive"\(.*\{every_cta', text)
 
 
-def test_swapped_cluster_options():
+def test_cluster_along_n_options():
     with pytest.raises(ValueError, match="cluster_n must be 1 to 4, got 8"):
         MatmulConfig(block_m=64, block_n=64, swap_ab=True, cluster_n=8)
-    with pytest.raises(ValueError, match="needs swap_ab = True and takes no split_k > 1"):
-        MatmulConfig(cluster_n=2)
-    with pytest.raises(ValueError, match="needs swap_ab = True and takes no split_k > 1"):
+    takes = "takes neither persistent = True, split_k > 1 nor cluster_m = 2"
+    with pytest.raises(ValueError, match=takes):
         MatmulConfig(block_m=16, block_n=64, swap_ab=True, cluster_n=2, split_k=2)
+    with pytest.raises(ValueError, match=takes):
+        MatmulConfig(cluster_n=2, persistent=True, tma_store=True)
+    with pytest.raises(ValueError, match=takes):
+        MatmulConfig(cluster_n=2, cluster_m=2)
     with pytest.raises(ValueError, match="A's tile of 16 rows .* a multiple of 32 rows"):
         MatmulConfig(block_m=16, block_n=64, swap_ab=True, cluster_n=4)
 

@@ -43,13 +43,14 @@ loops stay in step), and each stage is released to both blocks' empty
 barriers (`wsc.mbarrier_arrive {every_cta}`), since both producers write it. A
 rank-1 block whose tile row is past M computes on zeros and stores nothing.
 
-With `swap_ab` and `cluster_n` = C > 1 the cluster runs along N instead: the
-grid's x counts tile columns (rounded up to whole clusters) and y tile rows,
-so the C blocks of a cluster take adjacent tile columns of one tile row and
-share A's tile, the WGMMA's B operand, each copying 1/C of its rows into the
-stages of all. That is the small operand at small M, which every block reads
-in full otherwise (M = 200, N = 5000: 120 blocks of 72 x 128 read A's 72 rows
-and B's 128 per K tile). Blocks past N compute on zeros and store nothing.
+With `cluster_n` = C > 1 (a block per tile) the cluster runs along N
+instead: the grid's x counts tile columns (rounded up to whole clusters) and
+y tile rows, so the C blocks of a cluster take adjacent tile columns of one
+tile row and share A's tile, each copying 1/C of its rows into the stages of
+all. With `swap_ab` A's tile is the WGMMA's B operand, the small one at small
+M, which every block reads in full otherwise (M = 200, N = 5000: 120 blocks
+of 72 x 128 read A's 72 rows and B's 128 per K tile). Blocks past N compute
+on zeros and store nothing.
 
 With `split_k` = S > 1 the grid gains a z axis of S blocks per tile: block
 z sums K tiles [z * kt / S, (z + 1) * kt / S) and hands its partial sum over

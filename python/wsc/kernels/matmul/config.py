@@ -94,8 +94,8 @@ class MatmulConfig:
     #: Blocks per cluster along M, sharing B's tile by multicast (1 or 2; see
     #: wsc.kernels.matmul.build).
     cluster_m: int = 1
-    #: With swap_ab: blocks per cluster along N, sharing A's tile (the
-    #: WGMMA's B operand) by multicast (1 to 4; see wsc.kernels.matmul.build).
+    #: Blocks per cluster along N, sharing A's tile by multicast (1 to 4; see
+    #: wsc.kernels.matmul.build).
     cluster_n: int = 1
     #: A warpgroup producer gives registers to the consumers with setmaxnreg
     #: (--warp-specialize's rebalance-registers); False keeps the launch
@@ -145,10 +145,10 @@ class MatmulConfig:
             raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
         if self.cluster_n not in (1, 2, 3, 4):
             raise ValueError(f"cluster_n must be 1 to 4, got {self.cluster_n}")
-        if self.cluster_n > 1 and not (self.swap_ab and self.split_k == 1):
+        if self.cluster_n > 1 and (self.persistent or self.split_k > 1 or self.cluster_m > 1):
             raise ValueError(
-                "cluster_n > 1 shares A's tile between the blocks of swapped tiles: it "
-                "needs swap_ab = True and takes no split_k > 1"
+                "cluster_n > 1 launches a block per tile, a cluster's along N: it takes "
+                "neither persistent = True, split_k > 1 nor cluster_m = 2"
             )
         if self.cluster_n > 1 and self.block_m % (8 * self.cluster_n):
             raise ValueError(
@@ -341,7 +341,7 @@ class MatmulConfig:
 
     @property
     def cluster(self) -> int:
-        """Blocks per cluster (along M or, with swap_ab, along N)."""
+        """Blocks per cluster (along M or along N)."""
         return self.cluster_m * self.cluster_n
 
     @property
