@@ -114,16 +114,21 @@ def test_the_ops_fake_implementations_check_as_eager_does():
         torch.ops.wsc.softmax(meta(4, 1024), 0)
 
 
-def test_the_ops_pass_torch_s_custom_op_checks():
-    """Schema (what each op mutates), fake implementation, autograd
-    registration and tracing, on meta tensors (the GPU test runs the kernel)."""
-    x = meta(8, 1024)
+def assert_the_ops_pass_opcheck(x):
+    """torch.library.opcheck of softmax and softmax_out on x: every check passes."""
     for op, arguments in (
         (torch.ops.wsc.softmax.default, (x, -1)),
         (torch.ops.wsc.softmax_out.default, (x, -1, torch.empty_like(x))),
     ):
         results = torch.library.opcheck(op, arguments)
         assert set(results.values()) == {"SUCCESS"}, results
+
+
+def test_the_ops_pass_torch_s_custom_op_checks():
+    """Schema (what each op mutates), fake implementation, autograd
+    registration and tracing, on meta tensors (the GPU test runs the kernel)."""
+    x = meta(8, 1024)
+    assert_the_ops_pass_opcheck(x)
 
 
 def test_torch_compile_traces_one_custom_op_call():
@@ -223,12 +228,7 @@ def test_gpu_ops_pass_torch_s_custom_op_checks():
     """The kernel as the ops run it: it writes `out` and nothing else, as the
     schemas say, and agrees with the fake implementation."""
     x = torch.randn(999, 1024, device="cuda", dtype=torch.bfloat16)
-    for op, arguments in (
-        (torch.ops.wsc.softmax.default, (x, -1)),
-        (torch.ops.wsc.softmax_out.default, (x, -1, torch.empty_like(x))),
-    ):
-        results = torch.library.opcheck(op, arguments)
-        assert set(results.values()) == {"SUCCESS"}, results
+    assert_the_ops_pass_opcheck(x)
     # Called directly, the op checks as wsc.softmax does.
     with pytest.raises(ValueError, match="rows of 1000 elements"):
         torch.ops.wsc.softmax(torch.zeros(4, 1000, device="cuda", dtype=torch.float16))

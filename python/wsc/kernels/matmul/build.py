@@ -269,7 +269,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         batched product `matrix` is the unit's matrix."""
         a_k, b_k, c_tile = (a, b, c) if matrix is None else (a[matrix], b[matrix], c[matrix])
         if config.cluster_n > 1:
-            # Clusters along N: a block's tile is its place in the grid.
+            # Clusters along N: a block's tile is its place in the grid (not
+            # `unit`: a grouped order would split a cluster over tile rows).
             tile_row, tile_col = kb.block_idx.y, block_x
         else:
             tile_row, tile_col = _tile_coordinates(unit, units_m, tiles_n, config.group_m)
