@@ -58,9 +58,10 @@ FP8_PROBLEMS = [
 FP8_SPACE, FP8_BLOCK_SPACES = "nk-tma", ("nk-block-scaled-tma", "nk-block-scaled")
 #: wsc.scaled_mm's problems with block scales: a C TMA stores, and one it cannot.
 FP8_BLOCK_PROBLEMS = [(1000, 1336, 528, "bf16"), (40, 1333, 1040, "f32")]
-#: Tiles in clusters along N (MatmulConfig.cluster_n), swapped and not, in no
-#: space yet: test_matmul.py's test_a_cluster_along_n_is_correct runs each, in
-#: both layouts, on CLUSTER_ALONG_N_PROBLEM (M, N, K).
+#: Tiles in clusters along N (MatmulConfig.cluster_n), swapped and not, beyond
+#: the spaces' (a cluster of 3, a 16-row tile, ...): test_matmul.py's
+#: test_a_cluster_along_n_is_correct runs each, in both layouts, on
+#: CLUSTER_ALONG_N_PROBLEM (M, N, K).
 CLUSTERS_ALONG_N = [
     {"block_m": 16, "block_n": 64, "num_stages": 8, "cluster_n": 2},
     *[

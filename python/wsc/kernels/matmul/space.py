@@ -154,11 +154,19 @@ _STREAM_K_TILES = [
 _PING_PONG_TILES = [
     (128, 128, 2, "warpgroup", stages, 1, True, 1, 1, False, True) for stages in (4, 5)
 ]
+#: Tiles in clusters along N (MatmulConfig.cluster_n), the blocks of a
+#: cluster sharing A's tile: at M = 200, N = 5000 on the H200 128 x 112 tiles
+#: in pairs ran at 317 TFLOP/s and 128 x 128 in pairs at 300-302, against 286-289
+#: for the best tile without them (results/h200-clusters-along-n.md).
+_CLUSTERS_ALONG_N = [
+    ((128, 112, 2, "warpgroup", 6, 1, False, 1, 1), 2),
+    ((128, 128, 2, "warpgroup", 6, 1, False, 1, 1), 2),
+]
 _TMA_STORE = autotune(
-    _CLUSTERED_TILES + ", stream_k, ping_pong",
+    _CLUSTERED_TILES + ", stream_k, ping_pong, cluster_n",
     [
         *[
-            (*tile, False, False)
+            (*tile, False, False, 1)
             for tile in [
                 (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
                 (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
@@ -187,8 +195,9 @@ _TMA_STORE = autotune(
                 *[(*tile, 1) for tile in _SPLIT_TILES],
             ]
         ],
-        *[(*tile, False) for tile in _STREAM_K_TILES],
-        *_PING_PONG_TILES,
+        *[(*tile, False, 1) for tile in _STREAM_K_TILES],
+        *[(*tile, 1) for tile in _PING_PONG_TILES],
+        *[(*tile, False, False, cluster) for tile, cluster in _CLUSTERS_ALONG_N],
     ],
 )(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
 _COALESCED_STORE = autotune(
@@ -270,14 +279,23 @@ _SWAPPED_TILES = [
     # N = 28672 (nvjet 256x16, 6 stages), 112 blocks where 64 of N make 448.
     (16, 256, 2, "warpgroup", 6, 1, False, 1),
 ]
+#: Swapped tiles in clusters along N, for M of 33 to 64, where each block
+#: reading its own copy of A's rows cost a fifth: at 33 x 5000 x 7000 on the
+#: H200 these ran at 105-106 TFLOP/s against 85-86 for the best tile without
+#: them (results/h200-clusters-along-n.md).
+_SWAPPED_CLUSTERS_ALONG_N = [
+    ((48, 64, 1, "warp", 12, 1, False, 1), 3),
+    ((64, 64, 1, "warp", 12, 1, False, 1), 4),
+]
 _SMALL_M = autotune(
-    _TILES + ", swap_ab",
+    _TILES + ", swap_ab, cluster_n",
     [
-        *[(*tile, True) for tile in _SWAPPED_TILES],
-        (64, 128, 1, "warp", 6, 1, False, 1, False),
-        (64, 256, 1, "warp", 4, 1, False, 1, False),
-        (128, 256, 2, "warpgroup", 4, 0, True, 1, False),
-        *[(*tile, False) for tile in _SPLIT_TILES],
+        *[(*tile, True, 1) for tile in _SWAPPED_TILES],
+        *[(*tile, True, cluster) for tile, cluster in _SWAPPED_CLUSTERS_ALONG_N],
+        (64, 128, 1, "warp", 6, 1, False, 1, False, 1),
+        (64, 256, 1, "warp", 4, 1, False, 1, False, 1),
+        (128, 256, 2, "warpgroup", 4, 0, True, 1, False, 1),
+        *[(*tile, False, 1) for tile in _SPLIT_TILES],
     ],
 )(autotune("group_m", [8])(matmul_kernel))
 #: The largest M of the small-M space. At M = 128 the TMA-store space's
@@ -336,6 +354,7 @@ DEFAULT_CONFIGS = {
                 "tma_store": True,
                 "stream_k": False,
                 "ping_pong": False,
+                "cluster_n": 1,
             },
         ),
         ("-coalesced", {**_DEFAULT_STAGED, "wgmma_in_flight": 0, "coalesced_store": True}),
@@ -344,6 +363,7 @@ DEFAULT_CONFIGS = {
 _DEFAULT_SMALL_M = {
     **dict(zip(_TILES.replace(" ", "").split(","), _SWAPPED_TILES[0], strict=True)),
     "swap_ab": True,
+    "cluster_n": 1,
     "group_m": 8,
 }
 DEFAULT_CONFIGS.update({f"{layout}-small-m": _DEFAULT_SMALL_M for layout in ("nk", "kn")})
