@@ -3,7 +3,9 @@
 The compiler side (dialect, passes, driver) needs the MLIR Python bindings; the
 runtime (`wsc.runtime`) does not, so compiled kernels run where only the CUDA
 driver is. This module therefore imports nothing from `mlir` (nor torch): the
-names below are loaded on first use.
+names below are loaded on first use. Where torch is imported before wsc, as
+in a PyTorch program, `import wsc` also registers the torch.ops.wsc operators
+(matmul, bmm, scaled_mm, softmax and their out= forms), as torch extensions do.
 
     wsc.matmul(a, b)                  C = A @ B with a tuned wsc kernel (module wsc.matmul)
     wsc.bmm(a, b)                     C[i] = A[i] @ B[i], batches of matrices (wsc.matmul)
@@ -58,3 +60,9 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+
+if "torch" in sys.modules:
+    # A program that already pays for torch expects torch.ops.wsc.* to exist
+    # once wsc is imported; these two modules hold the registrations.
+    import wsc.matmul  # noqa: E402, F401
+    import wsc.softmax  # noqa: E402, F401
