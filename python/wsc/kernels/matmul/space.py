@@ -162,11 +162,14 @@ _CLUSTERS_ALONG_N = [
     ((128, 112, 2, "warpgroup", 6, 1, False, 1, 1), 2),
     ((128, 128, 2, "warpgroup", 6, 1, False, 1, 1), 2),
 ]
+#: The grouped tile orders of the TMA-store space: 8 tile rows suit most
+#: shapes, 16 the largest.
+_GROUP_M = (8, 16)
 _TMA_STORE = autotune(
-    _CLUSTERED_TILES + ", stream_k, ping_pong, cluster_n",
+    _CLUSTERED_TILES + ", stream_k, ping_pong, cluster_n, group_m",
     [
         *[
-            (*tile, False, False, 1)
+            (*tile, False, False, 1, group_m)
             for tile in [
                 (128, 256, 2, "warpgroup", 3, 1, True, 1, 1),
                 (128, 256, 2, "warpgroup", 3, 0, True, 1, 1),
@@ -194,12 +197,14 @@ _TMA_STORE = autotune(
                 (128, 64, 2, "warpgroup", 8, 1, False, 1, 1),
                 *[(*tile, 1) for tile in _SPLIT_TILES],
             ]
+            for group_m in _GROUP_M
         ],
-        *[(*tile, False, 1) for tile in _STREAM_K_TILES],
-        *[(*tile, 1) for tile in _PING_PONG_TILES],
-        *[(*tile, False, False, cluster) for tile, cluster in _CLUSTERS_ALONG_N],
+        *[(*tile, False, 1, group_m) for tile in _STREAM_K_TILES for group_m in _GROUP_M],
+        *[(*tile, 1, group_m) for tile in _PING_PONG_TILES for group_m in _GROUP_M],
+        # A cluster's blocks take their tiles in grid order: no group_m applies.
+        *[(*tile, False, False, cluster, 8) for tile, cluster in _CLUSTERS_ALONG_N],
     ],
-)(autotune("group_m", [8, 16])(autotune("tma_store", [True])(matmul_kernel)))
+)(autotune("tma_store", [True])(matmul_kernel))
 _COALESCED_STORE = autotune(
     _CLUSTERED_TILES,
     [
