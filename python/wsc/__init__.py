@@ -62,7 +62,10 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 if "torch" in sys.modules:
-    # A program that already pays for torch expects torch.ops.wsc.* to exist
-    # once wsc is imported; these two modules hold the registrations.
-    import wsc.matmul  # noqa: E402, F401
-    import wsc.softmax  # noqa: E402, F401
+    # A program that already pays for torch expects torch.ops.wsc.* once wsc
+    # is imported. By name, as the lazy names above: this facade sits above
+    # the layers (ARCHITECTURE.md), not in the user API's.
+    import importlib
+
+    importlib.import_module("wsc.matmul")
+    importlib.import_module("wsc.softmax")
