@@ -162,8 +162,8 @@ _CLUSTERS_ALONG_N = [
     ((128, 112, 2, "warpgroup", 6, 1, False, 1, 1), 2),
     ((128, 128, 2, "warpgroup", 6, 1, False, 1, 1), 2),
 ]
-#: The grouped tile orders of the TMA-store space: 8 tile rows suit most
-#: shapes, 16 the largest.
+#: The grouped tile orders (MatmulConfig.group_m) the TMA-store space tries
+#: with each tile whose order is the tile loop's.
 _GROUP_M = (8, 16)
 _TMA_STORE = autotune(
     _CLUSTERED_TILES + ", stream_k, ping_pong, cluster_n, group_m",
@@ -284,10 +284,9 @@ _SWAPPED_TILES = [
     # N = 28672 (nvjet 256x16, 6 stages), 112 blocks where 64 of N make 448.
     (16, 256, 2, "warpgroup", 6, 1, False, 1),
 ]
-#: Swapped tiles in clusters along N, for M of 33 to 64, where each block
-#: reading its own copy of A's rows cost a fifth: at 33 x 5000 x 7000 on the
-#: H200 these ran at 105-106 TFLOP/s against 85-86 for the best tile without
-#: them (results/h200-clusters-along-n.md).
+#: Swapped tiles in clusters along N, for M of 33 to 64: at 33 x 5000 x 7000
+#: on the H200 these ran at 105-106 TFLOP/s against 85-86 for the best tile
+#: without them (results/h200-clusters-along-n.md).
 _SWAPPED_CLUSTERS_ALONG_N = [
     ((48, 64, 1, "warp", 12, 1, False, 1), 3),
     ((64, 64, 1, "warp", 12, 1, False, 1), 4),
