@@ -8,8 +8,11 @@ The set: examples V1-V9 with their default configs, and every config of
 wsc.matmul's config spaces (the benchmark's winners among them), f16 inputs
 and the output dtype each space is tuned for (the block-scaled spaces fp8
 inputs with block scales and bf16 C), and every config of the TMA-store space
-with fp8 inputs and per-tensor scales. A change that is meant to alter code
-generation records the digests again in the same commit.
+with fp8 inputs and per-tensor scales. A space's kernels are named by their
+config, so a config added to a space or moved in it leaves the others' names
+as they were. A change that is meant to alter code generation records the
+digests again in the same commit. Both commands fail where two configs of a
+space build the same PTX: the tuner would time one kernel twice.
 """
 
 from __future__ import annotations
@@ -52,18 +55,23 @@ def kernels():
         fixed = {"dtype": "f16", "out_dtype": "f16" if "-" in space else "f32"}
         if "block-scaled" in space:
             fixed = {"dtype": E4M3, "out_dtype": "bf16", "block_scales": True}
-        for index, config in enumerate(SPACES[space].configs()):
+        for config in SPACES[space].configs():
 
             def build(config=config, space=space, fixed=fixed):
                 return SPACES[space](b_layout=space.split("-")[0], **fixed, **config)
 
-            yield f"matmul-{space}-{index}", build
-    for index, config in enumerate(SPACES["nk-tma"].configs()):
+            yield f"matmul-{space} {config_name(config)}", build
+    for config in SPACES["nk-tma"].configs():
 
         def build_fp8(config=config):
             return SPACES["nk-tma"](dtype=E4M3, out_dtype="bf16", b_layout="nk", **config)
 
-        yield f"matmul-fp8-nk-tma-{index}", build_fp8
+        yield f"matmul-fp8-nk-tma {config_name(config)}", build_fp8
+
+
+def config_name(config: dict) -> str:
+    """A config as a kernel's name in the digests: its fields in name order."""
+    return ",".join(f"{field}={config[field]}" for field in sorted(config))
 
 
 def digests() -> dict[str, str]:
@@ -75,22 +83,43 @@ def digests() -> dict[str, str]:
     return result
 
 
+def same_ptx(current: dict[str, str]) -> list[list[str]]:
+    """The kernels of one space (the part of the name before the config) that
+    share a digest, each group sorted."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, digest in current.items():
+        groups.setdefault((name.split(" ")[0], digest), []).append(name)
+    return sorted(sorted(names) for names in groups.values() if len(names) > 1)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("command", choices=("record", "check"))
     args = parser.parse_args(argv)
     current = digests()
+    duplicates = same_ptx(current)
+    for names in duplicates:
+        print(f"same PTX: {' and '.join(names)}", file=sys.stderr)
     if args.command == "record":
+        if duplicates:
+            print("not recorded: drop the duplicate configs from their space", file=sys.stderr)
+            return 1
         DIGESTS.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
         return 0
     recorded = json.loads(DIGESTS.read_text())
-    differ = sorted(
-        name for name in recorded.keys() | current.keys() if recorded.get(name) != current.get(name)
-    )
-    for name in differ:
-        print(f"PTX differs: {name}", file=sys.stderr)
-    print(f"{len(current) - len(differ)} of {len(current)} kernels byte-identical")
-    return 1 if differ else 0
+    changes = {
+        "PTX differs": sorted(
+            n for n in recorded.keys() & current.keys() if recorded[n] != current[n]
+        ),
+        "new, not recorded": sorted(current.keys() - recorded.keys()),
+        "recorded, no longer built": sorted(recorded.keys() - current.keys()),
+    }
+    for what, names in changes.items():
+        for name in names:
+            print(f"{what}: {name}", file=sys.stderr)
+    unchanged = len(current) - len(changes["PTX differs"]) - len(changes["new, not recorded"])
+    print(f"{unchanged} of {len(current)} kernels byte-identical to the record")
+    return 1 if duplicates or any(changes.values()) else 0
 
 
 if __name__ == "__main__":
