@@ -21,7 +21,8 @@
 // CHECK: nvvm.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: nvvm.barrier{{$}}
-// The consumer: registers down to its budget, wait (parity loop), 4 k16 WGMMAs.
+// The consumer: registers down to its budget, wait (parity loop), 4 k16 WGMMAs
+// adding to the accumulator carried across the loop (scale-d <one>).
 // CHECK: nvvm.setmaxregister{{ +}}decrease 232
 // CHECK: llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: nvvm.wgmma.fence.aligned
@@ -105,6 +106,7 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // -----
 
 // A one-warpgroup kernel without roles (no setmaxnreg; wsc.sync is bar.sync 0),
+// its accumulator's first WGMMA overwriting the zeros (scale-d <zero>),
 // B given as [K, N] (N-major: B layout <row>, trans-b 1), bf16 in and out
 // (wsc.cast rounds to nearest even), and constant stage operands as
 // --unroll-ring-buffer leaves them.
@@ -119,7 +121,8 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
-// CHECK-COUNT-2: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: llvm.fptrunc %{{.*}} : f32 to bf16
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr
@@ -164,7 +167,8 @@ func.func @kn_bf16(%a: memref<?x?xbf16>, %b: memref<?x?xbf16>, %c: memref<?x?xbf
 // CHECK-LABEL: llvm.func @kn_swapped(
 // CHECK-SAME: \22dims\22: {\22k\22: {{\[\[}}\22a\22, 1], [\22b\22, 0]], \22m\22: {{\[\[}}\22a\22, 0], [\22c\22, 0]], \22n\22: {{\[\[}}\22b\22, 1], [\22c\22, 1]]}
 // CHECK-SAME: \22tensor_maps\22: {\22a\22: {\22box\22: [16, 64], \22swizzle\22: \22128B\22, \22tensor\22: \22a\22}, \22b\22: {\22box\22: [64, 64], \22swizzle\22: \22128B\22, \22tensor\22: \22b\22}}
-// CHECK-COUNT-4: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <col>], B[<f16>, <one>, <col>]
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <col>], B[<f16>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <col>], B[<f16>, <one>, <col>]
 func.func @kn_swapped(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
@@ -610,13 +614,15 @@ func.func @row_max(%c: memref<?x?xf32>, %r: memref<?x?xf32>)
 // The cast writes its tile in pairs, so reading an A register is a bitcast
 // and no instruction after the fence writes a register WGMMA reads. The NVVM
 // op reads A only by descriptor, so the step is PTX in inline asm, the
-// accumulator tied in and out.
+// accumulator tied in and out; the first step overwrites the fresh
+// accumulator (scale-d 0), the second adds to it.
 // CHECK-LABEL: llvm.func @register_a
 // CHECK: llvm.alloca %{{.*}} x !llvm.array<1 x array<8 x vector<2xf16>>>
 // CHECK-COUNT-8: llvm.store %{{.*}}, %{{.*}} : vector<2xf16>, !llvm.ptr
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: llvm.bitcast %{{.*}} : vector<2xf16> to i32
-// CHECK-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// CHECK: setp.ne.b32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// CHECK: setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // CHECK-NOT: wgmma.mma_async
 // CHECK: llvm.return
 func.func @register_a(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
@@ -626,6 +632,31 @@ func.func @register_a(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
   %loaded = "wsc.tile_load"(%x, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 32>, f32>
   %p = "wsc.cast"(%loaded) : (!wsc.acc<array<i64: 64, 32>, f32>) -> !wsc.acc<array<i64: 64, 32>, f16>
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma_register_a"(%p, %sb, %c0, %acc) {b_layout = "kn"} : (!wsc.acc<array<i64: 64, 32>, f16>, memref<1x32x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// The accumulator's zeros are read (stored) before its first WGMMA: every
+// step adds to them (scale-d 1).
+// CHECK-LABEL: llvm.func @zeros_read_first
+// CHECK-NOT: setp.ne.b32 p, 0, 0
+// CHECK-COUNT-2: setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n64k16
+// CHECK-NOT: setp.ne.b32 p, 0, 0
+// CHECK: llvm.return
+func.func @zeros_read_first(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sb = "wsc.alloc_shared"() : () -> memref<1x32x64xf16, 3>
+  %loaded = "wsc.tile_load"(%x, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 32>, f32>
+  %p = "wsc.cast"(%loaded) : (!wsc.acc<array<i64: 64, 32>, f32>) -> !wsc.acc<array<i64: 64, 32>, f16>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   "wsc.wgmma_fence"() : () -> ()
   "wsc.wgmma_register_a"(%p, %sb, %c0, %acc) {b_layout = "kn"} : (!wsc.acc<array<i64: 64, 32>, f16>, memref<1x32x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
   "wsc.wgmma_commit_group"() : () -> ()
@@ -797,7 +828,8 @@ func.func @scaled(%c: memref<?x?xf32>, %alpha: f32) attributes {wsc.num_threads 
 // CHECK-LABEL: llvm.func @fp8_matmul
 // CHECK-SAME: \22a\22: {\22box\22: [64, 128], \22swizzle\22: \22128B\22
 // CHECK-SAME: \22dtype\22: \22f8E4M3FN\22
-// CHECK-COUNT-4: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK-NOT: nvvm.wgmma.mma_async
 func.func @fp8_matmul(%a: memref<?x?xf8E4M3FN>, %b: memref<?x?xf8E4M3FN>, %c: memref<?x?xf32>)
     attributes {wsc.num_threads = 128 : i32} {

@@ -536,10 +536,12 @@ def wgmma_mma_async(
     a_k_major: bool,
     b_k_major: bool,
     output_type: str = "f32",
+    accumulate: bool = True,
 ) -> ir.Value:
     """D += A * B for one m64nNk16 (m64nNk32 for fp8); A K-major or M-major, B
     K-major or N-major (fp8: both K-major). D is a struct of N/2 f32, or
-    (output_type f16) of N/4 vector<2xf16>."""
+    (output_type f16) of N/4 vector<2xf16>. Without `accumulate`, D = A * B
+    (scale-d = 0): the WGMMA does not read D's input."""
     shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = {wgmma_k(input_type)}>")
     in_type = getattr(nvvm.WGMMATypes, _WGMMA_TYPES[input_type])
     return nvvm.WgmmaMmaAsyncOp(
@@ -551,7 +553,7 @@ def wgmma_mma_async(
         in_type,
         in_type,
         getattr(nvvm.WGMMATypes, _WGMMA_TYPES[output_type]),
-        nvvm.WGMMAScaleOut.one,
+        nvvm.WGMMAScaleOut.one if accumulate else nvvm.WGMMAScaleOut.zero,
         nvvm.WGMMAScaleIn.one,
         nvvm.WGMMAScaleIn.one,
         nvvm.MMALayout.row if a_k_major else nvvm.MMALayout.col,
@@ -578,17 +580,19 @@ def wgmma_register_a(
     n: int,
     input_type: str,
     b_k_major: bool,
+    accumulate: bool = True,
 ) -> ir.Value:
     """D += A * B for one m64nNk16 with A's fragment in four i32 registers
     (element pairs, `pack_pair`) and B by descriptor, K-major or N-major; D
-    is a struct of N/2 f32. The NVVM op takes A only by descriptor, so this
-    is the PTX itself, D tied in and out."""
+    is a struct of N/2 f32; without `accumulate`, D = A * B (scale-d = 0).
+    The NVVM op takes A only by descriptor, so this is the PTX itself, D tied
+    in and out."""
     count = n // 2
     f32 = float_type("f32")
     d = ", ".join(f"${i}" for i in range(count))
     a = ", ".join(f"${2 * count + q}" for q in range(4))
     text = (
-        "{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+        f"{{ .reg .pred p; setp.ne.b32 p, {int(accumulate)}, 0; "
         f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input_type}.{input_type} "
         f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1, {0 if b_k_major else 1}; }}"
     )

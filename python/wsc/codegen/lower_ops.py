@@ -47,7 +47,9 @@ How each wsc op is lowered:
   "nk", N-major for "kn"); f16 accumulators are kept as the f16x2 pairs
   WGMMA works on. fence/commit/wait map one to one; after a wait_group 0 the
   role's WGMMA accumulators pass through an empty asm, so LLVM cannot move a
-  read of them above the wait.
+  read of them above the wait. A WGMMA that is the first to touch a tile
+  wsc.acc_alloc made in its block starts with scale-d = 0 (D = A B), so the
+  zeros are never put in registers (a product tile made afresh per K tile).
 * wsc.acc_alloc / wsc.cast / wsc.store: accumulators live in an llvm.alloca in
   the entry block that is only indexed by constants (LLVM's SROA turns it into
   registers); cast is a per-element fptrunc (round to nearest even); store
@@ -93,6 +95,7 @@ from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
     constant_int,
     defining_op,
+    parent_op,
     use_owner,
     walk,
 )
@@ -178,6 +181,26 @@ class DeferredTile:
 
 #: Ops that write a register tile in place (the accumulator).
 _TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce", "wsc.tile_assign")
+
+
+def _first_write_of_zeros(op: ir.Operation, acc: ir.Value) -> bool:
+    """Whether the WGMMA `op` is the first op to touch `acc` since its
+    wsc.acc_alloc filled it with zeros, in the alloc's block: then its first
+    K step can overwrite the tile (scale-d = 0) instead of adding to zeros
+    (a tile made afresh in each iteration of a loop, e.g. attention's S)."""
+    alloc = defining_op(acc)
+    if alloc is None or alloc.name != "wsc.acc_alloc" or op.block != alloc.block:
+        return False
+    for use in acc.uses:
+        user: ir.Operation | None = use_owner(use)
+        if user == op:
+            continue
+        while user is not None and user.block != op.block:
+            user = parent_op(user)
+        # A use in an op before this one reads the zeros.
+        if user is None or user.is_before_in_block(op):
+            return False
+    return True
 
 
 def _fragment(tile: ir.Value) -> AccumulatorFragment:
@@ -582,6 +605,16 @@ class KernelLowering(KernelPlan):
         field = E.shrui(E.andi(address, E.const(0x3FFFF, E.i32())), E.const(4, E.i32()))
         return E.ori(E.extui(field, E.i64()), E.const(_signed64(operand.static_bits), E.i64()))
 
+    def _accumulator_inputs(self, acc_slot: AccSlot, overwrite: bool) -> list[ir.Value]:
+        """The WGMMA's accumulator sub-tiles as it reads them: undefined where
+        its first step overwrites them, so no register is zeroed for it."""
+        if overwrite:
+            return [E.undef(acc_slot.sub_type) for _ in range(acc_slot.fragment.subtiles)]
+        return [
+            E.load(acc_slot.sub_type, acc_slot.subtile_address(i))
+            for i in range(acc_slot.fragment.subtiles)
+        ]
+
     def _lower_wgmma(self, op):
         wgmma = ops.Wgmma(op)
         a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
@@ -597,9 +630,8 @@ class KernelLowering(KernelPlan):
         a_stage = stage if wgmma.a_stage is None else E.const(wgmma.a_stage, ir.IndexType.get())
         a_base = self._descriptor_base(a_slot, a_stage, a_desc)
         b_base = self._descriptor_base(b_slot, stage, b_desc)
-        values = [
-            E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)
-        ]
+        overwrite = _first_write_of_zeros(op, acc)
+        values = self._accumulator_inputs(acc_slot, overwrite)
         for k in range(a_desc.k_steps):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
             for i in range(fragment.subtiles):
@@ -614,6 +646,7 @@ class KernelLowering(KernelPlan):
                     k_major_a,
                     k_major_b,
                     acc_slot.element,
+                    accumulate=k > 0 or not overwrite,
                 )
         for i, value in enumerate(values):
             E.store(value, acc_slot.subtile_address(i))
@@ -628,15 +661,20 @@ class KernelLowering(KernelPlan):
         fragment = acc_slot.fragment
         input_type = str(ir.MemRefType(wgmma.b.type).element_type)
         b_base = self._descriptor_base(b_slot, wgmma.stage, b_desc)
-        values = [
-            E.load(acc_slot.sub_type, acc_slot.subtile_address(i)) for i in range(fragment.subtiles)
-        ]
+        overwrite = _first_write_of_zeros(op, wgmma.acc)
+        values = self._accumulator_inputs(acc_slot, overwrite)
         for k in range(b_desc.k_steps):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
             for i in range(fragment.subtiles):
                 a_registers = [a_tile.pair_bits(i, low) for low, _ in a_operand_registers(k)]
                 values[i] = E.wgmma_register_a(
-                    values[i], a_registers, b_value, fragment.cols, input_type, k_major_b
+                    values[i],
+                    a_registers,
+                    b_value,
+                    fragment.cols,
+                    input_type,
+                    k_major_b,
+                    accumulate=k > 0 or not overwrite,
                 )
         for i, value in enumerate(values):
             E.store(value, acc_slot.subtile_address(i))
