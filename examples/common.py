@@ -68,6 +68,20 @@ def _report_line(label: str, sizes: dict, report: dict) -> str:
     return text
 
 
+def _timed_size(text: str) -> int:
+    """--size: a positive multiple of 16, as TMA copies rows of 16-byte multiples
+    (16 fp8 elements, 8 of 16 bits)."""
+    try:
+        size = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects an int, got '{text}'") from None
+    if size <= 0 or size % 16:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive multiple of 16 (TMA copies rows of 16-byte multiples), got {size}"
+        )
+    return size
+
+
 def run_example(
     doc: str,
     build: Callable[..., Kernel],
@@ -84,7 +98,12 @@ def run_example(
         "--print-ir", action="store_true", help="print the IR as built and after each wsc pass"
     )
     parser.add_argument("--compile-only", action="store_true", help="do not run, even on a GPU")
-    parser.add_argument("--size", type=int, default=8192, help="M = N = K of the timed run")
+    parser.add_argument(
+        "--size",
+        type=_timed_size,
+        default=8192,
+        help="M = N = K of the timed run (a multiple of 16)",
+    )
     parser.add_argument("--out", help="directory for the artifacts (default: a temporary one)")
     parser.add_argument(
         "--tune", action="store_true", help="autotune over the kernel's @autotune space first"

@@ -16,7 +16,9 @@ choice).
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -79,4 +81,14 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        epilog="Run it under torchrun, one process per GPU: "
+        "torchrun --nproc-per-node=2 examples/tensor_parallel_mlp.py",
+    ).parse_args()
+    if "RANK" not in os.environ:
+        sys.exit(
+            "tensor_parallel_mlp.py: error: run it under torchrun, one process per GPU: "
+            "torchrun --nproc-per-node=2 examples/tensor_parallel_mlp.py"
+        )
     main()

@@ -53,7 +53,7 @@ from __future__ import annotations
 from mlir import ir
 
 from wsc.pass_registry import Option, WscPass
-from wsc.target.hopper import CHIP
+from wsc.target.hopper import CHIP, PTX_VERSIONS
 
 
 class ConvertWscToNvvm(WscPass):
@@ -63,7 +63,13 @@ class ConvertWscToNvvm(WscPass):
     SUMMARY = "Lower specialized wsc kernels to NVVM/LLVM for sm_90a"
     OPTIONS = (
         Option("chip", str, CHIP, "target chip", choices=(CHIP,)),
-        Option("ptx-version", int, 90, "PTX ISA version as major*10+minor, e.g. 90 for 9.0"),
+        Option(
+            "ptx-version",
+            int,
+            90,
+            "PTX ISA version as major*10+minor, e.g. 90 for 9.0",
+            choices=PTX_VERSIONS,
+        ),
         Option("index-bitwidth", int, 32, "bit width of index in the kernel", choices=(32, 64)),
         Option(
             "wait-spin-limit",

@@ -11,6 +11,7 @@ in a PyTorch program, `import wsc` also registers the torch.ops.wsc operators
     wsc.bmm(a, b)                     C[i] = A[i] @ B[i], batches of matrices (wsc.matmul)
     wsc.scaled_mm(a, b, sa, sb)       C = sa sb A @ B for fp8 e4m3 A and B (wsc.matmul)
     wsc.softmax(x)                    softmax along the last dim, bf16 or f16 (module wsc.softmax)
+    wsc.NoCorrectKernel               raised where autotuning found no correct kernel (wsc.matmul)
     wsc.KernelBuilder                 write kernels in Python (wsc.builder)
     wsc.autotune                      config spaces for kernel functions (wsc.autotune)
 """
@@ -24,6 +25,7 @@ _LAZY = {
     "matmul": "wsc.matmul",
     "bmm": "wsc.matmul",
     "scaled_mm": "wsc.matmul",
+    "NoCorrectKernel": "wsc.matmul",
     "softmax": "wsc.softmax",
     "autotune": "wsc.autotune",
     "KernelBuilder": "wsc.builder",

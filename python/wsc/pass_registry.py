@@ -45,6 +45,10 @@ class Option:
         return value
 
     def check(self, value: Any) -> None:
+        # A value given in Python (Kernel.warp_specialize) has not been parsed:
+        # its type is checked here; bool is an int to Python, not to an option.
+        if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
+            raise ValueError(f"option '{self.name}' expects {self.type.__name__}, got {value!r}")
         if self.choices and value not in self.choices:
             allowed = ", ".join(map(str, self.choices))
             raise ValueError(f"option '{self.name}' must be one of {allowed}, got '{value}'")

@@ -4,6 +4,7 @@ mistakes in a kernel's code raise errors located at the user's line."""
 
 import difflib
 import json
+import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -109,6 +110,19 @@ def test_kernel_lineage_records_each_pass():
     auto = matmul_v3_auto()
     assert [k.made_by for k in auto.lineage()] == ["builder", "warp-specialize"]
     assert "wsc.role" not in str(auto.lineage()[0]) and "wsc.role" in str(auto)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"num_stages": "3"}, "option 'num-stages' expects int, got '3'"),
+        ({"num_stages": True}, "option 'num-stages' expects int, got True"),
+        ({"producer": "bogus"}, "option 'producer' must be one of warp, warpgroup, got 'bogus'"),
+    ],
+)
+def test_pass_options_given_in_python_are_checked_as_on_the_command_line(options, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        matmul_v2(prefetch=False).warp_specialize(**options)
 
 
 # Every op, and what the builder emits ------------------------------------------------------

@@ -238,6 +238,43 @@ def test_cli_compiles_a_specialized_kernel_as_written(tmp_path):
     assert out.read_text().startswith("//")
 
 
+def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
+    v2, v3 = str(EXAMPLES / "matmul_v2.mlir"), str(EXAMPLES / "matmul_v3.mlir")
+    two = tmp_path / "two.mlir"
+    text = (EXAMPLES / "matmul_v2.mlir").read_text()
+    two.write_text(text + text.replace("@matmul", "@matmul2"))
+    cases = [
+        # Options a specialized kernel would not go through.
+        (
+            (v3, "-o", str(tmp_path / "v3.ptx"), "--num-stages", "2"),
+            "is specialized already (it has wsc.role ops) and is compiled as written, "
+            "so --num-stages would not apply",
+        ),
+        (
+            (str(two), "-o", str(tmp_path / "two.ptx")),
+            "takes one kernel (a func.func with wsc.num_threads) per file, found 2: "
+            "@matmul, @matmul2",
+        ),
+        (
+            (str(EXAMPLES / "v3_warp_specialized.py"), "-o", str(tmp_path / "x.ptx")),
+            "a Python file; wsc compile takes a kernel in wsc MLIR (.mlir)",
+        ),
+        ((v2, "-o", str(tmp_path)), f"could not write '{tmp_path}': it is a directory"),
+        (
+            (v2, "-o", str(tmp_path / "no" / "v2.ptx")),
+            f"could not write '{tmp_path / 'no' / 'v2.ptx'}': there is no directory",
+        ),
+    ]
+    for args, message in cases:
+        proc = _wsc("compile", *args)
+        assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert not (tmp_path / "v3.ptx").exists()
+    proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "-o", v2)
+    assert proc.returncode == 1
+    assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
+
+
 def test_cli_takes_every_warp_specialize_option_and_locates_errors_in_the_file(tmp_path):
     proc = _wsc(
         "compile",

@@ -69,6 +69,12 @@ def test_wsc_matmul_is_the_function_however_the_module_was_imported():
     assert out.stdout.split() == ["True", "matmul"]
 
 
+def test_the_search_failure_is_wsc_no_correct_kernel():
+    # wsc.matmul is the function, so the module's exception is exported by the package.
+    assert wsc.NoCorrectKernel is sys.modules["wsc.matmul"].NoCorrectKernel
+    assert issubclass(wsc.NoCorrectKernel, RuntimeError)
+
+
 # B's layout -------------------------------------------------------------------------------
 
 

@@ -31,6 +31,8 @@
 // STAGES: wsc-opt: error: pass 'warp-specialize': option 'num-stages' must be 0 (as written) to
 // RUN: not wsc-opt --convert-wsc-to-nvvm=chip=sm_80 %s 2>&1 | FileCheck %s --check-prefix=CHIP
 // CHIP: wsc-opt: error: option 'chip' must be one of sm_90a, got 'sm_80'
+// RUN: not wsc-opt --convert-wsc-to-nvvm=ptx-version=1 %s 2>&1 | FileCheck %s --check-prefix=PTX
+// PTX: wsc-opt: error: option 'ptx-version' must be one of 80, 81, 82, 83, 84, 85, 86, 87, 88, 90, got '1'
 // RUN: not wsc-opt --verify-pipeline=max-k-tiles=100000 %s 2>&1 | FileCheck %s --check-prefix=SWEEP
 // SWEEP: wsc-opt: error: pass 'verify-pipeline': option 'max-k-tiles' must be 0 to 256, got 100000
 

@@ -9,6 +9,9 @@ the CUDA driver API (cuTensorMapEncodeTiled, launch limits) for sm_90.
 
 #: The target these facts hold for: WGMMA and setmaxnreg need the "a" variant.
 CHIP = "sm_90a"
+#: PTX ISA versions (major*10+minor) that can target CHIP: from 8.0, the
+#: first with sm_90a, to 9.0, the newest ptxas 13.0 and driver 580 take.
+PTX_VERSIONS = (80, 81, 82, 83, 84, 85, 86, 87, 88, 90)
 
 #: Threads of a warp, and of a warpgroup (the unit WGMMA and setmaxnreg work on).
 WARP_SIZE = 32

@@ -47,10 +47,26 @@ def _config_from_args(args):
     return MatmulConfig(**values)
 
 
+def _writable_file(path: str) -> None:
+    """Refuse, before compiling, an output file that cannot be written."""
+    if os.path.isdir(path):
+        raise ValueError(f"could not write '{path}': it is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ValueError(f"could not write '{path}': there is no directory '{parent}'")
+
+
+def _writable_directory(path: str) -> None:
+    """Refuse, before compiling, an output directory that is a file."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"could not write '{path}': it is a file, not a directory")
+
+
 def _compile_matmul(args) -> int:
     from wsc.kernels.matmul.build import compile_matmul
     from wsc.kernels.matmul.config import MatmulProblem
 
+    _writable_directory(args.output)
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
     config = _config_from_args(args)
     result = compile_matmul(
@@ -70,27 +86,49 @@ def _compile(args) -> int:
     from wsc.compiler import compile_module
     from wsc.diagnostics import DiagnosticEngine
     from wsc.dialect import make_context, parse_module
-    from wsc.ir_utils import walk
+    from wsc.ir_utils import kernels, walk
     from wsc.pass_registry import WscPass
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
     from wsc.passes.verify_pipeline import VerifyPipeline
     from wsc.passes.warp_specialize import WarpSpecialize
 
+    if args.input.endswith(".py"):
+        raise ValueError(
+            f"{args.input}: a Python file; wsc compile takes a kernel in wsc MLIR (.mlir). "
+            "A kernel of the Python builder compiles in Python: kernel.compile(), "
+            "kernel.write_artifact(DIR), or its example's --compile-only"
+        )
+    _writable_file(args.output)
+    given = {
+        option.name: getattr(args, option.name.replace("-", "_"))
+        for option in WarpSpecialize.OPTIONS
+        if getattr(args, option.name.replace("-", "_")) is not None
+    }
     context = make_context()
     with context, ir.Location.unknown():
         with open(args.input) as source:
             module = parse_module(source.read(), DiagnosticEngine(args.input))
+        found = kernels(module.operation)
+        if len(found) != 1:
+            named = ", ".join(f"@{ir.StringAttr(k.attributes['sym_name']).value}" for k in found)
+            raise ValueError(
+                f"{args.input}: wsc compile takes one kernel (a func.func with "
+                f"wsc.num_threads) per file, found {len(found)}{': ' + named if named else ''}"
+            )
         names = {op.name for op in walk(module.operation)}
         passes: list[WscPass]
         if "wsc.role" in names:
+            if given:
+                raise ValueError(
+                    f"{args.input}: the kernel is specialized already (it has wsc.role ops) "
+                    f"and is compiled as written, so "
+                    f"{', '.join('--' + name for name in given)} would not apply: give its "
+                    "V2 form, or leave the options out"
+                )
             # Specialized already (V3 as written): its protocol is checked as is.
             passes = [VerifyPipeline()]
         else:
-            options = {
-                option.name.replace("-", "_"): getattr(args, option.name.replace("-", "_"))
-                for option in WarpSpecialize.OPTIONS
-            }
-            passes = [WarpSpecialize(**options)]
+            passes = [WarpSpecialize(**{name.replace("-", "_"): v for name, v in given.items()})]
             # A persistent kernel's stages stay run-time values (no unrolling).
             if "gpu.grid_dim" not in names:
                 passes.append(UnrollRingBuffer())
@@ -176,19 +214,20 @@ def _parser() -> argparse.ArgumentParser:
 
     compile_ = commands.add_parser(
         "compile",
-        help="compile a kernel file to PTX: a V2-form one through --warp-specialize "
-        "(and --unroll-ring-buffer), a specialized one as written",
+        help="compile a kernel file in wsc MLIR (one kernel) to PTX: a V2-form one through "
+        "--warp-specialize (and --unroll-ring-buffer), a specialized one as written",
     )
-    compile_.add_argument("input")
+    compile_.add_argument("input", help="the kernel, wsc MLIR (.mlir)")
     compile_.add_argument("-o", "--output", required=True, help="PTX file")
     from wsc.passes.warp_specialize import WarpSpecialize
 
+    # Left unset (None) unless given, so that options a specialized kernel
+    # would ignore are refused, not dropped.
     for option in WarpSpecialize.OPTIONS:
         compile_.add_argument(
             f"--{option.name}",
             type=_option_value(option),
-            default=option.default,
-            help=f"--warp-specialize's {option.name}: {option.help}",
+            help=f"--warp-specialize's {option.name} (default {option.default}): {option.help}",
         )
     compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
     compile_.add_argument(
