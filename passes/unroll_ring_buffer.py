@@ -234,7 +234,8 @@ def _unroll_drain(drain: ir.Operation, source: ir.Operation) -> None:
     wait = next(op for op in walk(guard) if op.name == "wsc.mbarrier_wait")
     barriers = ops.MbarrierWait(wait).barriers
     trips = source.opview.upperBound
-    with ir.InsertionPoint(drain):
+    # The unrolled waits are the drain's wait: diagnostics about them point at it.
+    with ir.InsertionPoint(drain), wait.location:
         final_stage, final_phase = _final_position(source, num_stages)
         for stage in range(num_stages):
             constant_stage = index_constant(stage)

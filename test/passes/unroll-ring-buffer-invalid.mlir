@@ -1,6 +1,12 @@
 // Ring loops --unroll-ring-buffer cannot give constant stages: each gets a located error.
 // RUN: wsc-opt --split-input-file --verify-diagnostics --unroll-ring-buffer %s
 // RUN: not wsc-opt --warp-specialize --unroll-ring-buffer %S/warp-specialize-persistent.mlir 2>&1 | FileCheck %s --check-prefix=PERSISTENT
+// RUN: grep -v '"wsc.mbarrier_arrive"(%%empty' %S/../../examples/matmul_v3.mlir | not wsc-opt --unroll-ring-buffer - 2>&1 | FileCheck %s --check-prefix=DRAIN
+
+// A protocol error about the unrolled drain points at the drain's wait (column
+// 9, inside its loop), not at the kernel: here V3 without its consumer's
+// release of a stage.
+// DRAIN: :{{[0-9]+}}:9: error: deadlock: this wait on empty[0] never returns: nothing in the kernel arrives on empty
 
 // A persistent kernel's K loops continue the previous tile's ring, so their
 // stages have no constant value: the first one found is reported.
