@@ -552,10 +552,17 @@ class _Specializer:
             )
 
     def _match_copies(self, if_op: ir.Operation) -> None:
-        guard = defining_op(if_op.opview.condition)
-        if guard is None or guard.name != "wsc.elect":
+        if not _is_elected(if_op):
+            if any(op != if_op and op.name == "scf.if" and _is_elected(op) for op in walk(if_op)):
+                self._fail(
+                    if_op,
+                    "TMA copies must be issued under a wsc.elect in the K loop's body; "
+                    "these are elected inside another condition (such as a prefetch "
+                    "guard): issue them under the elect alone, as the specialized "
+                    "producer runs ahead of the consumers by itself",
+                )
             self._fail(if_op, "TMA copies must be issued under a wsc.elect")
-        self.elect = guard
+        self.elect = defining_op(if_op.opview.condition)
         for op in walk(if_op):
             if op.name == "wsc.tma_load":
                 barriers = ops.TmaLoad(op).barriers
@@ -1171,6 +1178,12 @@ class _Specializer:
 #: Ops whose results are the same in every thread of the block, given operands
 #: that are (besides arith, which computes from its operands alone).
 _UNIFORM_SOURCES = ("wsc.partial_arrive", "gpu.block_id", "gpu.grid_dim", "memref.dim")
+
+
+def _is_elected(if_op: ir.Operation) -> bool:
+    """Whether scf.if `if_op` is guarded by a wsc.elect."""
+    guard = defining_op(if_op.opview.condition)
+    return guard is not None and guard.name == "wsc.elect"
 
 
 def _is_uniform_guard(op: ir.Operation) -> bool:
