@@ -90,6 +90,16 @@ After: the same computation, specialized (the seed's V3, generalised):
     release = warp a release is one arrival per consumer warp (`per_warp`:
     the warp's wait_group has retired its lanes' WGMMAs), and the empty
     barriers count warps instead of threads;
+    with wgmma-turns = 1 (for a K loop of one WGMMA group, 2 or 4 groups, not
+    ping-pong) the groups issue each K tile's WGMMAs in turn, group 0 first:
+    group g waits on turns[g] between its full wait and its wgmma_fence, and
+    after its wgmma_commit_group each of its warps arrives on turns[g + 1 mod
+    G] (a *turns* barrier array of G barriers counting a warpgroup's 4 warps).
+    The wait's parity is that of the K tile's ring position (flipped for group
+    0, whose first wait passes on the fresh barrier), so the turns run on
+    across the tiles of a persistent kernel. The tensor cores then take the
+    groups' WGMMAs in that order, and the register math one group does after
+    its wait (block scales) runs while the next group's WGMMAs execute;
   - each group's accumulators and the register math before the loop made in
     its rows, before its loop;
   - the prologue's copies loaded once issued by the producer's elected
@@ -124,6 +134,8 @@ ping-pong            consumer groups alternate over whole tiles (persistent
                      kernels with 2 consumer groups); with wgmma-in-flight = 1
                      a group retires its last WGMMA group and releases its
                      last stage before it hands the turn over
+wgmma-turns          consumer groups issue each K tile's WGMMA group in turn
+                     (2 or 4 groups, one WGMMA group per K tile, not ping-pong)
 wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
                      0 (release each stage after its own WGMMAs) or 1
                      (release one K tile late; needs num-stages >= 2, since
@@ -267,6 +279,12 @@ class WarpSpecialize(WscPass):
             bool,
             False,
             "consumer groups take whole tiles in turn (persistent kernels, 2 groups)",
+        ),
+        Option(
+            "wgmma-turns",
+            bool,
+            False,
+            "consumer groups issue each K tile's WGMMAs in turn (2 or 4 groups)",
         ),
         Option(
             "wgmma-in-flight",
@@ -550,6 +568,12 @@ class _Specializer:
                 f"wgmma-in-flight = {self.options.wgmma_in_flight} leaves a K tile's one WGMMA "
                 f"group in flight; this K loop commits {len(groups)}",
             )
+        if self.options.wgmma_turns and len(groups) > 1:
+            self._fail(
+                groups[1],
+                f"wgmma-turns = 1 passes the turn on after a K tile's one WGMMA group; this K "
+                f"loop commits {len(groups)}",
+            )
 
     def _match_copies(self, if_op: ir.Operation) -> None:
         if not _is_elected(if_op):
@@ -780,6 +804,16 @@ class _Specializer:
         self.ping_pong = self.options.ping_pong
         if self.ping_pong:
             self._check_ping_pong(groups)
+        if self.options.wgmma_turns and (groups == 1 or self.ping_pong):
+            self._fail(
+                self.loop,
+                "wgmma-turns = 1 needs 2 or 4 consumer groups sharing each tile: "
+                + (
+                    "one group has no other to take turns with"
+                    if groups == 1
+                    else "in ping-pong the groups already take whole tiles in turn"
+                ),
+            )
         group_rows = block_m if self.ping_pong else block_m // groups
         if group_rows % 64:
             self._fail(
@@ -806,6 +840,12 @@ class _Specializer:
         with ir.InsertionPoint.after(self.full_alloc):
             empty = dialect.mbarrier_alloc(releasing * self.ctas, num_stages)
             self.turns = dialect.mbarrier_alloc(WARPGROUP_SIZE, 2) if self.ping_pong else None
+            # One arrival per warp of the group whose turn ends.
+            self.wgmma_turns = (
+                dialect.mbarrier_alloc(WARPGROUP_SIZE // WARP_SIZE, groups)
+                if self.options.wgmma_turns
+                else None
+            )
         self.group_rows = group_rows
         self.group_staging = self._split_staging(groups, group_rows, block_n)
 
@@ -976,12 +1016,14 @@ class _Specializer:
             # they keep the author's locations (their diagnostics).
             self._clone_for_group([*self.accs, *self.register_prologue], mapping, first_row)
             if not self.ping_pong:
-                loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
+                loop = self._consume_k_tiles(
+                    group, first_row, empty, num_stages, stage, phase, mapping
+                )
                 self._store_rows(group, first_row, mapping)
                 return list(loop.results)
             (turn_phase,) = turn_phase
             dialect.mbarrier_wait(self.turns, index_constant(group), turn_phase)
-            loop = self._consume_k_tiles(first_row, empty, num_stages, stage, phase, mapping)
+            loop = self._consume_k_tiles(group, first_row, empty, num_stages, stage, phase, mapping)
             dialect.mbarrier_arrive(self.turns, index_constant(1 - group))
             self._store_rows(group, first_row, mapping)
             # The other group's tile comes next in the ring: step past it.
@@ -1009,6 +1051,7 @@ class _Specializer:
 
     def _consume_k_tiles(
         self,
+        group: int,
         first_row: int,
         empty: ir.Value,
         num_stages: int,
@@ -1027,6 +1070,8 @@ class _Specializer:
                 elif op.name == "wsc.wgmma_wait_group":
                     ops.WgmmaWaitGroup(op).pending = in_flight
             stage = mapping[self.stage]
+            if self.wgmma_turns is not None:
+                self._take_turn(loop, group, num_stages)
             if in_flight:
                 # wait_group 1 retired the previous K tile's group, so its
                 # stage is free; the first K tile has no previous one.
@@ -1055,6 +1100,25 @@ class _Specializer:
                 self._release(empty, _previous_stage(loop.results[0], num_stages))
                 scf.YieldOp([])
         return loop
+
+    def _take_turn(self, loop: scf.ForOp, group: int, num_stages: int) -> None:
+        """Group `group`'s K tile issues its WGMMAs in its turn: it waits on
+        its turns barrier before its wgmma_fence and passes the turn to the
+        next group after its wgmma_commit_group (see wgmma-turns)."""
+        body = [op.operation for op in loop.body.operations]
+        fence = next(op for op in body if op.name == "wsc.wgmma_fence")
+        commit = next(op for op in body if op.name == "wsc.wgmma_commit_group")
+        groups = self.options.num_consumer_groups
+        with ir.InsertionPoint(fence):
+            stage, phase = loop.inner_iter_args
+            parity = _position_parity(stage, phase, num_stages)
+            if group == 0:
+                parity = arith.XOrIOp(parity, bool_constant(True)).result
+            dialect.mbarrier_wait(self.wgmma_turns, index_constant(group), parity)
+        with ir.InsertionPoint.after(commit):
+            dialect.mbarrier_arrive(
+                self.wgmma_turns, index_constant((group + 1) % groups), per_warp=True
+            )
 
     def _release(self, empty: ir.Value, stage: ir.Value) -> None:
         """A consumer's release of `stage`: on every CTA's empty barrier in a
@@ -1233,6 +1297,25 @@ def _skip_positions(
     wraps = arith.DivUIOp(position, stages).result
     odd = arith.IndexCastOp(ir.IntegerType.get_signless(1), wraps).result
     return [arith.RemUIOp(position, stages).result, arith.XOrIOp(phase, odd).result]
+
+
+def _position_parity(stage: ir.Value, phase: ir.Value, num_stages: int) -> ir.Value:
+    """Whether a consumer's ring position (stage, phase) is an odd one: the
+    K tiles it consumed before, counted modulo 2 x num_stages, as the phase
+    flips once per wrap; a constant where the stage is one and num_stages is
+    even."""
+    odd_stage = arith.CmpIOp(
+        arith.CmpIPredicate.ne,
+        arith.AndIOp(stage, index_constant(1)).result,
+        index_constant(0),
+    ).result
+    if num_stages % 2 == 0:
+        return odd_stage
+    # The phase has flipped an odd number of times: it differs from the initial one.
+    wrapped = (
+        arith.XOrIOp(phase, bool_constant(True)).result if dialect.CONSUMER_INITIAL_PHASE else phase
+    )
+    return arith.XOrIOp(odd_stage, wrapped).result
 
 
 def _previous_stage(stage: ir.Value, num_stages: int) -> ir.Value:

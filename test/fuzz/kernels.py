@@ -1,6 +1,7 @@
 """A fuzzer of kernels, not of text (issue 18): seeded random matmul problems
 and configs -- tile shapes, 1 to 8 stages, 1, 2 or 4 consumer warpgroups, a
-producer warp or warpgroup, persistent or not, ping-pong or not, register,
+producer warp or warpgroup, persistent or not, ping-pong or not, WGMMAs issued
+in turn by the consumer groups or not, register,
 TMA or coalesced stores, clusters along M or N, split-K, swapped
 operands, both B layouts, and fused
 epilogues of register-tile math -- built by wsc.kernels.matmul as V2-form
@@ -104,9 +105,12 @@ def draw(seed: int) -> tuple[dict, dict]:
         "swap_ab": rng.random() < 0.2,
         "release": rng.choice(["thread", "warp"]),
     }
+    # WGMMA turns from a stream of their own, as clusters along N below.
+    turns = random.Random(f"wgmma_turns {seed}").random() < 0.3
     if rng.random() < 0.25:
         # Drawn last: no other field of a seed depends on it.
         config["ping_pong"] = rng.random() < 0.2
+        config["wgmma_turns"] = turns
         return problem, config
     # Agreeing fields: the WGMMA's M side 64 rows per consumer group (one or
     # two WGMMAs each), 16-byte-multiple tile rows, the schedule's exclusions.
@@ -146,6 +150,7 @@ def draw(seed: int) -> tuple[dict, dict]:
     )
     if config["ping_pong"]:
         config["block_m"] //= 2
+    config["wgmma_turns"] = turns and groups > 1 and not config["ping_pong"]
     return problem, config
 
 

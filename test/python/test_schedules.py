@@ -17,7 +17,8 @@ from mlir import ir
 from wsc.codegen import find_ptxas
 from wsc.compiler import compile_module
 from wsc.dialect import make_context
-from wsc.ir_utils import constant_int
+from wsc import ops
+from wsc.ir_utils import constant_int, walk
 from wsc.kernels.matmul.build import build_matmul, compile_matmul, specialization_passes
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.kernels.matmul.space import matmul_kernel
@@ -144,6 +145,62 @@ def test_a_stream_k_artifact_has_a_workspace_slot_per_block(tmp_path):
     assert artifact.tensors["d"].shape == (MAX_SMS * 2 * 128 * 256,)
     assert artifact.tensors["e"].shape == (MAX_SMS * 128,) and artifact.tensors["e"].zeroed
     assert json.loads((directory / "kernel.json").read_text())["config"]["splits"] == 2
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(num_stages=3),
+        dict(num_stages=4, wgmma_in_flight=1),
+        dict(num_stages=2, num_consumer_groups=4, block_m=256),
+        dict(num_stages=3, persistent=True, tma_store=True),
+        dict(num_stages=5, persistent=True, tma_store=True, wgmma_in_flight=1),
+        dict(num_stages=4, split_k=2),
+        dict(num_stages=3, persistent=True, cluster_m=2, tma_store=True),
+        dict(num_stages=4, cluster_n=2),
+    ],
+)
+def test_wgmma_turns_protocol_is_clean(fields):
+    """The consumer groups issue each K tile's WGMMAs in turn: each waits on
+    its turns barrier with the parity of the K tile's ring position and passes
+    the turn on after its commit, across a persistent block's tiles too, for
+    every K extent (0 K tiles included)."""
+    fields = {"num_consumer_groups": 2, "producer": "warpgroup", **fields}
+    config = MatmulConfig(wgmma_turns=True, **fields)
+    problem = MatmulProblem(out_dtype="f16" if config.tma_store else "f32")
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(problem, config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        # The turns: one barrier per group, each counting the 4 warps of a group.
+        barriers = [
+            (alloc.arrival_count, alloc.num_barriers)
+            for alloc in (
+                ops.MbarrierAlloc(op)
+                for op in walk(module.operation)
+                if op.name == "wsc.mbarrier_alloc"
+            )
+        ]
+        assert barriers.count((4, config.num_consumer_groups)) == 1
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(num_consumer_groups=1),
+        dict(
+            num_consumer_groups=2,
+            producer="warpgroup",
+            persistent=True,
+            ping_pong=True,
+            tma_store=True,
+        ),
+    ],
+)
+def test_wgmma_turns_need_groups_sharing_a_tile(fields):
+    with pytest.raises(ValueError, match="wgmma_turns = True needs num_consumer_groups of 2 or 4"):
+        MatmulConfig(wgmma_turns=True, **fields)
 
 
 def test_ping_pong_needs_a_persistent_kernel_of_two_groups():

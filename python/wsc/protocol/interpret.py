@@ -94,6 +94,15 @@ class Kernel:
     arrived_on: frozenset = frozenset()
 
 
+def _name_barriers(kinds: dict) -> None:
+    """Name each barrier array by its kind ("full", "empty", "turns"),
+    numbered in allocation order where a kernel has several of a kind."""
+    for kind in dict.fromkeys(kinds.values()):
+        same = [spec for spec in kinds if kinds[spec] == kind]
+        for number, spec in enumerate(same):
+            spec.name = f"{kind}{number}" if len(same) > 1 else kind
+
+
 def _int_width(type_: ir.Type) -> int:
     if isinstance(type_, ir.IndexType):
         return 64
@@ -285,6 +294,8 @@ class _Compiler:
         self.processes: dict[ir.Operation, ProcessSpec] = {}
         self.rings: dict[ir.Value, RingSpec] = {}
         self.barriers: dict[ir.Value, BarrierSpec] = {}
+        #: Each array's kind: "full", "empty" or "turns" (its name unnumbered).
+        self.barrier_kinds: dict[BarrierSpec, str] = {}
         # What each owner runs: a role's process spec, or None for the code
         # outside roles, which every process runs.
         self.readers: dict = {}  # ring spec -> owners reading it (WGMMA, load_shared)
@@ -351,15 +362,12 @@ class _Compiler:
                 self.rings[op.result] = RingSpec(name, stages, rows * cols * element.width // 8)
             elif op.name == "wsc.mbarrier_alloc":
                 alloc = ops.MbarrierAlloc(op)
-                name = "full" if alloc.barriers in full else "empty"
+                kind = "full" if alloc.barriers in full else "empty"
                 self.barriers[alloc.barriers] = BarrierSpec(
-                    name, alloc.arrival_count, alloc.num_barriers
+                    kind, alloc.arrival_count, alloc.num_barriers
                 )
-        for kind in ("full", "empty"):
-            same = [b for b in self.barriers.values() if b.name == kind]
-            if len(same) > 1:
-                for number, spec in enumerate(same):
-                    spec.name = f"{kind}{number}"
+        self.barrier_kinds.update({spec: spec.name for spec in self.barriers.values()})
+        _name_barriers(self.barrier_kinds)
         self.num_stages = (
             next(iter(self.rings.values())).num_stages
             if self.rings
@@ -463,6 +471,14 @@ class _Compiler:
             release_waits[producer] = [
                 b for b in self.barriers.values() if b in waited and b in released
             ]
+        # An array no copy issuer waits on before refilling a stage is one
+        # consumers pass turns on (ping-pong, wgmma-turns), not an "empty" one.
+        refilling = {b for p in issuers for b in self.waits.get(p, ())}
+        refilling |= set(self.waits.get(None, ()))
+        for spec, kind in self.barrier_kinds.items():
+            if kind == "empty" and issuers and spec not in refilling:
+                self.barrier_kinds[spec] = "turns"
+        _name_barriers(self.barrier_kinds)
         return Kernel(
             body,
             len(self.slots),

@@ -134,6 +134,10 @@ class _Simulation:
             }
             for cta in range(ctas)
         ]
+        #: The barrier arrays a copy issuer waits on before refilling stages:
+        #: an arrive on one releases that stage (others, e.g. turns passed
+        #: between consumer groups, release none).
+        self.releasing = {spec for specs in kernel.release_waits.values() for spec in specs}
         self.in_flight: deque[Copy] = deque()
         #: (ring, stage) -> (state, process) of the staged epilogues'
         #: staging stages: "written" by wsc.store_shared, "fenced" by the
@@ -309,7 +313,9 @@ class _Simulation:
         )
         for target, remote in targets:
             barrier = self._barrier(op, target, stage, remote)
-            if any(read_stage == stage for _, read_stage in process.unretired_reads()):
+            if array.spec in self.releasing and any(
+                read_stage == stage for _, read_stage in process.unretired_reads()
+            ):
                 raise Violation(
                     EARLY_RELEASE,
                     op,

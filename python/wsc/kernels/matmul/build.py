@@ -479,6 +479,7 @@ def specialization_passes(config: MatmulConfig) -> list:
         producer=config.producer,
         wgmma_in_flight=config.wgmma_in_flight,
         ping_pong=config.ping_pong,
+        wgmma_turns=config.wgmma_turns,
         rebalance_registers=config.rebalance_registers,
         release=config.release,
     )

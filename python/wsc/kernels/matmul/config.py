@@ -85,6 +85,10 @@ class MatmulConfig:
     #: A persistent kernel's two consumer groups take whole tiles in turn
     #: (--warp-specialize's ping-pong): one stores while the other multiplies.
     ping_pong: bool = False
+    #: The consumer groups issue each K tile's WGMMAs in turn
+    #: (--warp-specialize's wgmma-turns), so that one group's register math
+    #: after its wait (block scales) runs under the next group's WGMMAs.
+    wgmma_turns: bool = False
     #: The epilogue stages the tile in shared memory and one thread stores it
     #: with TMA (16-bit outputs; see wsc.kernels.matmul.build).
     tma_store: bool = False
@@ -140,6 +144,11 @@ class MatmulConfig:
                 "ping_pong = True needs persistent = True and "
                 "num_consumer_groups = 2: the two groups take turns over the "
                 "tiles of a persistent block"
+            )
+        if self.wgmma_turns and (self.num_consumer_groups == 1 or self.ping_pong):
+            raise ValueError(
+                "wgmma_turns = True needs num_consumer_groups of 2 or 4 sharing each tile "
+                "(not ping_pong = True): the groups take turns issuing a K tile's WGMMAs"
             )
         if self.cluster_m not in (1, 2):
             raise ValueError(f"cluster_m must be 1 or 2, got {self.cluster_m}")
