@@ -87,7 +87,9 @@ class MatmulConfig:
     ping_pong: bool = False
     #: The consumer groups issue each K tile's WGMMAs in turn
     #: (--warp-specialize's wgmma-turns), so that one group's register math
-    #: after its wait (block scales) runs under the next group's WGMMAs.
+    #: after its wait (block scales) may run under the next group's WGMMAs.
+    #: In no space: with block scales on the H200 it tied or lost
+    #: (results/h200-fp8-wgmma-turns.md).
     wgmma_turns: bool = False
     #: The epilogue stages the tile in shared memory and one thread stores it
     #: with TMA (16-bit outputs; see wsc.kernels.matmul.build).

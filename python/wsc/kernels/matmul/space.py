@@ -248,28 +248,17 @@ _BATCHED = autotune(
 #: 16-bit C whose rows TMA can store, staged and stored with TMA (at 8192^3
 #: on the H200, 1150 TFLOP/s against 1035 from registers:
 #: results/h200-fp8-block-scales.md).
-#: The tiles of two consumer groups also issue their WGMMAs in turn
-#: (MatmulConfig.wgmma_turns), so that one group scales its product while the
-#: other's WGMMAs run.
 _BLOCK_SCALED_TILES = [
-    *[
-        (*tile, turns)
-        for tile in [
-            (128, 128, 2, "warpgroup", 4, 0, True, 1),
-            (128, 128, 2, "warpgroup", 6, 0, True, 1),
-            (128, 128, 2, "warpgroup", 6, 0, False, 1),
-            (128, 64, 2, "warpgroup", 8, 0, True, 1),
-        ]
-        for turns in (False, True)
-    ],
-    (64, 128, 1, "warp", 6, 0, False, 1, False),
+    (128, 128, 2, "warpgroup", 4, 0, True, 1),
+    (128, 128, 2, "warpgroup", 6, 0, True, 1),
+    (128, 128, 2, "warpgroup", 6, 0, False, 1),
+    (128, 64, 2, "warpgroup", 8, 0, True, 1),
+    (64, 128, 1, "warp", 6, 0, False, 1),
 ]
-_BLOCK_SCALED_FIELDS = _TILES + ", wgmma_turns"
-_BLOCK_SCALED = autotune(
-    _BLOCK_SCALED_FIELDS,
-    [*_BLOCK_SCALED_TILES, (64, 128, 1, "warp", 6, 0, False, 2, False)],
-)(autotune("group_m", [8])(matmul_kernel))
-_BLOCK_SCALED_TMA = autotune(_BLOCK_SCALED_FIELDS, _BLOCK_SCALED_TILES)(
+_BLOCK_SCALED = autotune(_TILES, [*_BLOCK_SCALED_TILES, (64, 128, 1, "warp", 6, 0, False, 2)])(
+    autotune("group_m", [8])(matmul_kernel)
+)
+_BLOCK_SCALED_TMA = autotune(_TILES, _BLOCK_SCALED_TILES)(
     autotune("group_m", [8])(autotune("tma_store", [True])(matmul_kernel))
 )
 #: Small M (MatmulPlan.space): tiles of 16 to 64 rows of M by
