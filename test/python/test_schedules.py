@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from mlir import ir
 
+from wsc import ops
 from wsc.codegen import find_ptxas
 from wsc.compiler import compile_module
 from wsc.dialect import make_context
-from wsc import ops
 from wsc.ir_utils import constant_int, walk
 from wsc.kernels.matmul.build import build_matmul, compile_matmul, specialization_passes
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
