@@ -97,9 +97,7 @@ After: the same computation, specialized (the seed's V3, generalised):
     G] (a *turns* barrier array of G barriers counting a warpgroup's 4 warps).
     The wait's parity is that of the K tile's ring position (flipped for group
     0, whose first wait passes on the fresh barrier), so the turns run on
-    across the tiles of a persistent kernel. The tensor cores then take the
-    groups' WGMMAs in that order, and the register math one group does after
-    its wait (block scales) runs while the next group's WGMMAs execute;
+    across the tiles of a persistent kernel;
   - each group's accumulators and the register math before the loop made in
     its rows, before its loop;
   - the prologue's copies loaded once issued by the producer's elected
