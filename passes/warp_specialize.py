@@ -560,18 +560,24 @@ class _Specializer:
                     f"(before the K loop, or in it for a product of one K tile)",
                 )
         groups = [op for op in self.consumer_anchors if op.name == "wsc.wgmma_commit_group"]
-        if self.options.wgmma_in_flight and len(groups) > 1:
-            self._fail(
-                groups[1],
-                f"wgmma-in-flight = {self.options.wgmma_in_flight} leaves a K tile's one WGMMA "
-                f"group in flight; this K loop commits {len(groups)}",
-            )
-        if self.options.wgmma_turns and len(groups) > 1:
-            self._fail(
-                groups[1],
-                f"wgmma-turns = 1 passes the turn on after a K tile's one WGMMA group; this K "
-                f"loop commits {len(groups)}",
-            )
+        # Both options schedule around a K tile's one WGMMA group.
+        for option, value, what in (
+            (
+                "wgmma-in-flight",
+                self.options.wgmma_in_flight,
+                "leaves a K tile's one WGMMA group in flight",
+            ),
+            (
+                "wgmma-turns",
+                int(self.options.wgmma_turns),
+                "passes the turn on after a K tile's one WGMMA group",
+            ),
+        ):
+            if value and len(groups) != 1:
+                self._fail(
+                    groups[1] if groups else loop,
+                    f"{option} = {value} {what}; this K loop commits {len(groups)}",
+                )
 
     def _match_copies(self, if_op: ir.Operation) -> None:
         if not _is_elected(if_op):
@@ -1299,9 +1305,10 @@ def _skip_positions(
 
 def _position_parity(stage: ir.Value, phase: ir.Value, num_stages: int) -> ir.Value:
     """Whether a consumer's ring position (stage, phase) is an odd one: the
-    K tiles it consumed before, counted modulo 2 x num_stages, as the phase
-    flips once per wrap; a constant where the stage is one and num_stages is
-    even."""
+    K tiles it consumed before, counted modulo 2 x num_stages from the ring's
+    start at (0, CONSUMER_INITIAL_PHASE), as the phase flips once per wrap.
+    With an even num_stages the phase drops out; once --unroll-ring-buffer
+    has made the stage a constant, the ops fold during lowering."""
     odd_stage = arith.CmpIOp(
         arith.CmpIPredicate.ne,
         arith.AndIOp(stage, index_constant(1)).result,

@@ -5,14 +5,17 @@
 // the next group's turns barrier. Three stages: the position's parity needs
 // the phase as well as the stage.
 // RUN: wsc-opt --warp-specialize='num-stages=3 num-consumer-groups=2 producer=warpgroup wgmma-turns=1' --verify-pipeline %S/../../examples/matmul_v2.mlir | FileCheck %s
-// Four stages, unrolled: the parity is the stage's, a constant in each copy.
+// Four stages, unrolled: the parity is the stage's alone (each pass checks
+// the protocol of its output, --unroll-ring-buffer's too).
 // RUN: wsc-opt --warp-specialize='num-stages=4 num-consumer-groups=2 producer=warpgroup wgmma-turns=1' --unroll-ring-buffer %S/../../examples/matmul_v2.mlir | FileCheck %s --check-prefix=UNROLLED
 // A persistent kernel: the turns run on from one tile's K loop to the next.
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-turns=1' --verify-pipeline %S/warp-specialize-persistent.mlir | FileCheck %s --check-prefix=PERSISTENT
-// Refused: one group, ping-pong, and a K loop of two WGMMA groups.
+// Refused: one group, ping-pong, and a K loop of two WGMMA groups ...
 // RUN: not wsc-opt --warp-specialize='wgmma-turns=1' %S/../../examples/matmul_v2.mlir 2>&1 | FileCheck %s --check-prefix=ONE-GROUP
 // RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup ping-pong=1 wgmma-turns=1' %S/warp-specialize-persistent.mlir 2>&1 | FileCheck %s --check-prefix=PING-PONG
 // RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-turns=1' %S/warp-specialize-back-to-back.mlir 2>&1 | FileCheck %s --check-prefix=TWO-GROUPS
+// ... and one that commits none.
+// RUN: sed 's/"wsc.wgmma_commit_group"() : () -> ()//' %S/../../examples/matmul_v2.mlir | not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-turns=1' - 2>&1 | FileCheck %s --check-prefix=NO-GROUP
 
 // CHECK: %[[FULL:.*]] = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 3 : i32}
 // CHECK: %[[EMPTY:.*]] = "wsc.mbarrier_alloc"() {arrival_count = 256 : i32, num_barriers = 3 : i32}
@@ -72,3 +75,4 @@
 // ONE-GROUP: error: --warp-specialize: wgmma-turns = 1 needs 2 or 4 consumer groups sharing each tile: one group has no other to take turns with
 // PING-PONG: error: --warp-specialize: wgmma-turns = 1 needs 2 or 4 consumer groups sharing each tile: in ping-pong the groups already take whole tiles in turn
 // TWO-GROUPS: error: --warp-specialize: wgmma-turns = 1 passes the turn on after a K tile's one WGMMA group; this K loop commits 2
+// NO-GROUP: <stdin>:29:24: error: --warp-specialize: wgmma-turns = 1 passes the turn on after a K tile's one WGMMA group; this K loop commits 0

@@ -24,7 +24,7 @@ from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.kernels.matmul.space import matmul_kernel
 from wsc.protocol import check_protocol
 from wsc.runtime import load_artifact
-from wsc.target.hopper import MAX_SMS
+from wsc.target.hopper import E4M3, MAX_SMS
 
 REPO = Path(__file__).resolve().parents[2]
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
@@ -182,6 +182,27 @@ def test_wgmma_turns_protocol_is_clean(fields):
             )
         ]
         assert barriers.count((4, config.num_consumer_groups)) == 1
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_block_scaled_wgmma_turns_protocol_is_clean(persistent):
+    """The kernel the turns were made for: fp8 with block scales, each K
+    tile's product scaled in registers after its group's wait."""
+    config = MatmulConfig(
+        block_k=128,
+        num_stages=4,
+        num_consumer_groups=2,
+        producer="warpgroup",
+        persistent=persistent,
+        tma_store=True,
+        wgmma_turns=True,
+    )
+    problem = MatmulProblem(E4M3, "bf16", "nk", block_scales=True)
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(problem, config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
         check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
 
 

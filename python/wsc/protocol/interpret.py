@@ -71,6 +71,10 @@ class BarrierSpec:
     name: str
     arrival_count: int
     num_barriers: int
+    #: "full" (copies complete on it), "empty" (a copy issuer waits on it
+    #: before refilling a stage, so an arrive on it releases the stage) or
+    #: "turns" (consumer groups pass turns on it: ping-pong, wgmma-turns).
+    kind: str = "empty"
 
 
 @dataclass
@@ -94,11 +98,11 @@ class Kernel:
     arrived_on: frozenset = frozenset()
 
 
-def _name_barriers(kinds: dict) -> None:
-    """Name each barrier array by its kind ("full", "empty", "turns"),
-    numbered in allocation order where a kernel has several of a kind."""
-    for kind in dict.fromkeys(kinds.values()):
-        same = [spec for spec in kinds if kinds[spec] == kind]
+def _name_barriers(specs: list[BarrierSpec]) -> None:
+    """Name each barrier array by its kind, numbered in allocation order
+    where a kernel has several of a kind."""
+    for kind in dict.fromkeys(spec.kind for spec in specs):
+        same = [spec for spec in specs if spec.kind == kind]
         for number, spec in enumerate(same):
             spec.name = f"{kind}{number}" if len(same) > 1 else kind
 
@@ -294,8 +298,6 @@ class _Compiler:
         self.processes: dict[ir.Operation, ProcessSpec] = {}
         self.rings: dict[ir.Value, RingSpec] = {}
         self.barriers: dict[ir.Value, BarrierSpec] = {}
-        #: Each array's kind: "full", "empty" or "turns" (its name unnumbered).
-        self.barrier_kinds: dict[BarrierSpec, str] = {}
         # What each owner runs: a role's process spec, or None for the code
         # outside roles, which every process runs.
         self.readers: dict = {}  # ring spec -> owners reading it (WGMMA, load_shared)
@@ -364,10 +366,8 @@ class _Compiler:
                 alloc = ops.MbarrierAlloc(op)
                 kind = "full" if alloc.barriers in full else "empty"
                 self.barriers[alloc.barriers] = BarrierSpec(
-                    kind, alloc.arrival_count, alloc.num_barriers
+                    kind, alloc.arrival_count, alloc.num_barriers, kind
                 )
-        self.barrier_kinds.update({spec: spec.name for spec in self.barriers.values()})
-        _name_barriers(self.barrier_kinds)
         self.num_stages = (
             next(iter(self.rings.values())).num_stages
             if self.rings
@@ -460,8 +460,10 @@ class _Compiler:
             )
         issuers = members(self.copy_issuers)
         release_waits = {}
+        refilling: set = set()  # the arrays some copy issuer waits on
         for producer in issuers:
             waited = set(self.waits.get(producer, ())) | set(self.waits.get(None, ()))
+            refilling |= waited
             released = {
                 b
                 for owner, specs in self.releases.items()
@@ -471,14 +473,19 @@ class _Compiler:
             release_waits[producer] = [
                 b for b in self.barriers.values() if b in waited and b in released
             ]
-        # An array no copy issuer waits on before refilling a stage is one
-        # consumers pass turns on (ping-pong, wgmma-turns), not an "empty" one.
-        refilling = {b for p in issuers for b in self.waits.get(p, ())}
-        refilling |= set(self.waits.get(None, ()))
-        for spec, kind in self.barrier_kinds.items():
-            if kind == "empty" and issuers and spec not in refilling:
-                self.barrier_kinds[spec] = "turns"
-        _name_barriers(self.barrier_kinds)
+        # An array that consumers wait on and no copy issuer does is one they
+        # pass turns on, not an "empty" one (which a producer that forgot its
+        # wait still leaves unwaited, and so "empty").
+        consumer_waited = {
+            spec
+            for owner, specs in self.waits.items()
+            if owner is not None and owner not in issuers
+            for spec in specs
+        }
+        for spec in self.barriers.values():
+            if spec.kind == "empty" and spec in consumer_waited - refilling and issuers:
+                spec.kind = "turns"
+        _name_barriers(list(self.barriers.values()))
         return Kernel(
             body,
             len(self.slots),
