@@ -473,9 +473,9 @@ class _Compiler:
             release_waits[producer] = [
                 b for b in self.barriers.values() if b in waited and b in released
             ]
-        # An array that consumers wait on and no copy issuer does is one they
-        # pass turns on, not an "empty" one (which a producer that forgot its
-        # wait still leaves unwaited, and so "empty").
+        # An array consumers wait on and no copy issuer does is one they pass
+        # turns on (ping-pong, wgmma-turns). One nobody waits on stays
+        # "empty": its producer forgot the wait.
         consumer_waited = {
             spec
             for owner, specs in self.waits.items()
