@@ -482,8 +482,9 @@ class _Compiler:
             if owner is not None and owner not in issuers
             for spec in specs
         }
+        turns = consumer_waited - refilling if issuers else set()
         for spec in self.barriers.values():
-            if spec.kind == "empty" and spec in consumer_waited - refilling and issuers:
+            if spec.kind == "empty" and spec in turns:
                 spec.kind = "turns"
         _name_barriers(list(self.barriers.values()))
         return Kernel(
