@@ -234,8 +234,10 @@ irdl.dialect @wsc {
   }
 
   // %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
-  // A zero-filled register tile of the executing warpgroup(s).
-  irdl.operation @acc_alloc {
+  // A zero-filled register tile of the executing warpgroup(s); with the unit
+  // attribute `uninitialized` its registers hold no value until a write (a
+  // wsc.wgmma with `overwrite`, a wsc.tile_assign) sets them.
+  irdl.operation @acc_alloc attributes {optional_attributes = {uninitialized = "#builtin.unit"}} {
     %shape = irdl.base "#builtin.dense_array"
     %element = irdl.any
     %tile = irdl.parametric @wsc::@acc<%shape, %element>
@@ -249,10 +251,12 @@ irdl.dialect @wsc {
   // [K, M] (read M-major) and the product takes its columns a_row : a_row + M,
   // transposed. With the integer attribute `a_stage` A is read from that
   // stage of its buffer, not from `stage` (A loaded once, outside the ring B
-  // streams through). The accumulator is f32, or f16 for f16 operands.
+  // streams through). With the unit attribute `overwrite` the product replaces
+  // acc (acc = sa * op(sb)). The accumulator is f32, or f16 for f16 operands.
   // Asynchronous: joins the open WGMMA group.
   irdl.operation @wgmma attributes {
-      optional_attributes = {a_transposed = "#builtin.unit", a_stage = "#builtin.integer"}} {
+      optional_attributes = {a_transposed = "#builtin.unit", a_stage = "#builtin.integer",
+                             overwrite = "#builtin.unit"}} {
     %a = irdl.base "!builtin.memref"
     %b = irdl.base "!builtin.memref"
     %stage = irdl.is index

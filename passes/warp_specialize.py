@@ -84,7 +84,23 @@ After: the same computation, specialized (the seed's V3, generalised):
     on; after the loop it waits for the last group (wait_group 0) and
     releases the last K tile's stage, (k_tiles - 1) mod N, before storing.
     Every filled stage is still released exactly once, one K tile later, so
-    the producer and its drain are unchanged. In a cluster of n CTAs every
+    the producer and its drain are unchanged. Where the register math after
+    the K tile's wait reads a product of one K tile (a wsc.acc_alloc in the
+    loop that its WGMMAs write, e.g. block-scaled fp8's), the math instead
+    waits a K tile: the group gets two uninitialized tiles per product, and
+    per register tile the math reads that is made before the wait (the K
+    tile's scales), used by the K tiles in turn, and its K loop takes two K
+    tiles per trip; K tile j + 1's WGMMAs are issued (their first step
+    overwriting the product, the wgmma `overwrite` attribute) and its math's
+    input tiles made before K tile j's math, then wait_group 1 retires K tile
+    j's group, its stage is released and its math runs. K tile
+    0 is issued before that loop and the last one or two K tiles are taken
+    after it (wait_group 0 before the last math), all under one k_tiles > 0
+    guard, so that the same WGMMA group is in flight on every path (ptxas
+    serializes every WGMMA of a kernel where paths differ). Such a loop is not
+    one --unroll-ring-buffer takes; the WGMMAs may read no register tile made
+    in the loop, and math reading an accumulator the in-flight group writes
+    (not a product) is refused. In a cluster of n CTAs every
     release is an `every_cta` `wsc.mbarrier_arrive` (all CTAs' producers write
     the stage) and the empty barriers count n times the arrivals. With
     release = warp a release is one arrival per consumer warp (`per_warp`:
@@ -136,8 +152,10 @@ wgmma-turns          consumer groups issue each K tile's WGMMA group in turn
                      (2 or 4 groups, one WGMMA group per K tile, not ping-pong)
 wgmma-in-flight      WGMMA groups a consumer leaves in flight across K tiles:
                      0 (release each stage after its own WGMMAs) or 1
-                     (release one K tile late; needs num-stages >= 2, since
-                     the stage in flight and the one released must differ)
+                     (release one K tile late, or with a product of one K
+                     tile, run its math under the next K tile's WGMMAs;
+                     needs num-stages >= 2, since the stage in flight and the
+                     one released must differ)
 release              thread (every consumer thread arrives on the empty
                      barrier) | warp (one arrival per consumer warp: 32 times
                      fewer, each after its warp synchronizes)
@@ -179,13 +197,12 @@ from wsc.passes.warp_specialize_choices import (
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     MAX_STAGES,
+    PRODUCER_REGISTERS,
     WARP_SIZE,
     WARPGROUP_SIZE,
+    consumer_register_budget,
     entry_register_cap,
 )
-
-#: The consumer budget CUTLASS-style kernels settle on next to a 40-register producer.
-DEFAULT_CONSUMER_REGISTERS = 232
 
 _CONSUMER_OPS = (
     "wsc.mbarrier_wait",
@@ -264,7 +281,12 @@ class WarpSpecialize(WscPass):
         Option("num-stages", int, 0, "ring depth (0: as written)"),
         Option("num-consumer-groups", int, 1, "consumer warpgroups", choices=CONSUMER_GROUPS),
         Option("producer", str, "warp", "producer role size", choices=PRODUCERS),
-        Option("producer-registers", int, 40, "setmaxnreg budget of a warpgroup producer"),
+        Option(
+            "producer-registers",
+            int,
+            PRODUCER_REGISTERS,
+            "setmaxnreg budget of a warpgroup producer",
+        ),
         Option("consumer-registers", int, 0, "setmaxnreg budget of a consumer (0: auto)"),
         Option(
             "rebalance-registers",
@@ -578,6 +600,75 @@ class _Specializer:
                     groups[1] if groups else loop,
                     f"{option} = {value} {what}; this K loop commits {len(groups)}",
                 )
+        self.products: list[ir.Operation] = []
+        if self.options.wgmma_in_flight:
+            self._match_products()
+
+    def _match_products(self) -> None:
+        """With wgmma-in-flight = 1, the register math after the K tile's
+        wait may read what its WGMMA group wrote only where that is a product
+        of one K tile (a wsc.acc_alloc in the loop): each such product gets a
+        second tile, and the math waits one K tile (_consume_in_pairs). The
+        group may read no register tile, since it is issued before the
+        previous K tile's math."""
+        body = [op.operation for op in self.loop_body.operations]
+        (wait,) = [op for op in self.consumer_anchors if op.name == "wsc.wgmma_wait_group"]
+        written = {
+            op.operands[ops.operand_number(op.name, "acc")]
+            for op in self.consumer_anchors
+            if op.name in _ACCUMULATING
+        }
+        made_here = {op.result: op for op in self.consumer_anchors if op.name == "wsc.acc_alloc"}
+        reads = False
+        for op in body[body.index(wait) + 1 :]:
+            for tile in written & set(operands_deep(op)):
+                if tile not in made_here:
+                    self._fail(
+                        op,
+                        f"wgmma-in-flight = 1 leaves the K tile's WGMMA group in flight "
+                        f"past its wait, but '{op.name}' reads a tile the group writes: "
+                        f"only a product of one K tile (a wsc.acc_alloc in the K loop) "
+                        f"can wait for the next K tile's WGMMAs, in a second tile",
+                    )
+                reads = True
+        if not reads:
+            return
+        self.products = [made_here[tile] for tile in made_here if tile in written]
+        before_wait = set(body[: body.index(wait)])
+        issue_anchors = [
+            op
+            for op in self.consumer_anchors
+            if op in before_wait
+            and op.name
+            in ("wsc.mbarrier_wait", "wsc.wgmma_fence", *_ACCUMULATING, "wsc.wgmma_commit_group")
+        ]
+        self.issue_ops = [op for op in self._slice(issue_anchors) if op not in self.products]
+        for op in self.issue_ops:
+            if op.name in ops.TILE_MAKERS:
+                self._fail(
+                    op,
+                    "wgmma-in-flight = 1 issues each K tile's WGMMAs before the "
+                    "previous K tile's register math, so they cannot read a register "
+                    "tile made in the loop",
+                )
+        math_anchors = [
+            op
+            for op in self.consumer_anchors
+            if op not in issue_anchors and op != wait and op not in self.products
+        ]
+        math = [op for op in self._slice(math_anchors) if op not in self.products]
+        self.math_before_wait = [op for op in math if op in before_wait]
+        self.math_after_wait = [op for op in math if op not in before_wait]
+        read_after = {v for op in self.math_after_wait for v in operands_deep(op)}
+        self.math_inputs = [
+            op.results[0]
+            for op in self.math_before_wait
+            if op.name in ops.TILE_MAKERS and op.results[0] in read_after
+        ]
+        # The index arithmetic the math itself reads (its tiles come loaded).
+        made = frozenset(defining_op(tile) for tile in self.math_inputs)
+        needed = set(self._slice(self.math_after_wait, stop=made))
+        self.math_indices = [op for op in self.math_before_wait if op in needed]
 
     def _match_copies(self, if_op: ir.Operation) -> None:
         if not _is_elected(if_op):
@@ -704,14 +795,17 @@ class _Specializer:
 
     # Building the output ------------------------------------------------------
 
-    def _slice(self, anchors: list[ir.Operation]) -> list[ir.Operation]:
-        """The loop-body ops `anchors` need, anchors included, in body order."""
+    def _slice(
+        self, anchors: list[ir.Operation], stop: frozenset = frozenset()
+    ) -> list[ir.Operation]:
+        """The loop-body ops `anchors` need, anchors included, in body order;
+        not through the ops in `stop`."""
         body_ops = [op.operation for op in self.loop_body.operations]
         needed = set()
         pending = list(anchors)
         while pending:
             op = pending.pop()
-            if op in needed:
+            if op in needed or op in stop:
                 continue
             needed.add(op)
             for value in operands_deep(op):
@@ -779,7 +873,9 @@ class _Specializer:
         spare_per_consumer = (entry - producer) // groups
         consumer = self.options.consumer_registers
         if consumer == 0:
-            consumer = min(DEFAULT_CONSUMER_REGISTERS, (entry + spare_per_consumer) // 8 * 8)
+            consumer = consumer_register_budget(
+                threads, groups, producer, blocks_per_sm(self.kernel)
+            )
         elif consumer > entry + spare_per_consumer:
             self._fail(
                 self.kernel,
@@ -817,6 +913,13 @@ class _Specializer:
                     if groups == 1
                     else "in ping-pong the groups already take whole tiles in turn"
                 ),
+            )
+        if self.options.wgmma_turns and self.products:
+            self._fail(
+                self.products[0],
+                "wgmma-turns = 1 with wgmma-in-flight = 1 and a product of one K "
+                "tile is not supported: each group issues a K tile's WGMMAs under "
+                "the previous one's math, not in turn",
             )
         group_rows = block_m if self.ping_pong else block_m // groups
         if group_rows % 64:
@@ -1020,19 +1123,21 @@ class _Specializer:
             # they keep the author's locations (their diagnostics).
             self._clone_for_group([*self.accs, *self.register_prologue], mapping, first_row)
             if not self.ping_pong:
-                loop = self._consume_k_tiles(
+                after = self._consume_k_tiles(
                     group, first_row, empty, num_stages, stage, phase, mapping
                 )
                 self._store_rows(group, first_row, mapping)
-                return list(loop.results)
+                return after
             (turn_phase,) = turn_phase
             dialect.mbarrier_wait(self.turns, index_constant(group), turn_phase)
-            loop = self._consume_k_tiles(group, first_row, empty, num_stages, stage, phase, mapping)
+            after = self._consume_k_tiles(
+                group, first_row, empty, num_stages, stage, phase, mapping
+            )
             dialect.mbarrier_arrive(self.turns, index_constant(1 - group))
             self._store_rows(group, first_row, mapping)
             # The other group's tile comes next in the ring: step past it.
             return [
-                *_skip_positions(*loop.results, self._k_tiles, num_stages),
+                *_skip_positions(*after, self._k_tiles, num_stages),
                 arith.XOrIOp(turn_phase, bool_constant(True)).result,
             ]
 
@@ -1062,7 +1167,13 @@ class _Specializer:
         stage: ir.Value,
         phase: ir.Value | bool,
         mapping: dict,
-    ) -> scf.ForOp:
+    ) -> list[ir.Value]:
+        """Group `group`'s K loop from ring position (stage, phase); returns
+        the position after it."""
+        if self.products:
+            return self._consume_in_pairs(
+                group, first_row, empty, num_stages, stage, phase, mapping
+            )
         in_flight = self.options.wgmma_in_flight
         loop = self._ring_loop(stage, phase, mapping)
         with ir.InsertionPoint(loop.body):
@@ -1103,7 +1214,146 @@ class _Specializer:
             with ir.InsertionPoint(guard.then_block):
                 self._release(empty, _previous_stage(loop.results[0], num_stages))
                 scf.YieldOp([])
-        return loop
+        return list(loop.results)
+
+    def _consume_in_pairs(
+        self,
+        group: int,
+        first_row: int,
+        empty: ir.Value,
+        num_stages: int,
+        stage: ir.Value,
+        phase: ir.Value | bool,
+        mapping: dict,
+    ) -> list[ir.Value]:
+        """The K loop of a group whose register math reads a product of one K
+        tile, with wgmma-in-flight = 1: two tiles per product, P0 and P1, used
+        by the K tiles in turn, and a loop of two K tiles per trip (registers
+        cannot be indexed by a run-time parity). K tile j's math runs after K
+        tile j + 1's WGMMAs are issued, so the tensor cores work under it:
+
+            if k_tiles > 0:
+              issue(0) -> P0
+              for j = 0, 2, ... while j + 2 < k_tiles:
+                step(j, P0, issue j + 1 -> P1); step(j + 1, P1, issue j + 2 -> P0)
+              the last one or two K tiles: step(j, P0, issue j + 1 -> P1) and
+              last(j + 1, P1), or last(j, P0)
+
+        where step(j, P, issue) is the issue (K tile j + 1's WGMMAs, and its
+        math's input tiles, e.g. its scales, into the other slot), wait_group
+        1, the release of stage(j) and K tile j's math on P and its inputs,
+        and last(j, P) the same with no issue and wait_group 0. Every WGMMA
+        is issued in code that runs whenever the trip does, and every path
+        into the loop and out of the tail leaves the same group in flight
+        (ptxas serializes the WGMMAs of a kernel where one path differs).
+        Returns the ring position after the K tiles."""
+        k_tiles = mapping.get(self._k_tiles, self._k_tiles)
+        if isinstance(phase, bool):
+            phase = bool_constant(phase)
+        # Two slots, used by the K tiles in turn: the products' tiles, and
+        # those of the math's inputs read before the wait (a K tile's
+        # scales), which are loaded when the K tile's WGMMAs are issued, a K
+        # tile before its math. None holds a value before it is written.
+        slots = [
+            {
+                tile: self._uninitialized_tile(tile)
+                for tile in [*(op.result for op in self.products), *self.math_inputs]
+            }
+            for _ in range(2)
+        ]
+        products = {slot[op.result] for slot in slots for op in self.products}
+
+        def at(index, stage, phase, slot) -> dict:
+            """The mapping of K tile `index` at ring position (stage, phase)."""
+            return {**mapping, self.iv: index, self.stage: stage, self.phase: phase, **slot}
+
+        def advance(stage, phase) -> list[ir.Value]:
+            return list(
+                clone_remapped(self.advance, {self.stage: stage, self.phase: phase}).results
+            )
+
+        def issue(index, stage, phase, slot) -> None:
+            """K tile `index`'s WGMMAs into `slot`'s products, then its math's inputs."""
+            position = at(index, stage, phase, slot)
+            for op in self.issue_ops:
+                clone = clone_remapped(op, position)
+                if clone.name == "wsc.wgmma":
+                    wgmma = ops.Wgmma(clone)
+                    wgmma.a_row = wgmma.a_row + first_row
+                    if wgmma.acc in products:
+                        # The product's first K step replaces the previous K tile's.
+                        clone.attributes["overwrite"] = ir.UnitAttr.get()
+            loaded = dict(position)
+            self._clone_for_group(self.math_before_wait, loaded, first_row)
+            for tile in self.math_inputs:
+                dialect.tile_assign(slot[tile], loaded[tile])
+
+        def step(index, stage, phase, slot, following=None) -> None:
+            """K tile `index`'s math on `slot`, after issuing K tile
+            following = (index, stage, phase, slot)'s WGMMAs, if any."""
+            position = at(index, stage, phase, slot)
+            for op in self.math_indices:
+                clone_remapped(op, position)
+            if following is not None:
+                issue(*following)
+            dialect.wgmma_wait_group(1 if following is not None else 0)
+            # The wait retired K tile `index`'s WGMMAs: its stage is free.
+            self._release(empty, stage)
+            self._clone_for_group(self.math_after_wait, position, first_row)
+
+        zero, one, two = index_constant(0), index_constant(1), index_constant(2)
+        position_types = [stage.type, phase.type]
+        any_tiles = scf.IfOp(
+            arith.CmpIOp(arith.CmpIPredicate.ugt, k_tiles, zero).result,
+            position_types,
+            has_else=True,
+        )
+        with ir.InsertionPoint(any_tiles.then_block):
+            issue(zero, stage, phase, slots[0])
+            # Trips while a third K tile follows the pair: (k_tiles - 1) / 2.
+            trips = arith.DivUIOp(arith.SubIOp(k_tiles, one).result, two).result
+            loop = scf.ForOp(zero, trips, one, [stage, phase])
+            with ir.InsertionPoint(loop.body):
+                at_stage, at_phase = loop.inner_iter_args
+                first = arith.MulIOp(loop.induction_variable, two).result
+                second = arith.AddIOp(first, one).result
+                third = arith.AddIOp(second, one).result
+                stage1, phase1 = advance(at_stage, at_phase)
+                stage2, phase2 = advance(stage1, phase1)
+                step(first, at_stage, at_phase, slots[0], (second, stage1, phase1, slots[1]))
+                step(second, stage1, phase1, slots[1], (third, stage2, phase2, slots[0]))
+                scf.YieldOp([stage2, phase2])
+            # The one or two K tiles left, from K tile 2 * trips.
+            at_stage, at_phase = loop.results
+            first = arith.MulIOp(trips, two).result
+            second = arith.AddIOp(first, one).result
+            stage1, phase1 = advance(at_stage, at_phase)
+            two_left = scf.IfOp(
+                arith.CmpIOp(arith.CmpIPredicate.ult, second, k_tiles).result,
+                position_types,
+                has_else=True,
+            )
+            with ir.InsertionPoint(two_left.then_block):
+                step(first, at_stage, at_phase, slots[0], (second, stage1, phase1, slots[1]))
+                step(second, stage1, phase1, slots[1])
+                scf.YieldOp(advance(stage1, phase1))
+            with ir.InsertionPoint(two_left.else_block):
+                step(first, at_stage, at_phase, slots[0])
+                scf.YieldOp([stage1, phase1])
+            scf.YieldOp(list(two_left.results))
+        with ir.InsertionPoint(any_tiles.else_block):
+            scf.YieldOp([stage, phase])
+        return list(any_tiles.results)
+
+    def _uninitialized_tile(self, tile: ir.Value) -> ir.Value:
+        """A register tile like `tile`, in a group's rows, holding nothing
+        until it is written (wsc.acc_alloc {uninitialized})."""
+        (_, cols), element = dialect.acc_type_parameters(tile.type)
+        return ir.Operation.create(
+            "wsc.acc_alloc",
+            results=[dialect.acc_type((self.group_rows, cols), element)],
+            attributes={"uninitialized": ir.UnitAttr.get()},
+        ).result
 
     def _take_turn(self, loop: scf.ForOp, group: int, num_stages: int) -> None:
         """Group `group`'s K tile issues its WGMMAs in its turn: it waits on

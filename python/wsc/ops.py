@@ -317,6 +317,8 @@ class TmaStoreWait(WscOp, name="wsc.tma_store_wait"):
 
 class AccAlloc(WscOp, name="wsc.acc_alloc"):
     tile = Result()
+    #: No zeros are put in its registers: a write sets them first.
+    uninitialized = Flag()
 
 
 class Wgmma(WscOp, name="wsc.wgmma"):
@@ -330,6 +332,8 @@ class Wgmma(WscOp, name="wsc.wgmma"):
     a_transposed = Flag()
     #: A's stage when A is read outside the ring (loaded once); None: `stage`.
     a_stage = OptionalIntAttr()
+    #: The product replaces acc instead of adding to it.
+    overwrite = Flag()
 
 
 class WgmmaRegisterA(WscOp, name="wsc.wgmma_register_a"):

@@ -338,6 +338,20 @@ func.func @no_blocks_per_sm() attributes {wsc.blocks_per_sm = 0 : i32, wsc.num_t
   return
 }
 // -----
+func.func @overwrite_not_a_unit(%sa: memref<1x64x64xf16, 3>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.wgmma' op 'overwrite' must be a unit attribute, got 1 : i32}}
+  "wsc.wgmma"(%sa, %sa, %c0, %acc) {a_row = 0 : i32, b_layout = "nk", overwrite = 1 : i32} : (memref<1x64x64xf16, 3>, memref<1x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+  return
+}
+// -----
+func.func @uninitialized_not_a_unit() attributes {wsc.num_threads = 128 : i32} {
+  // expected-error @below {{'wsc.acc_alloc' op 'uninitialized' must be a unit attribute, got false}}
+  %acc = "wsc.acc_alloc"() {uninitialized = false} : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
 func.func @per_warp_not_a_unit() attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %empty = "wsc.mbarrier_alloc"() {arrival_count = 4 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers

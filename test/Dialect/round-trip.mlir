@@ -24,12 +24,16 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
     %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
     %acc64 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+    // CHECK: %[[PRODUCT:.*]] = "wsc.acc_alloc"() {uninitialized} : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %product = "wsc.acc_alloc"() {uninitialized} : () -> !wsc.acc<array<i64: 128, 128>, f32>
     // CHECK: "wsc.mbarrier_wait"(%[[FULL]], %{{.*}}, %{{.*}}) : (!wsc.mbarriers, index, i1) -> ()
     "wsc.mbarrier_wait"(%full, %c0, %true) : (!wsc.mbarriers, index, i1) -> ()
     // CHECK: "wsc.wgmma_fence"() : () -> ()
     "wsc.wgmma_fence"() : () -> ()
     // CHECK: "wsc.wgmma"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 0 : i32, b_layout = "nk"}
     "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    // CHECK: "wsc.wgmma"(%[[SA]], %{{.*}}, %{{.*}}, %[[PRODUCT]]) {a_row = 0 : i32, b_layout = "nk", overwrite}
+    "wsc.wgmma"(%sa, %sb, %c0, %product) {a_row = 0 : i32, b_layout = "nk", overwrite} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
     // CHECK: "wsc.wgmma"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 64 : i32, a_transposed, b_layout = "nk"}
     "wsc.wgmma"(%st, %sb, %c0, %acc64) {a_row = 64 : i32, a_transposed, b_layout = "nk"} : (memref<2x64x128xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
     // CHECK: "wsc.wgmma"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}) {a_row = 0 : i32, a_stage = 1 : i32, b_layout = "nk"}

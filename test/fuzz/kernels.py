@@ -165,15 +165,17 @@ def draw_fp8(seed: int) -> tuple[dict, dict]:
     """`draw`'s kernel of `seed` with fp8 operands: B as [N, K] (the one
     layout WGMMA reads fp8 in), no bias or residual (an activation may stay),
     a K tile of 32, 64 or 128 elements; three in ten with block scales, whose
-    K tile is one block, its columns within one block of B's and no WGMMA
-    group in flight across K tiles."""
+    K tile is one block, its columns within one block of B's, and a WGMMA
+    group in flight across K tiles only in a persistent kernel (two product
+    tiles in turn)."""
     problem, config = draw(seed)
     problem.update(dtype=E4M3, b_layout="nk", bias=False, residual=False)
     rng = random.Random(f"fp8 {seed}")
     config["block_k"] = rng.choice([32, 64, 128])
     problem["block_scales"] = rng.random() < 0.3
     if problem["block_scales"]:
-        config.update(block_k=128, wgmma_in_flight=0, swap_ab=False)
+        in_flight = config["wgmma_in_flight"] if config["persistent"] else 0
+        config.update(block_k=128, wgmma_in_flight=in_flight, swap_ab=False)
         config["block_n"] = rng.choice([32, 64, 128])
     return problem, config
 

@@ -922,6 +922,7 @@ func.func @overwrite_in_flight_wgmma(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %
     %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 1 : i32} : (index, i1) -> (index, i1)
     scf.yield %next_stage, %next_phase : index, i1
   }
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
   "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }

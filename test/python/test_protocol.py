@@ -223,13 +223,26 @@ def test_seed_drain_is_short_below_num_stages(num_stages):
 
 
 def test_in_flight_wgmma_overwritten():
-    """V2 with one stage and wait_group pending = 1: the next tile is copied
-    into the stage the previous WGMMA still reads."""
+    """V2 with one stage and wait_group pending = 1 (the last group retired
+    before the store): the next tile is copied into the stage the previous
+    WGMMA still reads."""
     text = edit(matmul_v2(1), "{pending = 0 : i32}", "{pending = 1 : i32}")
+    store = '  "wsc.store"(%acc'
+    text = edit(text, store, '  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()\n' + store)
     violation = find_violation(text)
     assert (violation.kind, violation.k_tiles) == (protocol.STAGE_OVERWRITTEN, 2)
     assert "still reads it" in violation.message
     assert '"wsc.tma_load"(%a' in offending_line(text, violation)
+
+
+def test_in_flight_accumulator_stored():
+    """V2 with wait_group pending = 1 and no wait after the loop: the store
+    reads the accumulator while the last K tile's WGMMAs still write it."""
+    text = edit(matmul_v2(4), "{pending = 0 : i32}", "{pending = 1 : i32}")
+    violation = find_violation(text)
+    assert (violation.kind, violation.k_tiles) == (protocol.REGISTER_RACE, 1)
+    assert violation.message.startswith("wsc.store reads the 128x128 f32 register tile made at")
+    assert '"wsc.store"(%acc' in offending_line(text, violation)
 
 
 def test_phase_overrun():

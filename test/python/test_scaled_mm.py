@@ -75,7 +75,7 @@ def test_fp8_problem_and_config_rules():
             MatmulConfig(**{**tile, **bad}).check_problem(block)
     one_group = dict(num_consumer_groups=1, producer="warp")
     with pytest.raises(
-        ValueError, match="group's 128x128 f32 sum and a K tile's product take 256 registers"
+        ValueError, match="group's 128x128 f32 sum and a K tile product take 256 registers"
     ):
         MatmulConfig(**{**tile, **one_group}).check_problem(block)
 

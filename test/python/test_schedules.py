@@ -206,6 +206,67 @@ def test_block_scaled_wgmma_turns_protocol_is_clean(persistent):
         check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
 
 
+#: The block-scaled kernel whose products wait a K tile in a second tile.
+BLOCK_SCALED_IN_FLIGHT = dict(
+    block_k=128,
+    num_consumer_groups=2,
+    producer="warpgroup",
+    persistent=True,
+    tma_store=True,
+    wgmma_in_flight=1,
+)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_block_scaled_products_in_turn_protocol_is_clean(stages):
+    """fp8 with block scales and a WGMMA group in flight: two product tiles
+    used by the K tiles in turn, a K loop of two K tiles per trip; odd and
+    even K tile counts, persistent tiles carrying the ring on."""
+    config = MatmulConfig(num_stages=stages, **BLOCK_SCALED_IN_FLIGHT)
+    problem = MatmulProblem(E4M3, "bf16", "nk", block_scales=True)
+    with make_context(), ir.Location.unknown():
+        module = build_matmul(problem, config)
+        for wsc_pass in specialization_passes(config):
+            wsc_pass.run(module.operation)
+        check_protocol(module.operation, max_k_tiles=3 * config.num_stages + 2)
+        uninitialized = [
+            op
+            for op in walk(module.operation)
+            if op.name == "wsc.acc_alloc" and ops.AccAlloc(op).uninitialized
+        ]
+    # Per consumer group: two products and two scale vectors.
+    assert len(uninitialized) == 2 * 4
+
+
+@needs_ptxas
+def test_block_scaled_products_in_turn_compile_without_serialized_wgmmas():
+    """Every path leaves the same WGMMA group in flight, so ptxas keeps the
+    WGMMAs asynchronous (no C7514 / C7518), and the three tiles per thread
+    fit the consumers' setmaxnreg budget without spills."""
+    config = MatmulConfig(num_stages=4, **BLOCK_SCALED_IN_FLIGHT)
+    problem = MatmulProblem(E4M3, "bf16", "nk", block_scales=True)
+    with make_context(), ir.Location.unknown():
+        result = compile_module(build_matmul(problem, config), specialization_passes(config))
+    assert result.ptxas.warnings == []
+    assert result.ptxas.spill_stores == result.ptxas.spill_loads == 0
+    assert result.ptx.count("wgmma.wait_group.sync.aligned \t1;") > 0
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(persistent=False, tma_store=False), "with wgmma_in_flight = 1, persistent = True"),
+        (dict(wgmma_turns=True), "and wgmma_turns = False"),
+        (dict(block_n=256), "block_n dividing 128"),
+        (dict(num_consumer_groups=1, producer="warp"), "sum and two K tile products take 384"),
+    ],
+)
+def test_block_scaled_products_in_turn_are_refused_where_they_cannot_run(fields, message):
+    config = MatmulConfig(**{**BLOCK_SCALED_IN_FLIGHT, **fields})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        config.check_problem(MatmulProblem(E4M3, "bf16", "nk", block_scales=True))
+
+
 @pytest.mark.parametrize(
     "fields",
     [

@@ -203,6 +203,28 @@ def _first_write_of_zeros(op: ir.Operation, acc: ir.Value) -> bool:
     return True
 
 
+def _still_in_flight(wait: ir.Operation, pending: int) -> set[ir.Value] | None:
+    """The accumulators of the `pending` WGMMA groups a wsc.wgmma_wait_group
+    leaves in flight: those its block commits last before it; None where
+    fewer than `pending` commits precede it there (then which registers stay
+    in flight is not known here, and none is taken as retired)."""
+    in_flight: set[ir.Value] = set()
+    commits = 0
+    for candidate in reversed(list(wait.block.operations)[: _index_in_block(wait)]):
+        candidate = candidate.operation
+        if candidate.name == "wsc.wgmma_commit_group":
+            commits += 1
+            if commits > pending:
+                return in_flight
+        elif candidate.name in ("wsc.wgmma", "wsc.wgmma_register_a") and commits:
+            in_flight.add(candidate.operands[ops.operand_number(candidate.name, "acc")])
+    return in_flight if commits == pending else None
+
+
+def _index_in_block(op: ir.Operation) -> int:
+    return [other.operation for other in op.block.operations].index(op)
+
+
 def _fragment(tile: ir.Value) -> AccumulatorFragment:
     """Which thread holds which element of the register tile `tile`."""
     (rows, cols), _ = acc_type_parameters(tile.type)
@@ -587,9 +609,12 @@ class KernelLowering(KernelPlan):
         return slot
 
     def _lower_acc_alloc(self, op):
-        tile = ops.AccAlloc(op).tile
+        alloc = ops.AccAlloc(op)
+        tile = alloc.tile
         _, element = acc_type_parameters(tile.type)
         slot = self._acc_slot(tile, element, wgmma_form=element in ("f32", "f16"))
+        if alloc.uninitialized:
+            return
         for i in range(slot.fragment.subtiles):
             E.store(E.zero(slot.sub_type), slot.subtile_address(i))
 
@@ -630,7 +655,7 @@ class KernelLowering(KernelPlan):
         a_stage = stage if wgmma.a_stage is None else E.const(wgmma.a_stage, ir.IndexType.get())
         a_base = self._descriptor_base(a_slot, a_stage, a_desc)
         b_base = self._descriptor_base(b_slot, stage, b_desc)
-        overwrite = _first_write_of_zeros(op, acc)
+        overwrite = wgmma.overwrite or _first_write_of_zeros(op, acc)
         values = self._accumulator_inputs(acc_slot, overwrite)
         for k in range(a_desc.k_steps):
             b_value = E.addi(b_base, E.const(b_desc.offset(k) >> 4, E.i64()))
@@ -846,16 +871,21 @@ class KernelLowering(KernelPlan):
     def _lower_wgmma_wait_group(self, op):
         pending = ops.WgmmaWaitGroup(op).pending
         E.wgmma_wait_group(pending)
-        if pending:
+        in_flight = _still_in_flight(op, pending)
+        if in_flight is None:
             return
         # To LLVM the accumulators are plain values that the wait does not
         # touch, so it may move a read of them (the epilogue's cast) above
         # the wait while a WGMMA still writes them; ptxas then serializes
-        # every WGMMA (C7514). Tying each register to an empty asm after
-        # the wait keeps every later read below it.
+        # every WGMMA (C7514). Tying each retired one's registers to an empty
+        # asm after the wait keeps every later read below it.
         role = self.role_of(op)
         for value, slot in self.slots.items():
-            if value in self.wgmma_accumulators and self.accumulator_roles[value] is role:
+            if (
+                value in self.wgmma_accumulators
+                and self.accumulator_roles[value] is role
+                and value not in in_flight
+            ):
                 for i in range(slot.fragment.subtiles):
                     address = slot.subtile_address(i)
                     fenced = E.register_fence(

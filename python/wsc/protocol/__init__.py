@@ -55,6 +55,11 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         wsc.sync after the writes, or a wsc.store_shared
                         into one that other threads may still be copying
                         (no wsc.sync after the wsc.coalesced_store);
+  [register-race]       an op reads a register tile that a WGMMA group still
+                        in flight writes (before the wsc.wgmma_wait_group
+                        that retires it), or writes one that such a group
+                        reads or writes (WGMMAs accumulating into the same
+                        tile are ordered by the hardware: allowed);
   [expect-tx-mismatch]  the bytes an expect_tx declares differ from those the
                         copies completing in its phase deliver;
   [stage-out-of-range]  a stage index outside its ring or barrier array;
@@ -125,6 +130,7 @@ from wsc.protocol.violations import (
     OVER_ARRIVAL,
     PARTIAL_AFTER_ARRIVAL,
     PHASE_OVERRUN,
+    REGISTER_RACE,
     SPLITS_MISMATCH,
     STAGE_OUT_OF_RANGE,
     STAGE_OVERWRITTEN,
@@ -142,6 +148,7 @@ __all__ = [
     "STAGE_OVERWRITTEN",
     "EARLY_RELEASE",
     "STAGING_RACE",
+    "REGISTER_RACE",
     "TX_MISMATCH",
     "STAGE_OUT_OF_RANGE",
     "BARRIER_BEFORE_INIT",

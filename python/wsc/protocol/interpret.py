@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from wsc import ops
-from wsc.diagnostics import PassError
-from wsc.dialect import acc_type_parameters
+from wsc.diagnostics import PassError, file_line_col
+from wsc.dialect import acc_type_parameters, parse_acc_type
 from wsc.ir_utils import (
     cluster_size,
     defining_op,
@@ -20,7 +20,7 @@ from wsc.ir_utils import (
     use_owner,
     walk,
 )
-from wsc.protocol.violations import unsupported
+from wsc.protocol.violations import REGISTER_RACE, Violation, unsupported
 from wsc.runtime.artifact import tensor_name
 from wsc.target.hopper import WARP_SIZE
 
@@ -511,6 +511,9 @@ class _Compiler:
             if op.name in ("scf.yield", "func.return"):
                 yields = [self.slot(v) for v in op.operands]
             else:
+                access = _register_access(op)
+                if access is not None:
+                    nodes.append(access)
                 node = self.op(op, context)
                 if node is not None:
                     nodes.append(node)
@@ -899,6 +902,75 @@ class _Compiler:
             process.wait_group(pending)
 
         return _Effect(op, act)
+
+
+def _register_access(op: ir.Operation) -> _Effect | None:
+    """The check of `op`'s reads and writes of register tiles against the
+    WGMMA groups its process has in flight (register-race); a WGMMA's own
+    tiles join its open group."""
+    name = op.name
+    tiles = [v for v in op.operands if parse_acc_type(v.type) is not None]
+    if name == "wsc.acc_alloc":
+        if ops.AccAlloc(op).uninitialized:
+            return None
+        reads, writes = [], [op.result]  # its zeros
+    elif not tiles:
+        return None
+    elif name in _ACCUMULATING:
+        acc = op.operands[ops.operand_number(name, "acc")]
+        sources = [tile for tile in tiles if tile != acc]
+
+        def issue(process, frame):
+            _check_tiles(process, op, sources, [acc], asynchronous=True)
+            process.open_tiles.extend([(acc, True), *((tile, False) for tile in sources)])
+
+        return _Effect(op, issue)
+    elif name == "wsc.tile_assign":
+        assign = ops.TileAssign(op)
+        reads, writes = [assign.src], [assign.dst]
+    elif name == "wsc.partial_reduce":
+        reads = writes = tiles
+    else:
+        reads, writes = tiles, []
+    return _Effect(op, lambda process, frame: _check_tiles(process, op, reads, writes))
+
+
+#: The ops whose tile operand `acc` a WGMMA group accumulates into asynchronously.
+_ACCUMULATING = ("wsc.wgmma", "wsc.wgmma_register_a")
+
+
+def _check_tiles(process, op, reads, writes, asynchronous: bool = False) -> None:
+    """`op` reads `reads` and writes `writes` (a WGMMA, `asynchronous`, adds
+    to tiles other WGMMAs write: the hardware orders those)."""
+    in_flight = list(process.tiles_in_flight())
+    written = {tile for tile, write in in_flight if write}
+    read = {tile for tile, write in in_flight if not write}
+    for tile in reads:
+        if tile in written:
+            raise Violation(
+                REGISTER_RACE,
+                op,
+                f"{op.name} reads {_tile_name(tile)} while a WGMMA group that writes it is "
+                f"in flight: retire the group first (a wsc.wgmma_wait_group leaving fewer "
+                f"groups pending)",
+            )
+    for tile in writes:
+        if tile in read or (tile in written and not asynchronous):
+            raise Violation(
+                REGISTER_RACE,
+                op,
+                f"{op.name} writes {_tile_name(tile)} while a WGMMA group that "
+                f"{'reads' if tile in read else 'writes'} it is in flight: retire the group "
+                f"first (a wsc.wgmma_wait_group leaving fewer groups pending)",
+            )
+
+
+def _tile_name(tile: ir.Value) -> str:
+    shape, element = acc_type_parameters(tile.type)
+    source = defining_op(tile)
+    filename, line, col = file_line_col(source.location) if source else (None, None, None)
+    where = f" made at {filename}:{line}:{col}" if line is not None else ""
+    return f"the {'x'.join(map(str, shape))} {element} register tile{where}"
 
 
 def compile_kernel(kernel_op: ir.Operation) -> Kernel:

@@ -184,6 +184,10 @@ class Process:
         self.read_waits: dict = {}
         self.open_group: list = []
         self.committed: deque = deque()  # groups of (ring, stage) read, oldest first
+        #: The register tiles each WGMMA group writes and reads (as the
+        #: groups above): (tile, written) pairs, the tile an ir.Value.
+        self.open_tiles: list = []
+        self.committed_tiles: deque = deque()
         self.stores: deque = deque()  # (ring, stage) of TMA stores not waited for, oldest first
         self.observed: dict = {}  # barrier -> completed phases a wait of ours has seen
         #: Split-K: first row of each partial sum this group handled -> (state,
@@ -212,10 +216,20 @@ class Process:
         for group in self.committed:
             yield from group
 
+    def tiles_in_flight(self) -> Iterator[tuple[object, bool]]:
+        """(tile, written) of every WGMMA of this process not yet retired."""
+        yield from self.open_tiles
+        for group in self.committed_tiles:
+            yield from group
+
     def commit_group(self) -> None:
         self.committed.append(self.open_group)
         self.open_group = []
+        self.committed_tiles.append(self.open_tiles)
+        self.open_tiles = []
 
     def wait_group(self, pending: int) -> None:
         while len(self.committed) > pending:
             self.committed.popleft()
+        while len(self.committed_tiles) > pending:
+            self.committed_tiles.popleft()

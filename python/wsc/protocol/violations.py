@@ -12,6 +12,7 @@ STALE_READ = "stale-read"
 STAGE_OVERWRITTEN = "stage-overwritten"
 EARLY_RELEASE = "early-release"
 STAGING_RACE = "staging-race"
+REGISTER_RACE = "register-race"
 TX_MISMATCH = "expect-tx-mismatch"
 STAGE_OUT_OF_RANGE = "stage-out-of-range"
 BARRIER_BEFORE_INIT = "barrier-before-init"
@@ -32,6 +33,7 @@ DIAGNOSIS_ORDER = (
     STAGE_OVERWRITTEN,
     EARLY_RELEASE,
     STAGING_RACE,
+    REGISTER_RACE,
     TX_MISMATCH,
     STAGE_OUT_OF_RANGE,
     BARRIER_BEFORE_INIT,

@@ -46,6 +46,25 @@ def entry_register_cap(threads: int, blocks_per_sm: int = 1) -> int:
     return min(MAX_THREAD_REGISTERS, per_thread // 8 * 8)
 
 
+#: The setmaxnreg budgets CUTLASS-style kernels settle on: a producer
+#: warpgroup lowered to 40 registers, consumers raised to at most 232.
+PRODUCER_REGISTERS = 40
+MAX_CONSUMER_REGISTERS = 232
+
+
+def consumer_register_budget(
+    threads: int, groups: int, producer_registers: int = PRODUCER_REGISTERS, blocks_per_sm: int = 1
+) -> int:
+    """What each of `groups` consumer warpgroups may raise its registers to
+    with setmaxnreg in a block of `threads` whose producer warpgroup lowers
+    its own to `producer_registers`: the entry budget and its share of what
+    the producer frees, in whole 8s, at most MAX_CONSUMER_REGISTERS (a
+    setmaxnreg.inc beyond what is free would wait forever)."""
+    entry = entry_register_cap(threads, blocks_per_sm)
+    spare = (entry - producer_registers) // groups
+    return min(MAX_CONSUMER_REGISTERS, (entry + spare) // 8 * 8)
+
+
 def tile_registers(rows: int, cols: int, element: str) -> int:
     """The 32-bit registers each thread of a warpgroup holds of a rows x cols
     register tile of `element` (the tile is spread over the warpgroup; a row

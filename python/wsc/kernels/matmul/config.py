@@ -31,6 +31,7 @@ from wsc.target.hopper import (
     WGMMA_M,
     WGMMA_N_MAX,
     WGMMA_N_STEP,
+    consumer_register_budget,
     entry_register_cap,
     tile_registers,
     wgmma_k,
@@ -265,17 +266,30 @@ class MatmulConfig:
             "use fewer consumer groups, producer = 'warp' or a narrower tile",
         )
 
-    def _check_registers(self, registers: int, holding: str, remedy: str) -> None:
+    @property
+    def _threads(self) -> int:
+        return self.num_consumer_groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
+
+    def _check_registers(
+        self, registers: int, holding: str, remedy: str, rebalanced: bool = False
+    ) -> None:
         """A consumer thread's register tiles (`registers`, what `holding`
         says), with its WGMMA's, within what ptxas gives each thread of the
-        block."""
-        threads = self.num_consumer_groups * WARPGROUP_SIZE + PRODUCER_THREADS[self.producer]
+        block, or with `rebalanced` within the consumer's setmaxnreg budget
+        where a producer warpgroup gives registers back."""
+        threads = self._threads
         cap = entry_register_cap(threads)
+        if rebalanced and self.producer == "warpgroup" and self.rebalance_registers:
+            cap = consumer_register_budget(threads, self.num_consumer_groups)
         if registers + WGMMA_EXTRA_REGISTERS > cap:
+            given = (
+                f"each thread of the {threads}-thread block {cap}"
+                if cap == entry_register_cap(threads)
+                else f"each consumer thread at most {cap} (setmaxnreg)"
+            )
             raise ValueError(
                 f"{holding} {registers} registers per thread and its WGMMA about "
-                f"{WGMMA_EXTRA_REGISTERS} more, but ptxas gives each thread of the "
-                f"{threads}-thread block {cap}: {remedy}"
+                f"{WGMMA_EXTRA_REGISTERS} more, but ptxas gives {given}: {remedy}"
             )
 
     def check_problem(self, problem: MatmulProblem) -> None:
@@ -328,26 +342,33 @@ class MatmulConfig:
     def _check_block_scales(self, problem: MatmulProblem) -> None:
         """Each K tile is one block of the scales, each tile's columns within
         one block of B's, and the product of a K tile waits in registers beside
-        the sum until it is scaled."""
+        the sum until it is scaled; with wgmma_in_flight = 1 in one of two
+        product tiles, while the next K tile's WGMMAs fill the other, in a
+        persistent kernel without wgmma_turns (the K loop of two K tiles per
+        trip that --warp-specialize makes is not one --unroll-ring-buffer
+        takes, nor one whose groups take turns)."""
         if (
             self.block_k != SCALE_BLOCK
             or SCALE_BLOCK % self.block_n
             or self.swap_ab
-            or self.wgmma_in_flight
+            or (self.wgmma_in_flight and not (self.persistent and not self.wgmma_turns))
         ):
             raise ValueError(
                 f"block scales need block_k = {SCALE_BLOCK} (a block of the scales), block_n "
-                f"dividing {SCALE_BLOCK}, swap_ab = False and wgmma_in_flight = 0 (each K "
-                f"tile's product is scaled once its WGMMAs are done), got block_k = "
-                f"{self.block_k}, block_n = {self.block_n}, swap_ab = {self.swap_ab}, "
-                f"wgmma_in_flight = {self.wgmma_in_flight}"
+                f"dividing {SCALE_BLOCK}, swap_ab = False and, with wgmma_in_flight = 1, "
+                f"persistent = True and wgmma_turns = False, got block_k = {self.block_k}, "
+                f"block_n = {self.block_n}, swap_ab = {self.swap_ab}, wgmma_in_flight = "
+                f"{self.wgmma_in_flight}, persistent = {self.persistent}, wgmma_turns = "
+                f"{self.wgmma_turns}"
             )
         rows = self.block_m // self.num_consumer_groups
+        products = 2 if self.wgmma_in_flight else 1
         self._check_registers(
-            2 * tile_registers(rows, self.block_n, "f32"),
-            f"with block scales each consumer group's {rows}x{self.block_n} f32 sum and a "
-            f"K tile's product take",
-            "use a narrower tile",
+            (1 + products) * tile_registers(rows, self.block_n, "f32"),
+            f"with block scales each consumer group's {rows}x{self.block_n} f32 sum and "
+            f"{'two K tile products' if products > 1 else 'a K tile product'} take",
+            "use a narrower tile" + (" or wgmma_in_flight = 0" if self.wgmma_in_flight else ""),
+            rebalanced=True,
         )
 
     @property
