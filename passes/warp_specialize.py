@@ -86,21 +86,22 @@ After: the same computation, specialized (the seed's V3, generalised):
     Every filled stage is still released exactly once, one K tile later, so
     the producer and its drain are unchanged. Where the register math after
     the K tile's wait reads a product of one K tile (a wsc.acc_alloc in the
-    loop that its WGMMAs write, e.g. block-scaled fp8's), the math instead
-    waits a K tile: the group gets two uninitialized tiles per product, and
-    per register tile the math reads that is made before the wait (the K
-    tile's scales), used by the K tiles in turn, and its K loop takes two K
-    tiles per trip; K tile j + 1's WGMMAs are issued (their first step
-    overwriting the product, the wgmma `overwrite` attribute) and its math's
-    input tiles made before K tile j's math, then wait_group 1 retires K tile
-    j's group, its stage is released and its math runs. K tile
-    0 is issued before that loop and the last one or two K tiles are taken
-    after it (wait_group 0 before the last math), all under one k_tiles > 0
-    guard, so that the same WGMMA group is in flight on every path (ptxas
-    serializes every WGMMA of a kernel where paths differ). Such a loop is not
-    one --unroll-ring-buffer takes; the WGMMAs may read no register tile made
-    in the loop, and math reading an accumulator the in-flight group writes
-    (not a product) is refused. In a cluster of n CTAs every
+    loop that its wsc.wgmmas write, e.g. block-scaled fp8's), the math
+    instead runs a K tile late, under the next K tile's WGMMAs. The group
+    gets two slots, used by the K tiles in turn, each holding uninitialized
+    tiles for the products and for the register tiles the math reads that
+    are made before the wait (the K tile's scales); its K loop takes two K
+    tiles per trip. K tile j + 1's WGMMAs are issued (the first into each
+    product with the wgmma `overwrite` attribute) and its math's input tiles
+    made, then wait_group 1 retires K tile j's group, its stage is released
+    and K tile j's math runs. K tile 0 is issued before that loop and the
+    last one or two K tiles are taken after it (wait_group 0 before the last
+    math), all under one k_tiles > 0 guard, so that the same WGMMA group is
+    in flight on every path (ptxas serializes every WGMMA of a kernel where
+    paths differ). --unroll-ring-buffer does not take such a loop. Refused
+    with located errors: WGMMAs reading a register tile made in the loop, a
+    wsc.wgmma_register_a into a product, and math reading an accumulator the
+    in-flight group writes (not a product). In a cluster of n CTAs every
     release is an `every_cta` `wsc.mbarrier_arrive` (all CTAs' producers write
     the stage) and the empty barriers count n times the arrivals. With
     release = warp a release is one arrival per consumer warp (`per_warp`:
@@ -607,10 +608,10 @@ class _Specializer:
     def _match_products(self) -> None:
         """With wgmma-in-flight = 1, the register math after the K tile's
         wait may read what its WGMMA group wrote only where that is a product
-        of one K tile (a wsc.acc_alloc in the loop): each such product gets a
-        second tile, and the math waits one K tile (_consume_in_pairs). The
-        group may read no register tile, since it is issued before the
-        previous K tile's math."""
+        of one K tile (a wsc.acc_alloc in the loop): the math then runs a K
+        tile late, on two slots of the products and of the tiles it reads
+        (_consume_in_pairs). The group may read no register tile made in the
+        loop, since it is issued before the previous K tile's math."""
         body = [op.operation for op in self.loop_body.operations]
         (wait,) = [op for op in self.consumer_anchors if op.name == "wsc.wgmma_wait_group"]
         written = {
@@ -644,6 +645,15 @@ class _Specializer:
         ]
         self.issue_ops = [op for op in self._slice(issue_anchors) if op not in self.products]
         for op in self.issue_ops:
+            if op.name == "wsc.wgmma_register_a" and op.operands[
+                ops.operand_number(op.name, "acc")
+            ] in {alloc.result for alloc in self.products}:
+                self._fail(
+                    op,
+                    "wgmma-in-flight = 1 with a product of one K tile needs wsc.wgmma "
+                    "into it (whose first step can overwrite the previous K tile's), "
+                    "not wsc.wgmma_register_a",
+                )
             if op.name in ops.TILE_MAKERS:
                 self._fail(
                     op,
@@ -1251,9 +1261,9 @@ class _Specializer:
         if isinstance(phase, bool):
             phase = bool_constant(phase)
         # Two slots, used by the K tiles in turn: the products' tiles, and
-        # those of the math's inputs read before the wait (a K tile's
-        # scales), which are loaded when the K tile's WGMMAs are issued, a K
-        # tile before its math. None holds a value before it is written.
+        # those of the math's inputs made before the wait (a K tile's
+        # scales), loaded when the K tile's WGMMAs are issued, a K tile
+        # before its math. Their tiles hold nothing until written.
         slots = [
             {
                 tile: self._uninitialized_tile(tile)
@@ -1275,14 +1285,16 @@ class _Specializer:
         def issue(index, stage, phase, slot) -> None:
             """K tile `index`'s WGMMAs into `slot`'s products, then its math's inputs."""
             position = at(index, stage, phase, slot)
+            started = set()
             for op in self.issue_ops:
                 clone = clone_remapped(op, position)
                 if clone.name == "wsc.wgmma":
                     wgmma = ops.Wgmma(clone)
                     wgmma.a_row = wgmma.a_row + first_row
-                    if wgmma.acc in products:
-                        # The product's first K step replaces the previous K tile's.
+                    if wgmma.acc in products and wgmma.acc not in started:
+                        # The product's first WGMMA replaces the previous K tile's.
                         clone.attributes["overwrite"] = ir.UnitAttr.get()
+                        started.add(wgmma.acc)
             loaded = dict(position)
             self._clone_for_group(self.math_before_wait, loaded, first_row)
             for tile in self.math_inputs:

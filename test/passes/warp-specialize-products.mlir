@@ -13,6 +13,9 @@
 // the loop of two K tiles per trip.
 // RUN: sed 's/%arg6, %22) {a_row/%arg6, %12) {a_row/' %s | not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-in-flight=1' - 2>&1 | FileCheck %s --check-prefix=ACCUMULATOR
 // RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-in-flight=1 wgmma-turns=1' %s 2>&1 | FileCheck %s --check-prefix=TURNS
+// The same loop in f16 with the product made by a wsc.wgmma_register_a (A from
+// registers), which cannot overwrite it: refused too.
+// RUN: sed -e 's/f8E4M3FN/f16/g' -e 's/"wsc.wgmma"(%%1, %%2, %%arg6, %%22) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x128xf16, 3>,/"wsc.wgmma_register_a"(%%a_regs, %%2, %%arg6, %%22) {b_layout = "nk"} : (!wsc.acc<array<i64: 128, 128>, f16>,/' -e 's/^    %%false = arith.constant false/    %%a_regs = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f16>\n&/' %s | not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-in-flight=1' - 2>&1 | FileCheck %s --check-prefix=REGISTER-A
 // RUN: not wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-in-flight=1' --unroll-ring-buffer %s 2>&1 | FileCheck %s --check-prefix=UNROLL
 
 // The group's sum, then its two slots: a product tile and the scales' tile.
@@ -66,6 +69,7 @@
 // CHECK: "wsc.store"(%[[SUM]],
 
 // ACCUMULATOR: error: --warp-specialize: wgmma-in-flight = 1 leaves the K tile's WGMMA group in flight past its wait, but 'wsc.tile_binary' reads a tile the group writes
+// REGISTER-A: error: --warp-specialize: wgmma-in-flight = 1 with a product of one K tile needs wsc.wgmma into it
 // TURNS: error: --warp-specialize: wgmma-turns = 1 with wgmma-in-flight = 1 and a product of one K tile is not supported
 // UNROLL: error: --unroll-ring-buffer: a ring loop must carry exactly (stage, phase)
 
