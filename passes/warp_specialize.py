@@ -216,8 +216,6 @@ _CONSUMER_OPS = (
     "wsc.tile_assign",
     *ops.TILE_MAKERS,
 )
-#: The ops that accumulate into a register tile in the K loop.
-_ACCUMULATING = ("wsc.wgmma", "wsc.wgmma_register_a")
 _PURE_DIALECTS = ("arith.",)
 #: wsc ops that only make a value, as arith ops do (each role takes its own copy).
 _VALUE_OPS = ("wsc.batch_matrix",)
@@ -569,7 +567,7 @@ class _Specializer:
             self._fail(
                 loop, "the K loop must wait once on the full barriers its copies complete on"
             )
-        wgmmas = [op for op in self.consumer_anchors if op.name in _ACCUMULATING]
+        wgmmas = [op for op in self.consumer_anchors if op.name in ops.WGMMA_OPS]
         if not wgmmas:
             self._fail(loop, "found no wsc.wgmma in the K loop")
         accumulators = {op.result for op in self.accs} | {
@@ -617,7 +615,7 @@ class _Specializer:
         written = {
             op.operands[ops.operand_number(op.name, "acc")]
             for op in self.consumer_anchors
-            if op.name in _ACCUMULATING
+            if op.name in ops.WGMMA_OPS
         }
         made_here = {op.result: op for op in self.consumer_anchors if op.name == "wsc.acc_alloc"}
         reads = False
@@ -641,7 +639,7 @@ class _Specializer:
             for op in self.consumer_anchors
             if op in before_wait
             and op.name
-            in ("wsc.mbarrier_wait", "wsc.wgmma_fence", *_ACCUMULATING, "wsc.wgmma_commit_group")
+            in ("wsc.mbarrier_wait", "wsc.wgmma_fence", *ops.WGMMA_OPS, "wsc.wgmma_commit_group")
         ]
         self.issue_ops = [op for op in self._slice(issue_anchors) if op not in self.products]
         for op in self.issue_ops:

@@ -378,6 +378,8 @@ def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None
     return widest if combine else None
 
 
+#: The WGMMAs: asynchronous, each accumulating into its register tile `acc`.
+WGMMA_OPS = ("wsc.wgmma", "wsc.wgmma_register_a")
 #: The ops that make a register tile of their operands' rows from them,
 #: element by element or row by row.
 TILE_MAPS = (

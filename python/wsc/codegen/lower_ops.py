@@ -216,7 +216,7 @@ def _still_in_flight(wait: ir.Operation, pending: int) -> set[ir.Value] | None:
             commits += 1
             if commits > pending:
                 return in_flight
-        elif candidate.name in ("wsc.wgmma", "wsc.wgmma_register_a") and commits:
+        elif candidate.name in ops.WGMMA_OPS and commits:
             in_flight.add(candidate.operands[ops.operand_number(candidate.name, "acc")])
     return in_flight if commits == pending else None
 

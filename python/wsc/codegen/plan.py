@@ -256,7 +256,7 @@ class KernelPlan:
                 "wsc.mbarrier_wait",
             ):
                 self._check_sources(op)
-                if name in ("wsc.wgmma", "wsc.wgmma_register_a"):
+                if name in ops.WGMMA_OPS:
                     acc = op.operands[ops.operand_number(name, "acc")]
                     self._check_wgmma_registers(op, acc)
                     self.wgmma_accumulators.add(acc)

@@ -916,7 +916,7 @@ def _register_access(op: ir.Operation) -> _Effect | None:
         reads, writes = [], [op.result]  # its zeros
     elif not tiles:
         return None
-    elif name in _ACCUMULATING:
+    elif name in ops.WGMMA_OPS:
         acc = op.operands[ops.operand_number(name, "acc")]
         sources = [tile for tile in tiles if tile != acc]
 
@@ -933,10 +933,6 @@ def _register_access(op: ir.Operation) -> _Effect | None:
     else:
         reads, writes = tiles, []
     return _Effect(op, lambda process, frame: _check_tiles(process, op, reads, writes))
-
-
-#: The ops whose tile operand `acc` a WGMMA group accumulates into asynchronously.
-_ACCUMULATING = ("wsc.wgmma", "wsc.wgmma_register_a")
 
 
 def _check_tiles(process, op, reads, writes, asynchronous: bool = False) -> None:
