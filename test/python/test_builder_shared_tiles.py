@@ -12,7 +12,7 @@ from wsc.codegen import find_ptxas
 from wsc.codegen.fragments import AccumulatorFragment
 from wsc.compiler import CompileError
 from wsc.kernels.softmax.build import softmax, softmax_rows
-from wsc.kernels.softmax.schedule import softmax_view
+from wsc.kernels.softmax.schedule import SCHEDULES, softmax_view
 from wsc.runtime import load_artifact
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
@@ -159,12 +159,27 @@ def test_the_softmax_reference_is_a_softmax_of_each_row_of_x():
 
 
 @needs_ptxas
-def test_the_softmax_kernel_compiles_clean_for_every_row_length():
-    for row_length, stages, blocks in ((1024, 2, 4), (2048, 2, 3), (4096, 2, 3), (8192, 1, 3)):
-        compiled = softmax(row_length, num_stages=stages, blocks_per_sm=blocks).compile()
-        report = compiled.result.ptxas
-        assert report.spill_stores == report.spill_loads == 0, row_length
-        assert f".minnctapersm {blocks}" in compiled.ptx
+def test_the_softmax_kernel_compiles_clean_in_both_forms_for_every_row_length():
+    for row_length, measured in SCHEDULES.items():
+        forms = [False] + [True] * measured.resident
+        reads = {}
+        for resident in forms:
+            compiled = softmax(row_length, resident=resident).compile()
+            report = compiled.result.ptxas
+            assert report.spill_stores == report.spill_loads == 0, (row_length, resident)
+            assert f".minnctapersm {measured.blocks_per_sm}" in compiled.ptx
+            reads[resident] = compiled.ptx.count("ld.shared")
+        if measured.resident:
+            # The online form reads each element of a stage twice, the resident once.
+            assert reads[False] == 2 * reads[True], (row_length, reads)
+
+
+@needs_ptxas
+def test_a_resident_tile_too_large_for_the_registers_is_refused():
+    with pytest.raises(
+        CompileError, match="ptxas spilled registers .* at 128 registers per thread"
+    ):
+        softmax(4096, blocks_per_sm=3, resident=True).compile()
 
 
 @needs_ptxas

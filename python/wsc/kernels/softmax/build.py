@@ -16,12 +16,17 @@ rows. Nothing is exchanged between warps, and X is read from HBM once.
       producer                              consumer
       for t = b, b + grid, ...:             for t = b, b + grid, ...:
         wait(empty[s])                        wait(full[s])
-        one thread: expect_tx(full[s])        for each block x of <= 128 columns of s:
-                    TMA X[64t:] -> s            x = x log2(e)                # online
-      drain                                     m' = max(m, rowmax(x))       # over the warp
-                                                l = l 2^(m - m') + rowsum(2^(x - m')); m = m'
-                                              for each block x of s:         # in place
-                                                s <- round(2^(x log2(e) - m - log2(l)))
+        one thread: expect_tx(full[s])        resident form (rows up to 4096):
+                    TMA X[64t:] -> s            x = s log2(e)                # all in registers
+      drain                                     e = 2^(x - rowmax(x))        # over the warp
+                                                s <- round(e / rowsum(e))    # in place
+                                              online form (any row length):
+                                                for each block x of <= 128 columns of s:
+                                                  x = x log2(e)
+                                                  m' = max(m, rowmax(x))
+                                                  l = l 2^(m - m') + rowsum(2^(x - m')); m = m'
+                                                for each block x of s:
+                                                  s <- round(2^(x log2(e) - m - log2(l)))
                                               fence; sync (the warpgroup)
                                               one thread: TMA s -> Y[64t:]; wait until read
                                               arrive(empty[s])
@@ -54,21 +59,30 @@ def softmax_rows(a):
     return (e / e.sum(axis=1, keepdims=True)).reshape(a.shape)
 
 
-def softmax(row_length=1024, dtype="bf16", num_stages=None, block_cols=None, blocks_per_sm=None):
+def softmax(
+    row_length=1024,
+    dtype="bf16",
+    num_stages=None,
+    block_cols=None,
+    blocks_per_sm=None,
+    resident=None,
+):
     """The kernel for rows of `row_length` elements of `dtype` ("bf16" or
     "f16"), a ring of `num_stages` per block; blocks of `block_cols` columns
     of the view are read into registers at a time; `blocks_per_sm` blocks
     share each SM (their rings and registers), so that one's copies and
-    barriers overlap another's math. What is not given comes from
-    `schedule(row_length)`."""
+    barriers overlap another's math; `resident` keeps a stage's tile in
+    registers between its one read and its write (`Schedule`). What is not
+    given comes from `schedule(row_length)`."""
     check_row_length(row_length)
     if dtype not in _ELEMENT_TYPES:
         raise ValueError(f"softmax: dtype {dtype!r}; the kernel takes {', '.join(_ELEMENT_TYPES)}")
     element = _ELEMENT_TYPES[dtype]
-    stages, blocks, cols = schedule(row_length, dtype)
-    num_stages = num_stages or stages
-    blocks_per_sm = blocks_per_sm or blocks
-    block_cols = block_cols or cols
+    measured = schedule(row_length, dtype)
+    num_stages = num_stages or measured.stages
+    blocks_per_sm = blocks_per_sm or measured.blocks_per_sm
+    block_cols = block_cols or measured.block_cols
+    resident = measured.resident if resident is None else resident
     width = row_length // ROW_SPLIT
     block_cols = min(block_cols, width)
     if width % block_cols:
@@ -97,18 +111,10 @@ def softmax(row_length=1024, dtype="bf16", num_stages=None, block_cols=None, blo
         for it in kb.range(0, trips, 1, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             stage = sx[it.stage]
-            m = total = None
-            for col in range(0, width, block_cols):
-                values = kb.load_shared(stage, col=col, cols=block_cols)
-                block_max = kb.col_max(kb.row_max(values), rows=ROW_SPLIT) * LOG2E
-                m_next = block_max if m is None else kb.max(m, block_max)
-                block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=ROW_SPLIT)
-                total = block_sum if m is None else total * kb.exp2(m - m_next) + block_sum
-                m = m_next
-            shift = m + kb.log2(total)
-            for col in range(0, width, block_cols):
-                scores = kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
-                kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), element), col=col)
+            if resident:
+                _softmax_resident(kb, stage, width, block_cols, element)
+            else:
+                _softmax_online(kb, stage, width, block_cols, element)
             kb.fence_proxy_async()
             kb.sync()
             with kb.single_thread():
@@ -129,3 +135,39 @@ def softmax(row_length=1024, dtype="bf16", num_stages=None, block_cols=None, blo
                 )
         kb.drain(empty, after=it)
     return kb.finish()
+
+
+def _softmax_online(kb, stage, width, block_cols, element):
+    """Two reads of the stage: an online max and sum, then each block rescaled."""
+    m = total = None
+    for col in range(0, width, block_cols):
+        values = kb.load_shared(stage, col=col, cols=block_cols)
+        block_max = kb.col_max(kb.row_max(values), rows=ROW_SPLIT) * LOG2E
+        m_next = block_max if m is None else kb.max(m, block_max)
+        block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=ROW_SPLIT)
+        total = block_sum if m is None else total * kb.exp2(m - m_next) + block_sum
+        m = m_next
+    shift = m + kb.log2(total)
+    for col in range(0, width, block_cols):
+        scores = kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
+        kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), element), col=col)
+
+
+def _softmax_resident(kb, stage, width, block_cols, element):
+    """One read of the stage and one exp2 per element: the row stays in registers."""
+    blocks = [
+        kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
+        for col in range(0, width, block_cols)
+    ]
+    m = None
+    for scores in blocks:
+        block_max = kb.col_max(kb.row_max(scores), rows=ROW_SPLIT)
+        m = block_max if m is None else kb.max(m, block_max)
+    exponentials = [kb.exp2(scores - m) for scores in blocks]
+    total = None
+    for e in exponentials:
+        block_sum = kb.col_sum(kb.row_sum(e), rows=ROW_SPLIT)
+        total = block_sum if total is None else total + block_sum
+    inverse = kb.exp2(-kb.log2(total))
+    for index, e in enumerate(exponentials):
+        kb.store_shared(stage, kb.cast(e * inverse, element), col=index * block_cols)

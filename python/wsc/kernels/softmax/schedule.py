@@ -11,6 +11,8 @@ warp's shuffles.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from wsc.autotune import Autotuned
 from wsc.target.hopper import ELEMENT_BYTES
 
@@ -24,9 +26,29 @@ ROW_LENGTH_STEP = 16 * ROW_SPLIT
 MAX_ROW_LENGTH = 8192
 #: Element types, by wsc name.
 DTYPES = ("bf16", "f16")
-#: (stages, blocks per SM, block columns) by row length, measured on the H200:
-#: more blocks per SM beat more stages per block (results/h200-row-softmax.md).
-SCHEDULES = {1024: (3, 4, 64), 2048: (2, 3, 128), 4096: (1, 4, 128), 8192: (1, 3, 128)}
+
+
+class Schedule(NamedTuple):
+    """How the kernel runs: a ring of `stages` per block, `blocks_per_sm` blocks
+    sharing an SM, the view read `block_cols` columns at a time; `resident`
+    keeps a stage's whole tile in registers (one read of shared memory and one
+    exp2 per element) where the online form reads it twice."""
+
+    stages: int
+    blocks_per_sm: int
+    block_cols: int
+    resident: bool
+
+
+#: The fastest measured on the H200 by row length (results/h200-row-softmax.md):
+#: more blocks per SM beat more stages per block; rows of 8192 do not fit in
+#: registers at any count of blocks that keeps the SM busy.
+SCHEDULES = {
+    1024: Schedule(3, 4, 64, resident=True),
+    2048: Schedule(2, 3, 128, resident=True),
+    4096: Schedule(2, 2, 128, resident=True),
+    8192: Schedule(1, 3, 128, resident=False),
+}
 #: The shared memory an SM's rings may take together, below its 228 KB.
 RING_BYTES = 192 * 1024
 
@@ -45,17 +67,18 @@ def softmax_view(rows: int, row_length: int) -> dict[str, int]:
     return {"a_dim0": rows * ROW_SPLIT, "a_dim1": row_length // ROW_SPLIT}
 
 
-def schedule(row_length: int, dtype: str = "bf16") -> tuple[int, int, int]:
-    """(stages, blocks per SM, block columns) for rows of `row_length`: the
-    fastest measured on the H200, else up to three blocks per SM with up to
-    three stages each in RING_BYTES."""
+def schedule(row_length: int, dtype: str = "bf16") -> Schedule:
+    """The schedule for rows of `row_length`: the fastest measured on the H200,
+    else up to three blocks per SM with up to three stages each in RING_BYTES,
+    in the online form (it fits in registers at any length)."""
     if row_length in SCHEDULES:
         return SCHEDULES[row_length]
     width = row_length // ROW_SPLIT
     stage_bytes = TILE_ROWS * width * ELEMENT_BYTES[dtype]
     blocks = max(1, min(3, RING_BYTES // stage_bytes))
     stages = max(1, min(3, RING_BYTES // (blocks * stage_bytes)))
-    return stages, blocks, next(cols for cols in (128, 64, 32, 16, 8) if width % cols == 0)
+    cols = next(cols for cols in (128, 64, 32, 16, 8) if width % cols == 0)
+    return Schedule(stages, blocks, cols, resident=False)
 
 
 def softmax_kernel(row_length: int, dtype: str = "bf16"):
