@@ -625,6 +625,37 @@ def test_auto_l2_promotion_follows_the_row_stride():
     assert plan_tensor_map(auto, _info((8192, 8200))).l2_promotion == "128B"
 
 
+def test_an_encoder_keeps_the_maps_of_a_cycle_of_addresses(monkeypatch):
+    from wsc.runtime import tensor_map
+
+    encoded = []
+
+    class Calls:
+        @staticmethod
+        def encode(destination, dtype, rank, address, *arrays):
+            encoded.append(address)
+            ctypes.memmove(destination, address.to_bytes(8, "little") * 16, 128)
+            return 0
+
+    monkeypatch.setattr(tensor_map.HotCalls, "get", classmethod(lambda cls: Calls))
+    slot = (ctypes.c_ubyte * 128)()
+    encoder = tensor_map.TensorMapEncoder(
+        plan_tensor_map(_map((128, 64)), _info((8192, 4096))), ctypes.addressof(slot)
+    )
+    # A model's activations: more buffers than double buffering, in turn.
+    cycle = [0x10000 * (index + 1) for index in range(16)]
+    for _ in range(3):
+        for address in cycle:
+            encoder.encode(address)
+            assert bytes(slot) == address.to_bytes(8, "little") * 16
+    assert encoded == cycle
+    # Past RECENT_TENSOR_MAPS addresses the oldest is encoded again.
+    others = [0x10000 * (index + 17) for index in range(tensor_map.RECENT_TENSOR_MAPS)]
+    for address in [*others, cycle[0]]:
+        encoder.encode(address)
+    assert encoded[-1] == cycle[0] and len(encoded) == len(cycle) + len(others) + 1
+
+
 def test_plan_uses_actual_row_stride():
     plan = plan_tensor_map(_map((64, 16), "64B"), _info((300, 136), "f32", strides=(144, 1)))
     assert plan.global_dims == (136, 300) and plan.global_strides == (144 * 4,)

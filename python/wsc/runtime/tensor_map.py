@@ -158,10 +158,11 @@ def _l2_promotion(requested: str, strides: Sequence[int], element_size: int) -> 
 
 
 #: Descriptors a TensorMapEncoder keeps, by base address: a caller cycling
-#: through a few buffers (activations, double-buffered outputs) gets each
+#: through buffers (a model's activations, double-buffered outputs) gets each
 #: map by a 128-byte copy instead of the driver's encode, several
-#: microseconds of host time per map.
-RECENT_TENSOR_MAPS = 8
+#: microseconds of host time per map. A cycle longer than this misses on
+#: every call, so it is generous: 8 KB per map of a bound launch.
+RECENT_TENSOR_MAPS = 64
 
 
 class TensorMapEncoder:
