@@ -8,7 +8,8 @@
 C must be a multiple of 256 from 256 to 8192: the kernel
 (wsc.kernels.softmax.build) sees each row as 16 rows of a [16 R, C/16] view,
 one warp's share of a register tile, and keeps a whole row in a ring stage
-while it reads it twice. Math is in fp32; the result is rounded once to x's
+(and, for rows of 1024 to 4096, in registers) until it is written. Math is in fp32;
+the result is rounded once to x's
 dtype. It is not differentiable: under autograd, a tensor that requires grad
 is refused.
 

@@ -464,7 +464,7 @@ func.func @split_k_in_the_second_warpgroup(%partials: memref<?xf32>) attributes 
 // -----
 
 // Element-wise register-tile math, register by register: a filled tile is a
-// constant, max keeps NaN (an unordered compare), exp2 is ex2.approx.f32.
+// constant, max keeps NaN (max.NaN.f32), exp2 is ex2.approx.ftz.f32.
 func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
@@ -478,11 +478,9 @@ func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i3
 // CHECK-LABEL: llvm.func @tile_math
 // CHECK: llvm.mlir.constant(5.000000e-01 : f32) : f32
 // CHECK-COUNT-4: llvm.fmul
-// CHECK: [[GREATER:%.*]] = llvm.fcmp "ugt" [[X:%.*]], [[Y:%.*]] : f32
-// CHECK-NEXT: [[MAX:%.*]] = llvm.select [[GREATER]], [[X]], [[Y]] : i1, f32
-// CHECK-NEXT: [[NAN:%.*]] = llvm.fcmp "uno" [[Y]], [[Y]] : f32
-// CHECK-NEXT: llvm.select [[NAN]], [[Y]], [[MAX]] : i1, f32
-// CHECK-COUNT-4: llvm.inline_asm "ex2.approx.f32 $0, $1;", "=f,f"
+// CHECK-COUNT-4: llvm.inline_asm "max.NaN.f32 $0, $1, $2;", "=f,f,f"
+// CHECK-NOT: llvm.fcmp
+// CHECK-COUNT-4: llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f"
 
 // -----
 

@@ -520,7 +520,8 @@ class KernelBuilder:
         return self._tile_binary("min", x, y)
 
     def exp2(self, x: RegisterTile) -> RegisterTile:
-        """2^x element by element (PTX ex2.approx.f32)."""
+        """2^x element by element (PTX ex2.approx.ftz.f32: a result below
+        2^-126 is 0)."""
         return self._tile_unary("exp2", x)
 
     def relu(self, x: RegisterTile) -> RegisterTile:

@@ -165,12 +165,17 @@ def absf(a: ir.Value) -> ir.Value:
 
 
 def maximumf(a: ir.Value, b: ir.Value) -> ir.Value:
-    """max(a, b), NaN where either is NaN."""
+    """max(a, b), NaN where either is NaN: in f32 one max.NaN.f32, which
+    LLVM's NVPTX backend would expand into two compares and two selects."""
+    if a.type == float_type("f32"):
+        return approx("max.NaN.f32", a, b)
     return arith.maximumf(a, b)
 
 
 def minimumf(a: ir.Value, b: ir.Value) -> ir.Value:
-    """min(a, b), NaN where either is NaN."""
+    """min(a, b), NaN where either is NaN (in f32 one min.NaN.f32)."""
+    if a.type == float_type("f32"):
+        return approx("min.NaN.f32", a, b)
     return arith.minimumf(a, b)
 
 
@@ -185,15 +190,21 @@ def float_const(value: float) -> ir.Value:
 
 
 def exp2_approx(x: ir.Value) -> ir.Value:
-    """2^x by ex2.approx.f32 (relative error at most 2^-22)."""
-    return approx("ex2.approx.f32", x)
+    """2^x by ex2.approx.ftz.f32 (relative error at most 2^-22; a result
+    below 2^-126 is 0): one MUFU.EX2, where the non-ftz form adds a compare
+    and two multiplies to scale subnormal results."""
+    return approx("ex2.approx.ftz.f32", x)
 
 
-def approx(instruction: str, x: ir.Value) -> ir.Value:
-    """An f32 PTX instruction of one operand, e.g. "tanh.approx.f32": a pure
-    function of x, which LLVM may move, merge or drop like any arithmetic."""
+def approx(instruction: str, *operands: ir.Value) -> ir.Value:
+    """An f32 PTX instruction of f32 operands, e.g. "tanh.approx.f32": a pure
+    function of them, which LLVM may move, merge or drop like any arithmetic."""
     f32 = float_type("f32")
-    return llvm.InlineAsmOp(f32, [x], f"{instruction} $0, $1;", "=f,f").result
+    registers = ", ".join(f"${index + 1}" for index in range(len(operands)))
+    constraints = ",".join(["=f", *["f"] * len(operands)])
+    return llvm.InlineAsmOp(
+        f32, list(operands), f"{instruction} $0, {registers};", constraints
+    ).result
 
 
 def cmpf_olt(a: ir.Value, b: ir.Value) -> ir.Value:

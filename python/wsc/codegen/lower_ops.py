@@ -1004,9 +1004,12 @@ class KernelLowering(KernelPlan):
                 # A thread's registers 4j + 2h + c of sub-tile i lie in one row;
                 # the row's other columns are in the lanes that differ in bits 0-1.
                 registers = [4 * j + 2 * h + c for j in range(fragment.cols // 8) for c in range(2)]
-                row = x.load_element(i, registers[0])
-                for r in registers[1:]:
-                    row = combine(row, x.load_element(i, r))
+                # Combined in pairs, a tree: a chain would wait on each result.
+                values = [x.load_element(i, r) for r in registers]
+                while len(values) > 1:
+                    pairs = zip(values[0::2], values[1::2], strict=False)
+                    values = [combine(a, b) for a, b in pairs] + values[len(values) // 2 * 2 :]
+                row = values[0]
                 for lane_mask in (1, 2):
                     row = combine(row, E.shuffle_xor(row, lane_mask))
                 target.store_element(i, h, row)
