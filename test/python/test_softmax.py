@@ -13,9 +13,17 @@ import pytest
 import wsc
 import wsc.softmax  # noqa: F401  (registers torch.ops.wsc.softmax and softmax_out)
 from wsc.device import hopper_gpu_visible
-from wsc.kernels.softmax.schedule import SCHEDULES, check_row_length, schedule, softmax_view
+from wsc.kernels.softmax.schedule import (
+    SCHEDULES,
+    Schedule,
+    check_row_length,
+    schedule,
+    softmax_view,
+)
 
 torch = pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: (shape, dtype) of each GPU test: rows of each measured length, f16 and
 #: bf16, rows that fill no tile, batched leading dims, a single row.
@@ -170,6 +178,35 @@ def test_every_measured_row_length_keeps_its_schedule_and_others_get_one():
     assert fallback.stages >= 1 and fallback.blocks_per_sm >= 1
     assert (768 // 16) % fallback.block_cols == 0 and not fallback.resident
     assert softmax_view(3, 1024) == {"a_dim0": 48, "a_dim1": 64}
+
+
+def test_a_kernel_built_with_another_schedule_takes_its_fields():
+    """softmax_kernel's schedule fields reach the kernel (the benchmark's
+    candidate schedules are built this way)."""
+    from wsc.kernels.softmax.schedule import softmax_kernel
+
+    kept = str(softmax_kernel(1024))
+    other = str(softmax_kernel(1024, num_stages=2, blocks_per_sm=3))
+    measured = SCHEDULES[1024]
+    assert f"wsc.blocks_per_sm = {measured.blocks_per_sm} : i32" in kept
+    assert f"memref<{measured.stages}x64x64xbf16, 3>" in kept
+    assert "wsc.blocks_per_sm = 3 : i32" in other and "memref<2x64x64xbf16, 3>" in other
+
+
+def test_the_benchmark_reads_candidate_schedules_and_refuses_others(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(
+        "bench_row_softmax", REPO / "benchmarks" / "row_softmax.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    parsed = bench.parse_schedules("2/3/128/resident,1/4/64/online")
+    assert parsed == [Schedule(2, 3, 128, True), Schedule(1, 4, 64, False)]
+    assert [bench.schedule_name(s) for s in parsed] == ["2/3/128/resident", "1/4/64/online"]
+    assert bench.parse_schedules("") == []
+    for bad in ("2/3/128", "2/3/128/resident/1", "2/3/128/resident,", "a/3/128/online"):
+        with pytest.raises((SystemExit, ValueError)):
+            bench.parse_schedules(bad)
 
 
 @pytest.mark.cuda

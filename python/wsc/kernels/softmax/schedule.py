@@ -81,12 +81,14 @@ def schedule(row_length: int, dtype: str = "bf16") -> Schedule:
     return Schedule(stages, blocks, cols, resident=False)
 
 
-def softmax_kernel(row_length: int, dtype: str = "bf16"):
+def softmax_kernel(row_length: int, dtype: str = "bf16", **schedule):
     """The kernel of wsc.kernels.softmax.build for rows of `row_length`
-    elements of `dtype`, with its schedule (a wsc.builder.Kernel)."""
+    elements of `dtype`, with its schedule (a wsc.builder.Kernel); `schedule`
+    replaces fields of it by build.softmax's arguments (num_stages,
+    blocks_per_sm, block_cols, resident), as a benchmark of candidates does."""
     from wsc.kernels.softmax.build import softmax
 
-    return softmax(row_length, dtype)
+    return softmax(row_length, dtype, **schedule)
 
 
 #: The kernel as wsc.softmax compiles and caches it, one per row length and dtype.
