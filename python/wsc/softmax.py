@@ -8,10 +8,9 @@
 C must be a multiple of 256 from 256 to 8192: the kernel
 (wsc.kernels.softmax.build) sees each row as 16 rows of a [16 R, C/16] view,
 one warp's share of a register tile, and keeps a whole row in a ring stage
-(and, for rows of 1024 to 4096, in registers) until it is written. Math is in fp32;
-the result is rounded once to x's
-dtype. It is not differentiable: under autograd, a tensor that requires grad
-is refused.
+(and, for rows of 1024 to 4096, in registers) until it is written. Math is
+in fp32; the result is rounded once to x's dtype. It is not differentiable:
+under autograd, a tensor that requires grad is refused.
 
 The kernel is built per (row length, dtype) with the schedule measured for
 that length (`wsc.kernels.softmax.schedule`) and kept in the persistent cache
