@@ -174,11 +174,6 @@ def bench(torch, rows: int, row_length: int, seed: int, schedules=()) -> dict:
     count = max(1, min(MAX_SETS, math.ceil(3 * L2_BYTES / bytes_moved)))
     sets = [(x, torch.empty_like(x))]
     sets += [(torch.randn_like(x) * INPUT_SCALE, torch.empty_like(x)) for _ in range(count - 1)]
-    methods = {
-        "wsc": lambda x, out: wsc.softmax(x, out=out),
-        "torch": lambda x, out: torch.softmax(x, dim=-1, out=out),
-        "copy": lambda x, out: out.copy_(x),
-    }
     calls = _calls(bytes_moved)
     replays = {name: graph_timer(torch, call, sets, calls) for name, call in methods.items()}
     graphed: dict[str, list[float]] = {name: [] for name in methods}

@@ -34,12 +34,15 @@ CALLS = 50
 
 def _inputs(torch, artifact, check, seed: int) -> dict:
     generator = torch.Generator(device="cuda").manual_seed(seed)
-    dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i32": torch.int32}
     tensors = {}
     for name, spec in artifact.tensors.items():
         if spec.role in ("input", "inout"):
             values = torch.randn(*spec.shape, device="cuda", generator=generator)
             tensors[name] = (values * check.input_scale).to(dtype[spec.dtype])
+        elif spec.role == "workspace" and spec.zeroed:
+            # Split counters: zero at the first launch, and zero again after each.
+            tensors[name] = torch.zeros(*spec.shape, device="cuda", dtype=dtype[spec.dtype])
         else:
             tensors[name] = torch.empty(*spec.shape, device="cuda", dtype=dtype[spec.dtype])
     return tensors

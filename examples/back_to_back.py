@@ -25,13 +25,19 @@ A operand from registers, in the K loop.
     each consumer warpgroup takes 64 rows of Q, S, P and O and waits for Q
     once; a producer warpgroup loads Q, then the stages; every stage is
     released after the second WGMMA that reads it.
+
+With `splits` > 1 the grid gains an axis of that many blocks per row block,
+each summing O over its share of the N tiles (O is linear in them, as C is in
+K for split-K): a block stores its partial O, and the row block's last one
+adds them in split order (kb.split_k) and stores O. Below M of about 16K rows
+a block per 128 rows leaves SMs idle; the splits fill them.
 """
 
 import sys
 
 from common import run_example
 
-from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, f16, f32
+from wsc.builder import CONSUMER_INITIAL_PHASE, KernelBuilder, cdiv, f16, f32
 
 #: The kernel's sizes: m rows of Q and O, n rows of K and V, k = D, and
 #: d_dim1 = E (no product names it: the plan's name for O's columns).
@@ -65,9 +71,11 @@ def back_to_back(
     producer=None,
     wgmma_in_flight=0,
     allow_spills=False,
+    splits=1,
 ):
     """The kernel in the V2 form, specialized; `score_math` names SCORE_MATH
-    entries applied to S in turn (a kernel with any is checked by nothing)."""
+    entries applied to S in turn (a kernel with any is checked by nothing);
+    `splits` blocks share each row block's N tiles."""
     kb = KernelBuilder(
         "back_to_back",
         num_warps=4,
@@ -77,6 +85,7 @@ def back_to_back(
     )
     q, k, v = kb.global_tensor(dtype), kb.global_tensor(dtype), kb.global_tensor(dtype)
     out = kb.global_tensor(out_dtype)
+    workspace = kb.split_k.workspace(splits) if splits > 1 else None
     sq = kb.shared_tensor(dtype, [1, block_m, head])
     sk = kb.shared_tensor(dtype, [num_stages, block_n, head])
     sv = kb.shared_tensor(dtype, [num_stages, block_n, value])
@@ -84,17 +93,22 @@ def back_to_back(
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
     kb.sync()
     row = kb.block_idx.x * block_m
+    n_tiles = cdiv(k.shape[0], block_n)
+    split = kb.block_idx.y if workspace else 0
+    first_tile = split * n_tiles // splits
     with kb.single_thread():
         kb.mbarrier.arrive_and_expect_tx(q_full[0], sq[0].nbytes)
         kb.tma.global_to_shared(q, sq[0], [row, 0], mbarrier=q_full[0])
     kb.mbarrier.wait(q_full[0], phase=CONSUMER_INITIAL_PHASE)
     o = kb.register_tensor(f32, [block_m, value])
-    for it in kb.range(0, k.shape[0], block_n, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
+    my_tiles = (split + 1) * n_tiles // splits - first_tile
+    for it in kb.range(0, my_tiles, 1, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
         stage = it.stage
+        offset = (first_tile + it.index) * block_n
         with kb.single_thread():
             kb.mbarrier.arrive_and_expect_tx(full[stage], sk[stage].nbytes + sv[stage].nbytes)
-            kb.tma.global_to_shared(k, sk[stage], [it.offset, 0], mbarrier=full[stage])
-            kb.tma.global_to_shared(v, sv[stage], [it.offset, 0], mbarrier=full[stage])
+            kb.tma.global_to_shared(k, sk[stage], [offset, 0], mbarrier=full[stage])
+            kb.tma.global_to_shared(v, sv[stage], [offset, 0], mbarrier=full[stage])
         kb.mbarrier.wait(full[stage], phase=it.phase)
         s = kb.register_tensor(f32, [block_m, block_n])
         kb.wgmma.fence()
@@ -109,7 +123,13 @@ def back_to_back(
         kb.wgmma.commit_group()
         kb.wgmma.wait_group(0)
         kb.sync()
-    kb.store_global(out, o if out_dtype == f32 else kb.cast(o, out_dtype), [row, 0])
+    if workspace:
+        kb.split_k.store(workspace, o, row, split)
+        with kb.if_(kb.split_k.arrive(workspace, row)):
+            kb.split_k.reduce(workspace, o, row)
+            kb.store_global(out, o if out_dtype == f32 else kb.cast(o, out_dtype), [row, 0])
+    else:
+        kb.store_global(out, o if out_dtype == f32 else kb.cast(o, out_dtype), [row, 0])
     return kb.finish().warp_specialize(
         num_stages=num_stages,
         num_consumer_groups=num_consumer_groups,

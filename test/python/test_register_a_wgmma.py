@@ -109,6 +109,27 @@ def test_a_back_to_back_product_assembles_and_names_its_sizes(tmp_path):
     }
 
 
+@pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
+@pytest.mark.parametrize("head", [64, 128])
+def test_the_example_back_to_back_split_over_n_hands_partial_outputs_over(tmp_path, head):
+    """examples/back_to_back.py with splits: a grid axis of blocks per row
+    block, each over its share of the N tiles, and the split-K workspace in
+    the artifact (partial O tiles, and counters that start at zero); the
+    protocol check passes and ptxas assembles it without spills."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from back_to_back import back_to_back as example
+
+    fields = {"num_stages": 2} if head == 128 else {}
+    compiled = example(splits=4, head=head, value=head, **fields).compile()
+    assert compiled.result.ptxas.spill_stores == 0
+    directory = compiled.write_artifact(tmp_path, m=1000, n=1000, k=head, d_dim1=head)
+    artifact = load_artifact(directory)
+    assert artifact.grid == (8, 4, 1)  # cdiv(1000, 128) row blocks, 4 splits each
+    workspaces = {n: s for n, s in artifact.tensors.items() if s.role == "workspace"}
+    assert sorted(s.zeroed for s in workspaces.values()) == [False, True]
+    assert artifact.config["splits"] == 4
+
+
 def test_register_a_mistakes_are_located():
     def error(**options):
         with pytest.raises((BuildError, BuildTypeError)) as caught:
