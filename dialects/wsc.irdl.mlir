@@ -424,7 +424,7 @@ irdl.dialect @wsc {
   // %y = "wsc.tile_unary"(%x) {kind = "exp2"}
   //   : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, of an f32 register tile (TILE_UNARY_KINDS): exp2
-  // (2^x, PTX's ex2.approx.f32), log2 (lg2.approx.f32), rsqrt
+  // (2^x, PTX's ex2.approx.ftz.f32), log2 (lg2.approx.f32), rsqrt
   // (rsqrt.approx.f32), tanh (tanh.approx.f32), erf (a polynomial, absolute
   // error below 1e-6), relu (max(x, 0)) or neg (-x).
   irdl.operation @tile_unary {
