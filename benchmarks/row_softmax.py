@@ -5,7 +5,7 @@ methods timed in turn. Each method runs over the same input and output pairs
 in turn, enough of them that no call finds its tensors in L2.
 
     here:  python benchmarks/row_softmax.py prepare [--row-lengths 1024,8192]
-               [--schedules 2/3/128/resident,1/4/128/online]
+               [--schedules 2/3/128/resident,1/4/128/online,2/3/128/online/32]
     there: python benchmarks/row_softmax.py run --shapes 4096x1024,65536x8192 \\
                [--schedules ...] --out results.jsonl
 
@@ -22,7 +22,8 @@ one read and one write of R x C bf16 values. The kernel's bandwidth is also
 stated as a fraction of the copy's best: the faster of the copy's two timings,
 as the captured copy of a 512 MiB tensor runs at 2.7 TB/s where the same copy
 back to back reaches 4.0 (results/h200-row-softmax.md). `--schedules` names
-candidate schedules (stages/blocks per SM/block columns/form) whose kernels
+candidate schedules (stages/blocks per SM/block columns/form, then
+optionally /row split: the rows of the kernel's view one row spans) whose kernels
 are checked and timed beside wsc.softmax's, in the same rotation, to choose
 the schedule of a row length. `run` needs torch and a Hopper GPU; no MLIR.
 """
@@ -51,25 +52,36 @@ MAX_SETS = 16
 
 
 def parse_schedules(text: str) -> list:
-    """The Schedules of `text`: stages/blocks_per_sm/block_cols/form, comma
-    separated, the form "resident" or "online"."""
+    """The Schedules of `text`: stages/blocks_per_sm/block_cols/form[/row_split],
+    comma separated, the form "resident" or "online"."""
     if not text:
         return []
-    from wsc.kernels.softmax.schedule import Schedule
+    from wsc.kernels.softmax.schedule import ROW_SPLITS, Schedule
 
     schedules = []
     for item in text.split(","):
         fields = item.split("/")
-        if len(fields) != 4 or fields[3] not in ("resident", "online"):
-            raise SystemExit(f"--schedules: {item!r} is not stages/blocks/cols/resident|online")
+        if (
+            len(fields) not in (4, 5)
+            or fields[3] not in ("resident", "online")
+            or (len(fields) == 5 and fields[4] not in map(str, ROW_SPLITS))
+        ):
+            raise SystemExit(
+                f"--schedules: {item!r} is not stages/blocks/cols/resident|online[/row_split], "
+                f"row_split one of {', '.join(map(str, ROW_SPLITS))}"
+            )
         stages, blocks, cols = (int(field) for field in fields[:3])
-        schedules.append(Schedule(stages, blocks, cols, fields[3] == "resident"))
+        split = (int(fields[4]),) if len(fields) == 5 else ()
+        schedules.append(Schedule(stages, blocks, cols, fields[3] == "resident", *split))
     return schedules
 
 
 def schedule_name(schedule) -> str:
+    from wsc.kernels.softmax.schedule import WARP_ROWS
+
     form = "resident" if schedule.resident else "online"
-    return f"{schedule.stages}/{schedule.blocks_per_sm}/{schedule.block_cols}/{form}"
+    name = f"{schedule.stages}/{schedule.blocks_per_sm}/{schedule.block_cols}/{form}"
+    return name if schedule.row_split == WARP_ROWS else f"{name}/{schedule.row_split}"
 
 
 def schedule_artifact(schedule, row_length: int):
@@ -82,9 +94,10 @@ def schedule_artifact(schedule, row_length: int):
         "blocks_per_sm": schedule.blocks_per_sm,
         "block_cols": schedule.block_cols,
         "resident": schedule.resident,
+        "row_split": schedule.row_split,
     }
     fixed = {"row_length": row_length, "dtype": "bf16"}
-    return SOFTMAX.artifact(config, softmax_view(1, row_length), fixed)
+    return SOFTMAX.artifact(config, softmax_view(1, row_length, schedule.row_split), fixed)
 
 
 def prepare(row_lengths: list[int], schedules: list) -> None:
@@ -114,7 +127,7 @@ def schedule_launch(torch, schedule, x):
         directory = schedule_artifact(schedule, row_length)
     except Exception:  # not in the cache, and no compiler here
         return None
-    sizes = softmax_view(rows, row_length)
+    sizes = softmax_view(rows, row_length, schedule.row_split)
     kernel = loaded_kernel(directory, x.device.index or 0).resized(**sizes)
     bound = BoundLaunch(kernel.prepare(a=x.view(*sizes.values()), b=x.view(*sizes.values())))
 

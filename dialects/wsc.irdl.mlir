@@ -404,9 +404,12 @@ irdl.dialect @wsc {
   //   : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   // The max (or sum) down each column of the f32 tile x over each group of
   // `rows` consecutive rows (1, 2, 4, 8 or 16: rows that one warp holds, so
-  // the reduction is the warp's shuffles), every row of a group getting its
-  // group's value. With a row vector, a value per group of rows: a row of a
-  // matrix spread over 16 rows of a tile reduces as the rows' sums' sum.
+  // the reduction is the warp's shuffles; 32 or 64, of a row vector only:
+  // rows of two or four warps, which then exchange their values through
+  // shared memory between two syncs of the role), every row of a group
+  // getting its group's value. With a row vector, a value per group of rows:
+  // a row of a matrix spread over 16 rows of a tile reduces as the rows'
+  // sums' sum.
   irdl.operation @tile_col_reduce {
     %x_shape = irdl.base "#builtin.dense_array"
     %x_element = irdl.any

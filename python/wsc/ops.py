@@ -365,8 +365,11 @@ BROADCAST_ALONG = ("rows", "cols")
 #: What wsc.tile_row_reduce computes of each row and wsc.tile_col_reduce of
 #: each column's groups of rows.
 ROW_REDUCE_KINDS = ("max", "sum")
-#: The groups of rows wsc.tile_col_reduce combines: rows one warp holds.
-COL_REDUCE_ROWS = (1, 2, 4, 8, 16)
+#: The groups of rows wsc.tile_col_reduce combines: rows one warp holds
+#: (a warp's shuffles), or those of 2 or 4 warps (of a row vector only: the
+#: warps exchange their values through shared memory).
+WARP_ROWS = 16
+COL_REDUCE_ROWS = (1, 2, 4, 8, WARP_ROWS, 2 * WARP_ROWS, 4 * WARP_ROWS)
 
 
 def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:

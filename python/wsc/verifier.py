@@ -447,12 +447,18 @@ def _verify_tile_row_reduce(op: ir.Operation) -> None:
 def _verify_tile_col_reduce(op: ir.Operation) -> None:
     reduce = ops.TileColReduce(op)
     _verify_choice(op, "kind", reduce.kind, ops.ROW_REDUCE_KINDS)
-    _verify_f32_tile(op, reduce.x, "x", row_vector=True)
+    _, cols = _verify_f32_tile(op, reduce.x, "x", row_vector=True)
     if reduce.rows not in ops.COL_REDUCE_ROWS:
         _fail(
             op,
-            f"rows must be one of {', '.join(map(str, ops.COL_REDUCE_ROWS))} (rows one warp "
-            f"holds of each {WGMMA_M}-row sub-tile), got {reduce.rows}",
+            f"rows must be one of {', '.join(map(str, ops.COL_REDUCE_ROWS))} (rows of one, "
+            f"two or four warps of each {WGMMA_M}-row sub-tile), got {reduce.rows}",
+        )
+    if reduce.rows > ops.WARP_ROWS and cols != 1:
+        _fail(
+            op,
+            f"rows = {reduce.rows} spans several warps, which combine one value each: x must "
+            f"be a row vector [rows, 1] (e.g. a tile_row_reduce), got {cols} columns",
         )
     if reduce.result.type != reduce.x.type:
         _fail(op, f"result type {reduce.result.type} differs from the operand's {reduce.x.type}")

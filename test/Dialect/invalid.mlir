@@ -739,10 +739,19 @@ func.func @splat_into_an_f16_tile(%alpha: f32) attributes {wsc.num_threads = 128
 
 // -----
 
-func.func @col_reduce_across_warps() attributes {wsc.num_threads = 128 : i32} {
-  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
-  // expected-error @below {{'wsc.tile_col_reduce' op rows must be one of 1, 2, 4, 8, 16 (rows one warp holds of each 64-row sub-tile), got 32}}
-  %y = "wsc.tile_col_reduce"(%x) {kind = "sum", rows = 32 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+func.func @col_reduce_beyond_a_warpgroup() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 1>, f32>
+  // expected-error @below {{'wsc.tile_col_reduce' op rows must be one of 1, 2, 4, 8, 16, 32, 64 (rows of one, two or four warps of each 64-row sub-tile), got 128}}
+  %y = "wsc.tile_col_reduce"(%x) {kind = "sum", rows = 128 : i32} : (!wsc.acc<array<i64: 128, 1>, f32>) -> !wsc.acc<array<i64: 128, 1>, f32>
+  return
+}
+
+// -----
+
+func.func @col_reduce_of_a_tile_across_warps() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  // expected-error @below {{'wsc.tile_col_reduce' op rows = 32 spans several warps, which combine one value each: x must be a row vector [rows, 1] (e.g. a tile_row_reduce), got 8 columns}}
+  %y = "wsc.tile_col_reduce"(%x) {kind = "max", rows = 32 : i32} : (!wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
   return
 }
 

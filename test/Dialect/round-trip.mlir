@@ -174,6 +174,8 @@ func.func @shared_tiles() attributes {wsc.num_threads = 128 : i32} {
   %rm = "wsc.tile_row_reduce"(%block) {kind = "max"} : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   // CHECK: "wsc.tile_col_reduce"(%{{.*}}) {kind = "max", rows = 16 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   %gm = "wsc.tile_col_reduce"(%rm) {kind = "max", rows = 16 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  // CHECK: "wsc.tile_col_reduce"(%{{.*}}) {kind = "max", rows = 64 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %wm = "wsc.tile_col_reduce"(%rm) {kind = "max", rows = 64 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   // CHECK: "wsc.tile_col_reduce"(%{{.*}}) {kind = "sum", rows = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
   %cs = "wsc.tile_col_reduce"(%block) {kind = "sum", rows = 4 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, f32>
   %y = "wsc.cast"(%cs) : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, bf16>

@@ -90,6 +90,13 @@ CLUSTERS_ALONG_N = [
 CLUSTER_ALONG_N_PROBLEM = (200, 1336, 1032)
 #: (row length, dtype) of the kernels of test_softmax.py's GPU_CASES.
 SOFTMAX_KERNELS = [(768, "f16"), (1024, "bf16"), (2048, "bf16"), (4096, "f16"), (8192, "bf16")]
+#: (row length, dtype, schedule fields) of test_softmax.py's SPLIT_CASES:
+#: rows spread over two and four warps.
+SOFTMAX_SPLIT_KERNELS = [
+    (8192, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": False, "row_split": 32}),
+    (8192, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": True, "row_split": 64}),
+    (2048, "f16", {"num_stages": 2, "blocks_per_sm": 3, "resident": True, "row_split": 32}),
+]
 #: The spaces of 16-bit inputs (every one but the fp8 block-scaled ones).
 HALF_SPACES = [name for name in SPACES if name not in FP8_BLOCK_SPACES]
 
@@ -197,6 +204,9 @@ def main() -> int:
     for row_length, dtype in SOFTMAX_KERNELS:
         fixed = {"row_length": row_length, "dtype": dtype}
         SOFTMAX.artifact({}, softmax_view(1, row_length), fixed, cache)
+    for row_length, dtype, config in SOFTMAX_SPLIT_KERNELS:
+        fixed = {"row_length": row_length, "dtype": dtype}
+        SOFTMAX.artifact(config, softmax_view(1, row_length, config["row_split"]), fixed, cache)
     failed, candidates = [], 0
     for space in STAGED:
         result = SPACES[space].tune(
@@ -207,7 +217,8 @@ def main() -> int:
         failed += [c for c in result.candidates if c.error]
         candidates += len(result.candidates)
     print(
-        f"{len(wanted)} matmul kernels, {len(SOFTMAX_KERNELS)} softmax kernels and "
+        f"{len(wanted)} matmul kernels, "
+        f"{len(SOFTMAX_KERNELS) + len(SOFTMAX_SPLIT_KERNELS)} softmax kernels and "
         f"{candidates} autotuning candidates in "
         f"{cache.root} ({time.perf_counter() - start:.0f} s)"
     )

@@ -738,6 +738,36 @@ func.func @pair_sum(%c: memref<?x?xf32>, %src: memref<?x?xf32>) attributes {wsc.
 
 // -----
 
+// The max of each row of a tile over each pair of warps (32 rows): the
+// warp's shuffles as for 16 rows (two per row of the thread, three across
+// the lanes 4, 8 and 16 apart), then lane 0 of each warp writes its value to
+// the exchange area (16 bytes: one f32 per warp), the block syncs, every
+// thread reads its pair's two values and combines them, and the block syncs
+// again before the area is reused.
+// CHECK-LABEL: llvm.func @max_over_warp_pairs
+// CHECK-SAME: \22exchange\22: {\22bytes\22: 16, \22offset\22: 0}
+// CHECK-COUNT-7: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: llvm.br
+// CHECK: nvvm.barrier
+// CHECK-COUNT-2: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NEXT: max.NaN.f32
+// CHECK: nvvm.barrier
+// CHECK-NOT: nvvm.barrier
+// CHECK: llvm.return
+func.func @max_over_warp_pairs(%c: memref<?x?xf32>, %src: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = "wsc.tile_load"(%src, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 8>, f32>
+  %r = "wsc.tile_row_reduce"(%x) {kind = "max"} : (!wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %g = "wsc.tile_col_reduce"(%r) {kind = "max", rows = 32 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %y = "wsc.tile_binary"(%x, %g) {kind = "sub"} : (!wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  "wsc.store"(%y, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
 // A scale per row read into a row vector: two f16 loads per thread (its two
 // rows of the 64), made once and read by every element of the product.
 // CHECK-LABEL: llvm.func @scale_per_row

@@ -103,7 +103,7 @@ def test_a_block_written_back_takes_the_rows_of_its_stage_tile():
         kb.store_shared(ring[0], kb.register_tensor(f32, [64, 64]), col=64)
 
 
-def test_columns_reduce_over_groups_of_the_rows_one_warp_holds():
+def test_columns_reduce_over_groups_of_the_rows_of_one_to_four_warps():
     kb = KernelBuilder("groups", num_warps=4, grid=[("m", 64)])
     out = kb.global_tensor(f32)
     tile = kb.register_tensor(f32, [64, 64])
@@ -114,8 +114,12 @@ def test_columns_reduce_over_groups_of_the_rows_one_warp_holds():
     text = str(kb.finish())
     assert '{kind = "sum", rows = 16 : i32}' in text and '{kind = "max", rows = 2 : i32}' in text
     other = KernelBuilder("k")
-    with pytest.raises(BuildError, match="col_sum: rows must be one of 1, 2, 4, 8, 16"):
-        other.col_sum(other.register_tensor(f32, [64, 1]), rows=32)
+    with pytest.raises(BuildError, match="col_sum: rows must be one of 1, 2, 4, 8, 16, 32, 64"):
+        other.col_sum(other.register_tensor(f32, [64, 1]), rows=128)
+    with pytest.raises(BuildError, match=r"col_max: rows=32 spans several warps.* got a 64x64"):
+        other.col_max(other.register_tensor(f32, [64, 64]), rows=32)
+    rows_of_four_warps = other.col_max(other.register_tensor(f32, [128, 1]), rows=64)
+    assert rows_of_four_warps.shape == (128, 1)
 
 
 def test_a_group_of_rows_is_one_warps_lanes_and_halves():
@@ -155,7 +159,10 @@ def test_the_softmax_reference_is_a_softmax_of_each_row_of_x():
     view = x.reshape(3 * 16, 8)
     expected = np.exp(x - x.max(axis=1, keepdims=True))
     expected /= expected.sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(softmax_rows(view).reshape(3, -1), expected, rtol=1e-12)
+    np.testing.assert_allclose(softmax_rows(view, 16).reshape(3, -1), expected, rtol=1e-12)
+    for row_split in (32, 64):
+        got = softmax_rows(x.reshape(-1, 128 // row_split), row_split)
+        np.testing.assert_allclose(got.reshape(3, -1), expected, rtol=1e-12)
 
 
 @needs_ptxas
@@ -172,6 +179,31 @@ def test_the_softmax_kernel_compiles_clean_in_both_forms_for_every_row_length():
         if measured.resident:
             # The online form reads each element of a stage twice, the resident once.
             assert reads[False] == 2 * reads[True], (row_length, reads)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("row_split", [32, 64])
+@pytest.mark.parametrize("resident", [False, True])
+def test_rows_of_8192_spread_over_several_warps_compile_clean(row_split, resident):
+    compiled = softmax(8192, num_stages=2, blocks_per_sm=2, resident=resident, row_split=row_split)
+    compiled = compiled.compile()
+    report = compiled.result.ptxas
+    assert report.spill_stores == report.spill_loads == 0
+    # Smaller stages: 64 / row_split rows of 8192 bf16 values each.
+    layout = compiled.result.info.shared_layout
+    assert layout["buffers"][0]["stage_bytes"] == 64 // row_split * 8192 * 2
+    # One f32 per warp of the block for the warps' max and sum.
+    assert layout["exchange"]["bytes"] == 5 * 4
+    # A max and a sum per stage, each between two syncs of the consumers
+    # (bar.sync 1), beside the one before the TMA store.
+    assert compiled.ptx.count("bar.sync \t1, 128;") == 5
+
+
+def test_a_row_split_must_divide_the_row():
+    with pytest.raises(ValueError, match="row_split=64 for rows of 512 elements"):
+        softmax(512, row_split=64)
+    with pytest.raises(ValueError, match="row_split=24 .* one of 16, 32, 64"):
+        softmax(1024, row_split=24)
 
 
 @needs_ptxas
@@ -196,7 +228,7 @@ def test_a_persistent_artifact_launches_its_blocks_per_sm(tmp_path):
     assert artifact.grid == (-(-999 * 16 // 64), 1, 1)
     assert artifact.launch_grid(132) == (250, 1, 1)  # fewer work items than 3 x 132
     assert artifact.resized(a_dim0=65536 * 16, a_dim1=64).launch_grid(132) == (396, 1, 1)
-    assert artifact.config["row_split"] == 16
+    assert artifact.config["reference_arguments"] == {"row_split": 16}
 
 
 @needs_ptxas

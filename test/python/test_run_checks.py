@@ -590,6 +590,18 @@ def test_a_reference_beside_the_kernel_checks_it(tmp_path, memory):
     assert not report["ok"] and math.isclose(report["rel_err"], 0.5, rel_tol=1e-6)
 
 
+def test_a_reference_takes_constants_of_the_build(tmp_path, memory):
+    scaled = "def scaled(a, b, factor):\n    return factor * (a @ b.T)\n"
+    for factor, ok in ((1.0, True), (3.0, False)):
+        doc = reference_doc(scaled, "scaled", reference_arguments={"factor": factor})
+        artifact = load_artifact(write(tmp_path / str(factor), doc))
+        report = run_cli.evaluate(FakeKernel(artifact))
+        assert report["ok"] is ok, report
+    doc = reference_doc(scaled, "scaled", reference_arguments=[3.0])
+    with pytest.raises(ArtifactError, match="reference_arguments must map argument names"):
+        find_check(load_artifact(write(tmp_path / "list", doc)))
+
+
 def test_a_reference_sets_its_tolerance_and_input_scale(tmp_path):
     doc = reference_doc(PRODUCT, tolerance=0.25, input_scale=0.5)
     reference = find_check(load_artifact(write(tmp_path / "a", doc)))

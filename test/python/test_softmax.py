@@ -15,6 +15,7 @@ import wsc.softmax  # noqa: F401  (registers torch.ops.wsc.softmax and softmax_o
 from wsc.device import hopper_gpu_visible
 from wsc.kernels.softmax.schedule import (
     SCHEDULES,
+    SOFTMAX,
     Schedule,
     check_row_length,
     schedule,
@@ -200,9 +201,14 @@ def test_the_benchmark_reads_candidate_schedules_and_refuses_others(monkeypatch)
     )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    parsed = bench.parse_schedules("2/3/128/resident,1/4/64/online")
-    assert parsed == [Schedule(2, 3, 128, True), Schedule(1, 4, 64, False)]
-    assert [bench.schedule_name(s) for s in parsed] == ["2/3/128/resident", "1/4/64/online"]
+    parsed = bench.parse_schedules("2/3/128/resident,1/4/64/online,2/3/128/online/32")
+    assert parsed == [
+        Schedule(2, 3, 128, True),
+        Schedule(1, 4, 64, False),
+        Schedule(2, 3, 128, False, row_split=32),
+    ]
+    names = [bench.schedule_name(s) for s in parsed]
+    assert names == ["2/3/128/resident", "1/4/64/online", "2/3/128/online/32"]
     assert bench.parse_schedules("") == []
     for bad in ("2/3/128", "2/3/128/resident/1", "2/3/128/resident,", "a/3/128/online"):
         with pytest.raises((SystemExit, ValueError)):
@@ -273,6 +279,41 @@ def test_gpu_ops_pass_torch_s_custom_op_checks():
         torch.ops.wsc.softmax(torch.zeros(4, 1000, device="cuda", dtype=torch.float16))
 
 
+#: (rows, wsc dtype, schedule fields): rows spread over two or four warps,
+#: which hand each other their max and sum; row counts that fill no stage.
+SPLIT_CASES = [
+    (999, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": False, "row_split": 32}),
+    (1, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": False, "row_split": 32}),
+    (333, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": True, "row_split": 64}),
+    (4097, "f16", {"num_stages": 2, "blocks_per_sm": 3, "resident": True, "row_split": 32}),
+]
+SPLIT_ROW_LENGTHS = {"bf16": 8192, "f16": 2048}
+
+
+@pytest.mark.cuda
+@needs_hopper
+@pytest.mark.parametrize("rows, dtype, config", SPLIT_CASES)
+def test_gpu_rows_over_several_warps_match_float64_on_every_element(rows, dtype, config):
+    from wsc.runtime import BoundLaunch, loaded_kernel
+
+    row_length = SPLIT_ROW_LENGTHS[dtype]
+    fixed = {"row_length": row_length, "dtype": dtype}
+    directory = SOFTMAX.artifact(config, softmax_view(1, row_length, config["row_split"]), fixed)
+    sizes = softmax_view(rows, row_length, config["row_split"])
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    generator = torch.Generator(device="cuda").manual_seed(rows)
+    x = (torch.randn(rows, row_length, device="cuda", generator=generator) * 4).to(torch_dtype)
+    out = torch.full_like(x, math.nan)
+    kernel = loaded_kernel(directory, x.device.index or 0).resized(**sizes)
+    launch = BoundLaunch(kernel.prepare(a=x.view(*sizes.values()), b=out.view(*sizes.values())))
+    launch(torch.cuda.current_stream().cuda_stream, x.data_ptr(), out.data_ptr())
+    torch.cuda.synchronize()
+    reference = torch.softmax(x.double(), dim=-1)
+    assert not torch.isnan(out).any()
+    error = torch.linalg.norm(out.double() - reference) / torch.linalg.norm(reference)
+    assert float(error) <= 2 * 2.0 ** -(8 if dtype == "bf16" else 11), float(error)
+
+
 @pytest.mark.cuda
 @needs_hopper
 def test_gpu_softmax_of_no_rows_launches_nothing():
@@ -286,3 +327,5 @@ def test_the_gpu_cache_script_compiles_every_kernel_the_gpu_cases_run():
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     assert set(GPU_KERNELS) <= set(script.SOFTMAX_KERNELS)
+    for _, dtype, config in SPLIT_CASES:
+        assert (SPLIT_ROW_LENGTHS[dtype], dtype, config) in script.SOFTMAX_SPLIT_KERNELS

@@ -53,7 +53,13 @@ from wsc.ir_utils import (
     defining_op,
     use_owner,
 )
-from wsc.ops import BROADCAST_ALONG, COL_REDUCE_ROWS, TILE_PREDICATES, broadcast_shape
+from wsc.ops import (
+    BROADCAST_ALONG,
+    COL_REDUCE_ROWS,
+    TILE_PREDICATES,
+    WARP_ROWS,
+    broadcast_shape,
+)
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     HALF_DTYPES,
@@ -152,7 +158,8 @@ class KernelBuilder:
     artifacts (wsc.kernels.reference.check), so it may use numpy as np and
     math but nothing else from outside it; `check_config={"tolerance": t,
     "input_scale": s}` sets the relative error allowed and the scale of the
-    random inputs. A
+    random inputs, and `"reference_arguments": {name: value}` passes it
+    constants of the build by keyword. A
     kernel whose registers ptxas spills to local memory fails to compile
     unless `allow_spills`. A `persistent` kernel strides over its grid's
     work items (the product of the grid's tile counts) by kb.grid_dim.x,
@@ -557,9 +564,12 @@ class KernelBuilder:
 
     def col_max(self, x: RegisterTile, rows: int) -> RegisterTile:
         """The max down each column of each group of `rows` consecutive rows
-        of x (1, 2, 4, 8 or 16: rows one warp holds), in every row of the
-        group: with x = kb.row_max(t), the max of each group's elements, e.g.
-        of a matrix row laid over 16 rows of a tile."""
+        of x (1, 2, 4, 8 or 16: rows one warp holds; 32 or 64 of a row
+        vector: rows of two or four warps), in every row of the group: with
+        x = kb.row_max(t), the max of each group's elements, e.g. of a
+        matrix row laid over 16 rows of a tile. Over 32 or 64 rows the warps
+        hand their values over through shared memory and a sync of the
+        role, so every thread of the role must reach it (as kb.sync)."""
         return self._col_reduce("max", x, rows)
 
     def col_sum(self, x: RegisterTile, rows: int) -> RegisterTile:
@@ -573,7 +583,14 @@ class KernelBuilder:
         if rows not in COL_REDUCE_ROWS or isinstance(rows, bool):
             raise BuildError(
                 f"{what}: rows must be one of {', '.join(map(str, COL_REDUCE_ROWS))} (rows "
-                f"one warp holds of each 64-row sub-tile), got {rows!r}",
+                f"of one, two or four warps of each 64-row sub-tile), got {rows!r}",
+                caller(),
+            )
+        if rows > WARP_ROWS and tile.shape[1] != 1:
+            raise BuildError(
+                f"{what}: rows={rows} spans several warps, which hand each other one value "
+                f"each: x must be a row vector (e.g. kb.row_{kind}(t)), got a "
+                f"{tile.shape[0]}x{tile.shape[1]} tile",
                 caller(),
             )
         with self._at(caller()):

@@ -11,6 +11,9 @@ aligned base:
     ring buffer 0: stage 0 | stage 1 | ...   each stage 1024-byte aligned
     ring buffer 1: ...
     mbarriers:     array 0 (8 bytes each) | array 1 | ...
+    exchange:      4 bytes per warp and 64-row sub-tile, where warps hand
+                   each other the partial reductions of a matrix row that
+                   spans several warps (wsc.tile_col_reduce over 32 or 64 rows)
 
 A stage tile [rows, cols] is stored as `num_atoms` column blocks ("atoms")
 of `swizzle` bytes per row: atom j holds columns [j*atom_cols, (j+1)*atom_cols)
@@ -132,11 +135,18 @@ class BarrierSlot:
 
 
 @dataclass
+class ExchangeSlot:
+    offset: int
+    total_bytes: int
+
+
+@dataclass
 class SharedLayout:
     """The offsets of every buffer and barrier array, from the aligned base."""
 
     buffers: list[BufferSlot] = field(default_factory=list)
     barriers: list[BarrierSlot] = field(default_factory=list)
+    exchange: ExchangeSlot | None = None
 
     def add_buffer(self, name: str, num_stages: int, tile: TileLayout) -> BufferSlot:
         if self.barriers:
@@ -147,6 +157,8 @@ class SharedLayout:
         return slot
 
     def add_barriers(self, name: str, count: int, arrival_count: int) -> BarrierSlot:
+        if self.exchange is not None:
+            raise LayoutError("add every barrier array before the exchange area")
         offset = self.end
         slot = BarrierSlot(name, count, arrival_count, offset)
         self.barriers.append(slot)
@@ -159,9 +171,15 @@ class SharedLayout:
         last = self.buffers[-1]
         return last.offset + last.total_bytes
 
+    def add_exchange(self, total_bytes: int) -> ExchangeSlot:
+        self.exchange = ExchangeSlot(self.end, total_bytes)
+        return self.exchange
+
     @property
     def end(self) -> int:
         """Bytes used from the aligned base."""
+        if self.exchange is not None:
+            return self.exchange.offset + self.exchange.total_bytes
         if self.barriers:
             last = self.barriers[-1]
             return last.offset + MBARRIER_BYTES * last.count
@@ -177,6 +195,9 @@ class SharedLayout:
         """Pairs of slots whose byte ranges intersect (empty for a valid layout)."""
         ranges = [(s.name, s.offset, s.offset + s.total_bytes) for s in self.buffers]
         ranges += [(b.name, b.offset, b.offset + MBARRIER_BYTES * b.count) for b in self.barriers]
+        if self.exchange is not None:
+            exchange = self.exchange
+            ranges.append(("exchange", exchange.offset, exchange.offset + exchange.total_bytes))
         found = []
         for i, (name_i, lo_i, hi_i) in enumerate(ranges):
             for name_j, lo_j, hi_j in ranges[i + 1 :]:

@@ -38,7 +38,8 @@ How each wsc op is lowered:
   to its readers (a later op may write the stage in place).
 * wsc.tile_row_reduce / wsc.tile_col_reduce: in-thread combines, then
   shuffles across the lanes that share a row (lanes differing in bits 0-1)
-  or a group of rows (bits 2-4).
+  or a group of rows (bits 2-4); over 32 or 64 rows, then each warp's value
+  through the shared-memory exchange area between two syncs of the role.
   wsc.coalesced_store: each warp copies whole rows of the stage tile, 32
   consecutive elements per store instruction (element loads and stores),
   with bounds checks only when the tile is partial.
@@ -1023,7 +1024,7 @@ class KernelLowering(KernelPlan):
         combine = _TILE_BINARY["max" if reduce.kind == "max" else "add"]
         target = self._acc_slot(reduce.result, "f32", wgmma_form=False)
         fragment = x.fragment
-        group = reduce.rows
+        group = min(reduce.rows, ops.WARP_ROWS)
         lane_masks = [4 * bit for bit in (1, 2, 4) if bit < group]
         # The register of a thread's row 8 further down: r + 2 (r = 4j + 2h + c),
         # or of a row vector's r + 1 (r = h).
@@ -1039,6 +1040,47 @@ class KernelLowering(KernelPlan):
                         values = [combine(v, E.shuffle_xor(v, lane_mask)) for v in values]
                     for k, r in enumerate(registers):
                         target.store_element(i, r, values[k % len(values)])
+        if reduce.rows > ops.WARP_ROWS:
+            self._combine_across_warps(op, target, reduce.rows // ops.WARP_ROWS, combine)
+
+    def _combine_across_warps(self, op, tile: AccSlot, warps: int, combine) -> None:
+        """Each warp's value of the row vector `tile` (every thread of the
+        warp holds it), combined over each group of `warps` consecutive warps
+        of the fragment: lane 0 writes it to the exchange area, the role
+        syncs, each thread combines its group's values in warp order (the
+        same bits in every warp), and the role syncs again before the area
+        can be written by the next such reduction."""
+        exchange = self.layout.exchange
+        assert exchange is not None, "planned for every col_reduce over several warps"
+        block_warps = self.threads // WARP_SIZE
+        value_bytes = ELEMENT_BYTES["f32"]
+        local_warp, lane = self._warp_and_lane(op)
+        warp = E.shrui(self.tid, E.const(5, E.i32()))
+        first = E.subi(warp, E.remui(local_warp, E.const(warps, E.i32())))
+
+        def address(i: int, block_warp: ir.Value) -> ir.Value:
+            slot = E.addi(E.const(i * block_warps, E.i32()), block_warp)
+            offset = E.addi(
+                E.const(exchange.offset, E.i32()), E.muli(slot, E.const(value_bytes, E.i32()))
+            )
+            return self._smem_ptr(offset)
+
+        subtiles = tile.fragment.subtiles
+        guard = E.if_then(E.cmpi("eq", lane, E.const(0, E.i32())))
+        with E.then_body(guard):
+            for i in range(subtiles):
+                E.store(tile.load_element(i, 0), address(i, warp))
+        self._lower_sync(op)
+        for i in range(subtiles):
+            values = [
+                E.load(E.float_type("f32"), address(i, E.addi(first, E.const(j, E.i32()))))
+                for j in range(warps)
+            ]
+            while len(values) > 1:
+                values = [combine(a, b) for a, b in zip(values[0::2], values[1::2], strict=True)]
+            for r in range(tile.fragment.regs_per_subtile):
+                tile.store_element(i, r, values[0])
+        self._lower_sync(op)
 
     def _lower_tile_select(self, op):
         select = ops.TileSelect(op)

@@ -52,6 +52,7 @@ from wsc.target.hopper import (
     WARP_SIZE,
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
+    WGMMA_M,
     entry_register_cap,
     tile_registers,
 )
@@ -633,6 +634,7 @@ class KernelPlan:
             self.barriers[op] = self.layout.add_barriers(
                 f"barriers{position}", alloc.num_barriers, alloc.arrival_count
             )
+        self._plan_exchange()
         total = self.layout.dynamic_smem_bytes
         if total > MAX_DYNAMIC_SMEM:
             notes = [
@@ -690,6 +692,18 @@ class KernelPlan:
     def _executing_threads(self, op: ir.Operation) -> int:
         role = self.role_of(op)
         return role.count if role is not None else self.threads
+
+    def _plan_exchange(self) -> None:
+        """Shared memory for the reductions whose rows span several warps: one
+        f32 per warp of the block and 64-row sub-tile of the largest such tile."""
+        subtiles = [
+            acc_type_parameters(ops.TileColReduce(op).x.type)[0][0] // WGMMA_M
+            for op in self.ops
+            if op.name == "wsc.tile_col_reduce" and ops.TileColReduce(op).rows > ops.WARP_ROWS
+        ]
+        if subtiles:
+            warps = self.threads // WARP_SIZE
+            self.layout.add_exchange(max(subtiles) * warps * ELEMENT_BYTES["f32"])
 
     def _check_barriers_published(self, op: ir.Operation) -> None:
         """A block-wide wsc.sync must follow the initialisation at top level."""
@@ -1065,6 +1079,9 @@ class KernelPlan:
             ],
             "end": self.layout.end,
         }
+        if self.layout.exchange is not None:
+            exchange = self.layout.exchange
+            layout["exchange"] = {"offset": exchange.offset, "bytes": exchange.total_bytes}
         return KernelInfo(
             name=self.name,
             block=(self.threads, 1, 1),

@@ -2,8 +2,10 @@
 reference (`KernelBuilder(..., check=function)`): the function's source
 travels in the artifact's config, and `wsc run --check` calls it on the
 float64 values of the kernel's inputs, by tensor name, and the values of its
-scalar arguments (those the run launched with), by name, for the float64
-values its outputs must hold. No MLIR here.
+scalar arguments (those the run launched with), by name, and the constants
+of its build that the kernel's author gave (`check_config=
+{"reference_arguments": {...}}`), by name, for the float64 values its
+outputs must hold. No MLIR here.
 
 Checking such an artifact runs the Python it carries: check only artifacts
 you would also run the kernels of.
@@ -71,6 +73,12 @@ class ReferenceCheck:
             raise fail(f"config.tolerance must be a positive number, got {tolerance!r}")
         self._tolerance: float = float(tolerance)
         self._input_scale: float = float(config.get("input_scale", 1.0))
+        arguments = config.get("reference_arguments", {})
+        if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
+            raise fail(
+                f"config.reference_arguments must map argument names to values, got {arguments!r}"
+            )
+        self.arguments: dict[str, Any] = arguments
 
     @property
     def input_scale(self) -> float:
@@ -92,7 +100,8 @@ class ReferenceCheck:
     ) -> float:
         if "reference" not in inputs.cache:
             values = {name: self._host(memory, inputs, name) for name in self.inputs}
-            inputs.cache["reference"] = self._expected(self.function(**values, **self.scalars))
+            result = self.function(**values, **self.scalars, **self.arguments)
+            inputs.cache["reference"] = self._expected(result)
         expected = inputs.cache["reference"]
         got = {**inputs.arrays, **outputs}
         return max(

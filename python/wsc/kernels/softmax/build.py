@@ -2,29 +2,34 @@
 
 Y[R, C] = softmax(X[R, C]) along each row; bf16 or f16 in and out, f32 math;
 C a multiple of 256 up to 8192 fixed when the kernel is built (`row_length`),
-R any. The kernel sees X and Y as [16 R, C/16] (a free view, `softmax_view`): row r
-of X is rows 16r .. 16r + 15 of the view, exactly the 16 rows one warp
-holds of a 64-row register tile (wsc.codegen.fragments), so a row's max and
-sum are one warp's shuffles: kb.row_max, then kb.col_max over groups of 16
-rows. Nothing is exchanged between warps, and X is read from HBM once.
+R any. The kernel sees X and Y as [P R, C/P] (a free view, `softmax_view`),
+P = `row_split`: row r of X is rows P r .. P r + P - 1 of the view. With
+P = 16 those are the 16 rows one warp holds of a 64-row register tile
+(wsc.codegen.fragments), so a row's max and sum are one warp's shuffles:
+kb.row_max, then kb.col_max over groups of 16 rows. With P = 32 or 64 a row
+spans two or four warps, which combine their max and sum once per stage
+through shared memory (kb.col_max over 32 or 64 rows), and a stage holds
+fewer rows: for long rows, more stages fit. X is read from HBM once.
 
     persistent block b, 5 warps: the consumer warpgroup 0-3, the producer warp 4
-      ring of S stages, each a [64, W] tile of the view (4 rows of X), W = C/16
+      ring of S stages, each a [64, W] tile of the view (64 / P rows of X), W = C/P
       full[S]  = mbarrier(arrivals = 1)    # "stage s has landed"
       empty[S] = mbarrier(arrivals = 128)  # "stage s is written out"
 
       producer                              consumer
       for t = b, b + grid, ...:             for t = b, b + grid, ...:
         wait(empty[s])                        wait(full[s])
-        one thread: expect_tx(full[s])        resident form (rows up to 4096):
+        one thread: expect_tx(full[s])        resident form (W up to 256):
                     TMA X[64t:] -> s            x = s log2(e)                # all in registers
-      drain                                     e = 2^(x - rowmax(x))        # over the warp
+      drain                                     e = 2^(x - rowmax(x))        # over the P rows
                                                 s <- round(e / rowsum(e))    # in place
                                               online form (any row length):
                                                 for each block x of <= 128 columns of s:
-                                                  x = x log2(e)
+                                                  x = x log2(e)              # a warp's 16 rows:
                                                   m' = max(m, rowmax(x))
                                                   l = l 2^(m - m') + rowsum(2^(x - m')); m = m'
+                                                over the P rows' warps:
+                                                  m' = max(m); l = sum(l 2^(m - m')); m = m'
                                                 for each block x of s:
                                                   s <- round(2^(x log2(e) - m - log2(l)))
                                               fence; sync (the warpgroup)
@@ -33,6 +38,9 @@ rows. Nothing is exchanged between warps, and X is read from HBM once.
 """
 
 from __future__ import annotations
+
+import functools
+import operator
 
 import numpy as np
 
@@ -45,16 +53,17 @@ from wsc.builder import (
     f16,
 )
 
-from .schedule import ROW_SPLIT, TILE_ROWS, check_row_length, schedule
+from .schedule import TILE_ROWS, WARP_ROWS, check_row_length, check_row_split, schedule
 
 LOG2E = 1.4426950408889634
 #: The builder's element types by wsc name.
 _ELEMENT_TYPES = {"bf16": bf16, "f16": f16}
 
 
-def softmax_rows(a):
-    """The float64 reference on the view: a softmax over each group of 16 rows."""
-    rows = a.reshape(-1, 16 * a.shape[1])
+def softmax_rows(a, row_split):
+    """The float64 reference on the view: a softmax over each group of
+    `row_split` rows."""
+    rows = a.reshape(-1, row_split * a.shape[1])
     e = np.exp(rows - rows.max(axis=1, keepdims=True))
     return (e / e.sum(axis=1, keepdims=True)).reshape(a.shape)
 
@@ -66,14 +75,16 @@ def softmax(
     block_cols=None,
     blocks_per_sm=None,
     resident=None,
+    row_split=None,
 ):
     """The kernel for rows of `row_length` elements of `dtype` ("bf16" or
     "f16"), a ring of `num_stages` per block; blocks of `block_cols` columns
     of the view are read into registers at a time; `blocks_per_sm` blocks
     share each SM (their rings and registers), so that one's copies and
     barriers overlap another's math; `resident` keeps a stage's tile in
-    registers between its one read and its write (`Schedule`). What is not
-    given comes from `schedule(row_length)`."""
+    registers between its one read and its write; a row spans `row_split`
+    rows of the view (`Schedule`). What is not given comes from
+    `schedule(row_length)`."""
     check_row_length(row_length)
     if dtype not in _ELEMENT_TYPES:
         raise ValueError(f"softmax: dtype {dtype!r}; the kernel takes {', '.join(_ELEMENT_TYPES)}")
@@ -83,11 +94,14 @@ def softmax(
     blocks_per_sm = blocks_per_sm or measured.blocks_per_sm
     block_cols = block_cols or measured.block_cols
     resident = measured.resident if resident is None else resident
-    width = row_length // ROW_SPLIT
+    row_split = row_split or measured.row_split
+    check_row_split(row_length, row_split)
+    width = row_length // row_split
     block_cols = min(block_cols, width)
     if width % block_cols:
         raise ValueError(
-            f"block_cols={block_cols} must divide the view's {width} columns (row_length / 16)"
+            f"block_cols={block_cols} must divide the view's {width} columns (row_length / "
+            f"row_split)"
         )
     kb = KernelBuilder(
         "softmax",
@@ -96,7 +110,7 @@ def softmax(
         persistent=True,
         blocks_per_sm=blocks_per_sm,
         check=softmax_rows,
-        check_config={"input_scale": 4.0, "row_split": ROW_SPLIT},
+        check_config={"input_scale": 4.0, "reference_arguments": {"row_split": row_split}},
     )
     x, y = kb.global_tensor(element), kb.global_tensor(element)
     sx = kb.shared_tensor(element, [num_stages, TILE_ROWS, width])
@@ -112,9 +126,9 @@ def softmax(
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             stage = sx[it.stage]
             if resident:
-                _softmax_resident(kb, stage, width, block_cols, element)
+                _softmax_resident(kb, stage, width, block_cols, element, row_split)
             else:
-                _softmax_online(kb, stage, width, block_cols, element)
+                _softmax_online(kb, stage, width, block_cols, element, row_split)
             kb.fence_proxy_async()
             kb.sync()
             with kb.single_thread():
@@ -137,37 +151,38 @@ def softmax(
     return kb.finish()
 
 
-def _softmax_online(kb, stage, width, block_cols, element):
-    """Two reads of the stage: an online max and sum, then each block rescaled."""
+def _softmax_online(kb, stage, width, block_cols, element, row_split):
+    """Two reads of the stage: an online max and sum of each warp's rows,
+    combined over a row's warps, then each block rescaled."""
     m = total = None
     for col in range(0, width, block_cols):
         values = kb.load_shared(stage, col=col, cols=block_cols)
-        block_max = kb.col_max(kb.row_max(values), rows=ROW_SPLIT) * LOG2E
+        block_max = kb.col_max(kb.row_max(values), rows=WARP_ROWS) * LOG2E
         m_next = block_max if m is None else kb.max(m, block_max)
-        block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=ROW_SPLIT)
+        block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=WARP_ROWS)
         total = block_sum if m is None else total * kb.exp2(m - m_next) + block_sum
         m = m_next
+    if row_split > WARP_ROWS:
+        m_row = kb.col_max(m, rows=row_split)
+        total = kb.col_sum(total * kb.exp2(m - m_row), rows=row_split)
+        m = m_row
     shift = m + kb.log2(total)
     for col in range(0, width, block_cols):
         scores = kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
         kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), element), col=col)
 
 
-def _softmax_resident(kb, stage, width, block_cols, element):
-    """One read of the stage and one exp2 per element: the row stays in registers."""
+def _softmax_resident(kb, stage, width, block_cols, element, row_split):
+    """One read of the stage and one exp2 per element: the row stays in
+    registers; each reduction is a thread's blocks, then the row's lanes and
+    warps."""
     blocks = [
         kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
         for col in range(0, width, block_cols)
     ]
-    m = None
-    for scores in blocks:
-        block_max = kb.col_max(kb.row_max(scores), rows=ROW_SPLIT)
-        m = block_max if m is None else kb.max(m, block_max)
+    m = kb.col_max(kb.row_max(functools.reduce(kb.max, blocks)), rows=row_split)
     exponentials = [kb.exp2(scores - m) for scores in blocks]
-    total = None
-    for e in exponentials:
-        block_sum = kb.col_sum(kb.row_sum(e), rows=ROW_SPLIT)
-        total = block_sum if total is None else total + block_sum
+    total = kb.col_sum(kb.row_sum(functools.reduce(operator.add, exponentials)), rows=row_split)
     inverse = kb.exp2(-kb.log2(total))
     for index, e in enumerate(exponentials):
         kb.store_shared(stage, kb.cast(e * inverse, element), col=index * block_cols)

@@ -3,10 +3,12 @@
 and the autotuner keys compiled kernels by this file's source (with the
 compiler's, which covers the kernel's).
 
-The kernel sees X and Y [R, C] as [16 R, C/16] (a free view of contiguous
-rows): row r of X is rows 16r .. 16r + 15 of the view, exactly the 16 rows
-one warp holds of a 64-row register tile, so a row's max and sum are one
-warp's shuffles.
+The kernel sees X and Y [R, C] as [S R, C/S] (a free view of contiguous
+rows), S the schedule's `row_split`: row r of X is rows S r .. S r + S - 1
+of the view. With S = 16 those are exactly the rows one warp holds of a
+64-row register tile, so a row's max and sum are one warp's shuffles; with
+32 or 64 a row spans two or four warps, which then hand each other their
+partial max and sum, and a stage of the ring holds 64 / S rows of X.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from typing import NamedTuple
 from wsc.autotune import Autotuned
 from wsc.target.hopper import ELEMENT_BYTES
 
-#: Rows of the view per stage: one 64-row register tile, 4 rows of X.
+#: Rows of the view per stage: one 64-row register tile.
 TILE_ROWS = 64
-#: The rows of the view one warp holds of a tile: one row of X.
-ROW_SPLIT = 16
-#: Row lengths are multiples of this (the view's width, C/16, a multiple of 16 columns)...
-ROW_LENGTH_STEP = 16 * ROW_SPLIT
+#: The rows of the view one warp holds of a tile.
+WARP_ROWS = 16
+#: The rows of the view a row of X may span: those of one, two or four warps.
+ROW_SPLITS = (WARP_ROWS, 2 * WARP_ROWS, 4 * WARP_ROWS)
+#: The view's width is a multiple of this many columns (32 bytes, the
+#: narrowest swizzle span of its stage tiles)...
+WIDTH_STEP = 16
+#: ... so row lengths are multiples of this...
+ROW_LENGTH_STEP = WIDTH_STEP * WARP_ROWS
 #: ... up to this, the longest built and measured (rows of 16384 spill registers).
 MAX_ROW_LENGTH = 8192
 #: Element types, by wsc name.
@@ -32,12 +39,14 @@ class Schedule(NamedTuple):
     """How the kernel runs: a ring of `stages` per block, `blocks_per_sm` blocks
     sharing an SM, the view read `block_cols` columns at a time; `resident`
     keeps a stage's whole tile in registers (one read of shared memory and one
-    exp2 per element) where the online form reads it twice."""
+    exp2 per element) where the online form reads it twice; a row of X
+    spans `row_split` rows of the view."""
 
     stages: int
     blocks_per_sm: int
     block_cols: int
     resident: bool
+    row_split: int = WARP_ROWS
 
 
 #: The fastest measured on the H200 by row length (results/h200-row-softmax.md):
@@ -62,9 +71,22 @@ def check_row_length(row_length: int, caller: str = "softmax") -> None:
         )
 
 
-def softmax_view(rows: int, row_length: int) -> dict[str, int]:
-    """The sizes of the kernel's view of an X of `rows` x `row_length`."""
-    return {"a_dim0": rows * ROW_SPLIT, "a_dim1": row_length // ROW_SPLIT}
+def check_row_split(row_length: int, row_split: int) -> None:
+    """ValueError unless rows of `row_length` elements may span `row_split`
+    rows of the view."""
+    if row_split not in ROW_SPLITS or row_length % (WIDTH_STEP * row_split):
+        raise ValueError(
+            f"softmax: row_split={row_split} for rows of {row_length} elements; it must be one "
+            f"of {', '.join(map(str, ROW_SPLITS))} and divide the rows into views of a "
+            f"multiple of {WIDTH_STEP} columns"
+        )
+
+
+def softmax_view(rows: int, row_length: int, row_split: int | None = None) -> dict[str, int]:
+    """The sizes of the kernel's view of an X of `rows` x `row_length`, a row
+    spanning `row_split` rows of it (by default its schedule's)."""
+    split = row_split or schedule(row_length).row_split
+    return {"a_dim0": rows * split, "a_dim1": row_length // split}
 
 
 def schedule(row_length: int, dtype: str = "bf16") -> Schedule:
@@ -73,7 +95,7 @@ def schedule(row_length: int, dtype: str = "bf16") -> Schedule:
     in the online form (it fits in registers at any length)."""
     if row_length in SCHEDULES:
         return SCHEDULES[row_length]
-    width = row_length // ROW_SPLIT
+    width = row_length // WARP_ROWS
     stage_bytes = TILE_ROWS * width * ELEMENT_BYTES[dtype]
     blocks = max(1, min(3, RING_BYTES // stage_bytes))
     stages = max(1, min(3, RING_BYTES // (blocks * stage_bytes)))
@@ -85,7 +107,8 @@ def softmax_kernel(row_length: int, dtype: str = "bf16", **schedule):
     """The kernel of wsc.kernels.softmax.build for rows of `row_length`
     elements of `dtype`, with its schedule (a wsc.builder.Kernel); `schedule`
     replaces fields of it by build.softmax's arguments (num_stages,
-    blocks_per_sm, block_cols, resident), as a benchmark of candidates does."""
+    blocks_per_sm, block_cols, resident, row_split), as a benchmark of
+    candidates does."""
     from wsc.kernels.softmax.build import softmax
 
     return softmax(row_length, dtype, **schedule)
