@@ -120,6 +120,9 @@ def test_columns_reduce_over_groups_of_the_rows_of_one_to_four_warps():
         other.col_max(other.register_tensor(f32, [64, 64]), rows=32)
     rows_of_four_warps = other.col_max(other.register_tensor(f32, [128, 1]), rows=64)
     assert rows_of_four_warps.shape == (128, 1)
+    with other.single_thread():
+        with pytest.raises(BuildError, match=r"rows=32 syncs the warps .* not one \(the single_"):
+            other.col_sum(other.register_tensor(f32, [64, 1]), rows=32)
 
 
 def test_a_group_of_rows_is_one_warps_lanes_and_halves():

@@ -586,6 +586,13 @@ class KernelBuilder:
                 f"of one, two or four warps of each 64-row sub-tile), got {rows!r}",
                 caller(),
             )
+        single = [scope for scope in self._scopes if scope.kind == "single_thread"]
+        if rows > WARP_ROWS and single:
+            raise BuildError(
+                f"{what}: rows={rows} syncs the warps of its thread group, so every thread of "
+                f"the group must reach it, not one (the single_thread at {single[-1].where})",
+                caller(),
+            )
         if rows > WARP_ROWS and tile.shape[1] != 1:
             raise BuildError(
                 f"{what}: rows={rows} spans several warps, which hand each other one value "
