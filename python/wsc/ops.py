@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 from mlir import ir
 
 from wsc.dialects import IRDL_PATH
+from wsc.target.hopper import WARP_ROWS
 
 #: The key of an irdl.operation's attribute dictionary that declares the
 #: op's optional attributes (IRDL declares required ones only), each with its
@@ -368,7 +369,6 @@ ROW_REDUCE_KINDS = ("max", "sum")
 #: The groups of rows wsc.tile_col_reduce combines: rows one warp holds
 #: (a warp's shuffles), or those of 2 or 4 warps (of a row vector only: the
 #: warps exchange their values through shared memory).
-WARP_ROWS = 16
 COL_REDUCE_ROWS = (1, 2, 4, 8, WARP_ROWS, 2 * WARP_ROWS, 4 * WARP_ROWS)
 
 

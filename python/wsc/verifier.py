@@ -52,6 +52,7 @@ from wsc.target.hopper import (
     REGISTER_FILE,
     RESULT_DTYPES,
     SETMAXNREG_STEP,
+    WARP_ROWS,
     WARP_SIZE,
     WARPGROUP_SIZE,
     WGMMA_M,
@@ -454,7 +455,7 @@ def _verify_tile_col_reduce(op: ir.Operation) -> None:
             f"rows must be one of {', '.join(map(str, ops.COL_REDUCE_ROWS))} (rows of one, "
             f"two or four warps of each {WGMMA_M}-row sub-tile), got {reduce.rows}",
         )
-    if reduce.rows > ops.WARP_ROWS and cols != 1:
+    if reduce.rows > WARP_ROWS and cols != 1:
         _fail(
             op,
             f"rows = {reduce.rows} spans several warps, which combine one value each: x must "

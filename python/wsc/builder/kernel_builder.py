@@ -53,13 +53,7 @@ from wsc.ir_utils import (
     defining_op,
     use_owner,
 )
-from wsc.ops import (
-    BROADCAST_ALONG,
-    COL_REDUCE_ROWS,
-    TILE_PREDICATES,
-    WARP_ROWS,
-    broadcast_shape,
-)
+from wsc.ops import BROADCAST_ALONG, COL_REDUCE_ROWS, TILE_PREDICATES, broadcast_shape
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     HALF_DTYPES,
@@ -67,6 +61,7 @@ from wsc.target.hopper import (
     MAX_BLOCKS_PER_SM,
     MAX_PORTABLE_CLUSTER,
     MAX_TMA_BOX,
+    WARP_ROWS,
     WARP_SIZE,
 )
 

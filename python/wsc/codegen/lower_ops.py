@@ -103,6 +103,7 @@ from wsc.ir_utils import (
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     ELEMENT_BYTES,
+    WARP_ROWS,
     WARP_SIZE,
     WARPGROUP_SIZE,
 )
@@ -1024,7 +1025,7 @@ class KernelLowering(KernelPlan):
         combine = _TILE_BINARY["max" if reduce.kind == "max" else "add"]
         target = self._acc_slot(reduce.result, "f32", wgmma_form=False)
         fragment = x.fragment
-        group = min(reduce.rows, ops.WARP_ROWS)
+        group = min(reduce.rows, WARP_ROWS)
         lane_masks = [4 * bit for bit in (1, 2, 4) if bit < group]
         # The register of a thread's row 8 further down: r + 2 (r = 4j + 2h + c),
         # or of a row vector's r + 1 (r = h).
@@ -1040,8 +1041,8 @@ class KernelLowering(KernelPlan):
                         values = [combine(v, E.shuffle_xor(v, lane_mask)) for v in values]
                     for k, r in enumerate(registers):
                         target.store_element(i, r, values[k % len(values)])
-        if reduce.rows > ops.WARP_ROWS:
-            self._combine_across_warps(op, target, reduce.rows // ops.WARP_ROWS, combine)
+        if reduce.rows > WARP_ROWS:
+            self._combine_across_warps(op, target, reduce.rows // WARP_ROWS, combine)
 
     def _combine_across_warps(self, op, tile: AccSlot, warps: int, combine) -> None:
         """Each warp's value of the row vector `tile` (every thread of the

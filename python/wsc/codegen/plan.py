@@ -49,6 +49,7 @@ from wsc.target.hopper import (
     SMEM_RESERVED_PER_BLOCK,
     TENSOR_MAP_ALIGN,
     TENSOR_MAP_BYTES,
+    WARP_ROWS,
     WARP_SIZE,
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
@@ -699,7 +700,7 @@ class KernelPlan:
         subtiles = [
             acc_type_parameters(ops.TileColReduce(op).x.type)[0][0] // WGMMA_M
             for op in self.ops
-            if op.name == "wsc.tile_col_reduce" and ops.TileColReduce(op).rows > ops.WARP_ROWS
+            if op.name == "wsc.tile_col_reduce" and ops.TileColReduce(op).rows > WARP_ROWS
         ]
         if subtiles:
             warps = self.threads // WARP_SIZE

@@ -123,6 +123,8 @@ TENSOR_MAP_ALIGN = 64
 #: per instruction as bytes of a row of A (16 elements of 16 bits, 32 of fp8).
 WGMMA_M = 64
 WGMMA_N_STEP, WGMMA_N_MAX = 8, 256
+#: The rows of an accumulator's WGMMA_M-row sub-tile that one warp holds.
+WARP_ROWS = WGMMA_M * WARP_SIZE // WARPGROUP_SIZE
 WGMMA_K_BYTES = 32
 
 #: fp8 e4m3 as MLIR spells it (f8E4M3FN: finite, one NaN pattern).

@@ -16,12 +16,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from wsc.autotune import Autotuned
-from wsc.target.hopper import ELEMENT_BYTES
+from wsc.target.hopper import ELEMENT_BYTES, WARP_ROWS
 
 #: Rows of the view per stage: one 64-row register tile.
 TILE_ROWS = 64
-#: The rows of the view one warp holds of a tile.
-WARP_ROWS = 16
 #: The rows of the view a row of X may span: those of one, two or four warps.
 ROW_SPLITS = (WARP_ROWS, 2 * WARP_ROWS, 4 * WARP_ROWS)
 #: The view's width is a multiple of this many columns (32 bytes, the
