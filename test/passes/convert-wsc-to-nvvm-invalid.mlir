@@ -215,3 +215,20 @@ func.func @splat_of_a_constant(%c: memref<?x?xf32>) attributes {wsc.num_threads 
   "wsc.store"(%t, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A max over 64 rows, the rows of four warps, in a role of two warps.
+func.func @col_reduce_over_more_warps_than_the_role(%c: memref<?x?xf32>, %src: memref<?x?xf32>) attributes {wsc.num_threads = 96 : i32} {
+  %c0 = arith.constant 0 : index
+  %is = "wsc.role"() {role = "small", thread_begin = 32 : i32, num_threads = 64 : i32} : () -> i1
+  scf.if %is {
+    %x = "wsc.tile_load"(%src, %c0, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 8>, f32>
+    %r = "wsc.tile_row_reduce"(%x) {kind = "max"} : (!wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+    // expected-error @below {{'wsc.tile_col_reduce' op combines the rows of 4 warps, but the 2 warps that run it do not form groups of 4 (a role of a multiple of 128 threads)}}
+    %g = "wsc.tile_col_reduce"(%r) {kind = "max", rows = 64 : i32} : (!wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+    %y = "wsc.tile_binary"(%x, %g) {kind = "sub"} : (!wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+    "wsc.store"(%y, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}

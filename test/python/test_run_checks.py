@@ -600,6 +600,9 @@ def test_a_reference_takes_constants_of_the_build(tmp_path, memory):
     doc = reference_doc(scaled, "scaled", reference_arguments=[3.0])
     with pytest.raises(ArtifactError, match="reference_arguments must map argument names"):
         find_check(load_artifact(write(tmp_path / "list", doc)))
+    doc = reference_doc(scaled, "scaled", reference_arguments={"a": 1.0, "factor": 2.0})
+    with pytest.raises(ArtifactError, match="reference_arguments names a, which the kernel's"):
+        find_check(load_artifact(write(tmp_path / "clash", doc)))
 
 
 def test_a_reference_sets_its_tolerance_and_input_scale(tmp_path):

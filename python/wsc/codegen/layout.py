@@ -149,8 +149,8 @@ class SharedLayout:
     exchange: ExchangeSlot | None = None
 
     def add_buffer(self, name: str, num_stages: int, tile: TileLayout) -> BufferSlot:
-        if self.barriers:
-            raise LayoutError("add every buffer before the barriers")
+        if self.barriers or self.exchange is not None:
+            raise LayoutError("add every buffer before the barriers and the exchange area")
         stage_bytes = round_up(tile.tile_bytes, BUFFER_ALIGN)
         slot = BufferSlot(name, num_stages, tile, self.buffers_end, stage_bytes)
         self.buffers.append(slot)

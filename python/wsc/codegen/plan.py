@@ -697,11 +697,21 @@ class KernelPlan:
     def _plan_exchange(self) -> None:
         """Shared memory for the reductions whose rows span several warps: one
         f32 per warp of the block and 64-row sub-tile of the largest such tile."""
-        subtiles = [
-            acc_type_parameters(ops.TileColReduce(op).x.type)[0][0] // WGMMA_M
-            for op in self.ops
-            if op.name == "wsc.tile_col_reduce" and ops.TileColReduce(op).rows > WARP_ROWS
-        ]
+        subtiles = []
+        for op in self.ops:
+            if op.name != "wsc.tile_col_reduce" or ops.TileColReduce(op).rows <= WARP_ROWS:
+                continue
+            reduce = ops.TileColReduce(op)
+            group = reduce.rows // WARP_ROWS
+            warps = self._executing_threads(op) // WARP_SIZE
+            if warps % group:
+                raise fail(
+                    op,
+                    f"combines the rows of {group} warps, but the {warps} warps that run it "
+                    f"do not form groups of {group} (a role of a multiple of {group * WARP_SIZE} "
+                    f"threads)",
+                )
+            subtiles.append(acc_type_parameters(reduce.x.type)[0][0] // WGMMA_M)
         if subtiles:
             warps = self.threads // WARP_SIZE
             self.layout.add_exchange(max(subtiles) * warps * ELEMENT_BYTES["f32"])

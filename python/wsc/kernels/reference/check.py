@@ -78,6 +78,12 @@ class ReferenceCheck:
             raise fail(
                 f"config.reference_arguments must map argument names to values, got {arguments!r}"
             )
+        clashes = sorted(set(arguments) & {*self.inputs, *self.scalars})
+        if clashes:
+            raise fail(
+                f"config.reference_arguments names {', '.join(clashes)}, which the kernel's "
+                f"inputs or scalars already pass"
+            )
         self.arguments: dict[str, Any] = arguments
 
     @property

@@ -25,10 +25,10 @@ fewer rows: for long rows, more stages fit. X is read from HBM once.
                                                 s <- round(e / rowsum(e))    # in place
                                               online form (any row length):
                                                 for each block x of <= 128 columns of s:
-                                                  x = x log2(e)              # a warp's 16 rows:
+                                                  x = x log2(e)              # per row of the view:
                                                   m' = max(m, rowmax(x))
                                                   l = l 2^(m - m') + rowsum(2^(x - m')); m = m'
-                                                over the P rows' warps:
+                                                over a row of X's P rows (lanes, then warps):
                                                   m' = max(m); l = sum(l 2^(m - m')); m = m'
                                                 for each block x of s:
                                                   s <- round(2^(x log2(e) - m - log2(l)))
@@ -53,7 +53,7 @@ from wsc.builder import (
     f16,
 )
 
-from .schedule import TILE_ROWS, WARP_ROWS, check_row_length, check_row_split, schedule
+from .schedule import TILE_ROWS, check_row_length, check_row_split, schedule
 
 LOG2E = 1.4426950408889634
 #: The builder's element types by wsc name.
@@ -152,21 +152,20 @@ def softmax(
 
 
 def _softmax_online(kb, stage, width, block_cols, element, row_split):
-    """Two reads of the stage: an online max and sum of each warp's rows,
-    combined over a row's warps, then each block rescaled."""
+    """Two reads of the stage: an online max and sum of each row of the view,
+    combined over a row of X's P rows (its lanes and warps), then each block
+    rescaled."""
     m = total = None
     for col in range(0, width, block_cols):
         values = kb.load_shared(stage, col=col, cols=block_cols)
-        block_max = kb.col_max(kb.row_max(values), rows=WARP_ROWS) * LOG2E
+        block_max = kb.row_max(values) * LOG2E
         m_next = block_max if m is None else kb.max(m, block_max)
-        block_sum = kb.col_sum(kb.row_sum(kb.exp2(values * LOG2E - m_next)), rows=WARP_ROWS)
+        block_sum = kb.row_sum(kb.exp2(values * LOG2E - m_next))
         total = block_sum if m is None else total * kb.exp2(m - m_next) + block_sum
         m = m_next
-    if row_split > WARP_ROWS:
-        m_row = kb.col_max(m, rows=row_split)
-        total = kb.col_sum(total * kb.exp2(m - m_row), rows=row_split)
-        m = m_row
-    shift = m + kb.log2(total)
+    m_row = kb.col_max(m, rows=row_split)
+    total = kb.col_sum(total * kb.exp2(m - m_row), rows=row_split)
+    shift = m_row + kb.log2(total)
     for col in range(0, width, block_cols):
         scores = kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
         kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), element), col=col)
