@@ -769,10 +769,11 @@ func.func @max_over_warp_pairs(%c: memref<?x?xf32>, %src: memref<?x?xf32>) attri
 // -----
 
 // A scale per row read into a row vector: two f16 loads per thread (its two
-// rows of the 64), made once and read by every element of the product.
+// rows of the 64), made once and read by every element of the product, each
+// predicated off past the vector's end (no select of its address).
 // CHECK-LABEL: llvm.func @scale_per_row
-// CHECK-COUNT-2: llvm.load {{.*}} -> f16
-// CHECK-NOT: -> f16
+// CHECK-COUNT-2: @p ld.global.nc.b16
+// CHECK-NOT: ld.global.nc.b16
 // CHECK: llvm.return
 func.func @scale_per_row(%c: memref<?x?xf32>, %x: memref<?x?xf32>, %v: memref<?xf16>)
     attributes {wsc.num_threads = 128 : i32} {

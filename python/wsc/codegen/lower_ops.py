@@ -1248,26 +1248,23 @@ class KernelLowering(KernelPlan):
         )
         return (col, row) if transpose else (row, col)
 
-    def _global_element(self, base, ld, bounds, row, col, element: str) -> ir.Value:
-        """tensor[row, col] as an f32 (0 outside `bounds`), read without a branch:
-        an element outside reads the first one instead."""
+    def _global_element(
+        self, base, ld, bounds, row, col, element: str, read_only: bool
+    ) -> ir.Value:
+        """tensor[row, col] as an f32 (0 outside `bounds`), by a load predicated
+        off outside: the address needs no select, so a loop steps it."""
         inside = E.andi(E.cmpi("slt", row, bounds[0]), E.cmpi("slt", col, bounds[1]))
         i64 = E.i64()
         offset = E.addi(
             E.muli(E.arith_extsi(row, i64), E.arith_extsi(ld, i64)), E.arith_extsi(col, i64)
         )
-        return self._vector_element(
-            base, E.select(inside, offset, E.const(0, i64)), inside, element
-        )
+        return self._vector_element(base, offset, inside, element, read_only)
 
     @staticmethod
-    def _vector_element(base, offset, inside, element: str) -> ir.Value:
+    def _vector_element(base, offset, inside, element: str, read_only: bool) -> ir.Value:
         """base[offset] as an f32, or 0 where `inside` is false."""
-        scalar = E.float_type(element)
-        value = E.load(scalar, E.gep(base, [offset], scalar), alignment=ELEMENT_BYTES[element])
-        if element != "f32":
-            value = E.extf(value, E.float_type("f32"))
-        return E.select(inside, value, E.float_const(0.0))
+        address = E.ptrtoint(E.gep(base, [offset], E.float_type(element)), E.i64())
+        return E.load_global_masked(address, 0, inside, element, read_only)
 
     def _lower_tile_load(self, op):
         load = ops.TileLoad(op)
@@ -1283,7 +1280,9 @@ class KernelLowering(KernelPlan):
 
             def compute(i: int, r: int) -> ir.Value:
                 row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
-                return self._global_element(base, ld, bounds, row, col, element)
+                return self._global_element(
+                    base, ld, bounds, row, col, element, self._read_only(position)
+                )
 
             self._define_tile(op, compute)
             return
@@ -1331,8 +1330,9 @@ class KernelLowering(KernelPlan):
                 row, col = self._element_position(warp, lane, origin, False, i, r, vector)
                 index = row if along_rows else col
                 inside = E.cmpi("slt", index, length)
-                at = E.select(inside, E.arith_extsi(index, E.i64()), E.const(0, E.i64()))
-                return self._vector_element(base, at, inside, element)
+                return self._vector_element(
+                    base, E.arith_extsi(index, E.i64()), inside, element, self._read_only(position)
+                )
 
             self._define_tile(op, compute)
             return
