@@ -47,14 +47,15 @@ class Schedule(NamedTuple):
     row_split: int = WARP_ROWS
 
 
-#: The fastest measured on the H200 by row length (results/h200-row-softmax.md):
-#: more blocks per SM beat more stages per block; rows of 8192 do not fit in
-#: registers at any count of blocks that keeps the SM busy.
+#: The fastest measured by row length (results/h200-row-softmax.md; the
+#: row-split ones on an H100 only): more blocks per SM beat more stages per
+#: block, and a row over two or four warps keeps more, shorter rows in flight
+#: (rows of 8192 over 64 rows of the view fit in registers, resident).
 SCHEDULES = {
-    1024: Schedule(3, 4, 64, resident=True),
-    2048: Schedule(2, 3, 128, resident=True),
-    4096: Schedule(2, 2, 128, resident=True),
-    8192: Schedule(1, 3, 128, resident=False),
+    1024: Schedule(3, 5, 64, resident=True),
+    2048: Schedule(3, 4, 64, resident=True, row_split=2 * WARP_ROWS),
+    4096: Schedule(4, 3, 128, resident=True, row_split=2 * WARP_ROWS),
+    8192: Schedule(3, 3, 128, resident=True, row_split=4 * WARP_ROWS),
 }
 #: The shared memory an SM's rings may take together, below its 228 KB.
 RING_BYTES = 192 * 1024
@@ -88,7 +89,7 @@ def softmax_view(rows: int, row_length: int, row_split: int | None = None) -> di
 
 
 def schedule(row_length: int, dtype: str = "bf16") -> Schedule:
-    """The schedule for rows of `row_length`: the fastest measured on the H200,
+    """The schedule for rows of `row_length`: the fastest measured (SCHEDULES),
     else up to three blocks per SM with up to three stages each in RING_BYTES,
     in the online form (it fits in registers at any length)."""
     if row_length in SCHEDULES:
