@@ -1,8 +1,9 @@
 """A back-to-back product: O = f16(Q K^T) V, the first product kept in registers.
 
 Q [M, D], K [N, D], V [N, E] f16 in, O [M, E] f32 out; D and E the widths of
-one tile of Q and of V (`head`, `value`: 64 by default, 128 checked on the
-H200); N any length. This is
+one tile of Q and of V (`head`, `value`: 64 by default, 128 and 256 checked
+on the GPU; at 256, 64-row K and V tiles in 2 stages keep O, S and P in 168
+registers with two consumer warpgroups); N any length. This is
 attention without the softmax, built in the simple V2 form and specialized by
 --warp-specialize: two accumulators, register math and a WGMMA that reads its
 A operand from registers, in the K loop.
