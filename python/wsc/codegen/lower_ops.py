@@ -1275,14 +1275,13 @@ class KernelLowering(KernelPlan):
         bounds = (self._size(position, 0), self._size(position, 1))
         warp, lane = self._warp_and_lane(op)
         origin = (self._i32(load.row), self._i32(load.col))
+        read_only = self._read_only(position)
         vector = _fragment(load.result).row_vector
         if vector or load.transpose:
 
             def compute(i: int, r: int) -> ir.Value:
                 row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
-                return self._global_element(
-                    base, ld, bounds, row, col, element, self._read_only(position)
-                )
+                return self._global_element(base, ld, bounds, row, col, element, read_only)
 
             self._define_tile(op, compute)
             return
@@ -1306,9 +1305,7 @@ class KernelLowering(KernelPlan):
             inside = E.andi(
                 row_inside, E.cmpi("slt", E.addi(col_base, E.const(column, i32)), bounds[1])
             )
-            return E.load_global_masked(
-                address, column * element_bytes, inside, element, self._read_only(position)
-            )
+            return E.load_global_masked(address, column * element_bytes, inside, element, read_only)
 
         self._define_tile(op, element_of)
 
@@ -1323,6 +1320,7 @@ class KernelLowering(KernelPlan):
         offset = self._i32(broadcast.offset)
         along_rows = broadcast.along == "rows"
         origin = (offset, zero) if along_rows else (zero, offset)
+        read_only = self._read_only(position)
         vector = _fragment(broadcast.result).row_vector
         if vector or along_rows:
 
@@ -1331,7 +1329,7 @@ class KernelLowering(KernelPlan):
                 index = row if along_rows else col
                 inside = E.cmpi("slt", index, length)
                 return self._vector_element(
-                    base, E.arith_extsi(index, E.i64()), inside, element, self._read_only(position)
+                    base, E.arith_extsi(index, E.i64()), inside, element, read_only
                 )
 
             self._define_tile(op, compute)
@@ -1339,7 +1337,6 @@ class KernelLowering(KernelPlan):
         # Along columns: every element from one address register, at
         # immediate offsets (a column's reads in different rows merge).
         i32, i64 = E.i32(), E.i64()
-        read_only = self._read_only(position)
         _, col_base = self._fragment_origin(warp, lane, origin)
         address = E.ptrtoint(
             E.gep(base, [E.arith_extsi(col_base, i64)], E.float_type(element)), i64
