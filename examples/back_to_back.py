@@ -60,13 +60,18 @@ SCORE_MATH = {
 }
 
 
+#: The fastest ring measured for each head width, as (stages, rows of a K and
+#: V tile): results/h200-two-products.md for 64 and 128, and
+#: results/h100-back-to-back-d256.md for 256 (at 4 stages of 128 rows a head
+#: of 256 would need 576 KB of shared memory).
+RING_BY_HEAD = {64: (4, 128), 128: (2, 128), 256: (2, 64)}
+
+
 def back_to_back(
-    # The fastest of 2-4 stages and K, V tiles of 64 or 128 rows on the H200
-    # (results/h200-two-products.md).
-    num_stages=4,
+    num_stages=None,
     num_consumer_groups=2,
     block_m=128,
-    block_n=128,
+    block_n=None,
     head=64,
     value=64,
     dtype=f16,
@@ -79,7 +84,12 @@ def back_to_back(
 ):
     """The kernel in the V2 form, specialized; `score_math` names SCORE_MATH
     entries applied to S in turn (a kernel with any is checked by nothing);
-    `splits` blocks share each row block's N tiles."""
+    `splits` blocks share each row block's N tiles. `num_stages` and
+    `block_n` left out take RING_BY_HEAD's entry for the narrowest head
+    measured at least as wide as `head` (the widest for a wider one)."""
+    ring = RING_BY_HEAD[min((h for h in RING_BY_HEAD if h >= head), default=max(RING_BY_HEAD))]
+    num_stages = ring[0] if num_stages is None else num_stages
+    block_n = ring[1] if block_n is None else block_n
     kb = KernelBuilder(
         "back_to_back",
         num_warps=4,
