@@ -508,11 +508,17 @@ def timed_block(torch, call, sets, calls) -> tuple[float, float]:
 
 
 def in_turn(names: list[str], rounds: int) -> Iterator[str]:
-    """`names`, `rounds` times over, each round starting one further on: no
-    method always runs first, or right after the same other one."""
+    """`names`, `rounds` times over, in the orders of a Williams design: over
+    len(names) rounds (twice that for an odd count) each method runs at each
+    position, and right after each other method, equally often, so that
+    neither a place in the round nor the method run before favours one."""
+    count = len(names)
+    first = [0] + [(j + 1) // 2 if j % 2 else count - j // 2 for j in range(1, count)]
+    orders = [[(index + shift) % count for index in first] for shift in range(count)]
+    if count % 2:
+        orders += [order[::-1] for order in orders]
     for round_index in range(rounds):
-        shift = round_index % len(names)
-        yield from names[shift:] + names[:shift]
+        yield from (names[index] for index in orders[round_index % len(orders)])
 
 
 def graph_timer(torch, call, sets, calls: int):

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -248,11 +249,19 @@ def test_conditions_take_graph_lengths_in_milliseconds(monkeypatch):
             conditions.main(["--graph-ms", bad, "128x4096x4096xnk"])
 
 
-def test_methods_are_timed_in_turn_each_round_starting_one_further_on(bench):
-    order = list(bench.in_turn(["wsc", "torch", "copy"], 4))
-    assert order == [
-        *("wsc", "torch", "copy"),
-        *("torch", "copy", "wsc"),
-        *("copy", "wsc", "torch"),
-        *("wsc", "torch", "copy"),
-    ]
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 7, 8])
+def test_methods_are_timed_in_turn_each_at_every_place_and_after_every_other(bench, count):
+    names = [f"m{i}" for i in range(count)]
+    cycle = count * (2 if count % 2 else 1)
+    order = list(bench.in_turn(names, cycle))
+    rounds = [order[i : i + count] for i in range(0, len(order), count)]
+    assert all(sorted(r) == names for r in rounds)
+    for place in range(count):
+        assert Counter(r[place] for r in rounds) == Counter({n: cycle // count for n in names})
+    after = Counter((r[i], r[i + 1]) for r in rounds for i in range(count - 1))
+    pairs = [(a, b) for a in names for b in names if a != b]
+    assert sorted(after) == sorted(pairs)
+    assert set(after.values()) <= {cycle // count}
+    # More rounds than the design's start it over; fewer take its first ones.
+    assert list(bench.in_turn(names, cycle + 1)) == order + order[:count]
+    assert list(bench.in_turn(names, 1)) == order[:count]
