@@ -24,7 +24,7 @@ as the captured copy of a 512 MiB tensor runs at 2.7 TB/s where the same copy
 back to back reaches 4.0 (results/h200-row-softmax.md). `--schedules` names
 candidate schedules (stages/blocks per SM/block columns/form, then
 optionally /row split: the rows of the kernel's view one row spans) whose kernels
-are checked and timed beside wsc.softmax's, in the same rotation, to choose
+are checked and timed beside wsc.softmax's, in the same rounds, to choose
 the schedule of a row length. `run` needs torch and a Hopper GPU; no MLIR.
 """
 

@@ -11,8 +11,8 @@ process on the same inputs, methods timed in turn.
 Each artifact is resized to M = N = size (the kernels read their sizes at run
 time), checked once against the float64 reference of its declared check on
 fresh random inputs with the output NaN-poisoned, then timed: a CUDA graph of
-back-to-back launches per method, replayed in rotating order over several
-rounds; the median and the spread of the per-launch microseconds. Needs torch
+back-to-back launches per method, replayed in turn (wsc_matmul.in_turn) over
+several rounds; the median and the spread of the per-launch microseconds. Needs torch
 and a Hopper GPU; no MLIR.
 """
 
