@@ -76,6 +76,17 @@ def file_line_col(location: ir.Location) -> tuple[str | None, int | None, int | 
     return None, None, None
 
 
+#: MLIR's advice for an op of a dialect no one registered names a flag wsc's
+#: tools do not take: they parse registered dialects only (wsc.dialect.make_context).
+_UNREGISTERED_ADVICE = (
+    "If this is intended, please use -allow-unregistered-dialect with the MLIR tool used"
+)
+_REGISTERED_ONLY = (
+    "wsc's tools parse only registered dialects (MLIR's upstream ones and wsc): "
+    "check the op's dialect prefix"
+)
+
+
 def _name_the_op(message: str, op_dump: str) -> str:
     """IRDL's constraint errors ("expected 'i1' but got 'i32'") do not say which
     op broke them; take the name from the op dump MLIR attaches as a note."""
@@ -118,7 +129,7 @@ class DiagnosticEngine:
 
     def _from_mlir(self, diagnostic) -> Diagnostic:
         name, line, col = self._locate(diagnostic.location)
-        message = str(diagnostic.message)
+        message = str(diagnostic.message).replace(_UNREGISTERED_ADVICE, _REGISTERED_ONLY)
         notes = []
         for note in diagnostic.notes:
             note_text = str(note.message)

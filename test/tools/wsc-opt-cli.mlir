@@ -16,6 +16,11 @@
 // RUN: printf '"wsc.bogus"() : () -> ()' | not wsc-opt - 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: <stdin>:1:1: error: unregistered operation 'wsc.bogus' found in dialect ('wsc')
 
+// An op of a dialect no one registered: MLIR's advice names a flag wsc-opt does not take.
+// RUN: printf '"foo.bar"() : () -> ()' | not wsc-opt - 2>&1 | FileCheck %s --check-prefix=FOREIGN
+// FOREIGN: <stdin>:1:10: error: operation being parsed with an unregistered dialect. wsc's tools parse only registered dialects (MLIR's upstream ones and wsc): check the op's dialect prefix
+// FOREIGN-NOT: allow-unregistered-dialect
+
 // RUN: not wsc-opt --no-such-pass %s 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: wsc-opt: error: unknown command line argument '--no-such-pass'
 
@@ -36,9 +41,10 @@
 // RUN: not wsc-opt --verify-pipeline=max-k-tiles=100000 %s 2>&1 | FileCheck %s --check-prefix=SWEEP
 // SWEEP: wsc-opt: error: pass 'verify-pipeline': option 'max-k-tiles' must be 0 to 256, got 100000
 
-// -o writes the output file.
+// -o writes the output file; a failed run leaves none (not an empty or stale one).
 // RUN: wsc-opt %s -o %t && FileCheck %s --check-prefix=OUT < %t
 // OUT: func.func @k
+// RUN: echo stale > %t && not wsc-opt --warp-specialize %s -o %t 2>/dev/null && not test -e %t
 
 func.func @k() attributes {wsc.num_threads = 128 : i32} {
   return

@@ -15,6 +15,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import wsc
 from wsc.diagnostics import DiagnosticEngine, ParseError, PassError
@@ -268,6 +269,12 @@ def run(options: Options) -> int:
     result = (SPLIT_MARKER + "\n").join(outputs)
     if options.output == "-":
         sys.stdout.write(result)
+    elif failed:
+        # As mlir-opt: a failed run leaves no output file, not a stale or partial one.
+        try:
+            Path(options.output).unlink(missing_ok=True)
+        except OSError:
+            pass
     else:
         try:
             with open(options.output, "w") as out:
