@@ -21,7 +21,7 @@ from wsc.kernels.matmul.check import MatmulCheck, sample_indices, sampled_relati
 from wsc.runtime import ArtifactError, load_artifact
 from wsc.runtime.artifact import ARTIFACT_FORMAT
 from wsc.runtime.checks import UnknownCheckError, find_check, register_check
-from wsc.runtime.driver import HOST_DTYPES
+from wsc.runtime.driver import HOST_DTYPES, CudaUnavailableError
 from wsc.runtime.memory import NAN_BITS, Inputs, TorchMemory, random_operand, to_float64
 
 
@@ -562,6 +562,26 @@ def test_wsc_run_reports_each_artifact(tmp_path, memory, monkeypatch, capsys):
     assert reports[0]["ok"] and reports[0]["shape"] == [64, 200, 136]
     assert "UnknownCheckError" in reports[1]["error"] and "'nope'" in reports[1]["error"]
     assert "declares no 'check'" in reports[2]["error"]
+
+
+def test_wsc_run_without_a_gpu_says_so_once_and_reports_each_artifact(
+    tmp_path, monkeypatch, capsys
+):
+    def no_gpu(artifact, device=0):
+        raise CudaUnavailableError("CUDA driver library not available: not found")
+
+    monkeypatch.setattr(run_cli, "Kernel", no_gpu)
+    dirs = [str(write(tmp_path / name, artifact_doc())) for name in ("one", "two")]
+    code = run_cli.main([*dirs, "--check"])
+    out, err = capsys.readouterr()
+    reports = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and len(reports) == 2
+    assert all(not r["ok"] and "CudaUnavailableError" in r["error"] for r in reports)
+    said = [line for line in err.splitlines() if "error:" in line]
+    assert said == [
+        "wsc run: error: no usable CUDA GPU on this machine (CUDA driver library not "
+        "available: not found); artifacts compiled here run where a Hopper GPU is"
+    ]
 
 
 # ------------------------------------------------------------- a reference beside the kernel

@@ -52,7 +52,16 @@ from cuda.bindings import driver as cu
 from . import Kernel, PreparedLaunch
 from .artifact import Artifact, ArtifactError, WscRuntimeError, load_artifact
 from .checks import Check, find_check
-from .driver import DeviceArray, Event, Graph, KernelFault, LaunchTimeout, Stream, synchronize
+from .driver import (
+    CudaUnavailableError,
+    DeviceArray,
+    Event,
+    Graph,
+    KernelFault,
+    LaunchTimeout,
+    Stream,
+    synchronize,
+)
 from .memory import Inputs, Memory, make_memory
 
 WARMUP_LAUNCHES = 5
@@ -131,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     reports: list[dict] = []
     timers: list[tuple[dict, BackToBack]] = []
     device = None
+    told_no_gpu = False
     for directory in args.dirs:
         report: dict = {}
         # Which artifact a process was on when it died, for whoever runs it.
@@ -165,6 +175,15 @@ def main(argv: list[str] | None = None) -> int:
             _exit_after(
                 [*reports, {**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"}]
             )
+        except CudaUnavailableError as exc:
+            if not told_no_gpu:  # once, in a line, beside each artifact's report
+                print(
+                    f"wsc run: error: no usable CUDA GPU on this machine ({exc}); "
+                    f"artifacts compiled here run where a Hopper GPU is",
+                    file=sys.stderr,
+                )
+                told_no_gpu = True
+            report = {**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         except WscRuntimeError as exc:
             report = {**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         reports.append(report)
