@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wsc.codegen import KernelInfo
-from wsc.compiler import CompileError, CompileResult, write_artifact
+from wsc.compiler import CompileResult, write_artifact
 from wsc.kernels.matmul.build import compile_matmul
 from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
 from wsc.runtime import load_artifact
@@ -200,13 +200,14 @@ def test_tma_row_stride_rule_is_a_compile_error(tmp_path):
         compile_matmul(128, 128, 130, MatmulProblem(), MatmulConfig(), tmp_path / "x")
 
 
-def test_shared_memory_limit_is_a_compile_error(tmp_path):
+def test_shared_memory_limit_is_refused_with_the_stages_that_fit(tmp_path):
     # 8 stages of 256x64 A and 128x64 B tiles: 384 KB of shared memory.
     config = MatmulConfig(
         block_m=256, block_n=128, num_stages=8, num_consumer_groups=4, producer="warpgroup"
     )
-    with pytest.raises(CompileError, match="227 KB"):
+    with pytest.raises(ValueError, match="393216 bytes, .* at most 4 stages fit"):
         compile_matmul(1024, 1024, 1024, MatmulProblem(), config, tmp_path / "big")
+    assert not (tmp_path / "big").exists()
 
 
 def _wsc(*args):

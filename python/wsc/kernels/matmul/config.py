@@ -16,9 +16,11 @@ from wsc.passes.warp_specialize_choices import (
 )
 from wsc.runtime.artifact import dim_size_name
 from wsc.target.hopper import (
+    BUFFER_ALIGN,
     E4M3,
     ELEMENT_BYTES,
     HALF_DTYPES,
+    MAX_DYNAMIC_SMEM,
     MAX_STAGES,
     MAX_TMA_BOX,
     OPERAND_DTYPES,
@@ -33,6 +35,7 @@ from wsc.target.hopper import (
     WGMMA_N_STEP,
     consumer_register_budget,
     entry_register_cap,
+    round_up,
     tile_registers,
     wgmma_k,
 )
@@ -337,6 +340,35 @@ class MatmulConfig:
                 f"{option} = True needs an f16 or bf16 output, got "
                 f"{problem.out_dtype}: the staging tile is a shared-memory tile of "
                 f"the output's dtype"
+            )
+        self._check_shared_memory(problem)
+
+    def _check_shared_memory(self, problem: MatmulProblem) -> None:
+        """The ring's stages and the staged C tile within a block's shared
+        memory, refused here with the stage count that fits rather than by
+        the lowering at a line of this package (the lowering still weighs
+        the rest: barriers, a second staging tile)."""
+        element = ELEMENT_BYTES[problem.dtype]
+        stage = sum(
+            round_up(rows * self.block_k * element, BUFFER_ALIGN)
+            for rows in (self.block_m, self.block_n)
+        )
+        staging = 0
+        if self.staged_store:
+            staging = round_up(
+                self.block_m * self.block_n * ELEMENT_BYTES[problem.out_dtype], BUFFER_ALIGN
+            )
+        needed = self.num_stages * stage + staging
+        if needed > MAX_DYNAMIC_SMEM:
+            fit = (MAX_DYNAMIC_SMEM - staging) // stage
+            raise ValueError(
+                f"num_stages = {self.num_stages}: a stage holds a {self.block_m}x"
+                f"{self.block_k} tile of A and a {self.block_n}x{self.block_k} tile of B, "
+                f"{stage} bytes of {problem.dtype}"
+                + (f", and the staged C tile takes {staging}" if staging else "")
+                + f": {needed} bytes, more than the {MAX_DYNAMIC_SMEM} of shared memory a "
+                f"block may use; "
+                + (f"at most {fit} stages fit" if fit else "no stage fits: narrow the tile")
             )
 
     def _check_block_scales(self, problem: MatmulProblem) -> None:
