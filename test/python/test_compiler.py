@@ -276,6 +276,30 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
     assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
 
 
+def test_cli_reads_its_input_as_wsc_opt_does(tmp_path):
+    """A missing file and a parse error read as wsc-opt's (the second a
+    located line of its own); `-` is standard input."""
+    proc = _wsc("compile", str(tmp_path / "none.mlir"), "-o", str(tmp_path / "x.ptx"))
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"wsc compile: error: could not open input file '{tmp_path / 'none.mlir'}': "
+        "No such file or directory\n"
+    )
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @k(%a: i32 {\n")
+    proc = _wsc("compile", str(bad), "-o", str(tmp_path / "x.ptx"))
+    assert proc.returncode == 1 and proc.stderr.startswith(f"{bad}:1:23: error: "), proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "wsc.tools.cli", "compile", "-", "-o", str(tmp_path / "v2.ptx")],
+        input=(EXAMPLES / "matmul_v2.mlir").read_text(),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "wsc compile: <stdin> ->" in proc.stdout
+    assert ".entry" in (tmp_path / "v2.ptx").read_text()
+
+
 def test_cli_takes_every_warp_specialize_option_and_locates_errors_in_the_file(tmp_path):
     proc = _wsc(
         "compile",

@@ -91,6 +91,7 @@ def _compile(args) -> int:
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
     from wsc.passes.verify_pipeline import VerifyPipeline
     from wsc.passes.warp_specialize import WarpSpecialize
+    from wsc.tools.opt import UsageError, read_input
 
     if args.input.endswith(".py"):
         raise ValueError(
@@ -104,15 +105,18 @@ def _compile(args) -> int:
         for option in WarpSpecialize.OPTIONS
         if getattr(args, option.name.replace("-", "_")) is not None
     }
+    try:
+        name, text = read_input(args.input)
+    except UsageError as error:
+        raise ValueError(str(error)) from None
     context = make_context()
     with context, ir.Location.unknown():
-        with open(args.input) as source:
-            module = parse_module(source.read(), DiagnosticEngine(args.input))
+        module = parse_module(text, DiagnosticEngine(name))
         found = kernels(module.operation)
         if len(found) != 1:
             named = ", ".join(f"@{ir.StringAttr(k.attributes['sym_name']).value}" for k in found)
             raise ValueError(
-                f"{args.input}: wsc compile takes one kernel (a func.func with "
+                f"{name}: wsc compile takes one kernel (a func.func with "
                 f"wsc.num_threads) per file, found {len(found)}{': ' + named if named else ''}"
             )
         names = {op.name for op in walk(module.operation)}
@@ -120,7 +124,7 @@ def _compile(args) -> int:
         if "wsc.role" in names:
             if given:
                 raise ValueError(
-                    f"{args.input}: the kernel is specialized already (it has wsc.role ops) "
+                    f"{name}: the kernel is specialized already (it has wsc.role ops) "
                     f"and is compiled as written, so "
                     f"{', '.join('--' + name for name in given)} would not apply: give its "
                     "V2 form, or leave the options out"
@@ -133,11 +137,11 @@ def _compile(args) -> int:
             if "gpu.grid_dim" not in names:
                 passes.append(UnrollRingBuffer())
         result = compile_module(
-            module, passes, args.dump_ir, source=args.input, allow_spills=args.allow_spills
+            module, passes, args.dump_ir, source=name, allow_spills=args.allow_spills
         )
     with open(args.output, "w") as out:
         out.write(result.ptx)
-    print(f"wsc compile: {args.input} -> {args.output}")
+    print(f"wsc compile: {name} -> {args.output}")
     _print_stages(result)
     print(json.dumps(result.info.to_json()))
     return 0
@@ -217,7 +221,7 @@ def _parser() -> argparse.ArgumentParser:
         help="compile a kernel file in wsc MLIR (one kernel) to PTX: a V2-form one through "
         "--warp-specialize (and --unroll-ring-buffer), a specialized one as written",
     )
-    compile_.add_argument("input", help="the kernel, wsc MLIR (.mlir)")
+    compile_.add_argument("input", help="the kernel, wsc MLIR (.mlir); - reads standard input")
     compile_.add_argument("-o", "--output", required=True, help="PTX file")
     from wsc.passes.warp_specialize import WarpSpecialize
 
@@ -278,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(error, CompileError):  # already formatted `error:` diagnostics
             print(f"wsc {args.command}: compilation failed\n{error}", file=sys.stderr)
         elif isinstance(error, (ValueError, OSError)):
-            print(f"wsc {args.command}: error: {error}", file=sys.stderr)
+            message = str(error)  # a located diagnostic starts with its file:line:col
+            located = ": error: " in message
+            print(message if located else f"wsc {args.command}: error: {message}", file=sys.stderr)
         else:
             print(
                 f"wsc {args.command}: internal error: {type(error).__name__}: {error} "

@@ -169,7 +169,7 @@ def parse_args(argv: list[str]) -> Options | None:
     return options
 
 
-def _read_input(path: str) -> tuple[str, str]:
+def read_input(path: str) -> tuple[str, str]:
     """(display name, text) of the input; raise UsageError when unreadable."""
     name = "<stdin>" if path == "-" else path
     try:
@@ -249,7 +249,7 @@ def process_chunk(
 
 
 def run(options: Options) -> int:
-    name, text = _read_input(options.input)
+    name, text = read_input(options.input)
     outputs, failed = [], False
     for chunk, line_offset in _chunks(text, options.split_input_file):
         printed, engine = process_chunk(chunk, line_offset, name, options)
