@@ -148,6 +148,11 @@ def test_a_group_of_rows_is_one_warps_lanes_and_halves():
         ({"blocks_per_sm": 0}, r"blocks_per_sm must be an int in \[1, 32\], got 0"),
         ({"blocks_per_sm": True}, "blocks_per_sm must be an int"),
         ({"persistent": 1}, "persistent must be a bool, got 1"),
+        # Each once reached the artifact (or a bare unpacking error) unrefused.
+        ({"grid": "m"}, r"grid must be up to 3 \(size name, positive tile\) pairs, .* got 'm'"),
+        ({"grid": [("m", 0)]}, r"grid must be up to 3 .* got \[\('m', 0\)\]"),
+        ({"grid": [(128, "m")]}, "grid must be up to 3"),
+        ({"check": "nonsense"}, r"check='nonsense': no check of that name is registered"),
     ],
 )
 def test_launch_options_are_checked(options, message):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import operator
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from wsc.ir_utils import (
     use_owner,
 )
 from wsc.ops import BROADCAST_ALONG, COL_REDUCE_ROWS, TILE_PREDICATES, broadcast_shape
+from wsc.runtime.checks import is_known_check
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     HALF_DTYPES,
@@ -136,6 +138,20 @@ def _check_along(along: str, what: str) -> None:
         )
 
 
+def _grid_axis(pair) -> tuple[str, int] | None:
+    """A grid axis (size name, positive tile), or None for anything else."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], str):
+        return None
+    size, tile = pair
+    if isinstance(tile, bool):
+        return None
+    try:
+        tile = operator.index(tile)
+    except TypeError:
+        return None
+    return (size, tile) if tile >= 1 else None
+
+
 class KernelBuilder:
     """Builds one kernel, a func.func of wsc IR, op by op.
 
@@ -188,6 +204,13 @@ class KernelBuilder:
             raise BuildError(
                 "check_config describes the kernel to a check: name one (check=)", where
             )
+        if isinstance(check, str) and not is_known_check(check):
+            raise BuildError(
+                f"check={check!r}: no check of that name is registered "
+                f"(wsc.runtime.checks.register_check) or packaged (wsc.kernels.{check}.check); "
+                f"give the reference as a Python function instead (check=fn)",
+                where,
+            )
         for count, number, most in (
             ("blocks_per_sm", blocks_per_sm, MAX_BLOCKS_PER_SM),
             ("cluster_size", cluster_size, MAX_PORTABLE_CLUSTER),
@@ -195,11 +218,15 @@ class KernelBuilder:
         ):
             if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= most:
                 raise BuildError(f"{count} must be an int in [1, {most}], got {number!r}", where)
-        self.grid = tuple((str(size), int(tile)) for size, tile in grid)
-        if len(self.grid) > 3 or any(tile < 1 for _, tile in self.grid):
+        pairs = [_grid_axis(pair) for pair in grid] if isinstance(grid, (list, tuple)) else [None]
+        axes = [pair for pair in pairs if pair is not None]
+        if len(axes) > 3 or len(axes) < len(pairs):
             raise BuildError(
-                f"grid must be up to 3 (size name, positive tile) pairs, got {list(grid)!r}", where
+                f"grid must be up to 3 (size name, positive tile) pairs, e.g. "
+                f"[('m', 128), ('n', 256)], got {grid!r}",
+                where,
             )
+        self.grid = tuple(axes)
         self.name = name
         self.check = check
         self.check_config = dict(check_config or {})

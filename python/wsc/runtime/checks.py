@@ -71,6 +71,11 @@ def register_check(name: str, factory: CheckFactory) -> None:
     _registered[name] = factory
 
 
+def is_known_check(name: str) -> bool:
+    """Whether an artifact declaring check `name` would find one (find_check)."""
+    return name in _registered or _packaged_check(name) is not None
+
+
 def find_check(artifact: Artifact) -> Check | None:
     """The check the artifact declares, built for it; None if it declares none."""
     name = artifact.check
