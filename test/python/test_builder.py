@@ -4,7 +4,6 @@ mistakes in a kernel's code raise errors located at the user's line."""
 
 import difflib
 import json
-import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -115,14 +114,30 @@ def test_kernel_lineage_records_each_pass():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"num_stages": "3"}, "option 'num-stages' expects int, got '3'"),
-        ({"num_stages": True}, "option 'num-stages' expects int, got True"),
-        ({"producer": "bogus"}, "option 'producer' must be one of warp, warpgroup, got 'bogus'"),
+        ({"num_stages": "3"}, "warp-specialize: num_stages expects int, got '3'"),
+        ({"num_stages": True}, "warp-specialize: num_stages expects int, got True"),
+        (
+            {"producer": "bogus"},
+            "warp-specialize: producer must be one of warp, warpgroup, got 'bogus'",
+        ),
+        (
+            {"num_consumer_groups": 3},
+            "warp-specialize: num_consumer_groups must be one of 1, 2, 4, got '3'",
+        ),
+        (
+            {"num_stagez": 4},
+            "warp-specialize has no option 'num_stagez'; its options: num_stages, "
+            "num_consumer_groups, producer,",
+        ),
     ],
 )
-def test_pass_options_given_in_python_are_checked_as_on_the_command_line(options, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
+def test_pass_options_given_in_python_are_checked_in_their_keywords_at_the_call(options, message):
+    """As on the command line, but named as the keywords the author wrote and
+    located at the call."""
+    with pytest.raises(BuildError) as error:
         matmul_v2(prefetch=False).warp_specialize(**options)
+    assert message in str(error.value)
+    assert str(error.value).startswith(f"{__file__}:")
 
 
 # Every op, and what the builder emits ------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlir import ir
 
-from wsc.builder.errors import BuildError, SourceLocation
+from wsc.builder.errors import BuildError, SourceLocation, caller
 from wsc.diagnostics import DiagnosticEngine, PassError
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ class Kernel:
         as keyword arguments: num_stages, num_consumer_groups, producer, ..."""
         from wsc.passes.warp_specialize import WarpSpecialize
 
-        return self._apply(WarpSpecialize(**options))
+        return self._apply(_configured(WarpSpecialize, options))
 
     def unroll_ring_buffer(self) -> Kernel:
         """This kernel through --unroll-ring-buffer."""
@@ -195,6 +195,26 @@ class Kernel:
                 allow_spills=self.allow_spills,
             )
         return CompiledKernel(self, result)
+
+
+def _configured(pass_class, options: dict):
+    """`pass_class` with keyword `options`; a bad one is a BuildError at the
+    author's line, in the keywords' names (the pass's own errors use its flags')."""
+    where = caller()
+    keywords = {option.name.replace("-", "_"): option.name for option in pass_class.OPTIONS}
+    for name in options:
+        if name not in keywords:
+            raise BuildError(
+                f"{pass_class.ARGUMENT} has no option {name!r}; its options: {', '.join(keywords)}",
+                where,
+            )
+    try:
+        return pass_class(**options)
+    except ValueError as error:
+        message = str(error).replace(f"pass '{pass_class.ARGUMENT}': ", "")
+        for keyword, flag in keywords.items():
+            message = message.replace(f"option '{flag}'", keyword)
+        raise BuildError(f"{pass_class.ARGUMENT}: {message}", where) from None
 
 
 class CompiledKernel:
