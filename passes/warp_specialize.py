@@ -138,9 +138,11 @@ Options
 num-stages           ring depth; 0 keeps the ring as written
 num-consumer-groups  1, 2 or 4 consumer warpgroups
 producer             warp | warpgroup
-producer-registers   setmaxnreg budget of a warpgroup producer
+producer-registers   setmaxnreg budget of a warpgroup producer (a multiple of 8
+                     from 24 to 256; with a producer warp, leave it as it is)
 consumer-registers   setmaxnreg budget of each consumer warpgroup (0: the most
-                     the producer's released registers allow, at most 232)
+                     the producer's released registers allow, at most 232;
+                     else a multiple of 8 from 24 to 256, warpgroup producer)
 rebalance-registers  false: no setmaxnreg, every role keeps the registers the
                      block starts with (what rebalancing gains is measured
                      against this); producer-registers is then unused and
@@ -197,8 +199,11 @@ from wsc.passes.warp_specialize_choices import (
 )
 from wsc.target.hopper import (
     BUFFER_ALIGN,
+    MAX_SETMAXNREG,
     MAX_STAGES,
+    MIN_SETMAXNREG,
     PRODUCER_REGISTERS,
+    SETMAXNREG_STEP,
     WARP_SIZE,
     WARPGROUP_SIZE,
     consumer_register_budget,
@@ -323,6 +328,29 @@ class WarpSpecialize(WscPass):
                 f"pass '{self.ARGUMENT}': option 'num-stages' must be 0 (as written) to "
                 f"{MAX_STAGES} (the stages of {BUFFER_ALIGN} bytes that fit in shared "
                 f"memory), got {self.options.num_stages}"
+            )
+        budgets = (
+            ("producer-registers", self.options.producer_registers, ""),
+            ("consumer-registers", self.options.consumer_registers, "0 (auto) or "),
+        )
+        for flag, budget, auto in budgets:
+            if (auto and budget == 0) or (
+                MIN_SETMAXNREG <= budget <= MAX_SETMAXNREG and budget % SETMAXNREG_STEP == 0
+            ):
+                continue
+            raise ValueError(
+                f"pass '{self.ARGUMENT}': option '{flag}' must be {auto}a multiple of "
+                f"{SETMAXNREG_STEP} from {MIN_SETMAXNREG} to {MAX_SETMAXNREG} (a setmaxnreg "
+                f"budget), got {budget}"
+            )
+        given = self.options.producer_registers != PRODUCER_REGISTERS or (
+            self.options.consumer_registers != 0
+        )
+        if self.options.producer == "warp" and given:
+            raise ValueError(
+                f"pass '{self.ARGUMENT}': producer-registers and consumer-registers apply to "
+                f"producer = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp "
+                f"every role keeps the registers the block starts with"
             )
 
     def run(self, module: ir.Operation) -> None:
@@ -832,7 +860,8 @@ class _Specializer:
             if op.name == "wsc.alloc_shared" and op.result in ring:
                 memref = ir.MemRefType(op.result.type)
                 _, rows, cols = memref.shape
-                with ir.InsertionPoint(op):
+                # At the author's alloc's location: a ring too big for shared memory is theirs.
+                with ir.InsertionPoint(op), op.location:
                     resized = dialect.alloc_shared(
                         dialect.shared_buffer_type(num_stages, rows, cols, str(memref.element_type))
                     )

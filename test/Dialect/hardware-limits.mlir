@@ -6,9 +6,9 @@
 // test/python/test_limits.py.)
 // RUN: wsc-opt --split-input-file --verify-diagnostics %s
 
-// A pass option is held to the same rules: the IR a pass produces is verified.
+// A pass option is held to the same rule, before the pass runs.
 // RUN: not wsc-opt --warp-specialize='producer=warpgroup producer-registers=16' %examples/matmul_v2.mlir 2>&1 | FileCheck %s --check-prefix=OPTION
-// OPTION: matmul_v2.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'wsc.role' op max_registers must be a multiple of 8 in [24, 256], got 16
+// OPTION: wsc-opt: error: pass 'warp-specialize': option 'producer-registers' must be a multiple of 8 from 24 to 256 (a setmaxnreg budget), got 16
 
 func.func @registers_below_setmaxnreg_range() attributes {wsc.num_threads = 256 : i32} {
   // expected-error @below {{'wsc.role' op max_registers must be a multiple of 8 in [24, 256], got 16}}

@@ -6,6 +6,9 @@
 // RUN: not wsc-opt --split-input-file --warp-specialize='rebalance-registers=false' %s 2>&1 | FileCheck %s --check-prefix=KEEP-WARP
 // RUN: not wsc-opt --warp-specialize=num-consumer-groups=3 %s 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: not wsc-opt --split-input-file --warp-specialize='wgmma-in-flight=1 num-stages=1' %s 2>&1 | FileCheck %s --check-prefix=INFLIGHT
+// RUN: not wsc-opt --split-input-file --warp-specialize=num-stages=100 %s 2>&1 | FileCheck %s --check-prefix=RING
+// RUN: not wsc-opt --warp-specialize='producer=warpgroup num-consumer-groups=2 producer-registers=7' %s 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not wsc-opt --warp-specialize='producer-registers=32' %s 2>&1 | FileCheck %s --check-prefix=BUDGET-WARP
 
 // GROUPS: error: --warp-specialize: a 128-row tile cannot be split over 4 consumer warpgroups in multiples of 64 rows
 // REGISTERS: error: --warp-specialize: consumer-registers = 256 cannot be met: a block of 384 threads starts with 168 registers per thread and a 40-register producer frees enough for at most 232 per consumer
@@ -13,6 +16,10 @@
 // KEEP-WARP: error: --warp-specialize: rebalance-registers = false only applies to producer = warpgroup: a producer warp never gives registers away
 // OPTION: wsc-opt: error: option 'num-consumer-groups' must be one of 1, 2, 4, got '3'
 // INFLIGHT: error: --warp-specialize: wgmma-in-flight = 1 needs at least 2 stages: with 1 the stage a WGMMA group still reads is the one released
+// A ring the option makes too big for shared memory is reported at the author's alloc.
+// BUDGET: wsc-opt: error: pass 'warp-specialize': option 'producer-registers' must be a multiple of 8 from 24 to 256 (a setmaxnreg budget), got 7
+// BUDGET-WARP: wsc-opt: error: pass 'warp-specialize': producer-registers and consumer-registers apply to producer = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role keeps the registers the block starts with
+// RING: warp-specialize-invalid.mlir:38:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
 
 // A supported kernel: no diagnostics with the default options (the error
 // under other options is checked by the GROUPS, REGISTERS, KEEP and KEEP-WARP runs).
