@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import wsc
 from wsc.codegen import KernelInfo
 from wsc.compiler import CompileResult, write_artifact
 from wsc.kernels.matmul.build import compile_matmul
@@ -274,6 +275,11 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
     proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "-o", v2)
     assert proc.returncode == 1
     assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
+
+
+def test_cli_names_its_version():
+    proc = _wsc("--version")
+    assert proc.returncode == 0 and proc.stdout == f"wsc {wsc.__version__}\n"
 
 
 def test_cli_reads_its_input_as_wsc_opt_does(tmp_path):

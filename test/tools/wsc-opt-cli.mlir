@@ -24,6 +24,9 @@
 // RUN: not wsc-opt --no-such-pass %s 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: wsc-opt: error: unknown command line argument '--no-such-pass'
 
+// RUN: not wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=4}' %s 2>&1 | FileCheck %s --check-prefix=PARENS
+// PARENS: wsc-opt: error: pass pipeline has unbalanced parentheses: 'builtin.module(warp-specialize{num-stages=4}'
+
 // RUN: not wsc-opt %s %s 2>&1 | FileCheck %s --check-prefix=TWO
 // TWO: wsc-opt: error: expected one input file, got 2
 

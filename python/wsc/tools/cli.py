@@ -16,6 +16,7 @@ import os
 import sys
 import traceback
 
+import wsc
 from wsc.kernels.matmul.config import B_LAYOUTS
 from wsc.target.hopper import OPERAND_DTYPES, RESULT_DTYPES
 
@@ -208,6 +209,7 @@ def _option_value(option):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wsc", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"wsc {wsc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser(

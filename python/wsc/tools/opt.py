@@ -105,6 +105,8 @@ def _pass_from_flag(flag: str, option_text: str):
 def _parse_pipeline(text: str) -> list:
     text = text.strip()
     anchor = "builtin.module("
+    if text.count("(") != text.count(")"):
+        raise UsageError(f"pass pipeline has unbalanced parentheses: '{text}'")
     if not (text.startswith(anchor) and text.endswith(")")):
         raise UsageError(f"pass pipeline must be anchored as 'builtin.module(...)', got '{text}'")
     pipeline = []
