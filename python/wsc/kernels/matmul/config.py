@@ -360,7 +360,7 @@ class MatmulConfig:
             )
         needed = self.num_stages * stage + staging
         if needed > MAX_DYNAMIC_SMEM:
-            fit = (MAX_DYNAMIC_SMEM - staging) // stage
+            fit = max(0, (MAX_DYNAMIC_SMEM - staging) // stage)
             raise ValueError(
                 f"num_stages = {self.num_stages}: a stage holds a {self.block_m}x"
                 f"{self.block_k} tile of A and a {self.block_n}x{self.block_k} tile of B, "
