@@ -43,7 +43,7 @@ from wsc.runtime.artifact import (
     grid_axis,
     size_value,
 )
-from wsc.target.hopper import tile_registers
+from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN, tile_registers
 from wsc.verifier import verify_wsc
 
 
@@ -363,6 +363,7 @@ def write_artifact(
             "layout": "row_major",
             **described.get(name, {}),
         }
+    _check_tma_rows(info, dims, sizes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _write_atomically(out / "kernel.ptx", result.ptx)
@@ -405,6 +406,24 @@ def write_artifact(
     }
     _write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
+
+
+def _check_tma_rows(info: KernelInfo, dims: dict, sizes: dict[str, int]) -> None:
+    """Each tensor a TMA copy reads or writes has rows of a multiple of
+    TMA_ALIGN bytes at these sizes, or no launch of the artifact could run."""
+    for tensor_map in info.tensor_maps.values():
+        name = tensor_map["tensor"]
+        inner = dims.get(name, [None])[-1]
+        if inner is None:
+            continue
+        element = ELEMENT_BYTES[info.tensors[name]["dtype"]]
+        if sizes[inner] * element % TMA_ALIGN:
+            raise ValueError(
+                f"kernel '{info.name}': tensor '{name}' is copied by TMA, whose rows are "
+                f"multiples of {TMA_ALIGN} bytes; at {inner} = {sizes[inner]} its rows are "
+                f"{sizes[inner] * element} bytes: {inner} must be a multiple of "
+                f"{TMA_ALIGN // element}"
+            )
 
 
 def _workspace_entries(

@@ -2,6 +2,7 @@
 stage leaves IR behind when asked, and bad requests fail with clear errors."""
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -194,6 +195,25 @@ def test_bad_workspaces_are_named(tmp_path, workspaces, grid, message):
             workspaces=workspaces,
         )
     assert not (tmp_path / "kernel.json").exists()
+
+
+def test_an_artifact_whose_tma_rows_no_launch_could_copy_is_refused(tmp_path):
+    """The builder's write_artifact holds the sizes to TMA's 16-byte rows, as
+    compile_matmul does (a kernel of A [m, k] f16 read by TMA: k a multiple of 8)."""
+    sys.path.insert(0, str(EXAMPLES))
+    from v2_ring_buffer import matmul_v2
+
+    compiled = matmul_v2(prefetch=False).warp_specialize(num_stages=2).compile()
+    message = (
+        "kernel 'matmul': tensor 'a' is copied by TMA, whose rows are multiples of 16 bytes; "
+        "at k = 100 its rows are 200 bytes: k must be a multiple of 8"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        compiled.write_artifact(tmp_path / "k100", m=256, n=256, k=100)
+    assert not (tmp_path / "k100").exists()
+    assert (
+        compiled.write_artifact(tmp_path / "k104", m=256, n=256, k=104) / "kernel.json"
+    ).exists()
 
 
 def test_tma_row_stride_rule_is_a_compile_error(tmp_path):
