@@ -58,7 +58,7 @@ from wsc.target.hopper import (
     WGMMA_M,
     WGMMA_N_MAX,
     WGMMA_N_STEP,
-    round_up,
+    stage_bytes,
     wgmma_k,
 )
 
@@ -242,11 +242,11 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
     if element not in OPERAND_DTYPES:
         _fail(op, f"{what} element type must be one of {', '.join(OPERAND_DTYPES)}, got {element}")
     stages, rows, cols = shape
-    stage_bytes = round_up(rows * cols * ir.MemRefType(type_).element_type.width // 8, BUFFER_ALIGN)
-    if stages * stage_bytes > MAX_DYNAMIC_SMEM:
+    stage = stage_bytes(rows, cols, element)
+    if stages * stage > MAX_DYNAMIC_SMEM:
         _fail(
             op,
-            f"{what} needs {stages} x {stage_bytes} = {stages * stage_bytes} bytes of "
+            f"{what} needs {stages} x {stage} = {stages * stage} bytes of "
             f"shared memory ({stages} stages of {rows}x{cols}x{element}, each "
             f"{BUFFER_ALIGN}-byte aligned), more than the {MAX_DYNAMIC_SMEM} bytes "
             f"(227 KB) a block may use on sm_90",

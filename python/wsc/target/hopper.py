@@ -97,6 +97,12 @@ def round_up(value: int, multiple: int) -> int:
     return (value + multiple - 1) // multiple * multiple
 
 
+def stage_bytes(rows: int, cols: int, element: str) -> int:
+    """The shared memory of one stage of a ring: a rows x cols tile of
+    `element`, each stage starting on a BUFFER_ALIGN boundary."""
+    return round_up(rows * cols * ELEMENT_BYTES[element], BUFFER_ALIGN)
+
+
 #: Stages of a ring of BUFFER_ALIGN-byte buffers that fit in shared memory.
 MAX_STAGES = MAX_DYNAMIC_SMEM // BUFFER_ALIGN
 #: An mbarrier object's bytes.

@@ -16,7 +16,6 @@ from wsc.passes.warp_specialize_choices import (
 )
 from wsc.runtime.artifact import dim_size_name
 from wsc.target.hopper import (
-    BUFFER_ALIGN,
     E4M3,
     ELEMENT_BYTES,
     HALF_DTYPES,
@@ -35,7 +34,7 @@ from wsc.target.hopper import (
     WGMMA_N_STEP,
     consumer_register_budget,
     entry_register_cap,
-    round_up,
+    stage_bytes,
     tile_registers,
     wgmma_k,
 )
@@ -348,16 +347,12 @@ class MatmulConfig:
         memory, refused here with the stage count that fits rather than by
         the lowering at a line of this package (the lowering still weighs
         the rest: barriers, a second staging tile)."""
-        element = ELEMENT_BYTES[problem.dtype]
         stage = sum(
-            round_up(rows * self.block_k * element, BUFFER_ALIGN)
-            for rows in (self.block_m, self.block_n)
+            stage_bytes(rows, self.block_k, problem.dtype) for rows in (self.block_m, self.block_n)
         )
         staging = 0
         if self.staged_store:
-            staging = round_up(
-                self.block_m * self.block_n * ELEMENT_BYTES[problem.out_dtype], BUFFER_ALIGN
-            )
+            staging = stage_bytes(self.block_m, self.block_n, problem.out_dtype)
         needed = self.num_stages * stage + staging
         if needed > MAX_DYNAMIC_SMEM:
             fit = max(0, (MAX_DYNAMIC_SMEM - staging) // stage)
