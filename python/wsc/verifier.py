@@ -11,7 +11,7 @@ so passes may assume it holds; the first violation is raised as a PassError.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from mlir import ir
 
@@ -33,6 +33,7 @@ from wsc.ir_utils import (
     kernels,
     memref_shape,
     memref_space,
+    use_owner,
     walk,
 )
 from wsc.ops import DEFINITIONS, INTEGER_BASE, UNIT_BASE
@@ -355,6 +356,44 @@ def _verify_ring_advance(op: ir.Operation) -> None:
             f"{MAX_STAGES} {BUFFER_ALIGN}-byte stages in {MAX_DYNAMIC_SMEM} bytes of "
             f"shared memory), got {num_stages}",
         )
+
+
+#: The ops that take a ring's stage as the index of a barrier array (each
+#: view has `stage` and `barriers`).
+_STAGED_BARRIER_OPS: dict[str, Any] = {
+    "wsc.mbarrier_wait": ops.MbarrierWait,
+    "wsc.mbarrier_arrive": ops.MbarrierArrive,
+    "wsc.mbarrier_arrive_expect_tx": ops.MbarrierArriveExpectTx,
+    "wsc.tma_load": ops.TmaLoad,
+}
+
+
+def _verify_rings_agree(kernel: ir.Operation) -> None:
+    """Every ring loop that indexes a barrier array with its stage counts the
+    same stages: a producer and a consumer that wrap around at different
+    stages wait for phases the other side never completes (a deadlock or a
+    stale read far from the cause)."""
+    first: dict = {}  # barrier array -> (num_stages, the first ring_advance indexing it)
+    for op in walk(kernel):
+        if op.name != "wsc.ring_advance":
+            continue
+        advance = ops.RingAdvance(op)
+        for use in advance.stage.uses:
+            user = use_owner(use)
+            view = _STAGED_BARRIER_OPS.get(user.name)
+            if view is None or view(user).stage != advance.stage:
+                continue
+            barriers = view(user).barriers
+            num_stages, other = first.setdefault(barriers, (advance.num_stages, op))
+            if num_stages != advance.num_stages:
+                raise PassError(
+                    op.location,
+                    f"'{op.name}' op this ring loop counts {advance.num_stages} stages, "
+                    f"but a barrier array its stage indexes (in its '{user.name}') is "
+                    f"also indexed by a ring loop of {num_stages} stages: both sides "
+                    f"of a ring must wrap around at the same stage",
+                    notes=[(other.location, f"the ring loop of {num_stages} stages")],
+                )
 
 
 def _verify_pending(op: ir.Operation, pending: int) -> None:
@@ -856,6 +895,7 @@ def verify_wsc(module: ir.Operation) -> None:
     for kernel in kernels(module):
         _verify_kernel(kernel)
         _verify_roles_disjoint(kernel)
+        _verify_rings_agree(kernel)
     for op in walk(module):
         if op.name.startswith("wsc."):
             _verify_optional_attrs(op)

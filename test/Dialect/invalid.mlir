@@ -111,6 +111,26 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // expected-error @below {{'wsc.ring_advance' op op expects exactly 2 results, but got 1}}
 %s = "wsc.ring_advance"(%c0, %p) {num_stages = 2 : i32} : (index, i1) -> index
 // -----
+func.func @ring_loops_disagree(%n: index) attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %false = arith.constant false
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  %l0:2 = scf.for %i = %c0 to %n step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    // expected-note @below {{the ring loop of 3 stages}}
+    %next:2 = "wsc.ring_advance"(%stage, %phase) {num_stages = 3 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next#0, %next#1 : index, i1
+  }
+  %l1:2 = scf.for %i = %c0 to %n step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 1024 : i32} : (!wsc.mbarriers, index) -> ()
+    // expected-error @below {{'wsc.ring_advance' op this ring loop counts 4 stages, but a barrier array its stage indexes (in its 'wsc.mbarrier_arrive_expect_tx') is also indexed by a ring loop of 3 stages: both sides of a ring must wrap around at the same stage}}
+    %next:2 = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next#0, %next#1 : index, i1
+  }
+  return
+}
+// -----
 func.func @tma_box_dim(%a: memref<?x?xf16>) {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x512x64xf16, 3>

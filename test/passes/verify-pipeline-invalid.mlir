@@ -43,7 +43,76 @@ func.func @producer_initial_phase(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: 
   %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32, max_registers = 40 : i32} : () -> i1
   scf.if %is_producer {
     %ps:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
-      // expected-error @below {{deadlock: this wait for parity 0 on empty[0] never returns: every thread group is blocked and no copy is in flight (empty[0] is in phase 0 with 0 of 128 arrivals) (k_tiles = 1, num_stages = 4)}}
+      // expected-error @below {{deadlock: this wait for parity 0 on empty[0] never returns: every thread group is blocked and no copy is in flight (empty[0] is in phase 0 with 0 of 128 arrivals); a stage is free before its first release, so the first wait on empty is for parity 1, which returns at once on phase 0 (k_tiles = 1, num_stages = 4)}}
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      %k0 = arith.muli %kt, %c64 : index
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    // Drain: of the 4 positions after the loop, those with a fill 4 positions
+    // earlier (k_tiles + i >= 4) wait for that fill's release.
+    %ds:2 = scf.for %i = %c0 to %c4 step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      %position = arith.addi %i, %k_tiles : index
+      %filled = arith.cmpi uge, %position, %c4 : index
+      scf.if %filled {
+        "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+  }
+  return
+}
+
+// -----
+
+// The consumer waits on empty, the array it releases stages on, instead of
+// full: the wait blames the consumer, not the producer's wait it blocks.
+func.func @consumer_waits_on_empty(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %false = arith.constant false
+  %true = arith.constant true
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %is_consumer = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %is_consumer {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %cs:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+      // expected-error @below {{deadlock: this wait for parity 0 on empty[0] never returns: the consumer role [0, 128) waits on empty, whose phases need its own wsc.mbarrier_arrive, and none has come in this phase; is this the wrong barrier array (the stages it reads are filled on full)? (empty[0] is in phase 0 with 0 of 128 arrivals) (k_tiles = 1, num_stages = 4)}}
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32, max_registers = 40 : i32} : () -> i1
+  scf.if %is_producer {
+    %ps:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %true) -> (index, i1) {
       "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
       %k0 = arith.muli %kt, %c64 : index
       %elected = "wsc.elect"() : () -> i1
@@ -98,9 +167,10 @@ func.func @consumer_initial_phase(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: 
   scf.if %is_consumer {
     %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
     %cs:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %true) -> (index, i1) {
+      // expected-error @below {{this wait for parity 1 on full[0] returns before the copy it guards lands, so the wgmma after it reads A stage 0 too early: full[0] has completed no phase yet, and a wait returns at once while its parity differs from the barrier's current phase (0); the first wait on a barrier that copies complete is for parity 0 (k_tiles = 1, num_stages = 4)}}
       "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
       "wsc.wgmma_fence"() : () -> ()
-      // expected-error @below {{wgmma reads A stage 0 before its data landed (copy #1 of the stage was never issued) (k_tiles = 1, num_stages = 4)}}
+      // expected-note @below {{the wgmma that reads A stage 0}}
       "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
       "wsc.wgmma_commit_group"() : () -> ()
       "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
@@ -1226,9 +1296,10 @@ module {
         %14 = arith.muli %12, %c128 : index
         %15 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
         %16:2 = scf.for %arg6 = %c0 to %0 step %c1 iter_args(%arg7 = %c0_2, %arg8 = %arg5) -> (index, i1) {
+          // expected-error @below {{this wait for parity 0 on full[0] returns before the copy it guards lands, so the wgmma after it reads A stage 0 too early: phase 0 of full[0] completed, which the consumer role [0, 128) had already waited for: its parity is one phase behind (k_tiles = 1, num_stages = 4, 4 output tiles per block)}}
           "wsc.mbarrier_wait"(%3, %arg7, %arg8) : (!wsc.mbarriers, index, i1) -> ()
           "wsc.wgmma_fence"() : () -> ()
-          // expected-error @below {{wgmma reads A stage 0 before its data landed (copy #2 of the stage was never issued) (k_tiles = 1, num_stages = 4, 4 output tiles per block)}}
+          // expected-note @below {{the wgmma that reads A stage 0}}
           "wsc.wgmma"(%1, %2, %arg7, %15) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
           "wsc.wgmma_commit_group"() : () -> ()
           "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
@@ -1370,9 +1441,10 @@ module {
         %24 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
         %c1_5 = arith.constant 1 : index
         %25:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
+          // expected-error @below {{this wait for parity 1 on full[0] returns before the copy it guards lands, so the wgmma after it reads A stage 0 too early: full[0] has completed no phase yet, and a wait returns at once while its parity differs from the barrier's current phase (0); the first wait on a barrier that copies complete is for parity 0 (k_tiles = 4, num_stages = 4, 4 output tiles per block)}}
           "wsc.mbarrier_wait"(%3, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
           "wsc.wgmma_fence"() : () -> ()
-          // expected-error @below {{wgmma reads A stage 0 before its data landed (the consumer role [128, 256) has seen no copy into it complete) (k_tiles = 4, num_stages = 4, 4 output tiles per block)}}
+          // expected-note @below {{the wgmma that reads A stage 0}}
           "wsc.wgmma"(%1, %2, %arg8, %24) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
           "wsc.wgmma_commit_group"() : () -> ()
           "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()

@@ -297,6 +297,38 @@ def test_multicast_needs_clusters():
     assert "multicast=True needs a kernel in clusters" in str(error)
 
 
+def test_ring_loops_of_one_ring_must_count_the_same_stages():
+    def build():
+        kb = KernelBuilder("k", num_warps=5, grid=[("m", 128), ("n", 128)])
+        a = kb.global_tensor(f16)
+        sa = kb.shared_tensor(f16, [4, 128, 64])
+        full = kb.mbarrier.alloc(arrival_count=1, num_barriers=4)
+        empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=4)
+        kb.sync()
+        with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
+            for it in kb.range(
+                0, a.shape[1], 64, stages=3, phase=CONSUMER_INITIAL_PHASE
+            ):  # ring of 3
+                kb.mbarrier.wait(full[it.stage], phase=it.phase)
+                kb.mbarrier.arrive(empty[it.stage])
+        with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
+            for it in kb.range(
+                0, a.shape[1], 64, stages=4, phase=PRODUCER_INITIAL_PHASE
+            ):  # ring of 4
+                kb.mbarrier.wait(empty[it.stage], phase=it.phase)
+                with kb.single_thread():
+                    kb.mbarrier.arrive_and_expect_tx(full[it.stage], sa[it.stage].nbytes)
+                    kb.tma.global_to_shared(a, sa[it.stage], [0, it.offset], full[it.stage])
+        kb.finish()
+
+    error = build_error(build)
+    assert error.where.line == line_of("# ring of 4")
+    assert "this ring loop counts 4 stages" in str(error)
+    assert "also indexed by a ring loop of 3 stages" in str(error)
+    assert f"{__file__}:{line_of('# ring of 3')}:" in str(error)
+    assert "note: the ring loop of 3 stages" in str(error)
+
+
 def test_a_single_thread_cannot_arrive_for_its_warp():
     def build():
         kb = KernelBuilder("k")

@@ -112,7 +112,7 @@ PLANTED_BUGS = {
         [("iter_args(%stage = %c0, %phase = %false)", "iter_args(%stage = %c0, %phase = %true)")],
         protocol.STALE_READ,
         1,
-        '"wsc.wgmma"(',
+        CONSUMER_WAIT,
     ),
     "missing_drain": ([(DRAIN, "")], protocol.MISSING_DRAIN, 1, 'role = "producer"'),
     "seed_drain": ([(DRAIN, SEED_DRAIN)], protocol.MISSING_DRAIN, 1, 'role = "producer"'),

@@ -132,8 +132,9 @@ class Kernel:
                 if first.filename is not None and first.line is not None
                 else None
             )
+            single = "\n".join([first.message, *(note.format() for note in first.notes)])
             raise BuildError(
-                first.message if len(engine.diagnostics) == 1 else _located_failure(engine), where
+                single if len(engine.diagnostics) == 1 else _located_failure(engine), where
             )
 
     def _apply(self, wsc_pass) -> Kernel:

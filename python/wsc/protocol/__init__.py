@@ -41,6 +41,9 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         process must see the n-th copy into it (on a ring whose
                         copies each go to one reader, the copy whose landing
                         completed the phase the process's wait saw);
+                        reported at the process's wait on the stage's full
+                        barrier instead when that wait returned with no new
+                        phase completed (its parity one phase behind);
   [stage-overwritten]   a copy into a stage that a WGMMA still reads, or whose
                         previous copy some reader has not read (no reader, on
                         a ring whose copies each go to one reader: lost tile);
@@ -73,6 +76,9 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         on the copies of a phase no expect_tx opened (they
                         landed, the arrival it needs never comes), else on a
                         wait on barriers no op of the kernel arrives on, else
+                        on a wait of a thread group on an array it releases
+                        itself, with no arrival yet in the phase (a wait on
+                        the wrong array), else
                         on a wait on a barrier stuck with part of its
                         arrivals, else on the one that blocked last (it closed
                         the cycle: the others waited while it could still run);

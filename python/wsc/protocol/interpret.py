@@ -96,6 +96,8 @@ class Kernel:
     #: The barrier arrays some op arrives on (wsc.mbarrier_arrive or
     #: wsc.mbarrier_arrive_expect_tx): a wait on any other never returns.
     arrived_on: frozenset = frozenset()
+    #: barrier spec -> the ProcessSpecs whose wsc.mbarrier_arrive releases it.
+    releasers: dict = field(default_factory=dict)
 
 
 def _name_barriers(specs: list[BarrierSpec]) -> None:
@@ -501,6 +503,10 @@ class _Compiler:
             cluster_size(self.kernel),
             any(op.name == "wsc.partial_arrive" for op in walk(self.kernel)),
             frozenset(self.arrived_on),
+            {
+                spec: frozenset(members([o for o, specs in self.releases.items() if spec in specs]))
+                for spec in self.barriers.values()
+            },
         )
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:

@@ -20,6 +20,8 @@ class Barrier:
 
     __slots__ = (
         "name",
+        "spec",
+        "index",
         "arrival_count",
         "completed",
         "arrived",
@@ -31,8 +33,10 @@ class Barrier:
         "last_copy",
     )
 
-    def __init__(self, name: str, arrival_count: int):
-        self.name, self.arrival_count = name, arrival_count
+    def __init__(self, name: str, spec: BarrierSpec, index: int):
+        self.name, self.arrival_count = name, spec.arrival_count
+        #: The array's spec and this barrier's index in it.
+        self.spec, self.index = spec, index
         self.completed = 0
         self._open_phase()
 
@@ -85,8 +89,7 @@ class BarrierArray:
     def __init__(self, spec: BarrierSpec, suffix: str = ""):
         self.spec = spec
         self.barriers = [
-            Barrier(f"{spec.name}[{i}]{suffix}", spec.arrival_count)
-            for i in range(spec.num_barriers)
+            Barrier(f"{spec.name}[{i}]{suffix}", spec, i) for i in range(spec.num_barriers)
         ]
         self.allocated = self.visible = self.cluster_visible = False
 
@@ -190,6 +193,9 @@ class Process:
         self.committed_tiles: deque = deque()
         self.stores: deque = deque()  # (ring, stage) of TMA stores not waited for, oldest first
         self.observed: dict = {}  # barrier -> completed phases a wait of ours has seen
+        #: barrier -> our latest wait on it, if it returned with no phase
+        #: completed since our previous one (insertion order: oldest first).
+        self.early_waits: dict = {}
         #: Split-K: first row of each partial sum this group handled -> (state,
         #: splits, op): "stored", then "published" by its arrival, or
         #: "complete" when that arrival was the last, then "reduced".

@@ -81,6 +81,7 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
                         kernel.num_stages,
                         tile_extent**2,
                         grid,
+                        violation.notes,
                     )
 
 
@@ -179,7 +180,14 @@ class _Simulation:
 
     def _resume(self, process: Process) -> None:
         if isinstance(process.pause, Wait):
-            process.observed[process.pause.barrier] = process.pause.barrier.completed
+            barrier = process.pause.barrier
+            # A wait that returns with no phase completed since the group's
+            # last one has the wrong parity, unless the stage starts out free.
+            if barrier.completed == process.observed.get(barrier, 0):
+                process.early_waits[barrier] = process.pause
+            else:
+                process.early_waits.pop(barrier, None)
+            process.observed[barrier] = barrier.completed
             process.waits += 1
         elif isinstance(process.pause, Rendezvous):
             cluster = process.pause.cluster
@@ -538,6 +546,9 @@ class _Simulation:
             latest = ring.latest[stage]
             expected = process.observed.get(latest.barrier, 0) if latest else 0
             if expected == 0:
+                early = self._early_full_wait(process, stage)
+                if early is not None:
+                    raise self._early_read(process, op, what, ring, stage, early)
                 raise Violation(
                     STALE_READ,
                     op,
@@ -556,6 +567,9 @@ class _Simulation:
                 f"sees copy #{loaded} where it expects copy #{expected}",
             )
         if loaded < expected or not ring.landed(stage, expected):
+            early = self._early_full_wait(process, stage)
+            if early is not None:
+                raise self._early_read(process, op, what, ring, stage, early)
             state = "is still in flight" if loaded == expected else "was never issued"
             raise Violation(
                 STALE_READ,
@@ -565,6 +579,42 @@ class _Simulation:
             )
         process.reads[(ring, stage)] = expected
         ring.taken[stage] = max(ring.taken[stage], expected)
+
+    @staticmethod
+    def _early_full_wait(process, stage: int) -> Wait | None:
+        """The group's latest wait on a full barrier of `stage` that returned
+        with no phase completed since its previous one, if any."""
+        early = [
+            wait
+            for barrier, wait in process.early_waits.items()
+            if barrier.spec.kind == "full" and barrier.index == stage
+        ]
+        return early[-1] if early else None
+
+    @staticmethod
+    def _early_read(process, op, what: str, ring: Ring, stage: int, wait: Wait) -> Violation:
+        """A read let through by a wait on a full barrier that returned at
+        once: blamed on the wait, whose parity is one phase behind."""
+        barrier = wait.barrier
+        if barrier.completed == 0:
+            why = (
+                f"{barrier.name} has completed no phase yet, and a wait returns at once "
+                f"while its parity differs from the barrier's current phase (0); the "
+                f"first wait on a barrier that copies complete is for parity 0"
+            )
+        else:
+            why = (
+                f"phase {barrier.completed - 1} of {barrier.name} completed, which the "
+                f"{process.name} had already waited for: its parity is one phase behind"
+            )
+        return Violation(
+            STALE_READ,
+            wait.op,
+            f"this wait for parity {wait.parity} on {barrier.name} returns before the copy "
+            f"it guards lands, so the {what} after it reads {ring.spec.name} stage {stage} "
+            f"too early: {why}",
+            notes=[(op.location, f"the {what} that reads {ring.spec.name} stage {stage}")],
+        )
 
     # -- verdicts
 
@@ -600,12 +650,7 @@ class _Simulation:
         for process in waits:
             assert isinstance(process.pause, Wait)
             barrier = process.pause.barrier
-            spec = next(
-                array.spec
-                for arrays in self.arrays
-                for array in arrays.values()
-                if barrier in array.barriers
-            )
+            spec = barrier.spec
             if spec not in self.kernel.arrived_on:
                 return Violation(
                     DEADLOCK,
@@ -614,6 +659,28 @@ class _Simulation:
                     f"kernel arrives on {spec.name} (wsc.mbarrier_arrive), and its phases "
                     f"complete only after {spec.arrival_count} arrivals",
                 )
+        return None
+
+    def _waiting_on_itself(self, waits: list[Process]) -> Violation | None:
+        """A blocked wait on a stage release the waiting group itself must
+        give (it arrives on that array): blamed before the other groups'
+        waits, which block only because it does."""
+        for process in waits:
+            assert isinstance(process.pause, Wait)
+            barrier = process.pause.barrier
+            releasers = self.kernel.releasers.get(barrier.spec, ())
+            if barrier.spec.kind == "turns" or barrier.arrived or process.spec not in releasers:
+                continue
+            full = [s.name for s in self.kernel.barriers if s.kind == "full"]
+            hint = f" (the stages it reads are filled on {', '.join(full)})" if full else ""
+            return Violation(
+                DEADLOCK,
+                process.pause.op,
+                f"deadlock: this wait for parity {process.pause.parity} on {barrier.name} "
+                f"never returns: the {process.name} waits on {barrier.spec.name}, whose "
+                f"phases need its own wsc.mbarrier_arrive, and none has come in this "
+                f"phase; is this the wrong barrier array{hint}? ({barrier.status()})",
+            )
         return None
 
     def _deadlock(self) -> Violation:
@@ -627,6 +694,9 @@ class _Simulation:
         missing = self._missing_arrival(waits)
         if missing:
             return missing
+        own = self._waiting_on_itself(waits)
+        if own:
+            return own
         stuck = [p for p in waits if _stuck_with_part_of_its_arrivals(p.pause)]
         blamed = max(
             stuck or waits or [p for p in self.processes if not p.finished],
@@ -642,12 +712,22 @@ class _Simulation:
             return Violation(DEADLOCK, pause.op, f"deadlock: this {what}")
         assert isinstance(pause, Wait)  # a blocked process waits or meets
         barrier = pause.barrier
+        hint = ""
+        if (
+            barrier not in blamed.observed
+            and pause.parity == 0
+            and barrier.spec in self.kernel.release_waits.get(blamed.spec, ())
+        ):
+            hint = (
+                f"; a stage is free before its first release, so the first wait on "
+                f"{barrier.spec.name} is for parity 1, which returns at once on phase 0"
+            )
         return Violation(
             DEADLOCK,
             pause.op,
             f"deadlock: this wait for parity {pause.parity} on "
             f"{barrier.name} never returns: every thread group is blocked and no "
-            f"copy is in flight ({barrier.status()})",
+            f"copy is in flight ({barrier.status()}){hint}",
         )
 
     # -- split-K hand-off: every block runs the same code on its own split, so

@@ -64,6 +64,7 @@ class ProtocolViolation(PassError):
         num_stages: int,
         tiles: int = 1,
         grid: tuple[int, int] = (0, 1),
+        notes: list[tuple[ir.Location, str]] | None = None,
     ):
         where = f"k_tiles = {k_tiles}, num_stages = {num_stages}"
         cluster, clusters = grid
@@ -71,7 +72,7 @@ class ProtocolViolation(PassError):
             where += f", {tiles} output tiles over {clusters} blocks, as block {cluster}"
         elif tiles > 1:
             where += f", {tiles} output tiles per block"
-        super().__init__(location, f"{message} ({where})")
+        super().__init__(location, f"{message} ({where})", notes)
         self.kind = kind
         self.k_tiles = k_tiles
         self.num_stages = num_stages
@@ -81,9 +82,16 @@ class ProtocolViolation(PassError):
 class Violation(Exception):
     """A violation inside one simulation, before the K extent is attached."""
 
-    def __init__(self, kind: str, op: ir.Operation, message: str):
+    def __init__(
+        self,
+        kind: str,
+        op: ir.Operation,
+        message: str,
+        notes: list[tuple[ir.Location, str]] | None = None,
+    ):
         super().__init__(message)
         self.kind, self.location, self.message = kind, op.location, message
+        self.notes = notes or []
 
 
 def unsupported(op: ir.Operation, why: str = "") -> PassError:
