@@ -250,6 +250,14 @@ def test_cli_compile_writes_ptx_and_reports_stages(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "warp-specialize" in proc.stdout and out.read_text().startswith("//")
     assert (tmp_path / "ir" / "01-warp-specialize.mlir").exists()
+    # The launch metadata goes beside the PTX, named on stdout, not printed there.
+    metadata = json.loads((tmp_path / "v2.json").read_text())
+    assert metadata["name"] == "matmul" and metadata["block"] == [160, 1, 1]
+    assert (
+        f"launch metadata (block, shared memory, parameters, tensor maps): {tmp_path / 'v2.json'}"
+        in proc.stdout
+    )
+    assert "{" not in proc.stdout
 
 
 def test_cli_compiles_a_specialized_kernel_as_written(tmp_path):

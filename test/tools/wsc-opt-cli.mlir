@@ -27,6 +27,11 @@
 // RUN: not wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=4}' %s 2>&1 | FileCheck %s --check-prefix=PARENS
 // PARENS: wsc-opt: error: pass pipeline has unbalanced parentheses: 'builtin.module(warp-specialize{num-stages=4}'
 
+// An upstream pipeline element MLIR does not know is a command-line error too,
+// reported before the input is read.
+// RUN: not wsc-opt --pass-pipeline='builtin.module(cse,nope)' %S/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=NOPE
+// NOPE: wsc-opt: error: invalid pass pipeline element 'nope': 'nope' does not refer to a registered pass or pass pipeline; see 'wsc-opt --help' for the passes
+
 // RUN: not wsc-opt %s %s 2>&1 | FileCheck %s --check-prefix=TWO
 // TWO: wsc-opt: error: expected one input file, got 2
 

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import traceback
+from pathlib import Path
 
 import wsc
 from wsc.kernels.matmul.config import B_LAYOUTS
@@ -142,10 +143,20 @@ def _compile(args) -> int:
         )
     with open(args.output, "w") as out:
         out.write(result.ptx)
+    metadata = launch_metadata_path(args.output)
+    with open(metadata, "w") as out:
+        json.dump(result.info.to_json(), out, indent=1)
     print(f"wsc compile: {name} -> {args.output}")
     _print_stages(result)
-    print(json.dumps(result.info.to_json()))
+    print(f"launch metadata (block, shared memory, parameters, tensor maps): {metadata}")
     return 0
+
+
+def launch_metadata_path(ptx: str) -> str:
+    """Where `wsc compile -o PTX` writes the kernel's launch metadata: beside
+    the PTX, its suffix .json."""
+    path = Path(ptx)
+    return str(path.with_suffix(".json") if path.suffix != ".json" else Path(f"{ptx}.launch.json"))
 
 
 def _hopper_visible() -> bool:
@@ -224,7 +235,12 @@ def _parser() -> argparse.ArgumentParser:
         "--warp-specialize (and --unroll-ring-buffer), a specialized one as written",
     )
     compile_.add_argument("input", help="the kernel, wsc MLIR (.mlir); - reads standard input")
-    compile_.add_argument("-o", "--output", required=True, help="PTX file")
+    compile_.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="PTX file; the launch metadata goes beside it, its suffix .json",
+    )
     from wsc.passes.warp_specialize import WarpSpecialize
 
     # Left unset (None) unless given, so that options a specialized kernel

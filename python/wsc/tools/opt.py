@@ -114,8 +114,28 @@ def _parse_pipeline(text: str) -> list:
         name, _, rest = element.partition("{")
         options = rest[:-1] if rest.endswith("}") else ""
         wsc_pass = _pass_from_flag(name.strip(), options)
+        if wsc_pass is None:
+            _check_upstream_element(element)
         pipeline.append(wsc_pass if wsc_pass is not None else element)
     return pipeline
+
+
+def _check_upstream_element(element: str) -> None:
+    """Refuse a pipeline element that names no wsc pass and that MLIR does not
+    know either, before any input is read (MLIR's parser says why)."""
+    from mlir.passmanager import PassManager
+
+    from wsc.dialect import make_context
+
+    with make_context():
+        try:
+            PassManager("builtin.module").add(element)
+        except ValueError as error:
+            why = str(error).splitlines()[0].split(": error: ", 1)[-1]
+            raise UsageError(
+                f"invalid pass pipeline element '{element}': {why}; see 'wsc-opt --help' "
+                f"for the passes"
+            ) from None
 
 
 def parse_args(argv: list[str]) -> Options | None:
@@ -230,11 +250,7 @@ def process_chunk(
             pass_manager.enable_ir_printing(print_after_all=True)
         for element in options.pipeline:
             if isinstance(element, str):
-                try:
-                    pass_manager.add(element)
-                except ValueError as error:
-                    engine.add_error(f"invalid pass pipeline element '{element}': {error}")
-                    return None, engine
+                pass_manager.add(element)  # checked by _parse_pipeline
             else:
                 element.add_to(pass_manager, engine)
         try:
