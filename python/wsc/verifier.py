@@ -857,12 +857,19 @@ def _verify_wgmma_register_a(op: ir.Operation) -> None:
 def _verify_b_stage(
     op: ir.Operation, b_shape: list[int], layout: str, n: int, block_k: int
 ) -> None:
-    """B's stage tile is [N, K] ("nk") or [K, N] ("kn") of the product."""
+    """B's stage tile is [N, K] ("nk") or [K, N] ("kn") of the product; a
+    "kn" tile may be wider than N (its rows padded to whole swizzle atoms:
+    WGMMA reads the first N columns)."""
     b_n, b_k = (b_shape[1], b_shape[2]) if layout == "nk" else (b_shape[2], b_shape[1])
-    if b_n != n or b_k != block_k:
+    if b_k != block_k or b_n < n or (b_n != n and layout == "nk"):
         _fail(
             op,
-            f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}",
+            f"B stage tile {b_shape[1]}x{b_shape[2]} ({layout}) does not match N={n}, K={block_k}"
+            + (
+                " (a kn tile may be wider than N, not narrower)"
+                if layout == "kn" and b_n < n
+                else ""
+            ),
         )
 
 

@@ -221,6 +221,18 @@ func.func @wgmma_shape() attributes {wsc.num_threads = 128 : i32} {
   return
 }
 // -----
+// A "kn" B stage may be wider than N (rows padded to whole swizzle atoms), not narrower.
+func.func @wgmma_kn_b_narrower_than_n() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 112>, f32>
+  "wsc.wgmma_fence"() : () -> ()
+  // expected-error @below {{'wsc.wgmma' op B stage tile 64x64 (kn) does not match N=112, K=64 (a kn tile may be wider than N, not narrower)}}
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "kn"} : (memref<2x128x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 128, 112>, f32>) -> ()
+  return
+}
+// -----
 // expected-error @below {{'wsc.wgmma_fence' op op expects exactly 0 results, but got 1}}
 "wsc.wgmma_fence"() : () -> i32
 // -----

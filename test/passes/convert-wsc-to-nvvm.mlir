@@ -159,6 +159,46 @@ func.func @kn_bf16(%a: memref<?x?xbf16>, %b: memref<?x?xbf16>, %c: memref<?x?xbf
 
 // -----
 
+// A [K, N] B stage wider than the product's N: 112 columns of a 128-column
+// stage (its rows padded to two 128-byte swizzle atoms, one TMA box each);
+// the WGMMA is m64n112 and reads the first 112 columns.
+
+// CHECK-LABEL: llvm.func @kn_padded_b(
+// CHECK-SAME: \22b\22: {\22box\22: [64, 64], \22swizzle\22: \22128B\22, \22tensor\22: \22b\22}
+// CHECK-COUNT-3: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 112, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
+func.func @kn_padded_b(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %false = arith.constant false
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %c64 = arith.constant 64 : index
+  %c112 = arith.constant 112 : index
+  %m0 = arith.muli %bx, %c64 : index
+  %n0 = arith.muli %by, %c112 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<1x64x128xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 112>, f32>
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c0) {tx_bytes = 24576 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%a, %m0, %c0, %sa, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %c0, %n0, %sb, %c0, %full) : (memref<?x?xf16>, index, index, memref<1x64x128xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c0, %false) : (!wsc.mbarriers, index, i1) -> ()
+  "wsc.wgmma_fence"() : () -> ()
+  "wsc.wgmma"(%sa, %sb, %c0, %acc) {a_row = 0 : i32, b_layout = "kn"} : (memref<1x64x64xf16, 3>, memref<1x64x128xf16, 3>, index, !wsc.acc<array<i64: 64, 112>, f32>) -> ()
+  "wsc.wgmma_commit_group"() : () -> ()
+  "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 64, 112>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
 // Swapped operands with B given as [K, N] (C^T = B^T A^T): B's [K, N] stage is
 // the WGMMA's A operand, read M-major (A layout <col>, trans-a 1), A's
 // K-major [M, K] stage its B operand; the 64 x 16 accumulator is stored

@@ -301,20 +301,17 @@ def test_ring_loops_of_one_ring_must_count_the_same_stages():
     def build():
         kb = KernelBuilder("k", num_warps=5, grid=[("m", 128), ("n", 128)])
         a = kb.global_tensor(f16)
+        k = a.shape[1]
         sa = kb.shared_tensor(f16, [4, 128, 64])
         full = kb.mbarrier.alloc(arrival_count=1, num_barriers=4)
         empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=4)
         kb.sync()
         with kb.thread_group(thread_begin=0, num_threads=128, role="consumer"):
-            for it in kb.range(
-                0, a.shape[1], 64, stages=3, phase=CONSUMER_INITIAL_PHASE
-            ):  # ring of 3
+            for it in kb.range(0, k, 64, stages=3, phase=CONSUMER_INITIAL_PHASE):  # ring of 3
                 kb.mbarrier.wait(full[it.stage], phase=it.phase)
                 kb.mbarrier.arrive(empty[it.stage])
         with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
-            for it in kb.range(
-                0, a.shape[1], 64, stages=4, phase=PRODUCER_INITIAL_PHASE
-            ):  # ring of 4
+            for it in kb.range(0, k, 64, stages=4, phase=PRODUCER_INITIAL_PHASE):  # ring of 4
                 kb.mbarrier.wait(empty[it.stage], phase=it.phase)
                 with kb.single_thread():
                     kb.mbarrier.arrive_and_expect_tx(full[it.stage], sa[it.stage].nbytes)
@@ -327,6 +324,32 @@ def test_ring_loops_of_one_ring_must_count_the_same_stages():
     assert "also indexed by a ring loop of 3 stages" in str(error)
     assert f"{__file__}:{line_of('# ring of 3')}:" in str(error)
     assert "note: the ring loop of 3 stages" in str(error)
+
+
+def test_a_ring_with_padded_rows_is_only_a_tma_destination_and_a_kn_b_operand():
+    kb = KernelBuilder("k", grid=[("m", 128), ("n", 112)])
+    a, b = kb.global_tensor(f16), kb.global_tensor(f16)
+    sa = kb.shared_tensor(f16, [1, 128, 64])
+    sb = kb.shared_tensor(f16, [1, 64, 112], pad_rows=True)
+    # 112 f16 columns (224 bytes, 32-byte atoms) are stored as two 128-byte atoms.
+    assert (sb.stored_cols, sb[0].cols, sb[0].nbytes) == (128, 112, 64 * 128 * 2)
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    kb.sync()
+    with kb.single_thread():
+        kb.mbarrier.arrive_and_expect_tx(full[0], sa[0].nbytes + sb[0].nbytes)
+        kb.tma.global_to_shared(a, sa[0], [0, 0], full[0])
+        kb.tma.global_to_shared(b, sb[0], [0, 0], full[0])
+    kb.mbarrier.wait(full[0], phase=CONSUMER_INITIAL_PHASE)
+    acc = kb.register_tensor(f32, [128, 112])
+    kb.wgmma.fence()
+    kb.wgmma.mma(sa[0], sb[0], acc)
+    with pytest.raises(BuildError, match="rows are stored padded to 128 columns"):
+        kb.load_shared(sb[0])
+    with pytest.raises(BuildError, match="rows are stored padded to 128 columns"):
+        kb.store_shared(sb[0], kb.cast(kb.register_tensor(f32, [64, 112]), f16))
+    with pytest.raises(BuildError, match="wgmma.mma b, transposed: the ring's rows are stored"):
+        kb.wgmma.mma(sa[0], sb[0].transpose(), kb.register_tensor(f32, [128, 64]))
+    assert "memref<1x64x128xf16, 3>" in str(kb.finish())
 
 
 def test_a_single_thread_cannot_arrive_for_its_warp():

@@ -105,6 +105,20 @@ def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message
             "bytes of f16, and the staged C tile takes 65536: 262144 bytes, more than the "
             "232448 of shared memory a block may use; at most 3 stages fit",
         ),
+        # A "kn" row of 112 columns is padded to two 128-byte atoms: the ring counts them.
+        (
+            dict(
+                block_n=112,
+                num_stages=7,
+                tma_store=True,
+                num_consumer_groups=2,
+                producer="warpgroup",
+            ),
+            "kn",
+            "num_stages = 7: a stage holds a 128x64 tile of A and a 64x128 tile of B, 32768 "
+            "bytes of f16, and the staged C tile takes 28672: 258048 bytes, more than the "
+            "232448 of shared memory a block may use; at most 6 stages fit",
+        ),
     ],
 )
 def test_tiles_tma_cannot_copy_are_refused_with_the_problem(tmp_path, config, b_layout, message):
@@ -192,3 +206,19 @@ def test_registers_ptxas_cannot_allocate_are_a_located_error(tmp_path):
     text = str(error.value)
     assert re.search(r"attention\.py:\d+:\d+: error: ptxas cannot allocate", text), text
     assert "C7600" in text and "64x128 f32 (64 registers)" in text
+
+
+@pytest.mark.parametrize(
+    "block_n, b_layout, tile",
+    [
+        (112, "kn", (64, 128)),  # 224-byte rows: padded to two 128-byte atoms
+        (176, "kn", (64, 192)),
+        (128, "kn", (64, 128)),
+        (96, "kn", (64, 96)),  # 192-byte rows take 64-byte atoms as they are
+        (32, "kn", (64, 32)),  # narrower than one atom
+        (112, "nk", (112, 64)),
+    ],
+)
+def test_b_stage_tile_pads_kn_rows_that_would_take_32_byte_atoms(block_n, b_layout, tile):
+    config = MatmulConfig(block_n=block_n)
+    assert config.b_stage_tile(MatmulProblem("f16", "f16", b_layout)) == tile

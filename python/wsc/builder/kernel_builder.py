@@ -65,6 +65,7 @@ from wsc.target.hopper import (
     MAX_TMA_BOX,
     WARP_ROWS,
     WARP_SIZE,
+    swizzle_padded_cols,
 )
 
 
@@ -442,12 +443,21 @@ class KernelBuilder:
         the stride of a persistent kernel's tile loop."""
         return GridIndex(self, gpu.GridDimOp)
 
-    def shared_tensor(self, dtype: str, shape: Sequence[int]) -> SharedTensor:
+    def shared_tensor(
+        self, dtype: str, shape: Sequence[int], pad_rows: bool = False
+    ) -> SharedTensor:
         """A ring buffer in shared memory of [stages, rows, cols] elements, each stage
         one TMA tile (rows <= 256) whose rows are a whole number of swizzle
         spans (32 bytes at least; codegen's TileLayout). A tile that TMA loads
         and WGMMA reads has rows of at most 128 bytes (the widest span); a tile
-        only stored from registers and copied out may have wider rows."""
+        only stored from registers and copied out may have wider rows.
+
+        With `pad_rows`, a [K, N] stage of WGMMA's B whose rows would take
+        32-byte swizzle atoms (N = 112 f16) stores them padded to whole
+        128-byte ones (target.hopper.swizzle_padded_cols): its TMA copies
+        also fill the columns after N (the next tile's, or zeros), and WGMMA
+        reads the first N. Such a ring is only copied into by TMA and read
+        as that B operand."""
         from wsc.codegen.layout import LayoutError, TileLayout
 
         where = caller()
@@ -462,6 +472,7 @@ class KernelBuilder:
                 where,
             )
         stages, rows, cols = shape
+        stored = swizzle_padded_cols(cols, dtype) if pad_rows else cols
         if rows > MAX_TMA_BOX:
             raise BuildError(
                 f"shared_tensor: a {rows}x{cols} {dtype} tile has more than "
@@ -469,15 +480,15 @@ class KernelBuilder:
                 where,
             )
         try:
-            TileLayout.choose(rows, cols, ELEMENT_BYTES[dtype])
+            TileLayout.choose(rows, stored, ELEMENT_BYTES[dtype])
         except LayoutError as error:
             raise BuildError(
                 f"shared_tensor: a {rows}x{cols} {dtype} tile: {error}", where
             ) from None
         self._require_top_level("shared_tensor", "shared memory is laid out once per block")
         with self._at(where):
-            value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, cols, dtype))
-        return SharedTensor(self, value, dtype, shape)
+            value = dialect.alloc_shared(dialect.shared_buffer_type(stages, rows, stored, dtype))
+        return SharedTensor(self, value, dtype, shape, stored)
 
     @staticmethod
     def _register_shape(shape: Sequence[int], dtype: str, what: str) -> tuple[int, int]:
@@ -803,6 +814,18 @@ class KernelBuilder:
         with self._at(where):
             dialect.store(tile.value, dst.value, row, col, transpose=transpose)
 
+    @staticmethod
+    def _unpadded(tile: SharedTile, what: str, where) -> None:
+        """A ring whose rows are stored padded (pad_rows=True) is only copied
+        into by TMA and read as WGMMA's [K, N] B: refused anywhere else."""
+        if tile.ring.padded:
+            raise BuildError(
+                f"{what}: the ring's rows are stored padded to {tile.ring.stored_cols} "
+                f"columns (pad_rows=True): it is only copied into by TMA and read as "
+                f"WGMMA's B operand, [K, N] as stored",
+                where,
+            )
+
     def _stage_block(
         self, tile: SharedTile, col: int, cols: int, what: str
     ) -> tuple[int, int] | None:
@@ -811,6 +834,7 @@ class KernelBuilder:
         where = caller()
         expect(tile, SharedTile, f"{what} tile", "a stage of a shared tensor, e.g. sx[stage]")
         self._own(tile.ring, what)
+        self._unpadded(tile, what, where)
         if tile.transposed:
             raise BuildError(
                 f"{what}: the stage tile is viewed transposed; use it as stored", where
@@ -892,6 +916,7 @@ class KernelBuilder:
         """The checks of a copy of a whole stage tile into a global tensor; its
         (row, col) offsets."""
         expect(src, SharedTile, f"{what} src", "a stage of a shared tensor, e.g. sc[stage]")
+        self._unpadded(src, what, where)
         self._own(expect(dst, GlobalTensor, f"{what} dst", "a global tensor"), what)
         dst.check_matrix(what, by_threads=what == "shared_to_global")
         if src.dtype != dst.dtype:

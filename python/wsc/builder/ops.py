@@ -228,6 +228,10 @@ class WgmmaOps:
             raise BuildError(
                 "wgmma.mma: B is a whole stage tile; only A's rows can be sliced", where
             )
+        if b.transposed:
+            kb._unpadded(b, "wgmma.mma b, transposed", where)
+        if isinstance(a, SharedTile):
+            kb._unpadded(a, "wgmma.mma a", where)
         if isinstance(a, RegisterTile):
             self._mma_register_a(a, b, acc, where)
             return

@@ -311,15 +311,26 @@ class KernelScalar:
 
 class SharedTensor:
     """A ring buffer in shared memory, [stages, rows, cols]; `ring[stage]` is one
-    stage's tile."""
+    stage's tile. Its rows may be stored wider than `cols` (`stored_cols`,
+    kb.shared_tensor(pad_rows=True))."""
 
     def __init__(
-        self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int, int]
+        self,
+        builder: KernelBuilder,
+        value: ir.Value,
+        dtype: str,
+        shape: tuple[int, int, int],
+        stored_cols: int | None = None,
     ):
         self._builder = builder
         self.value = value
         self.dtype = dtype
         self.shape = shape
+        self.stored_cols = shape[2] if stored_cols is None else stored_cols
+
+    @property
+    def padded(self) -> bool:
+        return self.stored_cols != self.shape[2]
 
     @property
     def num_stages(self) -> int:
@@ -353,7 +364,8 @@ class SharedTile:
 
     @property
     def nbytes(self) -> int:
-        return self.rows * self.cols * ELEMENT_BYTES[self.dtype]
+        """The bytes a TMA copy of the tile delivers (padded rows whole)."""
+        return self.rows * self.ring.stored_cols * ELEMENT_BYTES[self.dtype]
 
     @property
     def is_whole_stage(self) -> bool:

@@ -114,6 +114,20 @@ MAX_MBARRIER_COUNT = (1 << 20) - 1
 #: bounds the inner extent of a box.
 SWIZZLE_SPANS = (128, 64, 32)
 SWIZZLE_BYTES = SWIZZLE_SPANS[0]
+
+
+def swizzle_padded_cols(cols: int, element: str) -> int:
+    """The columns to store of a tile row of `cols` elements that TMA copies
+    and WGMMA reads: a row wider than one widest swizzle atom that only the
+    narrowest span divides (112 f16: 224 bytes, seven 32-byte atoms, as many
+    TMA boxes) is padded to whole widest atoms; others are stored as they are."""
+    row = cols * ELEMENT_BYTES[element]
+    if row <= SWIZZLE_BYTES or row % (2 * SWIZZLE_SPANS[-1]) == 0:
+        return cols
+    atom = SWIZZLE_BYTES // ELEMENT_BYTES[element]
+    return -(-cols // atom) * atom
+
+
 #: TMA: global base addresses and row strides are multiples of 16 bytes.
 TMA_ALIGN = 16
 #: TMA box dimensions, tensor rank, global extents and strides.

@@ -241,7 +241,10 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     workspace = kb.split_k.workspace(partials[0], partials[2]) if partials else None
     k_tiles = cdiv(a.shape[-1], bk)
     sa = kb.shared_tensor(element, [stages, bm, bk])
-    sb = kb.shared_tensor(element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn])
+    # A "kn" stage's rows padded to whole swizzle atoms (MatmulConfig.b_stage_tile).
+    sb = kb.shared_tensor(
+        element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn], pad_rows=True
+    )
     sc = kb.shared_tensor(problem.out_dtype, [1, bm, bn]) if config.staged_store else None
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=stages)
     # Barrier init must be visible before use: in a cluster, to the other

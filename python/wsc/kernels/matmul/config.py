@@ -35,6 +35,7 @@ from wsc.target.hopper import (
     consumer_register_budget,
     entry_register_cap,
     stage_bytes,
+    swizzle_padded_cols,
     tile_registers,
     wgmma_k,
 )
@@ -303,10 +304,7 @@ class MatmulConfig:
                 f"{problem.dtype}) up to {row_elements(problem.dtype)} (a {SWIZZLE_BYTES}-byte "
                 f"swizzled row), got {block_k}"
             )
-        # B's stage tile is [BN, BK] for "nk", [BK, BN] for "kn".
-        b_rows, b_cols = (
-            (self.block_n, block_k) if problem.b_layout == "nk" else (block_k, self.block_n)
-        )
+        b_rows, b_cols = self.b_stage_tile(problem)
         narrowest = SWIZZLE_SPANS[-1]
         if b_cols * ELEMENT_BYTES[problem.dtype] % narrowest:
             raise ValueError(
@@ -342,13 +340,23 @@ class MatmulConfig:
             )
         self._check_shared_memory(problem)
 
+    def b_stage_tile(self, problem: MatmulProblem) -> tuple[int, int]:
+        """B's stage tile as stored: [BN, BK] for "nk", [BK, BN] for "kn", a
+        "kn" row padded to whole swizzle atoms where it would take 32-byte
+        ones (target.hopper.swizzle_padded_cols; WGMMA reads the first BN
+        columns)."""
+        if problem.b_layout == "nk":
+            return self.block_n, self.block_k
+        return self.block_k, swizzle_padded_cols(self.block_n, problem.dtype)
+
     def _check_shared_memory(self, problem: MatmulProblem) -> None:
         """The ring's stages and the staged C tile within a block's shared
         memory, refused here with the stage count that fits rather than by
         the lowering at a line of this package (the lowering still weighs
         the rest: barriers, a second staging tile)."""
-        stage = sum(
-            stage_bytes(rows, self.block_k, problem.dtype) for rows in (self.block_m, self.block_n)
+        b_rows, b_cols = self.b_stage_tile(problem)
+        stage = stage_bytes(self.block_m, self.block_k, problem.dtype) + stage_bytes(
+            b_rows, b_cols, problem.dtype
         )
         staging = 0
         if self.staged_store:
@@ -358,7 +366,7 @@ class MatmulConfig:
             fit = max(0, (MAX_DYNAMIC_SMEM - staging) // stage)
             raise ValueError(
                 f"num_stages = {self.num_stages}: a stage holds a {self.block_m}x"
-                f"{self.block_k} tile of A and a {self.block_n}x{self.block_k} tile of B, "
+                f"{self.block_k} tile of A and a {b_rows}x{b_cols} tile of B, "
                 f"{stage} bytes of {problem.dtype}"
                 + (f", and the staged C tile takes {staging}" if staging else "")
                 + f": {needed} bytes, more than the {MAX_DYNAMIC_SMEM} of shared memory a "
