@@ -381,10 +381,10 @@ def _verify_rings_agree(kernel: ir.Operation) -> None:
         for use in advance.stage.uses:
             user = use_owner(use)
             view = _STAGED_BARRIER_OPS.get(user.name)
-            if view is None or view(user).stage != advance.stage:
+            staged = view(user) if view is not None else None
+            if staged is None or staged.stage != advance.stage:
                 continue
-            barriers = view(user).barriers
-            num_stages, other = first.setdefault(barriers, (advance.num_stages, op))
+            num_stages, other = first.setdefault(staged.barriers, (advance.num_stages, op))
             if num_stages != advance.num_stages:
                 raise PassError(
                     op.location,
