@@ -310,6 +310,7 @@ def write_artifact(
     check: str | None = None,
     workspaces: Mapping[str, Workspace] | None = None,
     scalars: Mapping[str, float] | None = None,
+    derived_sizes: Mapping[str, str] | None = None,
 ) -> Path:
     """Write kernel.ptx and kernel.json (the kernel's description,
     `wsc.runtime.artifact`) into out_dir for the problem `sizes` (the sizes
@@ -324,9 +325,19 @@ def write_artifact(
     `check` names the reference `wsc run --check` compares with
     (wsc.runtime.checks); `config` is reported as is. `scalars` gives each
     scalar kernel argument (an f32 parameter, by name) the value runs use
-    where the launch gives none."""
+    where the launch gives none. `derived_sizes` gives the sizes that follow
+    from the others (a block scale's length), each a size expression of
+    sizes not derived, which resizing recomputes."""
     info = result.info
     check_sizes(info.dims, sizes, info.name)
+    rules = dict(derived_sizes or {})
+    base = {name: value for name, value in sizes.items() if name not in rules}
+    for name, rule in rules.items():
+        if name not in sizes or size_value(rule, base) != sizes[name]:
+            raise ValueError(
+                f"kernel '{info.name}': derived size {name} = {rule} does not give "
+                f"{sizes.get(name)} at sizes {base}"
+            )
     scalar_names = {param["name"] for param in info.params if param["kind"] == "f32"}
     unknown = sorted(set(scalars or {}) - scalar_names)
     if unknown:
@@ -388,6 +399,7 @@ def write_artifact(
         **({"blocks_per_sm": info.blocks_per_sm} if info.blocks_per_sm > 1 else {}),
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
         "sizes": dict(sizes),
+        **({"derived_sizes": rules} if rules else {}),
         "tensors": tensors,
         "tensor_maps": info.tensor_maps,
         "params": [

@@ -384,8 +384,9 @@ def _check_scales(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int, scales
     """wsc.scaled_mm's operands: B the transpose view of a row-major [N, K]
     (WGMMA reads fp8 K-major only; torch._scaled_mm takes it so too), and
     two float32 tensors on a's device: of one element each (per-tensor
-    scales), or contiguous block scales, scale_a [M, cdiv(K, 128)] and scale_b
-    [cdiv(N, 128), cdiv(K, 128)]. Whether they are block scales."""
+    scales), or block scales, scale_a [M, cdiv(K, 128)] column-major (as
+    torch._scaled_mm takes it) or row-major, and scale_b [cdiv(N, 128),
+    cdiv(K, 128)] contiguous. Whether they are block scales."""
     if a_op.kind != "torch":
         raise TypeError("wsc.scaled_mm: a and b must be torch tensors")
     if 0 not in (n, k) and not (b_op.strides[0] == 1 or k == 1):
@@ -412,12 +413,16 @@ def _check_scales(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int, scales
             f"or block scales of shapes {block_shapes[0]} and {block_shapes[1]}, got "
             f"{shapes[0]} and {shapes[1]}"
         )
-    for name, op, shape in zip(names, described, block_shapes, strict=True):
-        if block and shape[0] > 1 and op.strides != (shape[1], 1):
-            raise ValueError(
-                f"wsc.scaled_mm: block scales must be contiguous, got {name} of strides "
-                f"{list(op.strides)}"
-            )
+    if block and 1 not in block_shapes[0] and described[0].strides not in ((1, m), (blocks, 1)):
+        raise ValueError(
+            f"wsc.scaled_mm: block scales' scale_a must be column-major (strides [1, {m}]) "
+            f"or row-major (strides [{blocks}, 1]), got strides {list(described[0].strides)}"
+        )
+    if block and block_shapes[1][0] > 1 and described[1].strides != (blocks, 1):
+        raise ValueError(
+            f"wsc.scaled_mm: block scales' scale_b must be contiguous, got strides "
+            f"{list(described[1].strides)}"
+        )
     return block
 
 
@@ -884,10 +889,11 @@ def _bind(
         p.dtype, bias=p.bias, residual=p.residual, alpha=p.alpha
     ).epilogue_tensors()
     # A scale of shape [] is the kernel's [1], block scales of B are read flat
-    # (launches pass their pointers alone).
+    # (launches pass their pointers alone); the kernel reads scale_a row by
+    # row, from a row-major copy of a column-major one.
     scale_a, scale_b = None, None
     if scales is not None:
-        scale_a = scales[0] if p.block_scales else scales[0].reshape(1)
+        scale_a = scales[0].contiguous() if p.block_scales else scales[0].reshape(1)
         scale_b = scales[1].reshape(-1)
     epilogue = {
         names[part]: tensor
@@ -1134,8 +1140,12 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, out=None):
     which the kernel reads (no host sync): per tensor, one element each, or
     block scales as DeepSeek-V3's, scale_a [M, cdiv(K, 128)] (a scale per row
     of A and 128 of K) and scale_b [cdiv(N, 128), cdiv(K, 128)] (per 128 x 128
-    block of w), both contiguous, applied to each K tile's product in
-    registers. The product accumulates in fp32 (per-tensor scales: in the
+    block of w, contiguous), applied to each K tile's product in registers.
+    scale_a may be row-major, which the kernel reads in place, or
+    column-major, as torch._scaled_mm takes it, at the cost of a row-major
+    copy per call (the kernel reads a row's scales from one cache line,
+    where a column-major layout misses the L1 cache at every K tile:
+    results/h100-fp8-block-scale-loads-ahead.md). The product accumulates in fp32 (per-tensor scales: in the
     WGMMA's accumulator over all of K, as torch._scaled_mm's
     use_fast_accum=True does) and is returned as `out_dtype` (bfloat16 unless
     float16 or float32 is asked) or into `out`.

@@ -1087,6 +1087,20 @@ def test_a_reference_must_stand_alone():
         relu_kernel(lambda a: a)
 
 
+def test_a_row_vector_read_from_a_row_of_a_matrix_has_its_columns_sizes(tmp_path):
+    """A row vector read transposed (a scale per row from a row of a
+    [K blocks, rows] matrix) spans the matrix's columns, not its rows: the
+    artifact gives that dim the tile's rows' size."""
+    kb = KernelBuilder("scale", grid=[("c_dim1", 64), ("a_dim1", 64)])
+    x, y, scales_t = kb.global_tensor(f32), kb.global_tensor(f32), kb.global_tensor(f32)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    per_row = kb.load_tile(scales_t, [3, row], [64, 1], transpose=True)
+    kb.store_global(y, kb.load_tile(x, [row, col], [64, 64]) * per_row, [row, col])
+    kb.finish().compile().write_artifact(tmp_path, c_dim1=1000, a_dim1=520, c_dim0=7)
+    shapes = {name: spec.shape for name, spec in load_artifact(tmp_path).tensors.items()}
+    assert shapes == {"a": (1000, 520), "b": (1000, 520), "c": (7, 1000)}
+
+
 def test_row_vectors_are_read_from_global_memory():
     """A scale per row, a scalar and a column of a matrix as row vectors
     [rows, 1], combined with a tile of their rows; compiled without spills."""

@@ -205,6 +205,66 @@ def test_an_artifact_resizes_to_other_sizes(tmp_path):
         artifact.resized(m=5, n=5, k=0)
 
 
+def scaled_doc(m=256, n=128, k=640):
+    """matmul_doc with a scale per row of A and 128 of K: d [M, cdiv(K, 128)],
+    its length a derived size."""
+    doc = matmul_doc(m=m, n=n, k=k)
+    doc["sizes"]["d_dim1"] = -(-k // 128)
+    doc["derived_sizes"] = {"d_dim1": "cdiv(k, 128)"}
+    doc["tensors"]["d"] = {
+        "shape": ["m", "d_dim1"],
+        "dtype": "f32",
+        "role": "input",
+        "layout": "row_major",
+    }
+    doc["params"].append({"kind": "pointer", "name": "d"})
+    return doc
+
+
+def test_derived_sizes_follow_the_others(tmp_path):
+    """A size that follows from the others (a block scale's length) is
+    recomputed when the artifact is resized, and refused where given wrong."""
+    artifact = load_artifact(write_artifact(tmp_path, scaled_doc()))
+    assert artifact.derived_sizes == {"d_dim1": "cdiv(k, 128)"}
+    other = artifact.resized(m=1000, n=1333, k=1136)
+    assert other.sizes["d_dim1"] == 9 and other.tensors["d"].shape == (1000, 9)
+    assert artifact.resized(m=1000, n=1333, k=1136, d_dim1=9).sizes == other.sizes
+    with pytest.raises(
+        ArtifactError, match=r"size d_dim1 follows from the others, cdiv\(k, 128\) = 9; got 5"
+    ):
+        artifact.resized(m=1000, n=1333, k=1136, d_dim1=5)
+    with pytest.raises(ArtifactError, match="reads sizes d_dim1, k, m, n; got m, n"):
+        artifact.resized(m=1000, n=1333)
+
+
+def test_wsc_run_resizes_derived_sizes(tmp_path, capsys):
+    """`wsc run --size k=...` recomputes the sizes derived from K; the report
+    (without a GPU, its error) carries the new shape."""
+    directory = write_artifact(tmp_path, scaled_doc())
+    main([str(directory), "--size", "k=1136", "--size", "m=1000"])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["shape"] == [1000, 128, 1136]
+    assert "SizesError" not in report.get("error", ""), report
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (
+            ("derived_sizes", "d_dim1"),
+            "cdiv(k, 64)",
+            r"'derived_sizes.d_dim1': cdiv\(k, 64\) = 10 at",
+        ),
+        (("derived_sizes", "q"), "cdiv(k, 128)", r"'derived_sizes.q': derives no size in 'sizes'"),
+        (("derived_sizes", "d_dim1"), 5, r"'derived_sizes.d_dim1': expected a size expression"),
+        (("derived_sizes", "d_dim1"), "cdiv(d_dim1, 1)", r"reads size 'd_dim1'.*derived itself"),
+    ],
+)
+def test_bad_derived_sizes_are_named(tmp_path, path, value, message):
+    with pytest.raises(ArtifactError, match=message):
+        load_artifact(write_artifact(tmp_path, _mutated(scaled_doc(), path, value)))
+
+
 @pytest.mark.parametrize(
     "path, value, message",
     [

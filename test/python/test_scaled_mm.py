@@ -164,9 +164,16 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     assert doc["sizes"] == {"m": 1000, "n": 1336, "k": 528, "d_dim1": 5, "e_dim0": 55}
     assert doc["tensors"]["d"]["shape"] == ["m", "d_dim1"]
     assert doc["tensors"]["e"]["shape"] == ["e_dim0"]
+    # The scales' lengths follow N and K when the artifact is resized.
+    assert doc["derived_sizes"] == {
+        "d_dim1": "cdiv(k, 128)",
+        "e_dim0": "cdiv(n, 128) * cdiv(k, 128)",
+    }
 
     m, n, k = 200, 300, 400  # 2 x 3 blocks of B, the last ragged; 4 K blocks
-    check = MatmulCheck(load_artifact(tmp_path).resized(m=m, n=n, k=k, d_dim1=4, e_dim0=12))
+    resized = load_artifact(tmp_path).resized(m=m, n=n, k=k)
+    assert (resized.sizes["d_dim1"], resized.sizes["e_dim0"]) == (4, 12)
+    check = MatmulCheck(resized)
     rng = np.random.default_rng(2)
     a, b = (
         float32_to_e4m3_bits(rng.standard_normal(s, dtype=np.float32)) for s in ((m, k), (n, k))
@@ -254,9 +261,15 @@ def test_scaled_mm_plan_and_its_errors():
             "scale_a must be a float32 tensor, got f16",
         ),
         (
-            lambda: plan(a, w.T, scales=(block_a.T.contiguous().T, block_b)),
+            lambda: plan(a, w.T, scales=(meta(1000, 10, dtype=torch.float32)[:, ::2], block_b)),
             ValueError,
-            "block scales must be contiguous",
+            r"scale_a must be column-major \(strides \[1, 1000\]\) or row-major "
+            r"\(strides \[5, 1\]\), got strides \[10, 2\]",
+        ),
+        (
+            lambda: plan(a, w.T, scales=(block_a, block_b.T.contiguous().T)),
+            ValueError,
+            r"scale_b must be contiguous, got strides \[1, 11\]",
         ),
         (
             lambda: plan(meta(1000, 520), meta(1336, 520).T, scales=scales),
@@ -345,6 +358,10 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
     assert not torch.isnan(out).any()
     error = relative_frobenius(out.double(), reference, torch.linalg.norm)
     assert error < (1e-2 if out_dtype == "bf16" else 1e-3), error
+    # A column-major scale_a, as torch._scaled_mm takes it, gives the same bits.
+    column_major = torch.full_like(out, float("nan"))
+    wsc.scaled_mm(a, w.T, scale_a.t().contiguous().t(), scale_b, out=column_major)
+    assert torch.equal(column_major, out)
     assert fp8_plan(*problem, block_scales=True) == plan(a, w.T, out, scales=(scale_a, scale_b))
 
 

@@ -243,13 +243,17 @@ class CompiledKernel:
         self,
         out_dir: str | os.PathLike | None = None,
         scalars: Mapping[str, float] | None = None,
+        derived_sizes: Mapping[str, str] | None = None,
         **sizes: int,
     ) -> Path:
         """kernel.ptx and kernel.json for the problem `sizes` (e.g. m=, n=, k=), in
         `out_dir` or a new temporary directory: the kernel's tensors, sizes,
         grid and parameters, and the check it declares; `scalars` gives
         scalar arguments (kb.scalar, by name) the value runs use by default,
-        in place of the kernel's own defaults (kb.scalar(default=))."""
+        in place of the kernel's own defaults (kb.scalar(default=));
+        `derived_sizes` the sizes that follow from the others, as size
+        expressions (e.g. {"d_dim0": "cdiv(k, 128)"}), which `wsc run
+        --size` and Artifact.resized recompute."""
         from wsc.compiler import write_artifact
 
         # CompileResult types its info loosely: it is the lowering's KernelInfo.
@@ -280,4 +284,5 @@ class CompiledKernel:
             check=self.kernel.check,
             workspaces=workspaces,
             scalars={**self.kernel.scalars, **(scalars or {})},
+            derived_sizes=derived_sizes,
         )

@@ -863,9 +863,16 @@ class KernelPlan:
                     tile_load = ops.TileLoad(op)
                     position = self.args.index(tile_load.src)
                     flip = tile_load.transpose != transposed
-                    # A row vector reads one column of src: only its rows are C's.
                     shape, _ = acc_type_parameters(tile_load.result.type)
-                    for dim in (0,) if shape[1] == 1 else (0, 1):
+                    if shape[1] == 1:
+                        # A row vector reads one column of src (one row if
+                        # transposed): only that dim is C's rows.
+                        classes.union(
+                            (position, int(tile_load.transpose)),
+                            self.matrix_dim(stored, int(transposed)),
+                        )
+                        continue
+                    for dim in (0, 1):
                         classes.union(
                             (position, dim), self.matrix_dim(stored, 1 - dim if flip else dim)
                         )

@@ -11,6 +11,11 @@ An artifact describes its kernel, whatever it computes:
     "format": 3,                       ARTIFACT_FORMAT; another is refused
     "sizes": {"m": 4096, "k": 512},    the sizes it was written for (any
                                        others: Artifact.resized)
+    "derived_sizes": {"d_dim1": "cdiv(k, 128)"}
+                                       optional: sizes that follow from the
+                                       others (size expressions of sizes not
+                                       derived), e.g. a block scale's length;
+                                       resizing recomputes them
     "tensors": {"a": {"role": "input", "dtype": "f16", "shape": ["m", "k"],
                       "layout": "row_major"}, ...}
                                        each dim names a size; row_major: unit
@@ -55,7 +60,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +129,26 @@ def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> 
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SizesError(f"size {name} must be a positive int, got {value!r}")
+
+
+def derive_sizes(rules: Mapping[str, str], sizes: Mapping[str, int], kernel: str) -> dict[str, int]:
+    """`sizes` with each size of `rules` (name: a size expression of sizes
+    not derived) computed where it is missing; SizesError where a given one
+    breaks its rule."""
+    base = {name: value for name, value in sizes.items() if name not in rules}
+    derived = dict(sizes)
+    for name, rule in rules.items():
+        try:
+            value = size_value(rule, base)
+        except ValueError:
+            # Some base size is missing: check_sizes names it.
+            continue
+        if derived.setdefault(name, value) != value:
+            raise SizesError(
+                f"kernel '{kernel}': size {name} follows from the others, {rule} = {value}; "
+                f"got {sizes[name]}"
+            )
+    return derived
 
 
 def size_value(expression: str, sizes: Mapping[str, int]) -> int:
@@ -272,6 +297,8 @@ class Artifact:
     check: str | None = None
     #: How the kernel was built (tile, stages, ...): reported, not interpreted.
     config: Mapping[str, Any] | None = None
+    #: The sizes that follow from the others, each a size expression of them.
+    derived_sizes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def json_path(self) -> Path:
@@ -326,7 +353,9 @@ class Artifact:
     def resized(self, **sizes: int) -> Artifact:
         """The same kernel described for other sizes (e.g. m=, n=, k=): tensor
         shapes (workspaces' too) and grid follow; the kernel reads sizes at
-        run time."""
+        run time. Derived sizes are computed where not given, and must
+        follow their rule where given."""
+        sizes = derive_sizes(self.derived_sizes, sizes, self.kernel_name)
         check_sizes(self.sizes, sizes, self.kernel_name)
         tensors = {
             name: replace(spec, shape=tuple(size_value(dim, sizes) for dim in spec.dims))
@@ -467,6 +496,7 @@ class _Parser:
             accumulator=self.choice(doc, "accumulator", "", ("", *ACCUMULATORS), ""),
             check=self.get(doc, "check", "", str, required=False),
             config=self.get(doc, "config", "", dict, required=False) or {},
+            derived_sizes=self.derived_sizes(doc, sizes),
         )
         if artifact.cluster < 1:
             raise self.fail("cluster", f"expected an integer >= 1, got {artifact.cluster}")
@@ -486,6 +516,23 @@ class _Parser:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise self.fail(f"sizes.{name}", f"expected a positive integer, got {value!r}")
         return dict(sizes)
+
+    def derived_sizes(self, doc: dict, sizes: Mapping[str, int]) -> dict[str, str]:
+        rules = self.get(doc, "derived_sizes", "", dict, required=False) or {}
+        base = {name: value for name, value in sizes.items() if name not in rules}
+        for name, rule in rules.items():
+            path = f"derived_sizes.{name}"
+            if name not in sizes:
+                raise self.fail(path, "derives no size in 'sizes'")
+            if not isinstance(rule, str):
+                raise self.fail(path, f"expected a size expression, got {rule!r}")
+            try:
+                value = size_value(rule, base)
+            except ValueError as error:
+                raise self.fail(path, f"{error} (or it is derived itself)") from None
+            if value != sizes[name]:
+                raise self.fail(path, f"{rule} = {value} at these sizes, not {sizes[name]}")
+        return dict(rules)
 
     def grid(self, doc: dict, sizes: Mapping[str, int]) -> tuple[GridAxis, ...]:
         axes = self.get(doc, "grid", "", list)

@@ -148,7 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             artifact = load_artifact(directory)
             if sizes:
-                artifact = artifact.resized(**{**artifact.sizes, **sizes})
+                # Derived sizes (a block scale's length) follow the given ones.
+                written = {
+                    name: value
+                    for name, value in artifact.sizes.items()
+                    if name not in artifact.derived_sizes
+                }
+                artifact = artifact.resized(**{**written, **sizes})
             if scalars:
                 artifact = artifact.with_scalars(**scalars)
             report = _base_report(artifact)

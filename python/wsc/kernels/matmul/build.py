@@ -558,4 +558,5 @@ def write_matmul_artifact(
         persistent=config.persistent,
         check="matmul",
         workspaces=split_k_workspaces(result.info, tiles, *partials) if partials else None,
+        derived_sizes=problem.scale_size_rules(),
     )

@@ -14,7 +14,7 @@ from wsc.passes.warp_specialize_choices import (
     RELEASES,
     WGMMA_IN_FLIGHT,
 )
-from wsc.runtime.artifact import dim_size_name
+from wsc.runtime.artifact import dim_size_name, size_value
 from wsc.target.hopper import (
     E4M3,
     ELEMENT_BYTES,
@@ -497,19 +497,27 @@ class MatmulProblem:
         }
         return {part: next(names) for part, present in parts.items() if present}
 
-    def scale_sizes(self, n: int, k: int) -> dict[str, int]:
-        """The sizes the kernel reads beside M, N, K (and batch) for an N x K
-        B: the length of each per-tensor scale, 1; with block scales, the
-        K blocks of scale_a's rows and the length of the flat scale_b."""
+    def scale_size_rules(self) -> dict[str, str]:
+        """The sizes the kernel reads beside M, N, K (and batch), as size
+        expressions of N and K: the length of each per-tensor scale, 1; with
+        block scales, the K blocks of scale_a's rows and the length of the
+        flat scale_b."""
         names = self.epilogue_tensors()
         if not self.scaled:
             return {}
         if not self.block_scales:
-            return {dim_size_name(names[scale], 0): 1 for scale in ("scale_a", "scale_b")}
-        k_blocks = -(-k // SCALE_BLOCK)
+            return {dim_size_name(names[scale], 0): "1" for scale in ("scale_a", "scale_b")}
+        k_blocks = f"cdiv(k, {SCALE_BLOCK})"
         return {
             dim_size_name(names["scale_a"], 1): k_blocks,
-            dim_size_name(names["scale_b"], 0): -(-n // SCALE_BLOCK) * k_blocks,
+            dim_size_name(names["scale_b"], 0): f"cdiv(n, {SCALE_BLOCK}) * {k_blocks}",
+        }
+
+    def scale_sizes(self, n: int, k: int) -> dict[str, int]:
+        """scale_size_rules' sizes for an N x K B."""
+        return {
+            name: size_value(rule, {"n": n, "k": k})
+            for name, rule in self.scale_size_rules().items()
         }
 
     def epilogue(self) -> dict:
