@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from wsc.pass_registry import Option, WscPass
+from wsc.pass_registry import Option, OptionError, WscPass
 from wsc.protocol import check_protocol
 
 #: The largest sweep and single K extent the options take: a sweep's cost
@@ -50,11 +50,11 @@ class VerifyPipeline(WscPass):
         for name, limit in (("max_k_tiles", MAX_SWEEP), ("k_tiles", MAX_EXTENT)):
             value = getattr(self.options, name)
             if not 0 <= value <= limit:
-                raise ValueError(
-                    f"pass '{self.ARGUMENT}': option '{name.replace('_', '-')}' must be 0 "
-                    f"to {limit}, got {value} (a sweep simulates every extent up to "
-                    f"max-k-tiles, {MAX_SWEEP} in seconds; k-tiles checks one extent, up "
-                    f"to {MAX_EXTENT})"
+                raise OptionError(
+                    f"option {{{name.replace('_', '-')}}} must be 0 to {limit}, got {value} "
+                    f"(a sweep simulates every extent up to {{max-k-tiles}}, {MAX_SWEEP} in "
+                    f"seconds; {{k-tiles}} checks one extent, up to {MAX_EXTENT})",
+                    self.ARGUMENT,
                 )
 
     def run(self, module: ir.Operation) -> None:

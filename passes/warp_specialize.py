@@ -189,7 +189,7 @@ from wsc.ir_utils import (
     set_int_attr,
     walk,
 )
-from wsc.pass_registry import Option, WscPass
+from wsc.pass_registry import Option, OptionError, WscPass
 from wsc.passes.warp_specialize_choices import (
     CONSUMER_GROUPS,
     PRODUCER_THREADS,
@@ -324,10 +324,11 @@ class WarpSpecialize(WscPass):
     def __init__(self, **options):
         super().__init__(**options)
         if not 0 <= self.options.num_stages <= MAX_STAGES:
-            raise ValueError(
-                f"pass '{self.ARGUMENT}': option 'num-stages' must be 0 (as written) to "
-                f"{MAX_STAGES} (the stages of {BUFFER_ALIGN} bytes that fit in shared "
-                f"memory), got {self.options.num_stages}"
+            raise OptionError(
+                f"option {{num-stages}} must be 0 (as written) to {MAX_STAGES} (the stages "
+                f"of {BUFFER_ALIGN} bytes that fit in shared memory), got "
+                f"{self.options.num_stages}",
+                self.ARGUMENT,
             )
         budgets = (
             ("producer-registers", self.options.producer_registers, ""),
@@ -338,19 +339,20 @@ class WarpSpecialize(WscPass):
                 MIN_SETMAXNREG <= budget <= MAX_SETMAXNREG and budget % SETMAXNREG_STEP == 0
             ):
                 continue
-            raise ValueError(
-                f"pass '{self.ARGUMENT}': option '{flag}' must be {auto}a multiple of "
-                f"{SETMAXNREG_STEP} from {MIN_SETMAXNREG} to {MAX_SETMAXNREG} (a setmaxnreg "
-                f"budget), got {budget}"
+            raise OptionError(
+                f"option {{{flag}}} must be {auto}a multiple of {SETMAXNREG_STEP} from "
+                f"{MIN_SETMAXNREG} to {MAX_SETMAXNREG} (a setmaxnreg budget), got {budget}",
+                self.ARGUMENT,
             )
         given = self.options.producer_registers != PRODUCER_REGISTERS or (
             self.options.consumer_registers != 0
         )
         if self.options.producer == "warp" and given:
-            raise ValueError(
-                f"pass '{self.ARGUMENT}': producer-registers and consumer-registers apply to "
-                f"producer = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp "
-                f"every role keeps the registers the block starts with"
+            raise OptionError(
+                "{producer-registers} and {consumer-registers} apply to {producer} = "
+                "warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role "
+                "keeps the registers the block starts with",
+                self.ARGUMENT,
             )
 
     def run(self, module: ir.Operation) -> None:

@@ -8,6 +8,8 @@ pipeline parser see every pass without importing them all.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -16,6 +18,24 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from wsc.diagnostics import DiagnosticEngine, PassError
+
+
+class OptionError(ValueError):
+    """A bad value of a pass's options. The message names each option as a
+    `{flag}` field, so that each front end spells it as its users write it:
+    wsc-opt as 'num-stages' (str()), the builder as its keyword, num_stages
+    (`spelled`)."""
+
+    def __init__(self, template: str, argument: str | None = None):
+        self.template = template
+        #: The pass's flag, where the message names it.
+        self.argument = argument
+        prefix = f"pass '{argument}': " if argument else ""
+        super().__init__(prefix + self.spelled(lambda flag: f"'{flag}'"))
+
+    def spelled(self, spell: Callable[[str], str]) -> str:
+        """The message with each option named by `spell(flag)`."""
+        return re.sub(r"\{([a-z][a-z0-9-]*)\}", lambda match: spell(match[1]), self.template)
 
 
 @dataclass(frozen=True)
@@ -34,12 +54,12 @@ class Option:
                 return True
             if text.lower() in ("0", "false"):
                 return False
-            raise ValueError(f"option '{self.name}' expects true or false, got '{text}'")
+            raise OptionError(f"option {{{self.name}}} expects true or false, got '{text}'")
         try:
             value = self.type(text)
         except ValueError:
-            raise ValueError(
-                f"option '{self.name}' expects {self.type.__name__}, got '{text}'"
+            raise OptionError(
+                f"option {{{self.name}}} expects {self.type.__name__}, got '{text}'"
             ) from None
         self.check(value)
         return value
@@ -48,10 +68,10 @@ class Option:
         # A value given in Python (Kernel.warp_specialize) has not been parsed:
         # its type is checked here; bool is an int to Python, not to an option.
         if not isinstance(value, self.type) or (self.type is int and isinstance(value, bool)):
-            raise ValueError(f"option '{self.name}' expects {self.type.__name__}, got {value!r}")
+            raise OptionError(f"option {{{self.name}}} expects {self.type.__name__}, got {value!r}")
         if self.choices and value not in self.choices:
             allowed = ", ".join(map(str, self.choices))
-            raise ValueError(f"option '{self.name}' must be one of {allowed}, got '{value}'")
+            raise OptionError(f"option {{{self.name}}} must be one of {allowed}, got '{value}'")
 
 
 class WscPass:

@@ -18,7 +18,7 @@
 // INFLIGHT: error: --warp-specialize: wgmma-in-flight = 1 needs at least 2 stages: with 1 the stage a WGMMA group still reads is the one released
 // A ring the option makes too big for shared memory is reported at the author's alloc.
 // BUDGET: wsc-opt: error: pass 'warp-specialize': option 'producer-registers' must be a multiple of 8 from 24 to 256 (a setmaxnreg budget), got 7
-// BUDGET-WARP: wsc-opt: error: pass 'warp-specialize': producer-registers and consumer-registers apply to producer = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role keeps the registers the block starts with
+// BUDGET-WARP: wsc-opt: error: pass 'warp-specialize': 'producer-registers' and 'consumer-registers' apply to 'producer' = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role keeps the registers the block starts with
 // RING: warp-specialize-invalid.mlir:38:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
 
 // A supported kernel: no diagnostics with the default options (the error

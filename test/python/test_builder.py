@@ -114,15 +114,24 @@ def test_kernel_lineage_records_each_pass():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"num_stages": "3"}, "warp-specialize: num_stages expects int, got '3'"),
-        ({"num_stages": True}, "warp-specialize: num_stages expects int, got True"),
+        ({"num_stages": "3"}, "warp-specialize: option num_stages expects int, got '3'"),
+        ({"num_stages": True}, "warp-specialize: option num_stages expects int, got True"),
         (
             {"producer": "bogus"},
-            "warp-specialize: producer must be one of warp, warpgroup, got 'bogus'",
+            "warp-specialize: option producer must be one of warp, warpgroup, got 'bogus'",
         ),
         (
             {"num_consumer_groups": 3},
-            "warp-specialize: num_consumer_groups must be one of 1, 2, 4, got '3'",
+            "warp-specialize: option num_consumer_groups must be one of 1, 2, 4, got '3'",
+        ),
+        (
+            {"producer": "warp", "consumer_registers": 232},
+            "warp-specialize: producer_registers and consumer_registers apply to producer = "
+            "warpgroup",
+        ),
+        (
+            {"num_stages": -1},
+            "warp-specialize: option num_stages must be 0 (as written) to",
         ),
         (
             {"num_stagez": 4},

@@ -200,9 +200,11 @@ class Kernel:
 
 def _configured(pass_class, options: dict):
     """`pass_class` with keyword `options`; a bad one is a BuildError at the
-    author's line, in the keywords' names (the pass's own errors use its flags')."""
+    author's line, naming options as the keywords the author wrote."""
+    from wsc.pass_registry import OptionError
+
     where = caller()
-    keywords = {option.name.replace("-", "_"): option.name for option in pass_class.OPTIONS}
+    keywords = [option.name.replace("-", "_") for option in pass_class.OPTIONS]
     for name in options:
         if name not in keywords:
             raise BuildError(
@@ -211,10 +213,8 @@ def _configured(pass_class, options: dict):
             )
     try:
         return pass_class(**options)
-    except ValueError as error:
-        message = str(error).replace(f"pass '{pass_class.ARGUMENT}': ", "")
-        for keyword, flag in keywords.items():
-            message = message.replace(f"option '{flag}'", keyword)
+    except OptionError as error:
+        message = error.spelled(lambda flag: flag.replace("-", "_"))
         raise BuildError(f"{pass_class.ARGUMENT}: {message}", where) from None
 
 
