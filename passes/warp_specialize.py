@@ -629,6 +629,14 @@ class _Specializer:
                     groups[1] if groups else loop,
                     f"{option} = {value} {what}; this K loop commits {len(groups)}",
                 )
+        waits = [op for op in self.consumer_anchors if op.name == "wsc.wgmma_wait_group"]
+        if self.options.wgmma_in_flight and len(waits) != 1:
+            self._fail(
+                waits[1] if waits else groups[0],
+                f"wgmma-in-flight = {self.options.wgmma_in_flight} turns the K tile's "
+                f"wsc.wgmma_wait_group into the wait that retires the previous K tile's "
+                f"group; this K loop has {len(waits)}",
+            )
         self.products: list[ir.Operation] = []
         if self.options.wgmma_in_flight:
             self._match_products()

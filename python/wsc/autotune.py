@@ -238,8 +238,11 @@ class Autotuned:
                 candidate.artifact_dir = cache.build_artifact(key, build)
             except Exception as error:  # a candidate's failure drops it, not the search
                 candidate.error = _reason(error)
-                # Sizes the kernel does not read are the caller's mistake, not the config's.
-                if not candidate.error.startswith(f"{SIZES_ERROR}:"):
+                # Sizes the kernel does not read are the caller's mistake, and
+                # sizes it cannot be written for the sizes' fault, not the config's.
+                if not candidate.error.startswith(
+                    (f"{SIZES_ERROR}:", f"{UnfitSizesError.__name__}:")
+                ):
                     cache.put(failure_key, {"error": candidate.error})
             candidate.compile_seconds = time.perf_counter() - start
             progress(1)
@@ -427,6 +430,12 @@ def compiler_digest() -> str:
 SIZES_ERROR = "SizesError"
 
 
+class UnfitSizesError(ValueError):
+    """A candidate that compiled cannot be written for the sizes at hand
+    (e.g. a TMA-copied tensor's rows are not multiples of 16 bytes there):
+    its failure is the sizes', so it is not cached for the config."""
+
+
 def _failed_for_good(candidate: Candidate) -> bool:
     """Whether a candidate's failure is its kernel's: a build or compile error
     (no report), a wrong result (a report without an error) or a fault or
@@ -450,8 +459,13 @@ def _reason(error: BaseException) -> str:
 
 
 def _compile_into(fn: Callable, arguments: dict, sizes: dict, out: Path) -> None:
-    kernel = fn(**arguments)
-    kernel.compile().write_artifact(out, **sizes)
+    compiled = fn(**arguments).compile()
+    try:
+        compiled.write_artifact(out, **sizes)
+    except ValueError as error:
+        if type(error).__name__ == SIZES_ERROR:
+            raise
+        raise UnfitSizesError(str(error)) from None
 
 
 def _gpu_identity(ordinal: int) -> str:
@@ -534,6 +548,16 @@ def _worker(argv: list[str]) -> int:
     print(json.dumps({"error": None}))
     return 0
 
+
+class _DecoratorModule(types.ModuleType):
+    """This module, callable as its decorator: importing it binds the name
+    `wsc.autotune` to the module, and `@wsc.autotune(...)` must still work."""
+
+    def __call__(self, names: str, values: Sequence) -> Callable:
+        return autotune(names, values)
+
+
+sys.modules[__name__].__class__ = _DecoratorModule
 
 if __name__ == "__main__":
     # Run as a script this file is `__main__`, a second copy of the module; the

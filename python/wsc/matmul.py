@@ -80,7 +80,7 @@ class _Operand:
     device: str  # "cuda:0", "cuda:1", "cpu", "meta", ...
 
 
-def _describe(value, name: str) -> _Operand:
+def _describe(value, name: str, api: str = "wsc.matmul") -> _Operand:
     if isinstance(value, _Operand):
         return value
     module = type(value).__module__ or ""
@@ -104,7 +104,7 @@ def _describe(value, name: str) -> _Operand:
             "cpu",
         )
     raise TypeError(
-        f"wsc.matmul: {name} must be a torch tensor or a numpy array, got {type(value).__name__}"
+        f"{api}: {name} must be a torch tensor or a numpy array, got {type(value).__name__}"
     )
 
 
@@ -226,7 +226,7 @@ def plan(
     dtype of argument, ValueError for the wrong rank, shape, layout, alignment
     or device."""
     api = "wsc.matmul" if scales is None else "wsc.scaled_mm"
-    a_op, b_op = _describe(a, "a"), _describe(b, "b")
+    a_op, b_op = _describe(a, "a", api), _describe(b, "b", api)
     if a_op.kind != b_op.kind:
         raise TypeError(
             f"{api}: a and b must both be torch tensors or both numpy "
@@ -264,7 +264,7 @@ def plan(
         b_layout = "nk"
 
     if out is not None:
-        out_op = _describe(out, "out")
+        out_op = _describe(out, "out", api)
         if out_op.kind != a_op.kind:
             raise TypeError(f"{api}: out must be a {a_op.kind} like a and b, got a {out_op.kind}")
         if out_op.dtype not in OUTPUT_DTYPES:
@@ -325,8 +325,8 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
     of a [B, N, K]), out [B, M, N], each a row-major batch of matrices (rows
     16-byte aligned, matrices one after another), 16-bit C with N a multiple of
     8 (the kernels store C with TMA)."""
-    a_op, b_op = _describe(a, "a"), _describe(b, "b")
-    out_op = None if out is None else _describe(out, "out")
+    a_op, b_op = _describe(a, "a", "wsc.bmm"), _describe(b, "b", "wsc.bmm")
+    out_op = None if out is None else _describe(out, "out", "wsc.bmm")
     if a_op.kind != "torch" or b_op.kind != "torch":
         raise TypeError("wsc.bmm: a and b must be torch tensors")
     for name, op in (("a", a_op), ("b", b_op)):
@@ -397,7 +397,9 @@ def _check_scales(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int, scales
     blocks = -(-k // SCALE_BLOCK)
     block_shapes = [[m, blocks], [-(-n // SCALE_BLOCK), blocks]]
     names = ("scale_a", "scale_b")
-    described = [_describe(scale, name) for name, scale in zip(names, scales, strict=True)]
+    described = [
+        _describe(scale, name, "wsc.scaled_mm") for name, scale in zip(names, scales, strict=True)
+    ]
     for name, op in zip(names, described, strict=True):
         if op.kind != "torch" or op.dtype != "f32":
             raise TypeError(f"wsc.scaled_mm: {name} must be a float32 tensor, got {op.dtype}")

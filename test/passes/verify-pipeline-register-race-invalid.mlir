@@ -49,11 +49,12 @@ module {
       }
       "wsc.mbarrier_wait"(%3, %arg6, %arg7) : (!wsc.mbarriers, index, i1) -> ()
       "wsc.wgmma_fence"() : () -> ()
+      // expected-note @+1 {{the register tile is made here}}
       %22 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
       "wsc.wgmma"(%1, %2, %arg6, %22) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x128xf8E4M3FN, 3>, memref<2x64x128xf8E4M3FN, 3>, index, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
       "wsc.wgmma_commit_group"() : () -> ()
       "wsc.wgmma_wait_group"() {pending = 1 : i32} : () -> ()
-      // expected-error @+1 {{wsc.tile_binary reads the 128x64 f32 register tile made at}}
+      // expected-error @+1 {{wsc.tile_binary reads the 128x64 f32 register tile while a WGMMA group that writes it is in flight}}
       %23 = "wsc.tile_binary"(%22, %20) {kind = "mul"} : (!wsc.acc<array<i64: 128, 64>, f32>, !wsc.acc<array<i64: 128, 1>, f32>) -> !wsc.acc<array<i64: 128, 64>, f32>
       %24 = "wsc.tile_binary"(%12, %23) {kind = "add"} : (!wsc.acc<array<i64: 128, 64>, f32>, !wsc.acc<array<i64: 128, 64>, f32>) -> !wsc.acc<array<i64: 128, 64>, f32>
       "wsc.tile_assign"(%12, %24) : (!wsc.acc<array<i64: 128, 64>, f32>, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
@@ -95,6 +96,7 @@ module {
     %9 = arith.divui %7, %4 : index
     %10 = arith.muli %8, %c128 : index
     %11 = arith.muli %9, %c64 : index
+    // expected-note @+1 {{the register tile is made here}}
     %12 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
     %false = arith.constant false
     %13:2 = scf.for %arg5 = %c0 to %0 step %c1 iter_args(%arg6 = %c0, %arg7 = %false) -> (index, i1) {
@@ -117,7 +119,7 @@ module {
       "wsc.wgmma"(%1, %2, %arg6, %12) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x128xf8E4M3FN, 3>, memref<2x64x128xf8E4M3FN, 3>, index, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
       "wsc.wgmma_commit_group"() : () -> ()
       %23 = "wsc.tile_binary"(%22, %20) {kind = "mul"} : (!wsc.acc<array<i64: 128, 64>, f32>, !wsc.acc<array<i64: 128, 1>, f32>) -> !wsc.acc<array<i64: 128, 64>, f32>
-      // expected-error @+1 {{wsc.tile_assign writes the 128x64 f32 register tile made at}}
+      // expected-error @+1 {{wsc.tile_assign writes the 128x64 f32 register tile while a WGMMA group that writes it is in flight}}
       "wsc.tile_assign"(%12, %23) : (!wsc.acc<array<i64: 128, 64>, f32>, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
       "wsc.sync"() : () -> ()
       %25:2 = "wsc.ring_advance"(%arg6, %arg7) {num_stages = 2 : i32} : (index, i1) -> (index, i1)

@@ -9,6 +9,8 @@
 // RUN: not wsc-opt --split-input-file --warp-specialize=num-stages=100 %s 2>&1 | FileCheck %s --check-prefix=RING
 // RUN: not wsc-opt --warp-specialize='producer=warpgroup num-consumer-groups=2 producer-registers=7' %s 2>&1 | FileCheck %s --check-prefix=BUDGET
 // RUN: not wsc-opt --warp-specialize='producer-registers=32' %s 2>&1 | FileCheck %s --check-prefix=BUDGET-WARP
+// The seed's V2 kernel without its wsc.wgmma_wait_group, with a group in flight.
+// RUN: grep -v wgmma_wait_group %S/../../examples/matmul_v2.mlir | not wsc-opt --warp-specialize='wgmma-in-flight=1' - 2>&1 | FileCheck %s --check-prefix=NO-WAIT
 
 // GROUPS: error: --warp-specialize: a 128-row tile cannot be split over 4 consumer warpgroups in multiples of 64 rows
 // REGISTERS: error: --warp-specialize: consumer-registers = 256 cannot be met: a block of 384 threads starts with 168 registers per thread and a 40-register producer frees enough for at most 232 per consumer
@@ -18,8 +20,9 @@
 // INFLIGHT: error: --warp-specialize: wgmma-in-flight = 1 needs at least 2 stages: with 1 the stage a WGMMA group still reads is the one released
 // A ring the option makes too big for shared memory is reported at the author's alloc.
 // BUDGET: wsc-opt: error: pass 'warp-specialize': option 'producer-registers' must be a multiple of 8 from 24 to 256 (a setmaxnreg budget), got 7
+// NO-WAIT: error: --warp-specialize: wgmma-in-flight = 1 turns the K tile's wsc.wgmma_wait_group into the wait that retires the previous K tile's group; this K loop has 0
 // BUDGET-WARP: wsc-opt: error: pass 'warp-specialize': 'producer-registers' and 'consumer-registers' apply to 'producer' = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role keeps the registers the block starts with
-// RING: warp-specialize-invalid.mlir:38:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
+// RING: warp-specialize-invalid.mlir:41:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
 
 // A supported kernel: no diagnostics with the default options (the error
 // under other options is checked by the GROUPS, REGISTERS, KEEP and KEEP-WARP runs).

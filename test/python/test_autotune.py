@@ -47,6 +47,23 @@ def test_the_space_is_the_product_of_the_decorators_in_written_order():
     assert kernel() == (4, 128, 128) and kernel(num_stages=3) == (3, 128, 128)
 
 
+def test_wsc_autotune_is_the_decorator_after_its_module_is_imported():
+    """`import wsc.autotune` binds the name to the module (as the examples'
+    `from wsc.autotune import autotune` does); `@wsc.autotune` still decorates."""
+    import wsc
+
+    assert wsc.autotune is autotune_module
+
+    @wsc.autotune("num_stages", [2, 3])
+    def kernel(num_stages=4):
+        return num_stages
+
+    assert isinstance(kernel, Autotuned) and kernel.configs() == [
+        {"num_stages": 2},
+        {"num_stages": 3},
+    ]
+
+
 def test_the_seeds_space_is_declared_on_the_example():
     assert len(matmul_v3.configs()) == 10
     assert {"num_stages": 6, "block_n": 64} in matmul_v3.configs()
@@ -224,6 +241,21 @@ def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
     assert not result.failure_is_final
     kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert len(runs) == 4  # searched again
+
+
+def test_sizes_a_candidate_cannot_be_written_for_are_not_its_failure(cache):
+    """K = 100 gives A rows of 200 bytes, which TMA cannot copy: the candidate
+    drops out of that search, and compiles for the next sizes."""
+
+    @autotune("num_stages", [2])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    result = kernel.tune({"m": 256, "n": 256, "k": 100}, cache=cache, jobs=1, progress=False)
+    (candidate,) = result.candidates
+    assert candidate.error.startswith("UnfitSizesError: kernel 'matmul': tensor 'a' is copied")
+    result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
+    assert [c.error for c in result.candidates] == [None]
 
 
 def test_sizes_the_kernel_does_not_read_are_the_caller_s_mistake(cache):

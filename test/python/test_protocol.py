@@ -241,7 +241,8 @@ def test_in_flight_accumulator_stored():
     text = edit(matmul_v2(4), "{pending = 0 : i32}", "{pending = 1 : i32}")
     violation = find_violation(text)
     assert (violation.kind, violation.k_tiles) == (protocol.REGISTER_RACE, 1)
-    assert violation.message.startswith("wsc.store reads the 128x128 f32 register tile made at")
+    assert violation.message.startswith("wsc.store reads the 128x128 f32 register tile while")
+    assert [message for _, message in violation.notes] == ["the register tile is made here"]
     assert '"wsc.store"(%acc' in offending_line(text, violation)
 
 

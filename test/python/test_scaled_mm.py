@@ -256,6 +256,11 @@ def test_scaled_mm_plan_and_its_errors():
             r"\[11, 5\], got \[1\] and \[2\]",
         ),
         (
+            lambda: wsc.scaled_mm(a, w.T, 1.0, scales[1]),
+            TypeError,
+            "wsc.scaled_mm: scale_a must be a torch tensor or a numpy array, got float",
+        ),
+        (
             lambda: plan(a, w.T, scales=(scales[0].half(), scales[1])),
             TypeError,
             "scale_a must be a float32 tensor, got f16",

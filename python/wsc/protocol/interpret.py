@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from wsc import ops
-from wsc.diagnostics import PassError, file_line_col
+from wsc.diagnostics import PassError
 from wsc.dialect import acc_type_parameters, parse_acc_type
 from wsc.ir_utils import (
     cluster_size,
@@ -955,6 +955,7 @@ def _check_tiles(process, op, reads, writes, asynchronous: bool = False) -> None
                 f"{op.name} reads {_tile_name(tile)} while a WGMMA group that writes it is "
                 f"in flight: retire the group first (a wsc.wgmma_wait_group leaving fewer "
                 f"groups pending)",
+                _made_here(tile),
             )
     for tile in writes:
         if tile in read or (tile in written and not asynchronous):
@@ -964,15 +965,20 @@ def _check_tiles(process, op, reads, writes, asynchronous: bool = False) -> None
                 f"{op.name} writes {_tile_name(tile)} while a WGMMA group that "
                 f"{'reads' if tile in read else 'writes'} it is in flight: retire the group "
                 f"first (a wsc.wgmma_wait_group leaving fewer groups pending)",
+                _made_here(tile),
             )
 
 
 def _tile_name(tile: ir.Value) -> str:
     shape, element = acc_type_parameters(tile.type)
+    return f"the {'x'.join(map(str, shape))} {element} register tile"
+
+
+def _made_here(tile: ir.Value) -> list[tuple[ir.Location, str]]:
+    """A note at the op that made `tile` (located by the diagnostics, which
+    map a buffer's lines back to the user's file)."""
     source = defining_op(tile)
-    filename, line, col = file_line_col(source.location) if source else (None, None, None)
-    where = f" made at {filename}:{line}:{col}" if line is not None else ""
-    return f"the {'x'.join(map(str, shape))} {element} register tile{where}"
+    return [(source.location, "the register tile is made here")] if source else []
 
 
 def compile_kernel(kernel_op: ir.Operation) -> Kernel:
