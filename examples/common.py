@@ -109,6 +109,11 @@ def run_example(
         "--tune", action="store_true", help="autotune over the kernel's @autotune space first"
     )
     args = parser.parse_args(argv)
+    if args.out is not None:
+        try:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            parser.error(f"--out: cannot write '{args.out}': {error.strerror}")
 
     print(doc.strip().splitlines()[0], flush=True)
     out = Path(args.out or tempfile.mkdtemp(prefix="wsc-example-"))

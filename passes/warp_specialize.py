@@ -1360,7 +1360,11 @@ class _Specializer:
         with ir.InsertionPoint(any_tiles.then_block):
             issue(zero, stage, phase, slots[0])
             # Trips while a third K tile follows the pair: (k_tiles - 1) / 2.
-            trips = arith.DivUIOp(arith.SubIOp(k_tiles, one).result, two).result
+            # k_tiles > 0 here: k_tiles - 1 does not wrap (which makes the
+            # tiles' indices provably >= 0 for their bounds checks).
+            left = arith.SubIOp(k_tiles, one)
+            left.attributes["overflowFlags"] = ir.Attribute.parse("#arith.overflow<nuw>")
+            trips = arith.DivUIOp(left.result, two).result
             loop = scf.ForOp(zero, trips, one, [stage, phase])
             with ir.InsertionPoint(loop.body):
                 at_stage, at_phase = loop.inner_iter_args

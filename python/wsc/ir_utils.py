@@ -58,6 +58,76 @@ def constant_int(value: ir.Value) -> int | None:
     return None
 
 
+#: Index sources that are never negative: block and thread indices and
+#: counts, a block's rank in its cluster, sizes.
+_NON_NEGATIVE_SOURCES = (
+    "gpu.block_id",
+    "gpu.thread_id",
+    "gpu.grid_dim",
+    "gpu.block_dim",
+    "wsc.cluster_rank",
+    "memref.dim",
+)
+#: Integer ops whose result is non-negative where all their operands are.
+_NON_NEGATIVE_MAPS = (
+    "arith.addi",
+    "arith.muli",
+    "arith.divui",
+    "arith.ceildivui",
+    "arith.divsi",
+    "arith.remsi",
+    "arith.ceildivsi",
+    "arith.floordivsi",
+    "arith.maxui",
+    "arith.minsi",
+    "arith.index_cast",
+    "arith.index_castui",
+    "arith.extui",
+    "arith.select",
+)
+
+
+def non_negative(value: ir.Value, depth: int = 32) -> bool:
+    """Whether an integer value is provably >= 0: a constant, a block or
+    thread index, a size, a loop index from a non-negative start, a
+    difference that does not wrap (arith.subi overflow<nuw>), an unsigned
+    min or remainder bounded by one of those, or sums, products, quotients,
+    min/max and selects of those. False where unknown (another difference,
+    a function argument)."""
+    if depth == 0:
+        return False
+    number = constant_int(value)
+    if number is not None:
+        return number >= 0
+    op = defining_op(value)
+    if op is None:
+        # An scf.for's induction variable (its block's first argument).
+        parent = ir.BlockArgument(value).owner.owner
+        parent = parent.operation if isinstance(parent, ir.OpView) else parent
+        return (
+            parent is not None
+            and parent.name == "scf.for"
+            and ir.BlockArgument(value).arg_number == 0
+            and non_negative(parent.operands[0], depth - 1)
+        )
+    if op.name in _NON_NEGATIVE_SOURCES:
+        return True
+    if op.name == "arith.subi":
+        # a - b with no unsigned wrap: a >= b.
+        flags = op.attributes["overflowFlags"] if "overflowFlags" in op.attributes else None
+        return flags is not None and "nuw" in str(flags)
+    if op.name in ("arith.minui", "arith.maxsi"):
+        # At most a non-negative operand (unsigned), or at least one (signed).
+        return any(non_negative(operand, depth - 1) for operand in op.operands)
+    if op.name == "arith.remui":
+        # Below its divisor (unsigned).
+        return non_negative(op.operands[1], depth - 1)
+    if op.name in _NON_NEGATIVE_MAPS:
+        operands = list(op.operands)[1:] if op.name == "arith.select" else op.operands
+        return all(non_negative(operand, depth - 1) for operand in operands)
+    return False
+
+
 def kernels(module: ir.Operation) -> list[ir.Operation]:
     """The func.func ops of `module` that carry wsc.num_threads."""
     return [

@@ -923,3 +923,48 @@ func.func @fp8_matmul(%a: memref<?x?xf8E4M3FN>, %b: memref<?x?xf8E4M3FN>, %c: me
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A tile whose origin may be negative (a difference of block offsets): its
+// loads and stores compare indices unsigned, so that a row before the
+// tensor is outside it too, and the store's whole-tile path also checks
+// that the origin is >= 0. An origin made of block indices, sizes and
+// constants keeps the signed compares.
+// CHECK-LABEL: llvm.func @shifted
+// CHECK-NOT: llvm.icmp "slt"
+// CHECK: llvm.icmp "ult"
+// CHECK: llvm.icmp "sge"
+// CHECK-NOT: llvm.icmp "slt"
+// CHECK: llvm.return
+func.func @shifted(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %bx = gpu.block_id x
+  %top = arith.muli %bx, %c64 : index
+  %row = arith.subi %top, %c64 : index
+  %t = "wsc.tile_load"(%x, %row, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%t, %c, %row, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// CHECK-LABEL: llvm.func @unshifted
+// CHECK-NOT: llvm.icmp "ult"
+// CHECK-NOT: llvm.icmp "sge"
+// CHECK: llvm.return
+func.func @unshifted(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %bx = gpu.block_id x
+  %rows = memref.dim %x, %c0 : memref<?x?xf32>
+  %tiles = arith.ceildivui %rows, %c64 : index
+  %tile = arith.remui %bx, %tiles : index
+  %row = arith.muli %tile, %c64 : index
+  %t = "wsc.tile_load"(%x, %row, %c0) : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%t, %c, %row, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

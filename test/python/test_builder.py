@@ -1020,6 +1020,23 @@ def relu_kernel(check) -> KernelBuilder:
     return kb
 
 
+def test_a_reference_must_take_the_kernel_s_arguments_by_name():
+    """The check calls the reference with the inputs by name (a, b, ...): a
+    parameter named otherwise is refused where the reference was given."""
+
+    def reference(x):
+        return np.maximum(x, 0.0)
+
+    kb = relu_kernel(reference)
+    with pytest.raises(BuildError) as error:
+        kb.finish()
+    assert "check: reference 'reference' takes x, which name no argument of the kernel" in str(
+        error.value
+    )
+    assert "(a, b)" in str(error.value)
+    assert str(error.value).startswith(f"{__file__}:")
+
+
 def test_a_reference_beside_the_kernel_travels_in_its_artifacts(tmp_path, monkeypatch):
     """The author's reference function is the artifacts' check: `wsc run
     --check` compares the kernel's output with it (here a host computation

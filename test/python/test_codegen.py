@@ -588,3 +588,45 @@ def test_a_wide_k_by_n_b_is_read_n_major_atom_by_atom():
     assert ptx.count("cp.async.bulk.tensor.2d") == 1 + 4  # A's box, then B's four
     wgmmas = [" ".join(line.split()) for line in ptx.splitlines() if "wgmma.mma_async" in line]
     assert wgmmas and all("m64n256k16" in w and w.endswith("p, 1, 1, 0, 1;") for w in wgmmas)
+
+
+def test_non_negative_proves_what_bounds_checks_may_compare_signed():
+    """An index made of block indices, sizes, constants, non-negative loop
+    indices and the ops that keep them non-negative is proven >= 0; a plain
+    difference or a function argument is not."""
+    from mlir import ir
+
+    from wsc.dialect import make_context
+    from wsc.ir_utils import non_negative, walk
+
+    text = """
+    func.func @f(%arg: index, %x: memref<?x?xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %bx = gpu.block_id x
+      %m = memref.dim %x, %c0 : memref<?x?xf32>
+      %tiles = arith.ceildivui %m, %c8 : index
+      %last = arith.subi %tiles, %c1 overflow<nuw> : index
+      %diff = arith.subi %tiles, %c1 : index
+      %few = arith.minui %arg, %c8 : index
+      %rem = arith.remui %arg, %tiles : index
+      %sum = arith.addi %bx, %last : index
+      scf.for %i = %c0 to %m step %c1 {
+        %at = arith.muli %i, %sum : index
+        "test.use"(%at) : (index) -> ()
+      }
+      scf.for %j = %diff to %m step %c1 {
+        "test.use"(%j) : (index) -> ()
+      }
+      "test.use"(%diff, %few, %rem, %arg) : (index, index, index, index) -> ()
+      return
+    }
+    """
+    with make_context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        uses = [op for op in walk(module.operation) if op.name == "test.use"]
+        (at,), (j,), (diff, few, rem, arg) = (list(op.operands) for op in uses)
+        assert non_negative(at) and non_negative(few) and non_negative(rem)
+        assert not non_negative(diff) and not non_negative(arg) and not non_negative(j)

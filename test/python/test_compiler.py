@@ -294,6 +294,8 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
             (v2, "-o", str(tmp_path / "no" / "v2.ptx")),
             f"could not write '{tmp_path / 'no' / 'v2.ptx'}': there is no directory",
         ),
+        # A directory that takes no new files: the system's reason, no errno.
+        ((v2, "-o", "/proc/v2.ptx"), "wsc compile: error: '/proc/v2.ptx': No such file"),
     ]
     for args, message in cases:
         proc = _wsc("compile", *args)

@@ -197,6 +197,24 @@ def test_planted_bug_is_found(name):
     assert line in offending_line(text, violation)
 
 
+def test_a_deadlock_notes_where_every_other_group_is_blocked():
+    """The producer's first wait for the wrong parity deadlocks: the error is
+    at that wait, and a note shows the consumer blocked at its own wait (the
+    wait to fix may be either)."""
+    edits, _, _, _ = PLANTED_BUGS["producer_initial_phase"]
+    text = matmul_v3()
+    for old, new in edits:
+        text = edit(text, old, new)
+    violation = find_violation(text)
+    assert violation.kind == protocol.DEADLOCK
+    ((location, message),) = violation.notes
+    assert message.startswith(
+        "the consumer role [0, 128) is blocked here, waiting for parity 0 on full[0]"
+    )
+    _, line, _ = file_line_col(location)
+    assert CONSUMER_WAIT in text.splitlines()[line - 1]
+
+
 @pytest.mark.parametrize("name", PLANTED_BUGS)
 def test_planted_bug_is_found_with_two_stages(name):
     edits, kind, _, line = PLANTED_BUGS[name]

@@ -195,8 +195,12 @@ class KernelBuilder:
         blocks_per_sm: int = 1,
     ):
         where = caller()
+        #: The author's reference function and where it was given (checked
+        #: against the kernel's arguments by finish()).
+        self._reference: tuple[Callable, SourceLocation] | None = None
         if check is not None and not isinstance(check, str):
             check_config = {**(check_config or {}), "reference": _reference(check, where)}
+            self._reference = (check, where)
             check = "reference"
         for flag, value in (("allow_spills", allow_spills), ("persistent", persistent)):
             if not isinstance(value, bool):
@@ -1301,7 +1305,34 @@ class KernelBuilder:
                     f"remove it, or use it",
                     scalar.where,
                 )
+        self._check_reference_parameters()
         return kernel
+
+    def _check_reference_parameters(self) -> None:
+        """The reference function is called with the kernel's inputs and
+        scalars by name (and the check's reference_arguments): a parameter
+        that names none of them could never be given."""
+        if self._reference is None:
+            return
+        function, where = self._reference
+        given = [
+            *(tensor.name for tensor in self._tensors),
+            *(scalar.name for scalar in self._scalars),
+            *self.check_config.get("reference_arguments", {}),
+        ]
+        unknown = [
+            name
+            for name, parameter in inspect.signature(function).parameters.items()
+            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+            and name not in given
+        ]
+        if unknown:
+            raise BuildError(
+                f"check: reference '{function.__name__}' takes {', '.join(unknown)}, which "
+                f"name no argument of the kernel: it is called with the kernel's inputs and "
+                f"scalars by name ({', '.join(given) or 'none'})",
+                where,
+            )
 
 
 class GridIndex:

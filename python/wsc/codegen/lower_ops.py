@@ -96,6 +96,7 @@ from wsc.dialect import acc_type_parameters
 from wsc.ir_utils import (
     constant_int,
     defining_op,
+    non_negative,
     parent_op,
     use_owner,
     walk,
@@ -181,6 +182,13 @@ class DeferredTile:
         return E.pack_pair(self.compute(i, r), self.compute(i, r + 1))
 
 
+#: The index operands that place a global tile access (its origin).
+_ORIGIN_OPERANDS = {
+    "wsc.tile_load": lambda op: (ops.TileLoad(op).row, ops.TileLoad(op).col),
+    "wsc.store": lambda op: (ops.Store(op).row, ops.Store(op).col),
+    "wsc.coalesced_store": lambda op: (ops.CoalescedStore(op).row, ops.CoalescedStore(op).col),
+    "wsc.tile_broadcast": lambda op: (ops.TileBroadcast(op).offset,),
+}
 #: Ops that write a register tile in place (the accumulator).
 _TILE_WRITERS = ("wsc.wgmma", "wsc.wgmma_register_a", "wsc.partial_reduce", "wsc.tile_assign")
 
@@ -380,6 +388,13 @@ class KernelLowering(KernelPlan):
 
     def _lower_all(self) -> None:
         self.slots: dict[ir.Value, AccSlot | DeferredTile] = {}
+        # Whether each global tile access's origin is provably >= 0, read
+        # before lowering rewrites the block indices and sizes it is made of.
+        self.exact_origin = {
+            op: all(non_negative(origin) for origin in _ORIGIN_OPERANDS[op.name](op))
+            for op in self.ops
+            if op.name in _ORIGIN_OPERANDS
+        }
         doomed: list[ir.Operation] = []
         for op in self.ops:
             name = op.name
@@ -756,8 +771,9 @@ class KernelLowering(KernelPlan):
             [E.addi(E.muli(E.arith_extsi(top_row, i64), ld64), E.arith_extsi(lane_col, i64))],
             scalar,
         )
-        in_rows = E.cmpi("sle", E.addi(row0_32, E.const(tile.rows, i32)), rows)
-        in_cols = E.cmpi("sle", E.addi(col0_32, E.const(tile.cols, i32)), cols)
+        exact = self.exact_origin[op]
+        in_rows = self._fits(row0_32, tile.rows, rows, exact)
+        in_cols = self._fits(col0_32, tile.cols, cols, exact)
         whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
 
         def store_rows(checked: bool):
@@ -765,7 +781,9 @@ class KernelLowering(KernelPlan):
                 # warp_rows is a multiple of 8: row r's swizzle key is row (r mod 8)'s.
                 key = tile.swizzled_offset(r, 0) ^ tile.byte_offset(r, 0)
                 row_address = E.gep(thread_base, [E.muli(E.const(r, i64), ld64)], scalar)
-                row_ok = E.cmpi("slt", E.addi(top_row, E.const(r, i32)), rows) if checked else None
+                row_ok = (
+                    self._inside(E.addi(top_row, E.const(r, i32)), rows, exact) if checked else None
+                )
                 for first_col in range(0, tile.cols, WARP_SIZE):
                     atom, inner = divmod(first_col, tile.atom_cols)
                     in_row = E.addi(E.const(inner * tile.element_bytes, i32), lane_bytes)
@@ -777,7 +795,7 @@ class KernelLowering(KernelPlan):
                     if not checked:
                         E.store(E.load(scalar, self._smem_ptr(offset)), address)
                         continue
-                    col_ok = E.cmpi("slt", E.addi(lane_col, E.const(first_col, i32)), cols)
+                    col_ok = self._inside(E.addi(lane_col, E.const(first_col, i32)), cols, exact)
                     guard = E.if_then(E.andi(row_ok, col_ok))
                     with E.then_body(guard):
                         E.store(E.load(scalar, self._smem_ptr(offset)), address)
@@ -1155,8 +1173,11 @@ class KernelLowering(KernelPlan):
 
         warp, lane = self._warp_and_lane(op)
         row0_32, col0_32 = self._i32(row0), self._i32(col0)
+        exact = self.exact_origin[op]
         if store.transpose:
-            self._store_transposed(slot, base, ld, (rows, cols), (row0_32, col0_32), warp, lane)
+            self._store_transposed(
+                slot, base, ld, (rows, cols), (row0_32, col0_32), warp, lane, exact
+            )
             return
         row_base, col_base = self._fragment_origin(warp, lane, (row0_32, col0_32))
         ld64 = E.arith_extsi(ld, E.i64())
@@ -1166,8 +1187,8 @@ class KernelLowering(KernelPlan):
         # as for N = 8193: element stores, no bounds checks); a partial tile
         # (element stores, each checked).
         pair_align = 2 * element_bytes
-        in_rows = E.cmpi("sle", E.addi(row0_32, E.const(fragment.rows, i32)), rows)
-        in_cols = E.cmpi("sle", E.addi(col0_32, E.const(fragment.cols, i32)), cols)
+        in_rows = self._fits(row0_32, fragment.rows, rows, exact)
+        in_cols = self._fits(col0_32, fragment.cols, cols, exact)
         even = E.cmpi("eq", E.andi(E.ori(ld, col0_32), E.const(1, i32)), E.const(0, i32))
         aligned = E.cmpi(
             "eq",
@@ -1214,15 +1235,28 @@ class KernelLowering(KernelPlan):
                             store_element(i, h, j, c, row_off)
         with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
             for i, h, row in fragment_rows():
-                row_ok = E.if_then(E.cmpi("slt", row, rows))
+                row_ok = E.if_then(self._inside(row, rows, exact))
                 with E.then_body(row_ok):
                     row_off = row_offset(row)
                     for j in range(fragment.cols // 8):
                         for c in range(2):
                             column = E.addi(col_base, E.const(8 * j + c, i32))
-                            col_ok = E.if_then(E.cmpi("slt", column, cols))
+                            col_ok = E.if_then(self._inside(column, cols, exact))
                             with E.then_body(col_ok):
                                 store_element(i, h, j, c, row_off)
+
+    @staticmethod
+    def _inside(index, bound, exact: bool) -> ir.Value:
+        """index < bound; unless `exact` (the tile's origin is provably >= 0)
+        compared unsigned, so that a negative index is outside too."""
+        return E.cmpi("slt" if exact else "ult", index, bound)
+
+    @staticmethod
+    def _fits(origin, extent: int, bound, exact: bool) -> ir.Value:
+        """[origin, origin + extent) lies in [0, bound) (origin >= 0 is
+        checked unless `exact`)."""
+        fits = E.cmpi("sle", E.addi(origin, E.const(extent, E.i32())), bound)
+        return fits if exact else E.andi(fits, E.cmpi("sge", origin, E.const(0, E.i32())))
 
     @staticmethod
     def _element_position(warp, lane, origin, transpose, i: int, r: int, vector: bool = False):
@@ -1249,11 +1283,11 @@ class KernelLowering(KernelPlan):
         return (col, row) if transpose else (row, col)
 
     def _global_element(
-        self, base, ld, bounds, row, col, element: str, read_only: bool
+        self, base, ld, bounds, row, col, element: str, read_only: bool, exact: bool
     ) -> ir.Value:
         """tensor[row, col] as an f32 (0 outside `bounds`), by a load predicated
         off outside: the address needs no select, so a loop steps it."""
-        inside = E.andi(E.cmpi("slt", row, bounds[0]), E.cmpi("slt", col, bounds[1]))
+        inside = E.andi(self._inside(row, bounds[0], exact), self._inside(col, bounds[1], exact))
         i64 = E.i64()
         offset = E.addi(
             E.muli(E.arith_extsi(row, i64), E.arith_extsi(ld, i64)), E.arith_extsi(col, i64)
@@ -1275,13 +1309,14 @@ class KernelLowering(KernelPlan):
         bounds = (self._size(position, 0), self._size(position, 1))
         warp, lane = self._warp_and_lane(op)
         origin = (self._i32(load.row), self._i32(load.col))
+        exact = self.exact_origin[op]
         read_only = self._read_only(position)
         vector = _fragment(load.result).row_vector
         if vector or load.transpose:
 
             def compute(i: int, r: int) -> ir.Value:
                 row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
-                return self._global_element(base, ld, bounds, row, col, element, read_only)
+                return self._global_element(base, ld, bounds, row, col, element, read_only, exact)
 
             self._define_tile(op, compute)
             return
@@ -1297,13 +1332,13 @@ class KernelLowering(KernelPlan):
                 row = E.addi(row_base, E.const(SUBTILE_ROWS * i + 8 * h, i32))
                 offset = E.addi(E.muli(E.arith_extsi(row, i64), ld64), E.arith_extsi(col_base, i64))
                 address = E.ptrtoint(E.gep(base, [offset], E.float_type(element)), i64)
-                rows[(i, h)] = (address, E.cmpi("slt", row, bounds[0]))
+                rows[(i, h)] = (address, self._inside(row, bounds[0], exact))
 
         def element_of(i: int, r: int) -> ir.Value:
             address, row_inside = rows[(i, row_register(r))]
             column = 8 * (r // 4) + r % 2
             inside = E.andi(
-                row_inside, E.cmpi("slt", E.addi(col_base, E.const(column, i32)), bounds[1])
+                row_inside, self._inside(E.addi(col_base, E.const(column, i32)), bounds[1], exact)
             )
             return E.load_global_masked(address, column * element_bytes, inside, element, read_only)
 
@@ -1318,6 +1353,7 @@ class KernelLowering(KernelPlan):
         warp, lane = self._warp_and_lane(op)
         zero = E.const(0, E.i32())
         offset = self._i32(broadcast.offset)
+        exact = self.exact_origin[op]
         along_rows = broadcast.along == "rows"
         origin = (offset, zero) if along_rows else (zero, offset)
         read_only = self._read_only(position)
@@ -1327,7 +1363,7 @@ class KernelLowering(KernelPlan):
             def compute(i: int, r: int) -> ir.Value:
                 row, col = self._element_position(warp, lane, origin, False, i, r, vector)
                 index = row if along_rows else col
-                inside = E.cmpi("slt", index, length)
+                inside = self._inside(index, length, exact)
                 return self._vector_element(
                     base, E.arith_extsi(index, E.i64()), inside, element, read_only
                 )
@@ -1344,7 +1380,7 @@ class KernelLowering(KernelPlan):
 
         def element_of(i: int, r: int) -> ir.Value:
             column = 8 * (r // 4) + r % 2
-            inside = E.cmpi("slt", E.addi(col_base, E.const(column, i32)), length)
+            inside = self._inside(E.addi(col_base, E.const(column, i32)), length, exact)
             return E.load_global_masked(
                 address, column * ELEMENT_BYTES[element], inside, element, read_only
             )
@@ -1365,20 +1401,20 @@ class KernelLowering(KernelPlan):
         col = E.addi(col0, E.muli(E.andi(lane, E.const(3, i32)), E.const(2, i32)))
         return row, col
 
-    def _store_transposed(self, slot, base, ld, bounds, origin, warp, lane) -> None:
+    def _store_transposed(self, slot, base, ld, bounds, origin, warp, lane, exact) -> None:
         """wsc.store {transpose}: fragment element (r, c) to dst[row0 + c, col0 + r],
         element by element (a thread's neighbours in the fragment are a row
         apart in dst); checked against dst's bounds only for a partial tile."""
         fragment = slot.fragment
-        i32, i64 = E.i32(), E.i64()
+        i64 = E.i64()
         scalar = E.float_type(slot.element)
         element_bytes = ELEMENT_BYTES[slot.element]
         (rows, cols), (row0, col0) = bounds, origin
         ld64 = E.arith_extsi(ld, i64)
         whole_tile = E.scf_if_else(
             E.andi(
-                E.cmpi("sle", E.addi(row0, E.const(fragment.cols, i32)), rows),
-                E.cmpi("sle", E.addi(col0, E.const(fragment.rows, i32)), cols),
+                self._fits(row0, fragment.cols, rows, exact),
+                self._fits(col0, fragment.rows, cols, exact),
             )
         )
 
@@ -1401,7 +1437,7 @@ class KernelLowering(KernelPlan):
                 store_element(register, row, column)
         with ir.InsertionPoint.at_block_terminator(whole_tile.else_block):
             for register, row, column in elements():
-                inside = E.andi(E.cmpi("slt", row, rows), E.cmpi("slt", column, cols))
+                inside = E.andi(self._inside(row, rows, exact), self._inside(column, cols, exact))
                 with E.then_body(E.if_then(inside)):
                     store_element(register, row, column)
 

@@ -722,12 +722,23 @@ class _Simulation:
                 f"; a stage is free before its first release, so the first wait on "
                 f"{barrier.spec.name} is for parity 1, which returns at once on phase 0"
             )
+        # Where every other group is blocked: the wait to fix may be one of those.
+        others = [
+            (
+                p.pause.op.location,
+                f"the {p.name} is blocked here, waiting for parity {p.pause.parity} on "
+                f"{p.pause.barrier.name} ({p.pause.barrier.status()})",
+            )
+            for p in waits
+            if p is not blamed
+        ]
         return Violation(
             DEADLOCK,
             pause.op,
             f"deadlock: this wait for parity {pause.parity} on "
             f"{barrier.name} never returns: every thread group is blocked and no "
             f"copy is in flight ({barrier.status()}){hint}",
+            others,
         )
 
     # -- split-K hand-off: every block runs the same code on its own split, so

@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wsc {args.command}: compilation failed\n{error}", file=sys.stderr)
         elif isinstance(error, (ValueError, OSError)):
             message = str(error)  # a located diagnostic starts with its file:line:col
+            if isinstance(error, OSError) and error.filename is not None:
+                message = f"'{error.filename}': {error.strerror}"
             located = ": error: " in message
             print(message if located else f"wsc {args.command}: error: {message}", file=sys.stderr)
         else:
