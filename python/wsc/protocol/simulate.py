@@ -723,15 +723,17 @@ class _Simulation:
                 f"{barrier.spec.name} is for parity 1, which returns at once on phase 0"
             )
         # Where every other group is blocked: the wait to fix may be one of those.
-        others = [
-            (
-                p.pause.op.location,
-                f"the {p.name} is blocked here, waiting for parity {p.pause.parity} on "
-                f"{p.pause.barrier.name} ({p.pause.barrier.status()})",
-            )
-            for p in waits
-            if p is not blamed
-        ]
+        others = []
+        for process in waits:
+            other = process.pause
+            if process is not blamed and isinstance(other, Wait):
+                others.append(
+                    (
+                        other.op.location,
+                        f"the {process.name} is blocked here, waiting for parity "
+                        f"{other.parity} on {other.barrier.name} ({other.barrier.status()})",
+                    )
+                )
         return Violation(
             DEADLOCK,
             pause.op,
