@@ -40,6 +40,7 @@ from wsc.runtime.artifact import (
     GridAxis,
     Workspace,
     check_sizes,
+    derived_size_problems,
     grid_axis,
     size_value,
 )
@@ -331,13 +332,8 @@ def write_artifact(
     info = result.info
     check_sizes(info.dims, sizes, info.name)
     rules = dict(derived_sizes or {})
-    base = {name: value for name, value in sizes.items() if name not in rules}
-    for name, rule in rules.items():
-        if name not in sizes or size_value(rule, base) != sizes[name]:
-            raise ValueError(
-                f"kernel '{info.name}': derived size {name} = {rule} does not give "
-                f"{sizes.get(name)} at sizes {base}"
-            )
+    for name, why in derived_size_problems(rules, sizes):
+        raise ValueError(f"kernel '{info.name}': derived size {name}: {why}")
     scalar_names = {param["name"] for param in info.params if param["kind"] == "f32"}
     unknown = sorted(set(scalars or {}) - scalar_names)
     if unknown:

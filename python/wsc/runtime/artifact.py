@@ -59,7 +59,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -131,11 +131,37 @@ def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> 
             raise SizesError(f"size {name} must be a positive int, got {value!r}")
 
 
+def base_sizes(rules: Mapping[str, str], sizes: Mapping[str, int]) -> dict[str, int]:
+    """The sizes of `sizes` that no rule of `rules` derives."""
+    return {name: value for name, value in sizes.items() if name not in rules}
+
+
+def derived_size_problems(
+    rules: Mapping[str, Any], sizes: Mapping[str, int]
+) -> Iterator[tuple[str, str]]:
+    """(name, why) for each rule of `rules` that does not derive its size of
+    `sizes` from the sizes not derived."""
+    base = base_sizes(rules, sizes)
+    for name, rule in rules.items():
+        if name not in sizes:
+            yield name, "derives no size in 'sizes'"
+        elif not isinstance(rule, str):
+            yield name, f"expected a size expression, got {rule!r}"
+        else:
+            try:
+                value = size_value(rule, base)
+            except ValueError as error:
+                yield name, f"{error} (or it is derived itself)"
+                continue
+            if value != sizes[name]:
+                yield name, f"{rule} = {value} at these sizes, not {sizes[name]}"
+
+
 def derive_sizes(rules: Mapping[str, str], sizes: Mapping[str, int], kernel: str) -> dict[str, int]:
     """`sizes` with each size of `rules` (name: a size expression of sizes
     not derived) computed where it is missing; SizesError where a given one
     breaks its rule."""
-    base = {name: value for name, value in sizes.items() if name not in rules}
+    base = base_sizes(rules, sizes)
     derived = dict(sizes)
     for name, rule in rules.items():
         try:
@@ -519,19 +545,8 @@ class _Parser:
 
     def derived_sizes(self, doc: dict, sizes: Mapping[str, int]) -> dict[str, str]:
         rules = self.get(doc, "derived_sizes", "", dict, required=False) or {}
-        base = {name: value for name, value in sizes.items() if name not in rules}
-        for name, rule in rules.items():
-            path = f"derived_sizes.{name}"
-            if name not in sizes:
-                raise self.fail(path, "derives no size in 'sizes'")
-            if not isinstance(rule, str):
-                raise self.fail(path, f"expected a size expression, got {rule!r}")
-            try:
-                value = size_value(rule, base)
-            except ValueError as error:
-                raise self.fail(path, f"{error} (or it is derived itself)") from None
-            if value != sizes[name]:
-                raise self.fail(path, f"{rule} = {value} at these sizes, not {sizes[name]}")
+        for name, why in derived_size_problems(rules, sizes):
+            raise self.fail(f"derived_sizes.{name}", why)
         return dict(rules)
 
     def grid(self, doc: dict, sizes: Mapping[str, int]) -> tuple[GridAxis, ...]:

@@ -50,7 +50,7 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from . import Kernel, PreparedLaunch
-from .artifact import Artifact, ArtifactError, WscRuntimeError, load_artifact
+from .artifact import Artifact, ArtifactError, WscRuntimeError, base_sizes, load_artifact
 from .checks import Check, find_check
 from .driver import (
     CudaUnavailableError,
@@ -149,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             artifact = load_artifact(directory)
             if sizes:
                 # Derived sizes (a block scale's length) follow the given ones.
-                written = {
-                    name: value
-                    for name, value in artifact.sizes.items()
-                    if name not in artifact.derived_sizes
-                }
+                written = base_sizes(artifact.derived_sizes, artifact.sizes)
                 artifact = artifact.resized(**{**written, **sizes})
             if scalars:
                 artifact = artifact.with_scalars(**scalars)
