@@ -102,6 +102,35 @@ def operand_number(op_name: str, operand: str) -> int:
     return DEFINITIONS[op_name].operands.index(operand)
 
 
+#: The operands through which a kernel writes a global tensor: by TMA, and by threads.
+TMA_TENSOR_WRITES = (("wsc.tma_store", "dst"),)
+THREAD_TENSOR_WRITES = (("wsc.store", "dst"), ("wsc.coalesced_store", "dst"))
+
+
+def tensor_uses(tensor: ir.Value) -> list[tuple[ir.Operation, str | None]]:
+    """Each use of a kernel's tensor argument as (op, operand name); a batch's
+    uses include those of the matrices wsc.batch_matrix takes from it."""
+    found = []
+    values = [tensor]
+    while values:
+        for use in values.pop().uses:
+            owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            name = operand_name(owner, use.operand_number)
+            if (owner.name, name) == ("wsc.batch_matrix", "batch"):
+                values.append(BatchMatrix(owner).matrix)
+            else:
+                found.append((owner, name))
+    return found
+
+
+def writes_tensor(tensor: ir.Value) -> bool:
+    """Whether the kernel writes its tensor argument `tensor`."""
+    return any(
+        use in TMA_TENSOR_WRITES + THREAD_TENSOR_WRITES
+        for use in ((owner.name, name) for owner, name in tensor_uses(tensor))
+    )
+
+
 # Fields ---------------------------------------------------------------------
 
 T = TypeVar("T")

@@ -1030,11 +1030,26 @@ def test_a_reference_must_take_the_kernel_s_arguments_by_name():
     kb = relu_kernel(reference)
     with pytest.raises(BuildError) as error:
         kb.finish()
-    assert "check: reference 'reference' takes x, which name no argument of the kernel" in str(
+    assert "check: reference 'reference' takes x, which names no argument of the kernel" in str(
         error.value
     )
-    assert "(a, b)" in str(error.value)
+    assert "(a)" in str(error.value)
     assert str(error.value).startswith(f"{__file__}:")
+
+
+def test_a_reference_cannot_take_an_output():
+    """The outputs are what the reference returns, not what it is given: a
+    parameter named after one is refused when the kernel is finished."""
+
+    def reference(a, b):
+        return np.maximum(a, 0.0)
+
+    kb = relu_kernel(reference)
+    with pytest.raises(BuildError) as error:
+        kb.finish()
+    message = str(error.value)
+    assert "takes b, which names the kernel's output b: it returns the outputs' values" in message
+    assert "by name (a)" in message
 
 
 def test_a_reference_beside_the_kernel_travels_in_its_artifacts(tmp_path, monkeypatch):

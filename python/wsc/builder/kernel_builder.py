@@ -54,7 +54,13 @@ from wsc.ir_utils import (
     defining_op,
     use_owner,
 )
-from wsc.ops import BROADCAST_ALONG, COL_REDUCE_ROWS, TILE_PREDICATES, broadcast_shape
+from wsc.ops import (
+    BROADCAST_ALONG,
+    COL_REDUCE_ROWS,
+    TILE_PREDICATES,
+    broadcast_shape,
+    writes_tensor,
+)
 from wsc.runtime.checks import is_known_check
 from wsc.target.hopper import (
     ELEMENT_BYTES,
@@ -1311,12 +1317,13 @@ class KernelBuilder:
     def _check_reference_parameters(self) -> None:
         """The reference function is called with the kernel's inputs and
         scalars by name (and the check's reference_arguments): a parameter
-        that names none of them could never be given."""
+        that names none of them, or names an output, could never be given."""
         if self._reference is None:
             return
         function, where = self._reference
+        outputs = {tensor.name for tensor in self._tensors if writes_tensor(tensor.value)}
         given = [
-            *(tensor.name for tensor in self._tensors),
+            *(tensor.name for tensor in self._tensors if tensor.name not in outputs),
             *(scalar.name for scalar in self._scalars),
             *self.check_config.get("reference_arguments", {}),
         ]
@@ -1327,10 +1334,17 @@ class KernelBuilder:
             and name not in given
         ]
         if unknown:
+            written = [name for name in unknown if name in outputs]
+            what = (
+                f"the kernel's output{'s' if len(written) > 1 else ''} {', '.join(written)}: "
+                f"it returns the outputs' values, and"
+                if written
+                else "no argument of the kernel:"
+            )
             raise BuildError(
                 f"check: reference '{function.__name__}' takes {', '.join(unknown)}, which "
-                f"name no argument of the kernel: it is called with the kernel's inputs and "
-                f"scalars by name ({', '.join(given) or 'none'})",
+                f"name{'s' if len(unknown) == 1 else ''} {what} it is called with the kernel's "
+                f"inputs and scalars by name ({', '.join(given) or 'none'})",
                 where,
             )
 

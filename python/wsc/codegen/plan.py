@@ -509,18 +509,13 @@ class KernelPlan:
         self.load_args: set[int] = set()  # read by threads into register tiles
         self.scalar_args: set[int] = set()  # f32 values splat into register tiles
         for position, arg in enumerate(self.args):
-            uses = list(arg.uses)
-            for use in uses:
-                owner = use_owner(use)
-                key = (owner.name, ops.operand_name(owner, use.operand_number))
-                if key == ("wsc.batch_matrix", "batch"):
-                    # Its matrices' uses are the batch's.
-                    uses.extend(ops.BatchMatrix(owner).matrix.uses)
-                elif key == ("wsc.tma_load", "src"):
+            for owner, operand in ops.tensor_uses(arg):
+                key = (owner.name, operand)
+                if key == ("wsc.tma_load", "src"):
                     self.tma_args.add(position)
-                elif key == ("wsc.tma_store", "dst"):
+                elif key in ops.TMA_TENSOR_WRITES:
                     self.tma_store_args.add(position)
-                elif key in (("wsc.store", "dst"), ("wsc.coalesced_store", "dst")):
+                elif key in ops.THREAD_TENSOR_WRITES:
                     self.store_args.add(position)
                 elif key in _WORKSPACE_OPERANDS:
                     self.workspace_args.add(position)
