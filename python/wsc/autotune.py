@@ -42,6 +42,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import types
 from collections.abc import Callable, Sequence
@@ -219,10 +220,16 @@ class Autotuned:
         self, candidates: list[Candidate], sizes: dict, fixed: dict, cache, jobs: int, progress
     ) -> None:
         """Compile the candidates the cache lacks into it, `jobs` at a time; a
-        failure is cached too, so a known-bad candidate is not compiled again."""
+        failure is cached too, so a known-bad candidate is not compiled again.
+        Sizes the kernel does not read stop the candidates not yet begun: every
+        one would fail alike."""
         in_workers = jobs > 1 and self._importable()
+        unknown_sizes = threading.Event()
 
         def compile_one(candidate: Candidate) -> None:
+            if unknown_sizes.is_set():
+                progress(1)
+                return
             key = self._candidate_key(candidate.config, fixed)
             failure_key = {**key, "kind": "autotune-candidate-failure"}
             arguments = {**fixed, **candidate.config}
@@ -240,9 +247,9 @@ class Autotuned:
                 candidate.error = _reason(error)
                 # Sizes the kernel does not read are the caller's mistake, and
                 # sizes it cannot be written for the sizes' fault, not the config's.
-                if not candidate.error.startswith(
-                    (f"{SIZES_ERROR}:", f"{UnfitSizesError.__name__}:")
-                ):
+                if candidate.error.startswith(f"{SIZES_ERROR}:"):
+                    unknown_sizes.set()
+                elif not candidate.error.startswith(f"{UnfitSizesError.__name__}:"):
                     cache.put(failure_key, {"error": candidate.error})
             candidate.compile_seconds = time.perf_counter() - start
             progress(1)

@@ -259,12 +259,18 @@ def test_sizes_a_candidate_cannot_be_written_for_are_not_its_failure(cache):
 
 
 def test_sizes_the_kernel_does_not_read_are_the_caller_s_mistake(cache):
-    @autotune("num_stages", [2])
+    """Wrong size names stop the search at the first candidate compiled: the
+    others would fail alike."""
+    built = []
+
+    @autotune("num_stages", [2, 3, 4])
     def kernel(num_stages=2):
+        built.append(num_stages)
         return matmul_v3(num_stages=num_stages)
 
     with pytest.raises(SizesError, match="reads sizes k, m, n; got m"):
         kernel.tune({"m": 256}, cache=cache, jobs=1, progress=False)
-    # Nothing of the config was cached as a failure: the right sizes compile it.
+    assert built == [2]
+    # Nothing of the configs was cached as a failure: the right sizes compile them.
     result = kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
-    assert [c.error for c in result.candidates] == [None]
+    assert [c.error for c in result.candidates] == [None, None, None]
