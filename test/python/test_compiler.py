@@ -205,8 +205,8 @@ def test_an_artifact_whose_tma_rows_no_launch_could_copy_is_refused(tmp_path):
 
     compiled = matmul_v2(prefetch=False).warp_specialize(num_stages=2).compile()
     message = (
-        "kernel 'matmul': tensor 'a' is copied by TMA, whose rows are multiples of 16 bytes; "
-        "at k = 100 its rows are 200 bytes: k must be a multiple of 8"
+        "kernel 'matmul': tensor 'a' is copied by TMA: its rows are 200 bytes (k = 100 x 2 B); "
+        "TMA needs a row stride that is a multiple of 16 bytes, so k must be a multiple of 8"
     )
     with pytest.raises(ValueError, match=re.escape(message)):
         compiled.write_artifact(tmp_path / "k100", m=256, n=256, k=100)
@@ -273,37 +273,42 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
     two = tmp_path / "two.mlir"
     text = (EXAMPLES / "matmul_v2.mlir").read_text()
     two.write_text(text + text.replace("@matmul", "@matmul2"))
+    # Exit status 2: the command line asks for what cannot be done; 1: the input cannot be compiled.
     cases = [
         # Options a specialized kernel would not go through.
         (
+            2,
             (v3, "-o", str(tmp_path / "v3.ptx"), "--num-stages", "2"),
             "is specialized already (it has wsc.role ops) and is compiled as written, "
             "so --num-stages would not apply",
         ),
         (
+            1,
             (str(two), "-o", str(tmp_path / "two.ptx")),
             "takes one kernel (a func.func with wsc.num_threads) per file, found 2: "
             "@matmul, @matmul2",
         ),
         (
+            2,
             (str(EXAMPLES / "v3_warp_specialized.py"), "-o", str(tmp_path / "x.ptx")),
             "a Python file; wsc compile takes a kernel in wsc MLIR (.mlir)",
         ),
-        ((v2, "-o", str(tmp_path)), f"could not write '{tmp_path}': it is a directory"),
+        (2, (v2, "-o", str(tmp_path)), f"could not write '{tmp_path}': it is a directory"),
         (
+            2,
             (v2, "-o", str(tmp_path / "no" / "v2.ptx")),
             f"could not write '{tmp_path / 'no' / 'v2.ptx'}': there is no directory",
         ),
         # A directory that takes no new files: the system's reason, no errno.
-        ((v2, "-o", "/proc/v2.ptx"), "wsc compile: error: '/proc/v2.ptx': No such file"),
+        (2, (v2, "-o", "/proc/v2.ptx"), "wsc compile: error: '/proc/v2.ptx': No such file"),
     ]
-    for args, message in cases:
+    for status, args, message in cases:
         proc = _wsc("compile", *args)
-        assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+        assert proc.returncode == status and message in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert not (tmp_path / "v3.ptx").exists()
     proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "-o", v2)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
 
 
@@ -316,7 +321,7 @@ def test_cli_reads_its_input_as_wsc_opt_does(tmp_path):
     """A missing file and a parse error read as wsc-opt's (the second a
     located line of its own); `-` is standard input."""
     proc = _wsc("compile", str(tmp_path / "none.mlir"), "-o", str(tmp_path / "x.ptx"))
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr == (
         f"wsc compile: error: could not open input file '{tmp_path / 'none.mlir'}': "
         "No such file or directory\n"
@@ -376,7 +381,7 @@ def test_cli_reports_bad_config_without_traceback(tmp_path):
         "--config",
         '{"num_stage": 3}',
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "error: --config: no MatmulConfig field 'num_stage' (fields: block_m," in proc.stderr
     assert "num_stages" in proc.stderr and "Traceback" not in proc.stderr
 

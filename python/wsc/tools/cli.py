@@ -5,7 +5,9 @@
     wsc compile-matmul --m M --n N --k K -o DIR
     wsc run DIR [--check] [--bench]        load and launch an artifact (no MLIR needed)
 
-Only `run` works without the MLIR wheels; it never imports them.
+Only `run` works without the MLIR wheels; it never imports them. The exit
+status is 0 on success, 1 when the kernel fails to compile, and 2 when the
+command line asks for what cannot be done (an option, an input or output path).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ def _print_stages(result) -> None:
         print(f"  {stage.name:<{width}}  {stage.seconds * 1000:7.1f} ms  {stage.summary}")
 
 
+class CommandLineError(ValueError):
+    """The command line asks for what cannot be done: exit status 2, as argparse's own errors."""
+
+
 def _config_from_args(args):
     from wsc.kernels.matmul.config import MatmulConfig
 
@@ -36,13 +42,13 @@ def _config_from_args(args):
         try:
             values = json.loads(args.config)
         except json.JSONDecodeError as error:
-            raise ValueError(f"--config is not valid JSON: {error}") from None
+            raise CommandLineError(f"--config is not valid JSON: {error}") from None
         if not isinstance(values, dict):
-            raise ValueError("--config must be a JSON object")
+            raise CommandLineError("--config must be a JSON object")
     fields = MatmulConfig.__dataclass_fields__
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ValueError(
+        raise CommandLineError(
             f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
             f"(fields: {', '.join(fields)})"
         )
@@ -52,16 +58,16 @@ def _config_from_args(args):
 def _writable_file(path: str) -> None:
     """Refuse, before compiling, an output file that cannot be written."""
     if os.path.isdir(path):
-        raise ValueError(f"could not write '{path}': it is a directory")
+        raise CommandLineError(f"could not write '{path}': it is a directory")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        raise ValueError(f"could not write '{path}': there is no directory '{parent}'")
+        raise CommandLineError(f"could not write '{path}': there is no directory '{parent}'")
 
 
 def _writable_directory(path: str) -> None:
     """Refuse, before compiling, an output directory that is a file."""
     if os.path.exists(path) and not os.path.isdir(path):
-        raise ValueError(f"could not write '{path}': it is a file, not a directory")
+        raise CommandLineError(f"could not write '{path}': it is a file, not a directory")
 
 
 def _compile_matmul(args) -> int:
@@ -96,7 +102,7 @@ def _compile(args) -> int:
     from wsc.tools.opt import UsageError, read_input
 
     if args.input.endswith(".py"):
-        raise ValueError(
+        raise CommandLineError(
             f"{args.input}: a Python file; wsc compile takes a kernel in wsc MLIR (.mlir). "
             "A kernel of the Python builder compiles in Python: kernel.compile(), "
             "kernel.write_artifact(DIR), or its example's --compile-only"
@@ -110,7 +116,7 @@ def _compile(args) -> int:
     try:
         name, text = read_input(args.input)
     except UsageError as error:
-        raise ValueError(str(error)) from None
+        raise CommandLineError(str(error)) from None
     context = make_context()
     with context, ir.Location.unknown():
         module = parse_module(text, DiagnosticEngine(name))
@@ -125,7 +131,7 @@ def _compile(args) -> int:
         passes: list[WscPass]
         if "wsc.role" in names:
             if given:
-                raise ValueError(
+                raise CommandLineError(
                     f"{name}: the kernel is specialized already (it has wsc.role ops) "
                     f"and is compiled as written, so "
                     f"{', '.join('--' + name for name in given)} would not apply: give its "
@@ -305,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                 message = f"'{error.filename}': {error.strerror}"
             located = ": error: " in message
             print(message if located else f"wsc {args.command}: error: {message}", file=sys.stderr)
+            if isinstance(error, (CommandLineError, OSError)):
+                return 2
         else:
             print(
                 f"wsc {args.command}: internal error: {type(error).__name__}: {error} "
