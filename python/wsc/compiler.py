@@ -44,7 +44,7 @@ from wsc.runtime.artifact import (
     grid_axis,
     size_value,
 )
-from wsc.target.hopper import ELEMENT_BYTES, TMA_ALIGN, tile_registers
+from wsc.target.hopper import ELEMENT_BYTES, tile_registers, tma_row_problem
 from wsc.verifier import verify_wsc
 
 
@@ -424,14 +424,9 @@ def _check_tma_rows(info: KernelInfo, dims: dict, sizes: dict[str, int]) -> None
         inner = dims.get(name, [None])[-1]
         if inner is None:
             continue
-        element = ELEMENT_BYTES[info.tensors[name]["dtype"]]
-        if sizes[inner] * element % TMA_ALIGN:
-            raise ValueError(
-                f"kernel '{info.name}': tensor '{name}' is copied by TMA, whose rows are "
-                f"multiples of {TMA_ALIGN} bytes; at {inner} = {sizes[inner]} its rows are "
-                f"{sizes[inner] * element} bytes: {inner} must be a multiple of "
-                f"{TMA_ALIGN // element}"
-            )
+        problem = tma_row_problem(inner, sizes[inner], ELEMENT_BYTES[info.tensors[name]["dtype"]])
+        if problem is not None:
+            raise ValueError(f"kernel '{info.name}': tensor '{name}' is copied by TMA: {problem}")
 
 
 def _workspace_entries(

@@ -53,7 +53,7 @@ from typing import Any
 from wsc.device import hopper_name
 from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
-from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up
+from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up, tma_row_problem
 from wsc.target.hopper import HALF_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
 
@@ -199,13 +199,14 @@ def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int, api: str = "wsc.ma
             f"a row-major [N, K] one (as in x @ w.T), got strides "
             f"{list(b_op.strides)}; pass b.contiguous()"
         )
-    for name, stride, dim in (("a", lda, "K"), ("b", ldb, b_rows)):
-        if stride * size % TMA_ALIGN:
-            raise ValueError(
-                f"{api}: {name}'s rows start {stride * size} bytes apart; TMA "
-                f"needs a multiple of {TMA_ALIGN} bytes, so {dim} (or the row "
-                f"stride) must be a multiple of {TMA_ALIGN // size}"
-            )
+    for name, stride, dim, extent in (
+        ("a", lda, "K", k),
+        ("b", ldb, b_rows, n if b_layout == "kn" else k),
+    ):
+        # A padded row is its stride's length, not the dim's.
+        problem = tma_row_problem(dim if stride == extent else "the row stride", stride, size)
+        if problem is not None:
+            raise ValueError(f"{api}: {name}: {problem}")
     return b_layout
 
 
@@ -297,7 +298,7 @@ def plan(
     # A staging tile is 16-bit (an f32 one would not fit next to the operand
     # stages); TMA stores it where C's rows allow, coalesced stores elsewhere.
     staged = result_dtype in INPUT_DTYPES
-    tma_store = staged and ldc * ELEMENT_BYTES[result_dtype] % TMA_ALIGN == 0
+    tma_store = staged and tma_row_problem("N", ldc, ELEMENT_BYTES[result_dtype]) is None
     if scales is not None and (bias is not None or residual is not None):
         raise TypeError("wsc.scaled_mm: takes no bias or residual")
     _check_epilogue(a_op, m, n, bias, activation, residual, alpha)
@@ -359,11 +360,8 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
             f"tile), got {p.out_dtype}"
         )
     if not p.tma_store:
-        raise ValueError(
-            f"wsc.bmm: C's rows start {p.n * ELEMENT_BYTES[p.out_dtype]} bytes apart; it is "
-            f"stored with TMA, which needs a multiple of {TMA_ALIGN} bytes (N a multiple of "
-            f"{TMA_ALIGN // ELEMENT_BYTES[p.out_dtype]}); use torch.bmm for it"
-        )
+        problem = tma_row_problem("N", p.n, ELEMENT_BYTES[p.out_dtype])
+        raise ValueError(f"wsc.bmm: C is stored with TMA, and {problem}; use torch.bmm for it")
     operands = [("a", a_op), ("b", b_op)]
     if out_op is not None:
         operands.append(("out", out_op))

@@ -136,14 +136,14 @@ def test_tiles_tma_cannot_copy_are_refused_with_the_problem(tmp_path, config, b_
             MatmulProblem("f16", "f32", "nk"),
             256,
             100,
-            "A's rows are 200 bytes (K = 100 x 2 B); TMA needs a row stride that is a multiple of "
+            "A: its rows are 200 bytes (K = 100 x 2 B); TMA needs a row stride that is a multiple of "
             "16 bytes, so K must be a multiple of 8",
         ),
         (
             MatmulProblem("bf16", "f32", "kn"),
             260,
             256,
-            "B's rows are 520 bytes (N = 260 x 2 B); TMA needs a row stride that is a multiple of "
+            "B: its rows are 520 bytes (N = 260 x 2 B); TMA needs a row stride that is a multiple of "
             "16 bytes, so N must be a multiple of 8",
         ),
     ],

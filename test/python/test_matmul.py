@@ -195,7 +195,7 @@ def test_out_dtype_and_out_decide_the_result_dtype():
             None,
             None,
             ValueError,
-            "a's rows start 260 bytes apart; .* K .* must be a multiple of 8",
+            r"a: its rows are 260 bytes \(K = 130 x 2 B\); .* so K must be a multiple of 8",
         ),
         (
             meta(64, 64),
@@ -203,7 +203,7 @@ def test_out_dtype_and_out_decide_the_result_dtype():
             None,
             None,
             ValueError,
-            "b's rows start 2666 bytes apart; .* N .* must be a multiple of 8",
+            r"b: its rows are 2666 bytes \(N = 1333 x 2 B\); .* so N must be a multiple of 8",
         ),
         (
             meta(64, 128)[:, ::2],

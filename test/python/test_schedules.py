@@ -351,7 +351,7 @@ def test_a_staged_store_needs_a_16_bit_output(epilogue):
 
 def test_tma_store_needs_16_byte_rows_of_c(tmp_path):
     config = MatmulConfig(tma_store=True)
-    with pytest.raises(ValueError, match="C's rows are 2666 bytes"):
+    with pytest.raises(ValueError, match="C: its rows are 2666 bytes"):
         compile_matmul(1000, 1333, 520, MatmulProblem(out_dtype="f16"), config, tmp_path)
 
 

@@ -130,6 +130,22 @@ def swizzle_padded_cols(cols: int, element: str) -> int:
 
 #: TMA: global base addresses and row strides are multiples of 16 bytes.
 TMA_ALIGN = 16
+
+
+def tma_row_problem(dim: str, extent: int, element_bytes: int) -> str | None:
+    """Why TMA cannot copy rows of `extent` elements of `element_bytes`
+    (a row stride not a multiple of TMA_ALIGN bytes; `dim` names the extent),
+    or None where it can."""
+    row = extent * element_bytes
+    if row % TMA_ALIGN == 0:
+        return None
+    return (
+        f"its rows are {row} bytes ({dim} = {extent} x {element_bytes} B); TMA needs a row "
+        f"stride that is a multiple of {TMA_ALIGN} bytes, so {dim} must be a multiple of "
+        f"{TMA_ALIGN // element_bytes}"
+    )
+
+
 #: TMA box dimensions, tensor rank, global extents and strides.
 MAX_TMA_BOX = 256
 MAX_TMA_RANK = 5

@@ -26,7 +26,6 @@ from wsc.target.hopper import (
     RESULT_DTYPES,
     SWIZZLE_BYTES,
     SWIZZLE_SPANS,
-    TMA_ALIGN,
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
     WGMMA_M,
@@ -37,6 +36,7 @@ from wsc.target.hopper import (
     stage_bytes,
     swizzle_padded_cols,
     tile_registers,
+    tma_row_problem,
     wgmma_k,
 )
 
@@ -548,10 +548,6 @@ def check_tma_strides(
     if config is not None and config.tma_store:
         rows.append(("C", "N", n, problem.out_dtype))
     for tensor, dim, extent, dtype in rows:
-        size = ELEMENT_BYTES[dtype]
-        if extent * size % TMA_ALIGN:
-            raise ValueError(
-                f"{tensor}'s rows are {extent * size} bytes ({dim} = {extent} x {size} B); TMA "
-                f"needs a row stride that is a multiple of {TMA_ALIGN} bytes, so {dim} "
-                f"must be a multiple of {TMA_ALIGN // size}"
-            )
+        problem = tma_row_problem(dim, extent, ELEMENT_BYTES[dtype])
+        if problem is not None:
+            raise ValueError(f"{tensor}: {problem}")
