@@ -147,7 +147,11 @@ def test_bmm_plan_and_its_errors():
         (lambda: plan_bmm(a[0], w[0].T), ValueError, r"a must be a batch of matrices"),
         (lambda: plan_bmm(a, meta(5, 520, 1336)), ValueError, "hold as many matrices, got 6 and 5"),
         (lambda: plan_bmm(a, w), ValueError, "per matrix, b must be .K, N. with K = 520"),
-        (lambda: plan_bmm(a, meta(6, 520, 1335)), ValueError, "per matrix, b: its rows are 2670 bytes"),
+        (
+            lambda: plan_bmm(a, meta(6, 520, 1335)),
+            ValueError,
+            "per matrix, b: its rows are 2670 bytes",
+        ),
         (
             lambda: plan_bmm(meta(12, 1000, 520)[::2], w.transpose(1, 2)),
             ValueError,

@@ -936,6 +936,35 @@ def test_register_tile_loads_misuse_is_located():
         KernelBuilder("k", check_config={"epilogue": {}})
 
 
+def test_a_check_config_is_checked_where_it_is_given():
+    """A misspelt key or a value the check would refuse is a BuildError at
+    the KernelBuilder line, not a check that silently ignores it at run time."""
+
+    def reference(a):
+        return a
+
+    for check, config, message in (
+        (
+            reference,
+            {"tolerence": 1e-2},
+            "check_config: key 'tolerence' is not one check 'reference' reads (input_scale, "
+            "reference_arguments, tolerance)",
+        ),
+        (reference, {"tolerance": -1}, "check_config: tolerance must be a positive number"),
+        (reference, {"input_scale": "big"}, "check_config: input_scale must be a positive number"),
+        (
+            reference,
+            {"reference_arguments": [1]},
+            "check_config: reference_arguments must map argument names to values",
+        ),
+        ("matmul", {"epilog": {}}, "key 'epilog' is not one check 'matmul' reads (epilogue)"),
+    ):
+        with pytest.raises(BuildError) as error:
+            KernelBuilder("k", check=check, check_config=config)
+        assert message in str(error.value) and str(error.value).startswith(f"{__file__}:")
+    KernelBuilder("k", check=reference, check_config={"tolerance": 1e-2, "input_scale": 2})
+
+
 def test_split_k_misuse_is_located():
     kb = KernelBuilder("bad", grid=[("m", 64), ("n", 64)])
     with pytest.raises(BuildError, match=r"splits must be an int >= 2, got 1"):

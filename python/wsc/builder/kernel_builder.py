@@ -61,7 +61,7 @@ from wsc.ops import (
     broadcast_shape,
     writes_tensor,
 )
-from wsc.runtime.checks import is_known_check
+from wsc.runtime.checks import check_config_problems, is_known_check
 from wsc.target.hopper import (
     ELEMENT_BYTES,
     HALF_DTYPES,
@@ -204,6 +204,7 @@ class KernelBuilder:
         #: The author's reference function and where it was given (checked
         #: against the kernel's arguments by finish()).
         self._reference: tuple[Callable, SourceLocation] | None = None
+        given_config = dict(check_config or {})
         if check is not None and not isinstance(check, str):
             check_config = {**(check_config or {}), "reference": _reference(check, where)}
             self._reference = (check, where)
@@ -222,6 +223,9 @@ class KernelBuilder:
                 f"give the reference as a Python function instead (check=fn)",
                 where,
             )
+        if check is not None:
+            for problem in check_config_problems(check, given_config):
+                raise BuildError(f"check_config: {problem}", where)
         for count, number, most in (
             ("blocks_per_sm", blocks_per_sm, MAX_BLOCKS_PER_SM),
             ("cluster_size", cluster_size, MAX_PORTABLE_CLUSTER),

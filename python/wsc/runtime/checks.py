@@ -90,6 +90,25 @@ def find_check(artifact: Artifact) -> Check | None:
     return factory(artifact)
 
 
+def check_config_problems(name: str, config: dict[str, Any]) -> list[str]:
+    """What is wrong with `config` as a kernel's check_config for check
+    `name`, before any artifact is written: keys the check does not read (its
+    factory's CONFIG_KEYS) and values it would refuse (its config_problems).
+    A check that declares neither accepts any config."""
+    factory = _registered.get(name) or _packaged_check(name)
+    keys = getattr(factory, "CONFIG_KEYS", None)
+    problems = []
+    if keys is not None:
+        problems += [
+            f"key {key!r} is not one check '{name}' reads ({', '.join(sorted(keys)) or 'none'})"
+            for key in sorted(set(config) - set(keys))
+        ]
+    judge = getattr(factory, "config_problems", None)
+    if judge is not None:
+        problems += judge(config)
+    return problems
+
+
 def _packaged_check(name: str) -> CheckFactory | None:
     if not _NAME.fullmatch(name):
         return None

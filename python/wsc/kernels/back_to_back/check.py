@@ -19,6 +19,8 @@ class BackToBackCheck:
 
     #: The check's name in artifacts (and in its errors).
     NAME = "back_to_back"
+    #: It reads no check_config.
+    CONFIG_KEYS: frozenset[str] = frozenset()
 
     def __init__(self, artifact: Artifact):
         def fail(message: str) -> ArtifactError:

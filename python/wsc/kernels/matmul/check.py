@@ -155,6 +155,9 @@ class Epilogue:
 class MatmulCheck:
     """The matmul a matmul artifact computes, and its reference."""
 
+    #: The keys of a kernel's check_config this check reads.
+    CONFIG_KEYS = frozenset({"epilogue"})
+
     def __init__(self, artifact: Artifact):
         def fail(message: str) -> ArtifactError:
             return ArtifactError(f"{artifact.json_path}: check 'matmul': {message}")

@@ -37,6 +37,26 @@ class ReferenceCheck:
 
     #: The check's name in artifacts (and in its errors).
     NAME = "reference"
+    #: The keys of a kernel's check_config this check reads (the builder adds "reference").
+    CONFIG_KEYS = frozenset({"tolerance", "input_scale", "reference_arguments"})
+
+    @staticmethod
+    def config_problems(config: dict[str, Any]) -> list[str]:
+        """What is wrong with the values of a check_config (each a phrase
+        beginning with its key)."""
+        problems = []
+        for key in ("tolerance", "input_scale"):
+            value = config.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+            ):
+                problems.append(f"{key} must be a positive number, got {value!r}")
+        arguments = config.get("reference_arguments", {})
+        if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
+            problems.append(
+                f"reference_arguments must map argument names to values, got {arguments!r}"
+            )
+        return problems
 
     def __init__(self, artifact: Artifact):
         def fail(message: str) -> ArtifactError:
@@ -66,18 +86,14 @@ class ReferenceCheck:
         self.scalars: dict[str, float] = artifact.scalars()
         self.kernel: str = artifact.kernel_name
         self.sizes: dict[str, int] = dict(artifact.sizes)
+        for problem in self.config_problems(config):
+            raise fail(f"config.{problem}")
         tolerance = config.get("tolerance")
         if tolerance is None:
             tolerance = max(DEFAULT_TOLERANCE.get(self.dtypes[n], 1e-4) for n in self.outputs)
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance <= 0:
-            raise fail(f"config.tolerance must be a positive number, got {tolerance!r}")
         self._tolerance: float = float(tolerance)
         self._input_scale: float = float(config.get("input_scale", 1.0))
         arguments = config.get("reference_arguments", {})
-        if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
-            raise fail(
-                f"config.reference_arguments must map argument names to values, got {arguments!r}"
-            )
         clashes = sorted(set(arguments) & {*self.inputs, *self.scalars})
         if clashes:
             raise fail(
