@@ -312,6 +312,48 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
     assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
 
 
+def test_cli_compiles_what_it_cannot_specialize_as_written(tmp_path):
+    """A builder kernel printed to a file compiles as the builder compiles it:
+    one with no loop of TMA loads as written, and a specialized one with
+    --unroll-ring-buffer where its ring loops asked for unrolling (the PTX
+    is the builder's)."""
+    from wsc.builder import KernelBuilder, f32
+
+    sys.path.insert(0, str(EXAMPLES))
+    from v3_warp_specialized import matmul_v3
+
+    kb = KernelBuilder("relu", grid=[("a_dim0", 64), ("a_dim1", 64)])
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    kb.store_global(y, kb.relu(kb.load_tile(x, [row, col], [64, 64])), [row, col])
+    relu = tmp_path / "relu.mlir"
+    relu.write_text(str(kb.finish()))
+    proc = _wsc("compile", str(relu), "-o", str(tmp_path / "relu.ptx"))
+    assert proc.returncode == 0, proc.stderr
+    assert "verify-pipeline" in proc.stdout and "warp-specialize" not in proc.stdout
+    proc = _wsc("compile", str(relu), "-o", str(tmp_path / "relu.ptx"), "--num-stages", "2")
+    assert proc.returncode == 2
+    assert "has no loop of TMA loads to specialize and is compiled as written" in proc.stderr
+
+    kernel = matmul_v3()
+    assert kernel.unroll
+    v3 = tmp_path / "v3.mlir"
+    v3.write_text(str(kernel))
+    proc = _wsc("compile", str(v3), "-o", str(tmp_path / "v3.ptx"), "--unroll-ring-buffer")
+    assert proc.returncode == 0, proc.stderr
+    ptx = (tmp_path / "v3.ptx").read_text()
+    assert ptx.split("\n.version", 1)[1] == kernel.compile().result.ptx.split("\n.version", 1)[1]
+    proc = _wsc(
+        "compile",
+        str(EXAMPLES / "matmul_v2.mlir"),
+        "-o",
+        str(tmp_path / "v2.ptx"),
+        "--unroll-ring-buffer",
+    )
+    assert proc.returncode == 2
+    assert "--unroll-ring-buffer applies to a kernel compiled as written" in proc.stderr
+
+
 def test_cli_names_its_version():
     proc = _wsc("--version")
     assert proc.returncode == 0 and proc.stdout == f"wsc {wsc.__version__}\n"

@@ -128,17 +128,30 @@ def _compile(args) -> int:
                 f"wsc.num_threads) per file, found {len(found)}{': ' + named if named else ''}"
             )
         names = {op.name for op in walk(module.operation)}
+        pipelined = any(
+            op.name == "wsc.tma_load" and _inside_loop(op) for op in walk(module.operation)
+        )
         passes: list[WscPass]
-        if "wsc.role" in names:
+        if "wsc.role" in names or not pipelined:
+            why = (
+                "is specialized already (it has wsc.role ops)"
+                if "wsc.role" in names
+                else "has no loop of TMA loads to specialize"
+            )
             if given:
                 raise CommandLineError(
-                    f"{name}: the kernel is specialized already (it has wsc.role ops) "
-                    f"and is compiled as written, so "
+                    f"{name}: the kernel {why} and is compiled as written, so "
                     f"{', '.join('--' + name for name in given)} would not apply: give its "
                     "V2 form, or leave the options out"
                 )
-            # Specialized already (V3 as written): its protocol is checked as is.
-            passes = [VerifyPipeline()]
+            # As written: a ring loop is unrolled where asked, and the protocol checked.
+            passes = [UnrollRingBuffer()] if args.unroll_ring_buffer else [VerifyPipeline()]
+        elif args.unroll_ring_buffer:
+            raise CommandLineError(
+                f"{name}: --unroll-ring-buffer applies to a kernel compiled as written; "
+                "a V2-form kernel's ring loops are unrolled after --warp-specialize unless "
+                "it is persistent"
+            )
         else:
             passes = [WarpSpecialize(**{name.replace("-", "_"): v for name, v in given.items()})]
             # A persistent kernel's stages stay run-time values (no unrolling).
@@ -156,6 +169,15 @@ def _compile(args) -> int:
     _print_stages(result)
     print(f"launch metadata (block, shared memory, parameters, tensor maps): {metadata}")
     return 0
+
+
+def _inside_loop(op) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "scf.for":
+            return True
+        parent = parent.parent
+    return False
 
 
 def launch_metadata_path(ptx: str) -> str:
@@ -237,8 +259,9 @@ def _parser() -> argparse.ArgumentParser:
 
     compile_ = commands.add_parser(
         "compile",
-        help="compile a kernel file in wsc MLIR (one kernel) to PTX: a V2-form one through "
-        "--warp-specialize (and --unroll-ring-buffer), a specialized one as written",
+        help="compile a kernel file in wsc MLIR (one kernel) to PTX: a V2-form one (a loop of "
+        "TMA loads, no roles) through --warp-specialize (and --unroll-ring-buffer), any other "
+        "as written",
     )
     compile_.add_argument("input", help="the kernel, wsc MLIR (.mlir); - reads standard input")
     compile_.add_argument(
@@ -257,6 +280,12 @@ def _parser() -> argparse.ArgumentParser:
             type=_option_value(option),
             help=f"--warp-specialize's {option.name} (default {option.default}): {option.help}",
         )
+    compile_.add_argument(
+        "--unroll-ring-buffer",
+        action="store_true",
+        help="for a kernel compiled as written (specialized already, or with no loop of TMA "
+        "loads): unroll its ring loops by their stages, as the builder's range(unroll=) asks",
+    )
     compile_.add_argument("--dump-ir", metavar="DIR", help="write the IR after every pass here")
     compile_.add_argument(
         "--allow-spills",
