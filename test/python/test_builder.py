@@ -696,6 +696,7 @@ def test_a_value_used_outside_its_role_is_located():
     error = build_error(build)
     assert error.where.line == line_of("# error: dominance")
     assert "does not dominate" in str(error)
+    assert "exists only inside it: use it there, or store it there and load it after" in str(error)
 
 
 def test_pass_errors_point_into_the_kernels_source():

@@ -133,6 +133,12 @@ class Kernel:
                 else None
             )
             single = "\n".join([first.message, *(note.format() for note in first.notes)])
+            if "does not dominate this use" in first.message:
+                single += (
+                    "\n(a value made inside a region of the builder, kb.range, kb.if_, a "
+                    "thread group or single_thread, exists only inside it: use it there, or "
+                    "store it there and load it after)"
+                )
             raise BuildError(
                 single if len(engine.diagnostics) == 1 else _located_failure(engine), where
             )
