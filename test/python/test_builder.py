@@ -920,6 +920,35 @@ def test_select_misuse_is_located():
         kb.indices([64, 64], along="depth")
 
 
+def test_python_control_flow_on_tiles_is_refused_and_arithmetic_reads_as_python():
+    """An `if` or max() on a tile comparison would pick one branch for every
+    element: a located BuildTypeError. abs(), division by a number and numpy
+    numbers work as in Python; what has no tile op says what to write."""
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    x = kb.register_tensor(f32, [64, 64])
+    with pytest.raises(BuildTypeError) as error:
+        if x > 0.0:
+            pass
+    assert "no truth value while the kernel is built" in str(error.value)
+    assert "kb.where(comparison, on_true, on_false)" in str(error.value)
+    assert error.value.where.line == line_of("if x > 0.0:")
+    with pytest.raises(BuildTypeError, match="no truth value"):
+        max(x, 0.0)
+    assert abs(x).shape == (64, 64)
+    halved = x / 2
+    assert halved.shape == (64, 64) and (x * np.float32(0.5)).shape == (64, 64)
+    with pytest.raises(BuildTypeError, match="divides by a nonzero number only"):
+        x / x
+    with pytest.raises(BuildTypeError, match="divides by a nonzero number only"):
+        x / 0
+    with pytest.raises(BuildTypeError, match=r"number \* kb.exp2\(-kb.log2\(u\)\)"):
+        1.0 / x
+    with pytest.raises(BuildTypeError, match=r"write t \* t"):
+        x**2
+    text = str(kb.finish(verify=False))
+    assert 'kind = "max"' in text and 'kind = "neg"' in text
+
+
 def test_register_tile_loads_misuse_is_located():
     kb = KernelBuilder("k", grid=[("m", 64)])
     matrix, vector = kb.global_tensor(f16), kb.global_tensor(f16, rank=1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import numbers
 import operator
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -779,7 +780,7 @@ class KernelBuilder:
             self._own(value, what)
             with self._at(where):
                 return RegisterTile(self, dialect.tile_splat(shape, value.value), f32, shape)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or shape is None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or shape is None:
             raise BuildTypeError(
                 f"{what}: expected a register tile or a number, got {type(value).__name__}", where
             )

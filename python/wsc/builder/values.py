@@ -5,6 +5,7 @@ and the KernelBuilder that emits the ops using it."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
@@ -459,6 +460,14 @@ class TileComparison:
     lhs: RegisterTile | float
     rhs: RegisterTile | float
 
+    def __bool__(self):
+        raise BuildTypeError(
+            "a comparison of register tiles has no truth value while the kernel is built "
+            "(an `if` or max() on tiles would take one branch for every element); choose "
+            "element by element with kb.where(comparison, on_true, on_false), or kb.max/kb.min",
+            caller(),
+        )
+
 
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`).
@@ -493,6 +502,32 @@ class RegisterTile:
 
     def __neg__(self) -> RegisterTile:
         return self._builder._tile_unary("neg", self)
+
+    def __abs__(self) -> RegisterTile:
+        return self._builder._tile_binary("max", self, -self)
+
+    def __truediv__(self, other: float) -> RegisterTile:
+        """Division by a number: a product with its reciprocal."""
+        if isinstance(other, numbers.Real) and not isinstance(other, bool) and other != 0:
+            return self._builder._tile_binary("mul", self, 1.0 / float(other))
+        raise BuildTypeError(
+            f"a register tile divides by a nonzero number only, got {other!r}; for a tile u > 0 "
+            "multiply by its reciprocal, kb.exp2(-kb.log2(u)) (or kb.rsqrt(u) squared)",
+            caller(),
+        )
+
+    def __rtruediv__(self, other):
+        raise BuildTypeError(
+            "a number divided by a register tile: for a tile u > 0 write "
+            "number * kb.exp2(-kb.log2(u))",
+            caller(),
+        )
+
+    def __pow__(self, other):
+        raise BuildTypeError(
+            "register tiles have no **: write t * t, or kb.exp2(p * kb.log2(t)) for t > 0",
+            caller(),
+        )
 
     def __lt__(self, other: RegisterTile | float) -> TileComparison:
         return TileComparison("lt", self, other)
