@@ -235,6 +235,35 @@ def test_every_wsc_op_has_a_builder_method():
     assert "wsc.tma_store" in built and "wsc.cast" in built
 
 
+def test_a_batched_elementwise_kernel_reads_its_batch_with_tma(tmp_path):
+    """y[z] = relu(s x[z]) for each matrix z of a batch, each tile copied by
+    TMA from x[z] into shared memory and read into registers: it compiles
+    (the protocol check names the ring after the batch's tensor) and writes
+    an artifact for any batch."""
+    kb = KernelBuilder("batched_relu", grid=[("a_dim1", 64), ("a_dim2", 128), ("a_dim0", 1)])
+    x, y = kb.global_tensor(f16, rank=3), kb.global_tensor(f16, rank=3)
+    s = kb.scalar(default=2.0)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 128
+    ring = kb.shared_tensor(f16, [1, 64, 128])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    kb.sync()
+    with kb.single_thread():
+        kb.mbarrier.arrive_and_expect_tx(full[0], ring[0].nbytes)
+        kb.tma.global_to_shared(x[kb.block_idx.z], ring[0], [row, col], mbarrier=full[0])
+    kb.mbarrier.wait(full[0], phase=CONSUMER_INITIAL_PHASE)
+    kb.store_shared(ring[0], kb.cast(kb.relu(kb.load_shared(ring[0]) * s), f16))
+    kb.fence_proxy_async()
+    kb.sync()
+    with kb.single_thread():
+        kb.tma.shared_to_global(ring[0], y[kb.block_idx.z], [row, col])
+        kb.tma.store_wait(0)
+    compiled = kb.finish().compile()
+    sizes = {"a_dim0": 3, "a_dim1": 100, "a_dim2": 256, "b_dim0": 3}
+    artifact = load_artifact(compiled.write_artifact(tmp_path / "art", **sizes))
+    assert artifact.grid == (2, 2, 3)
+    assert artifact.tensors["b"].shape == (3, 100, 256)
+
+
 def v3_in_clusters_of_two(per_warp: bool = False):
     """V3 with 64x64 tiles in clusters of two blocks along M that share B's
     tile: each block multicasts half of it and releases every stage to both

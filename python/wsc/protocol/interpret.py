@@ -347,7 +347,10 @@ class _Compiler:
                 use_owner(use).name == "wsc.load_shared" for use in ops.TmaLoad(op).dst.uses
             ):
                 load = ops.TmaLoad(op)
-                position = list(kernel.regions[0].blocks[0].arguments).index(load.src)
+                source = load.src
+                if isinstance(source, ir.OpResult) and source.owner.name == "wsc.batch_matrix":
+                    source = ops.BatchMatrix(source.owner).batch  # a matrix of a batch
+                position = list(kernel.regions[0].blocks[0].arguments).index(source)
                 operand_names.setdefault(load.dst, f"ring of '{tensor_name(position)}'")
                 k_dims.setdefault(load.dst, 0 if _from_loop(load.row) else 1)
         for op in kernel_ops:
