@@ -909,6 +909,35 @@ def verify_wsc(module: ir.Operation) -> None:
             rule = _RULES.get(op.name)
             if rule is not None:
                 rule(op)
+            if any(parse_acc_type(result.type) is not None for result in op.results):
+                _verify_register_tile_threads(op)
+
+
+def _verify_register_tile_threads(op: ir.Operation) -> None:
+    """A register tile is laid out over one warpgroup's four warps (each
+    holding its own rows), so the threads that make one are whole
+    warpgroups: with fewer, the rows of the missing warps are never computed."""
+    role_op = enclosing_role(op)
+    if role_op is not None:
+        role = ops.Role(role_op)
+        begin, count = role.thread_begin, role.num_threads
+        if begin % WARPGROUP_SIZE or count % WARPGROUP_SIZE:
+            raise PassError(
+                op.location,
+                f"'{op.name}' op makes a register tile, which whole warpgroups hold; its role "
+                f"covers threads [{begin}, {begin + count}), not a multiple of "
+                f"{WARPGROUP_SIZE} threads starting at one",
+                notes=[(role_op.location, "role defined here")],
+            )
+        return
+    kernel = enclosing_kernel(op)
+    if kernel is not None and kernel_threads(kernel) % WARPGROUP_SIZE:
+        _fail(
+            op,
+            f"makes a register tile, which whole warpgroups hold; outside a role it needs a "
+            f"block of a multiple of {WARPGROUP_SIZE} threads, this one has "
+            f"{kernel_threads(kernel)}",
+        )
 
 
 #: The rule of each wsc op beyond what IRDL checks (ops not named need none).

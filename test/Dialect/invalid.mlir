@@ -190,16 +190,32 @@ func.func @coalesced_store_source(%c: memref<?x?xf16>, %g: memref<?x?xf16>) {
 // expected-error @below {{expected base attribute 'builtin.dense_array' but got 'builtin.integer'}}
 %acc = "wsc.acc_alloc"() : () -> !wsc.acc<3, f32>
 // -----
-func.func @wgmma_role_misaligned() attributes {wsc.num_threads = 256 : i32} {
+func.func @wgmma_role_of_two_warpgroups() attributes {wsc.num_threads = 256 : i32} {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
   // expected-note @below {{role defined here}}
-  %r = "wsc.role"() {role = "consumer", thread_begin = 32 : i32, num_threads = 128 : i32} : () -> i1
+  %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 256 : i32} : () -> i1
   scf.if %r {
     %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
-    // expected-error @below {{'wsc.wgmma' op must run in one warpgroup-aligned role (4 warps starting at a multiple of 128 threads); its role covers threads [32, 160)}}
+    // expected-error @below {{'wsc.wgmma' op must run in one warpgroup-aligned role (4 warps starting at a multiple of 128 threads); its role covers threads [0, 256)}}
     "wsc.wgmma"(%s, %s, %c0, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
   }
+  return
+}
+// -----
+func.func @register_tile_in_a_misaligned_role() attributes {wsc.num_threads = 256 : i32} {
+  // expected-note @below {{role defined here}}
+  %r = "wsc.role"() {role = "consumer", thread_begin = 32 : i32, num_threads = 128 : i32} : () -> i1
+  scf.if %r {
+    // expected-error @below {{'wsc.acc_alloc' op makes a register tile, which whole warpgroups hold; its role covers threads [32, 160), not a multiple of 128 threads starting at one}}
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  }
+  return
+}
+// -----
+func.func @register_tile_in_a_block_of_two_warps() attributes {wsc.num_threads = 64 : i32} {
+  // expected-error @below {{'wsc.tile_fill' op makes a register tile, which whole warpgroups hold; outside a role it needs a block of a multiple of 128 threads, this one has 64}}
+  %t = "wsc.tile_fill"() {value = 1.0 : f32} : () -> !wsc.acc<array<i64: 64, 64>, f32>
   return
 }
 // -----

@@ -700,13 +700,15 @@ def test_verifier_errors_point_at_the_users_line():
         sa = kb.shared_tensor(f16, [1, 64, 64])
         sb = kb.shared_tensor(f16, [1, 64, 64])
         with kb.thread_group(thread_begin=32, num_threads=128, role="consumer"):
-            acc = kb.register_tensor(f32, [64, 64])
-            kb.wgmma.mma(sa[0], sb[0].transpose(), acc)  # error: warpgroup
+            acc = kb.register_tensor(f32, [64, 64])  # error: warpgroup
+            kb.wgmma.mma(sa[0], sb[0].transpose(), acc)
         kb.finish()
 
     error = build_error(build)
     assert error.where.line == line_of("# error: warpgroup")
-    assert "must run in one warpgroup-aligned role" in str(error)
+    assert "makes a register tile, which whole warpgroups hold; its role covers threads" in str(
+        error
+    )
 
 
 def test_a_value_used_outside_its_role_is_located():
