@@ -1110,6 +1110,20 @@ def relu_kernel(check) -> KernelBuilder:
     return kb
 
 
+def test_a_grid_counts_tiles_of_a_size_the_kernel_reads():
+    """A grid axis named after no size the kernel reads is refused when it
+    compiles (sizes are named by lowering), at the KernelBuilder line."""
+    kb = KernelBuilder("relu", grid=[("a_dim_0", 64), ("a_dim1", 64)])  # the grid
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+    kb.store_global(y, kb.relu(kb.load_tile(x, [row, col], [64, 64])), [row, col])
+    kernel = kb.finish()
+    with pytest.raises(BuildError) as error:
+        kernel.compile()
+    assert "grid: the kernel reads no size 'a_dim_0'; it reads a_dim0, a_dim1" in str(error.value)
+    assert error.value.where.line == line_of("# the grid")
+
+
 def test_a_reference_must_take_the_kernel_s_arguments_by_name():
     """The check calls the reference with the inputs by name (a, b, ...): a
     parameter named otherwise is refused where the reference was given."""
@@ -1125,6 +1139,38 @@ def test_a_reference_must_take_the_kernel_s_arguments_by_name():
     )
     assert "(a)" in str(error.value)
     assert str(error.value).startswith(f"{__file__}:")
+
+
+def test_a_reference_must_take_every_input_and_scalar():
+    """The check passes every input and scalar by name: a reference that
+    leaves one out, or takes only positional arguments, could never be
+    called; **rest takes what it does not name."""
+
+    def relu_scaled(check):
+        kb = KernelBuilder("relu", grid=[("a_dim0", 64), ("a_dim1", 64)], check=check)
+        x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+        s = kb.scalar(default=2.0)
+        row, col = kb.block_idx.x * 64, kb.block_idx.y * 64
+        kb.store_global(y, kb.relu(kb.load_tile(x, [row, col], [64, 64]) * s), [row, col])
+        return kb
+
+    def forgets_the_scalar(a):
+        return np.maximum(a, 0.0)
+
+    def positional(*args):
+        return args[0]
+
+    for reference, untaken in ((forgets_the_scalar, "c"), (positional, "a, c")):
+        with pytest.raises(BuildError) as error:
+            relu_scaled(reference).finish()
+        assert f"reference '{reference.__name__}' does not take {untaken}: it is called" in str(
+            error.value
+        )
+
+    def takes_the_rest(a, **rest):
+        return np.maximum(a * rest["c"], 0.0)
+
+    relu_scaled(takes_the_rest).finish()
 
 
 def test_a_reference_cannot_take_an_output():

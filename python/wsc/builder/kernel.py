@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 from mlir import ir
 
 from wsc.builder.errors import BuildError, SourceLocation, caller
-from wsc.diagnostics import DiagnosticEngine, PassError
+from wsc.diagnostics import DiagnosticEngine, PassError, file_line_col
+from wsc.ir_utils import kernels
 
 if TYPE_CHECKING:
     from wsc.codegen.info import KernelInfo
@@ -201,7 +202,21 @@ class Kernel:
                 dump_dir,
                 allow_spills=self.allow_spills,
             )
+            self._check_grid_sizes(result.info.dims)
         return CompiledKernel(self, result)
+
+    def _check_grid_sizes(self, read: Mapping[str, Any]) -> None:
+        """Each grid axis counts tiles of a size the kernel reads (its names
+        are known once lowered), or no artifact of it could be written."""
+        unknown = [size for size, _ in self.grid if size not in read]
+        if unknown:
+            filename, line, col = file_line_col(kernels(self.module.operation)[0].location)
+            raise BuildError(
+                f"grid: the kernel reads no size {', '.join(map(repr, unknown))}; it reads "
+                f"{', '.join(sorted(read)) or 'none'} (a matmul's m, n, k; else "
+                f"<tensor>_dim<i>: README, 'Writing kernels')",
+                SourceLocation(filename, line, col or 0) if filename and line else None,
+            )
 
 
 def _configured(pass_class, options: dict):

@@ -1332,12 +1332,9 @@ class KernelBuilder:
             *(scalar.name for scalar in self._scalars),
             *self.check_config.get("reference_arguments", {}),
         ]
-        unknown = [
-            name
-            for name, parameter in inspect.signature(function).parameters.items()
-            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-            and name not in given
-        ]
+        parameters = inspect.signature(function).parameters.values()
+        by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        unknown = [p.name for p in parameters if p.kind in by_keyword and p.name not in given]
         if unknown:
             written = [name for name in unknown if name in outputs]
             what = (
@@ -1352,6 +1349,17 @@ class KernelBuilder:
                 f"inputs and scalars by name ({', '.join(given) or 'none'})",
                 where,
             )
+        if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters):
+            taken = {p.name for p in parameters if p.kind in by_keyword}
+            untaken = [name for name in given if name not in taken]
+            if untaken:
+                raise BuildError(
+                    f"check: reference '{function.__name__}' does not take "
+                    f"{', '.join(untaken)}: it is called with the kernel's inputs and scalars "
+                    f"by name ({', '.join(given)}); add {'them' if len(untaken) > 1 else 'it'} "
+                    f"as parameters (or **rest)",
+                    where,
+                )
 
 
 class GridIndex:
