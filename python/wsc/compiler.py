@@ -372,6 +372,8 @@ def write_artifact(
         }
     _check_tma_rows(info, dims, sizes)
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"could not write the artifact into '{out}': it is a file")
     out.mkdir(parents=True, exist_ok=True)
     _write_atomically(out / "kernel.ptx", result.ptx)
     images = {"ptx": "kernel.ptx"}

@@ -216,6 +216,21 @@ def test_an_artifact_whose_tma_rows_no_launch_could_copy_is_refused(tmp_path):
     ).exists()
 
 
+def test_an_artifact_is_written_for_sizes_a_launch_can_take_into_a_directory(tmp_path):
+    """Sizes travel as i32 kernel parameters, and an artifact is a directory:
+    both are refused before anything is written."""
+    sys.path.insert(0, str(EXAMPLES))
+    from v2_ring_buffer import matmul_v2
+
+    compiled = matmul_v2(prefetch=False).warp_specialize(num_stages=2).compile()
+    with pytest.raises(ValueError, match="size m = 2147483648 does not fit in the kernel's i32"):
+        compiled.write_artifact(tmp_path / "big", m=2**31, n=256, k=256)
+    assert not (tmp_path / "big").exists()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="could not write the artifact into .* it is a file"):
+        compiled.write_artifact(tmp_path / "file", m=256, n=256, k=256)
+
+
 def test_tma_row_stride_rule_is_a_compile_error(tmp_path):
     with pytest.raises(ValueError, match="K must be a multiple of 8"):
         compile_matmul(128, 128, 130, MatmulProblem(), MatmulConfig(), tmp_path / "x")
@@ -301,6 +316,14 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
         ),
         # A directory that takes no new files: the system's reason, no errno.
         (2, (v2, "-o", "/proc/v2.ptx"), "wsc compile: error: '/proc/v2.ptx': No such file"),
+        (2, (v2, "-o", "-"), "-o -: the PTX goes to a file, its launch metadata beside it"),
+        (2, (v2, "-o", str(tmp_path / "v2.ptx"), "--dump-ir", v2), "it is a file, not a dir"),
+        (2, (v2, "-o", str(tmp_path / "v2.ptx"), "--num-stages", "-1"), "option --num-stages"),
+        (
+            2,
+            (v2, "-o", str(tmp_path / "v2.ptx"), "--producer-registers", "7"),
+            "option --producer-registers must be a multiple of 8",
+        ),
     ]
     for status, args, message in cases:
         proc = _wsc("compile", *args)
@@ -310,6 +333,14 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
     proc = _wsc("compile-matmul", "--m", "64", "--n", "64", "--k", "64", "-o", v2)
     assert proc.returncode == 2
     assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
+    out = str(tmp_path / "mm")
+    for args, message in (
+        (("--m", "0"), "--m must be a positive int, got 0"),
+        (("--m", str(2**31)), "--m = 2147483648 does not fit in the kernel's i32 size"),
+    ):
+        proc = _wsc("compile-matmul", *args, "--n", "64", "--k", "64", "-o", out)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "mm").exists()
 
 
 def test_cli_compiles_what_it_cannot_specialize_as_written(tmp_path):
@@ -463,6 +494,6 @@ def test_cli_names_a_config_value_out_of_range(tmp_path):
         "--config",
         '{"num_stages": 0}',
     )
-    assert proc.returncode == 1
-    assert "error: num_stages must be 1 to 227, got 0" in proc.stderr
+    assert proc.returncode == 2
+    assert "error: --config: num_stages must be 1 to 227, got 0" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -129,6 +129,11 @@ def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> 
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SizesError(f"size {name} must be a positive int, got {value!r}")
+        if value > _INT32_MAX:
+            raise SizesError(
+                f"size {name} = {value} does not fit in the kernel's i32 size parameters "
+                f"(at most {_INT32_MAX})"
+            )
 
 
 def base_sizes(rules: Mapping[str, str], sizes: Mapping[str, int]) -> dict[str, int]:

@@ -52,11 +52,18 @@ def _config_from_args(args):
             f"--config: no MatmulConfig field {', '.join(map(repr, unknown))} "
             f"(fields: {', '.join(fields)})"
         )
-    return MatmulConfig(**values)
+    try:
+        return MatmulConfig(**values)
+    except ValueError as error:
+        raise CommandLineError(f"--config: {error}") from None
 
 
 def _writable_file(path: str) -> None:
     """Refuse, before compiling, an output file that cannot be written."""
+    if path == "-":
+        raise CommandLineError(
+            "-o -: the PTX goes to a file, its launch metadata beside it; name the file"
+        )
     if os.path.isdir(path):
         raise CommandLineError(f"could not write '{path}': it is a directory")
     parent = os.path.dirname(os.path.abspath(path))
@@ -73,8 +80,15 @@ def _writable_directory(path: str) -> None:
 def _compile_matmul(args) -> int:
     from wsc.kernels.matmul.build import compile_matmul
     from wsc.kernels.matmul.config import MatmulProblem
+    from wsc.runtime.artifact import SizesError, check_sizes
 
     _writable_directory(args.output)
+    if args.dump_ir is not None:
+        _writable_directory(args.dump_ir)
+    try:
+        check_sizes(("m", "n", "k"), {"m": args.m, "n": args.n, "k": args.k}, "matmul")
+    except SizesError as error:
+        raise CommandLineError(f"--{str(error).removeprefix('size ')}") from None
     problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
     config = _config_from_args(args)
     result = compile_matmul(
@@ -95,7 +109,7 @@ def _compile(args) -> int:
     from wsc.diagnostics import DiagnosticEngine
     from wsc.dialect import make_context, parse_module
     from wsc.ir_utils import kernels, walk
-    from wsc.pass_registry import WscPass
+    from wsc.pass_registry import OptionError, WscPass
     from wsc.passes.unroll_ring_buffer import UnrollRingBuffer
     from wsc.passes.verify_pipeline import VerifyPipeline
     from wsc.passes.warp_specialize import WarpSpecialize
@@ -108,6 +122,8 @@ def _compile(args) -> int:
             "kernel.write_artifact(DIR), or its example's --compile-only"
         )
     _writable_file(args.output)
+    if args.dump_ir is not None:
+        _writable_directory(args.dump_ir)
     given = {
         option.name: getattr(args, option.name.replace("-", "_"))
         for option in WarpSpecialize.OPTIONS
@@ -153,7 +169,12 @@ def _compile(args) -> int:
                 "it is persistent"
             )
         else:
-            passes = [WarpSpecialize(**{name.replace("-", "_"): v for name, v in given.items()})]
+            try:
+                passes = [
+                    WarpSpecialize(**{name.replace("-", "_"): v for name, v in given.items()})
+                ]
+            except OptionError as error:
+                raise CommandLineError(error.spelled(lambda flag: f"--{flag}")) from None
             # A persistent kernel's stages stay run-time values (no unrolling).
             if "gpu.grid_dim" not in names:
                 passes.append(UnrollRingBuffer())
