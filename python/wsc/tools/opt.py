@@ -272,9 +272,14 @@ def run(options: Options) -> int:
     for chunk, line_offset in _chunks(text, options.split_input_file):
         printed, engine = process_chunk(chunk, line_offset, name, options)
         if options.verify_diagnostics:
-            from wsc.tools.verify_diagnostics import parse_expectations, verify
+            from wsc.tools.verify_diagnostics import ExpectationError, parse_expectations, verify
 
-            problems = verify(engine.diagnostics, parse_expectations(chunk, line_offset), name)
+            try:
+                expectations = parse_expectations(chunk, line_offset)
+            except ExpectationError as error:
+                problems = [f"{name}:{error.line}:1: error: {error}"]
+            else:
+                problems = verify(engine.diagnostics, expectations, name)
             for problem in problems:
                 print(problem, file=sys.stderr)
             failed |= bool(problems)
