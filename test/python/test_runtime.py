@@ -849,6 +849,14 @@ def test_cli_names_the_timings_it_knows(tmp_path, capsys):
     assert "choose from 'flushed', 'back-to-back'" in capsys.readouterr().err
 
 
+def test_cli_refuses_a_timeout_that_is_no_time(tmp_path, capsys):
+    for text in ("-1", "0", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit) as exit_:
+            main([str(tmp_path), "--timeout", text])
+        assert exit_.value.code == 2
+        assert f"expected a positive number of seconds, got {text}" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- imports
 
 
