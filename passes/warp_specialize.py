@@ -209,6 +209,7 @@ from wsc.target.hopper import (
     consumer_register_budget,
     entry_register_cap,
 )
+from wsc.verifier import verify_shared_total
 
 _CONSUMER_OPS = (
     "wsc.mbarrier_wait",
@@ -362,6 +363,7 @@ class WarpSpecialize(WscPass):
             # diagnostic about one (e.g. from the protocol check) is located.
             with kernel.location:
                 _Specializer(kernel, self.options).run()
+            verify_shared_total(kernel)
         if self.options.verify and found:
             from wsc.protocol import check_protocol
 

@@ -854,7 +854,10 @@ def _signature(
 
 
 def _epilogue_tensors(bias, residual, scales=None) -> tuple:
-    """The epilogue tensors a call passes, in the kernel's order."""
+    """The epilogue tensors a call passes, in the kernel's order: scale_a
+    row-major, as the kernel reads it (a column-major one copied, each call)."""
+    if scales is not None:
+        scales = (scales[0].contiguous(), scales[1])
     return tuple(tensor for tensor in (bias, residual, *(scales or ())) if tensor is not None)
 
 
@@ -1172,7 +1175,7 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, out=None):
         if bound is not None:
             if out is not None:
                 torch.autograd.graph.increment_version(out)
-            return bound(a, b, out, *scales)
+            return bound(a, b, out, *_epilogue_tensors(None, None, scales))
     p = plan(a, b, out, out_dtype, scales=scales)
     if a.device.type not in ("cuda", "meta"):
         raise ValueError(f"wsc.scaled_mm: a and b must be CUDA tensors, got tensors on {a.device}")

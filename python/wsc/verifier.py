@@ -46,6 +46,7 @@ from wsc.target.hopper import (
     MAX_MBARRIER_COUNT,
     MAX_PORTABLE_CLUSTER,
     MAX_SETMAXNREG,
+    MAX_SPLITS,
     MAX_STAGES,
     MAX_TMA_BOX,
     MIN_SETMAXNREG,
@@ -253,6 +254,29 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
             f"(227 KB) a block may use on sm_90",
         )
     return shape
+
+
+def verify_shared_total(kernel: ir.Operation) -> None:
+    """Raise a PassError unless a kernel's shared buffers fit in a block's
+    shared memory together: what a pass that sets the rings' stages checks
+    of its result. (Each buffer alone is a rule of every kernel; a V2 form's
+    rings may exceed the total until --warp-specialize sets their stages; the
+    lowering adds barriers and padding, and checks the exact total.)"""
+    buffers = [(op, op.result.type) for op in walk(kernel) if op.name == "wsc.alloc_shared"]
+    sizes = []
+    for op, type_ in buffers:
+        stages, rows, cols = memref_shape(type_)
+        element = str(ir.MemRefType(type_).element_type)
+        sizes.append((op, stages * stage_bytes(rows, cols, element)))
+    total = sum(size for _, size in sizes)
+    if total > MAX_DYNAMIC_SMEM and all(size <= MAX_DYNAMIC_SMEM for _, size in sizes):
+        raise PassError(
+            kernel.location,
+            f"'{kernel.name}' op's shared buffers take {total} bytes together, more than the "
+            f"{MAX_DYNAMIC_SMEM} bytes (227 KB) a block may use on sm_90: fewer stages, or "
+            f"smaller tiles",
+            notes=[(op.location, f"this ring buffer takes {size} bytes") for op, size in sizes],
+        )
 
 
 def _verify_global(op: ir.Operation, type_: ir.Type, what: str) -> None:
@@ -589,8 +613,8 @@ def _verify_workspace(op: ir.Operation, value: ir.Value, element: str, what: str
 
 
 def _verify_splits(op: ir.Operation, splits: int) -> None:
-    if splits < 2:
-        _fail(op, f"splits must be at least 2, got {splits}")
+    if not 2 <= splits <= MAX_SPLITS:
+        _fail(op, f"splits must be 2 to {MAX_SPLITS}, got {splits}")
 
 
 def _verify_partial_tile(op: ir.Operation, tile: ir.Value) -> None:

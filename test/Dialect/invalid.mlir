@@ -482,8 +482,18 @@ func.func @register_budget_not_an_integer() attributes {wsc.num_threads = 128 : 
 func.func @one_split(%partials: memref<?xf32>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
-  // expected-error @below {{'wsc.partial_store' op splits must be at least 2, got 1}}
+  // expected-error @below {{'wsc.partial_store' op splits must be 2 to 64, got 1}}
   "wsc.partial_store"(%acc, %partials, %c0, %c0) {splits = 1 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, index, index) -> ()
+  return
+}
+// -----
+// Its reduction unrolls a read of every split's partial sums (a fuzzer's
+// mutant with 1048576 hung the lowering).
+func.func @too_many_splits(%partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+  // expected-error @below {{'wsc.partial_reduce' op splits must be 2 to 64, got 1048576}}
+  "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 1048576 : i32} : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
   return
 }
 // -----

@@ -7,6 +7,7 @@
 // RUN: not wsc-opt --warp-specialize=num-consumer-groups=3 %s 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: not wsc-opt --split-input-file --warp-specialize='wgmma-in-flight=1 num-stages=1' %s 2>&1 | FileCheck %s --check-prefix=INFLIGHT
 // RUN: not wsc-opt --split-input-file --warp-specialize=num-stages=100 %s 2>&1 | FileCheck %s --check-prefix=RING
+// RUN: not wsc-opt --split-input-file --warp-specialize=num-stages=10 %s 2>&1 | FileCheck %s --check-prefix=RINGS
 // RUN: not wsc-opt --warp-specialize='producer=warpgroup num-consumer-groups=2 producer-registers=7' %s 2>&1 | FileCheck %s --check-prefix=BUDGET
 // RUN: not wsc-opt --warp-specialize='producer-registers=32' %s 2>&1 | FileCheck %s --check-prefix=BUDGET-WARP
 // The seed's V2 kernel without its wsc.wgmma_wait_group, with a group in flight.
@@ -22,7 +23,10 @@
 // BUDGET: wsc-opt: error: pass 'warp-specialize': option 'producer-registers' must be a multiple of 8 from 24 to 256 (a setmaxnreg budget), got 7
 // NO-WAIT: error: --warp-specialize: wgmma-in-flight = 1 turns the K tile's wsc.wgmma_wait_group into the wait that retires the previous K tile's group; this K loop has 0
 // BUDGET-WARP: wsc-opt: error: pass 'warp-specialize': 'producer-registers' and 'consumer-registers' apply to 'producer' = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role keeps the registers the block starts with
-// RING: warp-specialize-invalid.mlir:41:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
+// RING: warp-specialize-invalid.mlir:45:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
+// Rings that fit one by one but not together: reported by the pass, not left to the lowering.
+// RINGS: warp-specialize-invalid.mlir:33:1: error: 'func.func' op's shared buffers take 327680 bytes together, more than the 232448 bytes (227 KB) a block may use on sm_90
+// RINGS-NEXT: warp-specialize-invalid.mlir:45:9: note: this ring buffer takes 163840 bytes
 
 // A supported kernel: no diagnostics with the default options (the error
 // under other options is checked by the GROUPS, REGISTERS, KEEP and KEEP-WARP runs).

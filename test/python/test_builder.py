@@ -1028,7 +1028,7 @@ def test_a_check_config_is_checked_where_it_is_given():
 
 def test_split_k_misuse_is_located():
     kb = KernelBuilder("bad", grid=[("m", 64), ("n", 64)])
-    with pytest.raises(BuildError, match=r"splits must be an int >= 2, got 1"):
+    with pytest.raises(BuildError, match=r"splits must be an int from 2 to 64, got 1"):
         kb.split_k.workspace(1)
     with pytest.raises(BuildError, match=r"slots must be None or an int >= 1, got 0"):
         kb.split_k.workspace(2, slots=0)
@@ -1281,7 +1281,9 @@ def test_a_row_vector_read_from_a_row_of_a_matrix_has_its_columns_sizes(tmp_path
 def test_row_vectors_are_read_from_global_memory():
     """A scale per row, a scalar and a column of a matrix as row vectors
     [rows, 1], combined with a tile of their rows; compiled without spills."""
-    kb = KernelBuilder("scale", grid=[("a_dim0", 64), ("a_dim1", 64)])
+    # The rows of x, y and per_row are one size, named after per_row's length:
+    # the first of them the kernel reads.
+    kb = KernelBuilder("scale", grid=[("d_dim0", 64), ("a_dim1", 64)])
     x, y = kb.global_tensor(f32), kb.global_tensor(f32)
     scale, per_row = kb.global_tensor(f16, rank=1), kb.global_tensor(f16, rank=1)
     row, col = kb.block_idx.x * 64, kb.block_idx.y * 64

@@ -7,6 +7,7 @@ TMA-store space and of the block-scaled spaces."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -289,6 +290,30 @@ def test_scaled_mm_plan_and_its_errors():
     ):
         with pytest.raises(error, match=message):
             call()
+
+
+def test_a_column_major_scale_a_reaches_the_kernel_row_major(monkeypatch):
+    """The kernel reads scale_a row by row: every call with a column-major
+    one, the one that binds the launch and those that reuse it, passes a
+    row-major copy (a GPU run read the column-major data in place: relative
+    error 0.39). The launch is a recorder here, so this runs without a GPU."""
+    matmul = importlib.import_module("wsc.matmul")  # the module, not wsc.matmul the call
+    m, n, k = 40, 256, 384
+    a = torch.zeros(m, k).to(torch.float8_e4m3fn)
+    w = torch.zeros(n, k).to(torch.float8_e4m3fn)
+    scale_a = torch.arange(m * 3, dtype=torch.float32).reshape(m, 3)
+    scale_b = torch.ones(2, 3)
+    column_major = scale_a.t().contiguous().t()
+    out = torch.empty(m, n, dtype=torch.bfloat16)
+    passed = []
+    signature = matmul._signature(a, w.T, out, None, scales=(column_major, scale_b))
+    monkeypatch.setitem(matmul._bound, signature, lambda *tensors: passed.append(tensors))
+    matmul.scaled_mm(a, w.T, column_major, scale_b, out=out)
+    matmul._run_torch(a, w.T, out, scales=(column_major, scale_b))
+    for tensors in passed:
+        assert tensors[3].is_contiguous() and torch.equal(tensors[3], scale_a)
+        assert tensors[4] is scale_b
+    assert len(passed) == 2
 
 
 @pytest.fixture

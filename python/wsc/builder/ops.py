@@ -19,7 +19,7 @@ from wsc.builder.values import (
     SplitKWorkspace,
     f32,
 )
-from wsc.target.hopper import HALF_DTYPES
+from wsc.target.hopper import HALF_DTYPES, MAX_SPLITS
 
 if TYPE_CHECKING:
     from wsc.builder.kernel_builder import KernelBuilder
@@ -352,9 +352,10 @@ class SplitKOps:
         blocks."""
         kb = self._kb
         where = caller()
-        if isinstance(splits, bool) or not isinstance(splits, int) or splits < 2:
+        if isinstance(splits, bool) or not isinstance(splits, int) or not 2 <= splits <= MAX_SPLITS:
             raise BuildError(
-                f"split_k.workspace: splits must be an int >= 2, got {splits!r}", where
+                f"split_k.workspace: splits must be an int from 2 to {MAX_SPLITS}, got {splits!r}",
+                where,
             )
         if slots is not None and (
             isinstance(slots, bool) or not isinstance(slots, int) or slots < 1

@@ -105,6 +105,9 @@ def stage_bytes(rows: int, cols: int, element: str) -> int:
 
 #: Stages of a ring of BUFFER_ALIGN-byte buffers that fit in shared memory.
 MAX_STAGES = MAX_DYNAMIC_SMEM // BUFFER_ALIGN
+#: The most blocks that may share an output tile's sum (split-K): the last
+#: one's reduction reads every split's partial sums in turn, in unrolled code.
+MAX_SPLITS = 64
 #: An mbarrier object's bytes.
 MBARRIER_BYTES = 8
 #: The largest arrival count and transaction byte count of an mbarrier phase.
