@@ -35,6 +35,11 @@
 // RUN: not wsc-opt %s %s 2>&1 | FileCheck %s --check-prefix=TWO
 // TWO: wsc-opt: error: expected one input file, got 2
 
+// mlir-opt's IR printing before every pass and its pass timing.
+// RUN: wsc-opt --mlir-print-ir-before-all --mlir-timing --warp-specialize %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=BEFORE
+// BEFORE: IR Dump Before WarpSpecialize (warp-specialize)
+// BEFORE: Execution time report
+
 // RUN: wsc-opt --help | FileCheck %s --check-prefix=HELP
 // HELP: USAGE: wsc-opt [options]
 // HELP: PASSES

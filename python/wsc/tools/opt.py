@@ -32,7 +32,9 @@ OPTIONS:
   --split-input-file           Split the input at '// -----' and process each chunk alone
   --verify-diagnostics         Check diagnostics against expected-* comments in the input
   --mlir-print-ir-after-all    Print the IR to stderr after every pass
+  --mlir-print-ir-before-all   Print the IR to stderr before every pass
   --mlir-print-op-generic      Print operations in generic form
+  --mlir-timing                Print the time each pass took to stderr
   --pass-pipeline=<pipeline>   A textual pipeline, e.g. 'builtin.module(warp-specialize{num-stages=4})'
   --version                    Print the wsc version
   -h, --help                   Print this help
@@ -52,7 +54,9 @@ class Options:
     split_input_file: bool = False
     verify_diagnostics: bool = False
     print_ir_after_all: bool = False
+    print_ir_before_all: bool = False
     print_generic: bool = False
+    timing: bool = False
     pipeline: list = field(default_factory=list)  # WscPass instances and upstream pipeline text
 
 
@@ -138,6 +142,15 @@ def _check_upstream_element(element: str) -> None:
             ) from None
 
 
+#: mlir-opt's printing and timing flags wsc-opt takes, by the Options field each sets.
+_FLAGS = {
+    "mlir-print-ir-after-all": "print_ir_after_all",
+    "mlir-print-ir-before-all": "print_ir_before_all",
+    "mlir-print-op-generic": "print_generic",
+    "mlir-timing": "timing",
+}
+
+
 def parse_args(argv: list[str]) -> Options | None:
     """The options of a command line, or None when --help/--version was handled."""
     options = Options()
@@ -162,10 +175,8 @@ def parse_args(argv: list[str]) -> Options | None:
             options.split_input_file = True
         elif arg in ("--verify-diagnostics", "-verify-diagnostics"):
             options.verify_diagnostics = True
-        elif arg in ("--mlir-print-ir-after-all", "-mlir-print-ir-after-all"):
-            options.print_ir_after_all = True
-        elif arg in ("--mlir-print-op-generic", "-mlir-print-op-generic"):
-            options.print_generic = True
+        elif arg.lstrip("-") in _FLAGS:
+            setattr(options, _FLAGS[arg.lstrip("-")], True)
         elif arg.startswith("--pass-pipeline"):
             pipeline_text = arg.split("=", 1)[1] if "=" in arg else next(args, None)
             if pipeline_text is None:
@@ -246,8 +257,14 @@ def process_chunk(
             engine.add_pass_error(error)
             return None, engine
         pass_manager = PassManager("builtin.module")
-        if options.print_ir_after_all:
-            pass_manager.enable_ir_printing(print_after_all=True)
+        printing = {
+            "print_before_all": options.print_ir_before_all,
+            "print_after_all": options.print_ir_after_all,
+        }
+        if any(printing.values()):
+            pass_manager.enable_ir_printing(**printing, print_generic_op_form=options.print_generic)
+        if options.timing:
+            pass_manager.enable_timing()
         for element in options.pipeline:
             if isinstance(element, str):
                 pass_manager.add(element)  # checked by _parse_pipeline
