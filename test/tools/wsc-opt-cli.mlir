@@ -32,6 +32,12 @@
 // RUN: not wsc-opt --pass-pipeline='builtin.module(cse,nope)' %S/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=NOPE
 // NOPE: wsc-opt: error: invalid pass pipeline element 'nope': 'nope' does not refer to a registered pass or pass pipeline; see 'wsc-opt --help' for the passes
 
+// wsc's passes are module passes; an empty element is a typo, not a no-op.
+// RUN: not wsc-opt --pass-pipeline='builtin.module(func.func(warp-specialize))' %s 2>&1 | FileCheck %s --check-prefix=NESTED
+// NESTED: wsc-opt: error: 'func.func(warp-specialize)': wsc's passes run on the module (each transforms its kernels): list them directly in builtin.module(...)
+// RUN: not wsc-opt --pass-pipeline='builtin.module(cse,,canonicalize)' %s 2>&1 | FileCheck %s --check-prefix=EMPTY-ELEMENT
+// EMPTY-ELEMENT: wsc-opt: error: empty element in pass pipeline 'cse,,canonicalize'
+
 // RUN: not wsc-opt %s %s 2>&1 | FileCheck %s --check-prefix=TWO
 // TWO: wsc-opt: error: expected one input file, got 2
 

@@ -91,6 +91,8 @@ def _split_top_level(text: str) -> list[str]:
     if depth:
         raise UsageError("unbalanced brackets in pass pipeline")
     items.append(text[start:].strip())
+    if items != [""] and "" in items:
+        raise UsageError(f"empty element in pass pipeline '{text}'")
     return [item for item in items if item]
 
 
@@ -118,6 +120,15 @@ def _parse_pipeline(text: str) -> list:
         name, _, rest = element.partition("{")
         options = rest[:-1] if rest.endswith("}") else ""
         wsc_pass = _pass_from_flag(name.strip(), options)
+        nested = element.partition("(")[2]
+        if wsc_pass is None and any(
+            _pass_from_flag(inner.partition("{")[0].strip(), "") is not None
+            for inner in _split_top_level(nested[:-1] if nested.endswith(")") else nested)
+        ):
+            raise UsageError(
+                f"'{element}': wsc's passes run on the module (each transforms its "
+                "kernels): list them directly in builtin.module(...)"
+            )
         if wsc_pass is None:
             _check_upstream_element(element)
         pipeline.append(wsc_pass if wsc_pass is not None else element)
