@@ -129,8 +129,9 @@ After: the same computation, specialized (the seed's V3, generalised):
     it never exits while consumers still arrive;
   - no block-wide wsc.sync left inside the loop;
   - wsc.num_threads = 128 x groups + (32 or 128).
-The mbarrier protocol of the output is then checked by --verify-pipeline's
-simulator unless `verify=false`. Any input outside this form gets a located
+The rings as resized must fit in shared memory together (an error at the
+kernel, a note at each ring, otherwise). The mbarrier protocol of the output
+is then checked by --verify-pipeline's simulator unless `verify=false`. Any input outside this form gets a located
 error naming what is unsupported.
 
 Options

@@ -3,8 +3,8 @@
 IRDL (dialects/wsc.irdl.mlir) checks operand and result types and the presence
 of attributes. This module checks the rest: value ranges (stage counts, arrival
 counts, register budgets), that roles are warp-aligned thread ranges inside the
-block, that WGMMA runs in warpgroup-aligned roles, and the tile rules of TMA
-and WGMMA. Every tool runs it right after parsing and before every wsc pass,
+block, that WGMMA runs in warpgroup-aligned roles and register tiles in
+whole warpgroups, and the tile rules of TMA and WGMMA. Every tool runs it right after parsing and before every wsc pass,
 so passes may assume it holds; the first violation is raised as a PassError.
 """
 
