@@ -259,17 +259,18 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
 def verify_shared_total(kernel: ir.Operation) -> None:
     """Raise a PassError unless a kernel's shared buffers fit in a block's
     shared memory together: what a pass that sets the rings' stages checks
-    of its result. (Each buffer alone is a rule of every kernel; a V2 form's
-    rings may exceed the total until --warp-specialize sets their stages; the
-    lowering adds barriers and padding, and checks the exact total.)"""
-    buffers = [(op, op.result.type) for op in walk(kernel) if op.name == "wsc.alloc_shared"]
+    of its result. (Each buffer alone is a rule of every kernel, checked
+    first; a V2 form's rings may exceed the total until --warp-specialize sets
+    their stages; the lowering adds barriers and padding, and checks the
+    exact total.)"""
     sizes = []
-    for op, type_ in buffers:
-        stages, rows, cols = memref_shape(type_)
-        element = str(ir.MemRefType(type_).element_type)
-        sizes.append((op, stages * stage_bytes(rows, cols, element)))
+    for op in walk(kernel):
+        if op.name == "wsc.alloc_shared":
+            stages, rows, cols = _verify_shared_buffer(op, op.result.type, "result")
+            element = str(ir.MemRefType(op.result.type).element_type)
+            sizes.append((op, stages * stage_bytes(rows, cols, element)))
     total = sum(size for _, size in sizes)
-    if total > MAX_DYNAMIC_SMEM and all(size <= MAX_DYNAMIC_SMEM for _, size in sizes):
+    if total > MAX_DYNAMIC_SMEM:
         raise PassError(
             kernel.location,
             f"'{kernel.name}' op's shared buffers take {total} bytes together, more than the "

@@ -548,6 +548,6 @@ def check_tma_strides(
     if config is not None and config.tma_store:
         rows.append(("C", "N", n, problem.out_dtype))
     for tensor, dim, extent, dtype in rows:
-        problem = tma_row_problem(dim, extent, ELEMENT_BYTES[dtype])
-        if problem is not None:
-            raise ValueError(f"{tensor}: {problem}")
+        why = tma_row_problem(dim, extent, ELEMENT_BYTES[dtype])
+        if why is not None:
+            raise ValueError(f"{tensor}: {why}")

@@ -14,7 +14,7 @@ you would also run the kernels of.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ class ReferenceCheck:
     CONFIG_KEYS = frozenset({"tolerance", "input_scale", "reference_arguments"})
 
     @staticmethod
-    def config_problems(config: dict[str, Any]) -> list[str]:
+    def config_problems(config: Mapping[str, Any]) -> list[str]:
         """What is wrong with the values of a check_config (each a phrase
         beginning with its key)."""
         problems = []
