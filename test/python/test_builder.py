@@ -965,6 +965,10 @@ def test_python_control_flow_on_tiles_is_refused_and_arithmetic_reads_as_python(
     assert error.value.where.line == line_of("if x > 0.0:")
     with pytest.raises(BuildTypeError, match="no truth value"):
         max(x, 0.0)
+    with pytest.raises(BuildTypeError, match="no truth value"):
+        assert x == x
+    zeroed = kb.where(x != x, 0.0, kb.where(x == 0.0, 1.0, x))
+    assert zeroed.shape == (64, 64)
     assert abs(x).shape == (64, 64)
     halved = x / 2
     assert halved.shape == (64, 64) and (x * np.float32(0.5)).shape == (64, 64)
@@ -978,6 +982,7 @@ def test_python_control_flow_on_tiles_is_refused_and_arithmetic_reads_as_python(
         x**2
     text = str(kb.finish(verify=False))
     assert 'kind = "max"' in text and 'kind = "neg"' in text
+    assert 'predicate = "eq"' in text and 'predicate = "ne"' in text
 
 
 def test_register_tile_loads_misuse_is_located():

@@ -472,9 +472,10 @@ class TileComparison:
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`).
     f32 tiles combine element by element with +, - and * (with a tile of the
-    same shape, a number or a scalar argument), and unary -; kb.max, kb.min, kb.exp2 and kb.relu
-    do the rest (wsc.tile_binary, wsc.tile_unary). <, <=, > and >= compare
-    them for kb.where (wsc.tile_select)."""
+    same shape, a number or a scalar argument), / by a number, unary - and
+    abs(); kb.max, kb.min, kb.exp2 and kb.relu do the rest (wsc.tile_binary,
+    wsc.tile_unary). <, <=, >, >=, == and != compare them element by element
+    for kb.where (wsc.tile_select); a comparison has no truth value."""
 
     def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int]):
         self._builder = builder
@@ -540,6 +541,16 @@ class RegisterTile:
 
     def __ge__(self, other: RegisterTile | float) -> TileComparison:
         return TileComparison("ge", self, other)
+
+    # == and != compare element by element too (a Python bool would say
+    # whether two handles are one object).
+    def __eq__(self, other: RegisterTile | float) -> TileComparison:  # type: ignore[override]
+        return TileComparison("eq", self, other)
+
+    def __ne__(self, other: RegisterTile | float) -> TileComparison:  # type: ignore[override]
+        return TileComparison("ne", self, other)
+
+    __hash__ = object.__hash__
 
 
 class _CarriesRingPosition:
