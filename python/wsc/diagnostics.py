@@ -30,14 +30,7 @@ class Diagnostic:
     notes: list[Diagnostic] = field(default_factory=list)
 
     def format(self) -> str:
-        # Line 0 is the file itself (an empty module's location).
-        where = (
-            ""
-            if self.line is None
-            else f"{self.filename}: "
-            if self.line == 0
-            else f"{self.filename}:{self.line}:{self.col}: "
-        )
+        where = f"{self.filename}:{self.line}:{self.col}: " if self.line is not None else ""
         lines = [f"{where}{self.severity}: {self.message}"]
         lines += [note.format() for note in self.notes]
         return "\n".join(lines)

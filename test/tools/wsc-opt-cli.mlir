@@ -6,10 +6,6 @@
 // EMPTY: module {
 // EMPTY-NEXT: }
 
-// An error of the whole file (an empty one has no kernel) names the file, not a line 0.
-// RUN: echo "" | not wsc-opt --convert-wsc-to-nvvm - 2>&1 | FileCheck %s --check-prefix=NO-KERNEL
-// NO-KERNEL: <stdin>: error: found no kernel to lower (a func.func with the 'wsc.num_threads' attribute)
-
 // RUN: not wsc-opt %S/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: wsc-opt: error: could not open input file '{{.*}}does-not-exist.mlir': No such file or directory
 // MISSING-NOT: Traceback
