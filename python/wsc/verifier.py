@@ -898,25 +898,40 @@ def _verify_b_stage(
         )
 
 
-def _verify_warpgroup_issuer(op: ir.Operation) -> None:
-    """A WGMMA runs in one warpgroup, after a wsc.wgmma_fence."""
+def _executing_threads(op: ir.Operation) -> tuple[int, int, ir.Operation | None] | None:
+    """(first thread, threads, role op) of the threads that run `op`: its
+    role's, or the whole block's (role op None); None outside a kernel."""
     role_op = enclosing_role(op)
     if role_op is not None:
         role = ops.Role(role_op)
-        begin, count = role.thread_begin, role.num_threads
+        return role.thread_begin, role.num_threads, role_op
+    kernel = enclosing_kernel(op)
+    return (0, kernel_threads(kernel), None) if kernel is not None else None
+
+
+def _fail_threads(
+    op: ir.Operation, role_op: ir.Operation | None, role: str, block: str
+) -> NoReturn:
+    """Fail `op` for the threads that run it: with `role` and a note at its
+    role, or with `block` where the whole block runs it."""
+    if role_op is not None:
+        raise PassError(
+            op.location, f"'{op.name}' op {role}", notes=[(role_op.location, "role defined here")]
+        )
+    _fail(op, block)
+
+
+def _verify_warpgroup_issuer(op: ir.Operation) -> None:
+    """A WGMMA runs in one warpgroup, after a wsc.wgmma_fence."""
+    threads = _executing_threads(op)
+    if threads is not None:
+        begin, count, role_op = threads
         if begin % WARPGROUP_SIZE or count != WARPGROUP_SIZE:
-            raise PassError(
-                op.location,
-                f"'{op.name}' op must run in one warpgroup-aligned role "
-                f"(4 warps starting at a multiple of {WARPGROUP_SIZE} threads); "
-                f"its role covers threads [{begin}, {begin + count})",
-                notes=[(role_op.location, "role defined here")],
-            )
-    else:
-        kernel = enclosing_kernel(op)
-        if kernel is not None and kernel_threads(kernel) != WARPGROUP_SIZE:
-            _fail(
+            _fail_threads(
                 op,
+                role_op,
+                f"must run in one warpgroup-aligned role (4 warps starting at a multiple of "
+                f"{WARPGROUP_SIZE} threads); its role covers threads [{begin}, {begin + count})",
                 f"outside a role needs a block of exactly one warpgroup ({WARPGROUP_SIZE} threads)",
             )
     _verify_fenced(op)
@@ -942,27 +957,19 @@ def _verify_register_tile_threads(op: ir.Operation) -> None:
     """A register tile is laid out over one warpgroup's four warps (each
     holding its own rows), so the threads that make one are whole
     warpgroups: with fewer, the rows of the missing warps are never computed."""
-    role_op = enclosing_role(op)
-    if role_op is not None:
-        role = ops.Role(role_op)
-        begin, count = role.thread_begin, role.num_threads
+    threads = _executing_threads(op)
+    if threads is not None:
+        begin, count, role_op = threads
         if begin % WARPGROUP_SIZE or count % WARPGROUP_SIZE:
-            raise PassError(
-                op.location,
-                f"'{op.name}' op makes a register tile, which whole warpgroups hold; its role "
-                f"covers threads [{begin}, {begin + count}), not a multiple of "
-                f"{WARPGROUP_SIZE} threads starting at one",
-                notes=[(role_op.location, "role defined here")],
+            _fail_threads(
+                op,
+                role_op,
+                f"makes a register tile, which whole warpgroups hold; its role covers threads "
+                f"[{begin}, {begin + count}), not a multiple of {WARPGROUP_SIZE} threads "
+                f"starting at one",
+                f"makes a register tile, which whole warpgroups hold; outside a role it needs a "
+                f"block of a multiple of {WARPGROUP_SIZE} threads, this one has {count}",
             )
-        return
-    kernel = enclosing_kernel(op)
-    if kernel is not None and kernel_threads(kernel) % WARPGROUP_SIZE:
-        _fail(
-            op,
-            f"makes a register tile, which whole warpgroups hold; outside a role it needs a "
-            f"block of a multiple of {WARPGROUP_SIZE} threads, this one has "
-            f"{kernel_threads(kernel)}",
-        )
 
 
 #: The rule of each wsc op beyond what IRDL checks (ops not named need none).

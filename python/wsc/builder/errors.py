@@ -26,6 +26,13 @@ class SourceLocation:
     def mlir(self) -> ir.Location:
         return ir.Location.file(self.filename, self.line, self.col)
 
+    @staticmethod
+    def of(filename: str | None, line: int | None, col: int | None) -> SourceLocation | None:
+        """The location of a diagnostic's file, line and column, or None where it has none."""
+        if filename is None or line is None:
+            return None
+        return SourceLocation(filename, line, col or 0)
+
 
 class BuildError(ValueError):
     """A mistake in a kernel's code, found while building it; the message starts

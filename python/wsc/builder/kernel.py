@@ -128,11 +128,7 @@ class Kernel:
                 engine.add_pass_error(error)
         if engine.has_errors:
             first = engine.diagnostics[0]
-            where = (
-                SourceLocation(first.filename, first.line, first.col or 0)
-                if first.filename is not None and first.line is not None
-                else None
-            )
+            where = SourceLocation.of(first.filename, first.line, first.col)
             single = "\n".join([first.message, *(note.format() for note in first.notes)])
             if "does not dominate this use" in first.message:
                 single += (
@@ -210,12 +206,11 @@ class Kernel:
         are known once lowered), or no artifact of it could be written."""
         unknown = [size for size, _ in self.grid if size not in read]
         if unknown:
-            filename, line, col = file_line_col(kernels(self.module.operation)[0].location)
             raise BuildError(
                 f"grid: the kernel reads no size {', '.join(map(repr, unknown))}; it reads "
                 f"{', '.join(sorted(read)) or 'none'} (a matmul's m, n, k; else "
                 f"<tensor>_dim<i>: README, 'Writing kernels')",
-                SourceLocation(filename, line, col or 0) if filename and line else None,
+                SourceLocation.of(*file_line_col(kernels(self.module.operation)[0].location)),
             )
 
 
