@@ -23,7 +23,8 @@ stated as a fraction of the copy's best: the faster of the copy's two timings,
 as the captured copy of a 512 MiB tensor runs at 2.7 TB/s where the same copy
 back to back reaches 4.0 (results/h200-row-softmax.md). `--schedules` names
 candidate schedules (stages/blocks per SM/block columns/form, then
-optionally /row split: the rows of the kernel's view one row spans) whose kernels
+optionally /row split: the rows of the kernel's view one row spans, and
+/release: the stage released once in registers) whose kernels
 are checked and timed beside wsc.softmax's, in the same rounds, to choose
 the schedule of a row length. `run` needs torch and a Hopper GPU; no MLIR.
 """
@@ -52,27 +53,30 @@ MAX_SETS = 16
 
 
 def parse_schedules(text: str) -> list:
-    """The Schedules of `text`: stages/blocks_per_sm/block_cols/form[/row_split],
-    comma separated, the form "resident" or "online"."""
+    """The Schedules of `text`: stages/blocks_per_sm/block_cols/form[/row_split][/release],
+    comma separated, the form "resident" or "online", "release" for
+    release_on_read."""
     if not text:
         return []
-    from wsc.kernels.softmax.schedule import ROW_SPLITS, Schedule
+    from wsc.kernels.softmax.schedule import ROW_SPLITS, WARP_ROWS, Schedule
 
     schedules = []
     for item in text.split(","):
         fields = item.split("/")
+        release = fields[-1] == "release"
+        fields = fields[:-1] if release else fields
         if (
             len(fields) not in (4, 5)
             or fields[3] not in ("resident", "online")
             or (len(fields) == 5 and fields[4] not in map(str, ROW_SPLITS))
         ):
             raise SystemExit(
-                f"--schedules: {item!r} is not stages/blocks/cols/resident|online[/row_split], "
-                f"row_split one of {', '.join(map(str, ROW_SPLITS))}"
+                f"--schedules: {item!r} is not stages/blocks/cols/resident|online[/row_split]"
+                f"[/release], row_split one of {', '.join(map(str, ROW_SPLITS))}"
             )
         stages, blocks, cols = (int(field) for field in fields[:3])
-        split = (int(fields[4]),) if len(fields) == 5 else ()
-        schedules.append(Schedule(stages, blocks, cols, fields[3] == "resident", *split))
+        split = int(fields[4]) if len(fields) == 5 else WARP_ROWS
+        schedules.append(Schedule(stages, blocks, cols, fields[3] == "resident", split, release))
     return schedules
 
 
@@ -81,7 +85,8 @@ def schedule_name(schedule) -> str:
 
     form = "resident" if schedule.resident else "online"
     name = f"{schedule.stages}/{schedule.blocks_per_sm}/{schedule.block_cols}/{form}"
-    return name if schedule.row_split == WARP_ROWS else f"{name}/{schedule.row_split}"
+    name = name if schedule.row_split == WARP_ROWS else f"{name}/{schedule.row_split}"
+    return f"{name}/release" if schedule.release_on_read else name
 
 
 def schedule_artifact(schedule, row_length: int):
@@ -95,6 +100,7 @@ def schedule_artifact(schedule, row_length: int):
         "block_cols": schedule.block_cols,
         "resident": schedule.resident,
         "row_split": schedule.row_split,
+        "release_on_read": schedule.release_on_read,
     }
     fixed = {"row_length": row_length, "dtype": "bf16"}
     return SOFTMAX.artifact(config, softmax_view(1, row_length, schedule.row_split), fixed)

@@ -91,11 +91,33 @@ CLUSTER_ALONG_N_PROBLEM = (200, 1336, 1032)
 #: (row length, dtype) of the kernels of test_softmax.py's GPU_CASES.
 SOFTMAX_KERNELS = [(768, "f16"), (1024, "bf16"), (2048, "bf16"), (4096, "f16"), (8192, "bf16")]
 #: (row length, dtype, schedule fields) of test_softmax.py's SPLIT_CASES:
-#: rows spread over two and four warps.
+#: rows spread over two and four warps, stages released on read.
 SOFTMAX_SPLIT_KERNELS = [
     (8192, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": False, "row_split": 32}),
     (8192, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": True, "row_split": 64}),
     (2048, "f16", {"num_stages": 2, "blocks_per_sm": 3, "resident": True, "row_split": 32}),
+    (
+        8192,
+        "bf16",
+        {
+            "num_stages": 2,
+            "blocks_per_sm": 2,
+            "resident": True,
+            "row_split": 64,
+            "release_on_read": True,
+        },
+    ),
+    (
+        2048,
+        "f16",
+        {
+            "num_stages": 2,
+            "blocks_per_sm": 3,
+            "resident": True,
+            "row_split": 32,
+            "release_on_read": True,
+        },
+    ),
 ]
 #: The spaces of 16-bit inputs (every one but the fp8 block-scaled ones).
 HALF_SPACES = [name for name in SPACES if name not in FP8_BLOCK_SPACES]

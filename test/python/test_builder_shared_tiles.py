@@ -240,6 +240,32 @@ def test_a_persistent_artifact_launches_its_blocks_per_sm(tmp_path):
 
 
 @needs_ptxas
+def test_a_stage_released_on_read_is_handed_back_before_the_math(tmp_path):
+    compiled = softmax(4096, num_stages=3, blocks_per_sm=3, release_on_read=True).compile()
+    report = compiled.result.ptxas
+    assert report.spill_stores == report.spill_loads == 0
+    # The result goes out through a tile of its own, beside the ring...
+    buffers = compiled.result.info.shared_layout["buffers"]
+    assert [buffer["stage_bytes"] for buffer in buffers] == [64 * 128 * 2] * 2
+    # ... so the consumers arrive on the empty barrier right after their
+    # reads of the stage, before the first exp2; a TMA store's read of the
+    # tile is awaited only before the next result is written to it.
+    ptx = compiled.ptx
+    last_read = ptx.rindex("ld.volatile.shared")
+    assert ptx.index("mbarrier.arrive", last_read) < ptx.index("ex2.approx", last_read)
+    assert ptx.count("cp.async.bulk.wait_group.read") == 2  # the loop's and the kernel's end
+    # y is written out of a ring TMA never loads, yet it has x's sizes.
+    view = softmax_view(999, 4096)
+    artifact = load_artifact(compiled.write_artifact(tmp_path, **view))
+    assert {tensor.shape for tensor in artifact.tensors.values()} == {tuple(view.values())}
+
+
+def test_only_the_resident_form_releases_a_stage_on_read():
+    with pytest.raises(ValueError, match="release_on_read needs the resident form"):
+        softmax(4096, resident=False, release_on_read=True)
+
+
+@needs_ptxas
 def test_blocks_per_sm_must_fit_in_an_sms_shared_memory():
     with pytest.raises(CompileError, match="2 blocks per SM .* more than an SM's 233472"):
         softmax(8192, num_stages=2, blocks_per_sm=2, row_split=16).compile()

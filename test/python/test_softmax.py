@@ -201,16 +201,18 @@ def test_the_benchmark_reads_candidate_schedules_and_refuses_others(monkeypatch)
     )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    parsed = bench.parse_schedules("2/3/128/resident,1/4/64/online,2/3/128/online/32")
+    text = "2/3/128/resident,1/4/64/online,2/3/128/online/32,3/3/128/resident/32/release"
+    parsed = bench.parse_schedules(text)
     assert parsed == [
         Schedule(2, 3, 128, True),
         Schedule(1, 4, 64, False),
         Schedule(2, 3, 128, False, row_split=32),
+        Schedule(3, 3, 128, True, row_split=32, release_on_read=True),
     ]
-    names = [bench.schedule_name(s) for s in parsed]
-    assert names == ["2/3/128/resident", "1/4/64/online", "2/3/128/online/32"]
+    assert ",".join(bench.schedule_name(s) for s in parsed) == text
     assert bench.parse_schedules("") == []
-    for bad in ("2/3/128", "2/3/128/resident/1", "2/3/128/resident,", "a/3/128/online"):
+    bad_texts = ("2/3/128", "2/3/128/resident/1", "2/3/128/resident,", "a/3/128/online", "release")
+    for bad in bad_texts:
         with pytest.raises((SystemExit, ValueError)):
             bench.parse_schedules(bad)
 
@@ -286,6 +288,29 @@ SPLIT_CASES = [
     (1, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": False, "row_split": 32}),
     (333, "bf16", {"num_stages": 2, "blocks_per_sm": 2, "resident": True, "row_split": 64}),
     (4097, "f16", {"num_stages": 2, "blocks_per_sm": 3, "resident": True, "row_split": 32}),
+    # Stages handed back once in registers, the result out through a tile of its own.
+    (
+        4097,
+        "bf16",
+        {
+            "num_stages": 2,
+            "blocks_per_sm": 2,
+            "resident": True,
+            "row_split": 64,
+            "release_on_read": True,
+        },
+    ),
+    (
+        333,
+        "f16",
+        {
+            "num_stages": 2,
+            "blocks_per_sm": 3,
+            "resident": True,
+            "row_split": 32,
+            "release_on_read": True,
+        },
+    ),
 ]
 SPLIT_ROW_LENGTHS = {"bf16": 8192, "f16": 2048}
 

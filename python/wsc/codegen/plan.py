@@ -842,6 +842,15 @@ class KernelPlan:
                             self.matrix_dim(source, dim),
                             self.matrix_dim(self.checked_position(store.dst), dim),
                         )
+        # So has one copied out of a ring of its own after element-wise math.
+        for op in self.ops:
+            if op.name != "wsc.load_shared":
+                continue
+            read = ops.LoadShared(op)
+            for source in loads_into.get(defining_op(read.src), set()):
+                for written in self._rewritten_tensors(read):
+                    for dim in (0, 1):
+                        classes.union(self.matrix_dim(source, dim), self.matrix_dim(written, dim))
         # A tile read from global memory and stored with the result has its sizes.
         for op in self.ops:
             if op.name not in ops.TILE_LOADS:
@@ -1002,33 +1011,37 @@ class KernelPlan:
         registers, or staged in shared memory and copied out (with TMA or
         coalesced stores)."""
         found: dict[int, bool] = {}
-        pending, seen = [acc], set()
-        while pending:
-            value = pending.pop()
-            if value in seen:
+        for owner, key in _element_uses(acc):
+            if key == ("wsc.store", "tile"):
+                store = ops.Store(owner)
+                found[self.args.index(store.dst)] = store.transpose
+            elif key == ("wsc.store_shared", "tile"):
+                for copy_op, copy_key in _uses(ops.StoreShared(owner).dst):
+                    if copy_key == ("wsc.tma_store", "src"):
+                        found[self.checked_position(ops.TmaStore(copy_op).dst)] = False
+                    elif copy_key == ("wsc.coalesced_store", "src"):
+                        found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
+        return found
+
+    def _rewritten_tensors(self, read: ops.LoadShared) -> set[int]:
+        """The tensors TMA copies out of rings whose stages have the shape of `read`'s,
+        into which its tile is stored after element-wise math only (a kernel
+        that rewrites its stages through a ring of its own)."""
+        read_shape, _ = acc_type_parameters(read.result.type)
+        found: set[int] = set()
+        for owner, key in _element_uses(read.result):
+            if key != ("wsc.store_shared", "tile"):
                 continue
-            seen.add(value)
-            for use in value.uses:
-                owner = use_owner(use)
-                key = (owner.name, ops.operand_name(owner, use.operand_number))
-                if key == ("wsc.store", "tile"):
-                    store = ops.Store(owner)
-                    found[self.args.index(store.dst)] = store.transpose
-                elif key == ("wsc.store_shared", "tile"):
-                    for copy in ops.StoreShared(owner).dst.uses:
-                        copy_op = use_owner(copy)
-                        copy_key = (copy_op.name, ops.operand_name(copy_op, copy.operand_number))
-                        if copy_key == ("wsc.tma_store", "src"):
-                            found[self.checked_position(ops.TmaStore(copy_op).dst)] = False
-                        elif copy_key == ("wsc.coalesced_store", "src"):
-                            found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
-                elif owner.name in ops.TILE_MAPS and owner.name not in _REDUCTIONS:
-                    # A reduction holds no element of acc as it is (attention's
-                    # running max reaches its output only through a rescale).
-                    pending.append(owner.results[0])
-                elif key == ("wsc.tile_assign", "src"):
-                    # Assigned into a tile (a sum across K tiles): stored where it is.
-                    pending.append(ops.TileAssign(owner).dst)
+            store = ops.StoreShared(owner)
+            if (
+                acc_type_parameters(store.tile.type)[0] != read_shape
+                or (memref_shape(store.dst.type) or [])[1:]
+                != (memref_shape(read.src.type) or [])[1:]
+            ):
+                continue
+            for copy_op, copy_key in _uses(store.dst):
+                if copy_key == ("wsc.tma_store", "src"):
+                    found.add(self.checked_position(ops.TmaStore(copy_op).dst))
         return found
 
     def _check_debug_options(self) -> None:
@@ -1109,3 +1122,30 @@ class KernelPlan:
         """The WGMMA accumulators' element type: f16 if any is f16."""
         elements = {acc_type_parameters(value.type)[1] for value in self.wgmma_accumulators}
         return "f16" if "f16" in elements else "f32" if elements else ""
+
+
+def _uses(value: ir.Value):
+    """Each use of `value`: its op, and (op name, operand name)."""
+    for use in value.uses:
+        owner = use_owner(use)
+        yield owner, (owner.name, ops.operand_name(owner, use.operand_number))
+
+
+def _element_uses(tile: ir.Value):
+    """The uses of `tile`'s elements as they are: its own, and those of the
+    register tiles made from it by element-wise math and assignments (a
+    reduction holds no element as it is: attention's running max reaches its
+    output only through a rescale)."""
+    pending, seen = [tile], set()
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        for owner, key in _uses(value):
+            yield owner, key
+            if owner.name in ops.TILE_MAPS and owner.name not in _REDUCTIONS:
+                pending.append(owner.results[0])
+            elif key == ("wsc.tile_assign", "src"):
+                # Assigned into a tile (a sum across K tiles): stored where it is.
+                pending.append(ops.TileAssign(owner).dst)

@@ -76,6 +76,7 @@ def softmax(
     blocks_per_sm=None,
     resident=None,
     row_split=None,
+    release_on_read=None,
 ):
     """The kernel for rows of `row_length` elements of `dtype` ("bf16" or
     "f16"), a ring of `num_stages` per block; blocks of `block_cols` columns
@@ -83,8 +84,9 @@ def softmax(
     share each SM (their rings and registers), so that one's copies and
     barriers overlap another's math; `resident` keeps a stage's tile in
     registers between its one read and its write; a row spans `row_split`
-    rows of the view (`Schedule`). What is not given comes from
-    `schedule(row_length)`."""
+    rows of the view; `release_on_read` (resident only) releases a stage as
+    soon as it is in registers and writes the result through a tile of its
+    own (`Schedule`). What is not given comes from `schedule(row_length)`."""
     check_row_length(row_length)
     if dtype not in _ELEMENT_TYPES:
         raise ValueError(f"softmax: dtype {dtype!r}; the kernel takes {', '.join(_ELEMENT_TYPES)}")
@@ -95,7 +97,12 @@ def softmax(
     block_cols = block_cols or measured.block_cols
     resident = measured.resident if resident is None else resident
     row_split = row_split or measured.row_split
+    release_on_read = measured.release_on_read if release_on_read is None else release_on_read
     check_row_split(row_length, row_split)
+    if release_on_read and not resident:
+        raise ValueError(
+            "softmax: release_on_read needs the resident form (the online one reads a stage twice)"
+        )
     width = row_length // row_split
     block_cols = min(block_cols, width)
     if width % block_cols:
@@ -114,6 +121,7 @@ def softmax(
     )
     x, y = kb.global_tensor(element), kb.global_tensor(element)
     sx = kb.shared_tensor(element, [num_stages, TILE_ROWS, width])
+    sy = kb.shared_tensor(element, [1, TILE_ROWS, width]) if release_on_read else None
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=num_stages)
     empty = kb.mbarrier.alloc(arrival_count=128, num_barriers=num_stages)
     kb.sync()
@@ -125,16 +133,32 @@ def softmax(
         for it in kb.range(0, trips, 1, stages=num_stages, phase=CONSUMER_INITIAL_PHASE):
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
             stage = sx[it.stage]
-            if resident:
-                _softmax_resident(kb, stage, width, block_cols, element, row_split)
+            if release_on_read:
+                blocks = _read_scores(kb, stage, width, block_cols)
+                kb.mbarrier.arrive(empty[it.stage])
+                out = sy[0]
+                probabilities = _softmax_resident(kb, blocks, row_split)
+                with kb.single_thread():
+                    kb.tma.store_wait(0)  # the last tile written out has been read
+                kb.sync()
+                _store_blocks(kb, out, probabilities, element, block_cols)
+            elif resident:
+                out = stage
+                blocks = _read_scores(kb, stage, width, block_cols)
+                _store_blocks(
+                    kb, out, _softmax_resident(kb, blocks, row_split), element, block_cols
+                )
             else:
+                out = stage
                 _softmax_online(kb, stage, width, block_cols, element, row_split)
             kb.fence_proxy_async()
             kb.sync()
             with kb.single_thread():
-                kb.tma.shared_to_global(stage, y, [(first + it.offset * stride) * TILE_ROWS, 0])
-                kb.tma.store_wait(0)  # the stage is refilled once released
-            kb.mbarrier.arrive(empty[it.stage])
+                kb.tma.shared_to_global(out, y, [(first + it.offset * stride) * TILE_ROWS, 0])
+                if not release_on_read:
+                    kb.tma.store_wait(0)  # the stage is refilled once released
+            if not release_on_read:
+                kb.mbarrier.arrive(empty[it.stage])
 
     with kb.thread_group(thread_begin=128, num_threads=32, role="producer"):
         for it in kb.range(0, trips, 1, stages=num_stages, phase=PRODUCER_INITIAL_PHASE):
@@ -171,17 +195,26 @@ def _softmax_online(kb, stage, width, block_cols, element, row_split):
         kb.store_shared(stage, kb.cast(kb.exp2(scores - shift), element), col=col)
 
 
-def _softmax_resident(kb, stage, width, block_cols, element, row_split):
-    """One read of the stage and one exp2 per element: the row stays in
-    registers; each reduction is a thread's blocks, then the row's lanes and
-    warps."""
-    blocks = [
+def _read_scores(kb, stage, width, block_cols):
+    """The stage's tile in registers, a block of `block_cols` columns at a
+    time, scaled to base 2."""
+    return [
         kb.load_shared(stage, col=col, cols=block_cols) * LOG2E
         for col in range(0, width, block_cols)
     ]
+
+
+def _softmax_resident(kb, blocks, row_split):
+    """One exp2 per element of a tile held in registers: each reduction is a
+    thread's blocks, then the row's lanes and warps."""
     m = kb.col_max(kb.row_max(functools.reduce(kb.max, blocks)), rows=row_split)
     exponentials = [kb.exp2(scores - m) for scores in blocks]
     total = kb.col_sum(kb.row_sum(functools.reduce(operator.add, exponentials)), rows=row_split)
     inverse = kb.exp2(-kb.log2(total))
-    for index, e in enumerate(exponentials):
-        kb.store_shared(stage, kb.cast(e * inverse, element), col=index * block_cols)
+    return [e * inverse for e in exponentials]
+
+
+def _store_blocks(kb, tile, blocks, element, block_cols):
+    """`blocks` rounded to `element` into consecutive columns of `tile`."""
+    for index, block in enumerate(blocks):
+        kb.store_shared(tile, kb.cast(block, element), col=index * block_cols)

@@ -38,13 +38,16 @@ class Schedule(NamedTuple):
     sharing an SM, the view read `block_cols` columns at a time; `resident`
     keeps a stage's whole tile in registers (one read of shared memory and one
     exp2 per element) where the online form reads it twice; a row of X
-    spans `row_split` rows of the view."""
+    spans `row_split` rows of the view; `release_on_read` (resident only)
+    hands a stage back to the producer as soon as it is in registers, the
+    result going out through a tile of its own."""
 
     stages: int
     blocks_per_sm: int
     block_cols: int
     resident: bool
     row_split: int = WARP_ROWS
+    release_on_read: bool = False
 
 
 #: The fastest measured by row length (results/h200-row-softmax.md; the
@@ -106,7 +109,7 @@ def softmax_kernel(row_length: int, dtype: str = "bf16", **schedule):
     """The kernel of wsc.kernels.softmax.build for rows of `row_length`
     elements of `dtype`, with its schedule (a wsc.builder.Kernel); `schedule`
     replaces fields of it by build.softmax's arguments (num_stages,
-    blocks_per_sm, block_cols, resident, row_split), as a benchmark of
+    blocks_per_sm, block_cols, resident, row_split, release_on_read), as a benchmark of
     candidates does."""
     from wsc.kernels.softmax.build import softmax
 
