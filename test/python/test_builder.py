@@ -16,6 +16,7 @@ from wsc.builder import (
     PRODUCER_INITIAL_PHASE,
     BuildError,
     BuildTypeError,
+    BuildWarning,
     KernelBuilder,
     bf16,
     f16,
@@ -813,6 +814,17 @@ def test_a_global_tensor_never_loaded_or_stored_is_located():
     error = build_error(build)
     assert error.where.line == line_of("# error: unused")
     assert "global tensor 'b' (f16)" in str(error) and "is never loaded or stored" in str(error)
+
+
+def test_a_kernel_that_writes_nothing_warns_at_its_finish():
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    x = kb.global_tensor(f32)
+    kb.load_tile(x, [0, 0], [64, 64])
+    with pytest.warns(BuildWarning, match="kernel 'k' writes no global tensor") as caught:
+        kb.finish()  # warning: nothing stored
+    assert caught[0].filename == __file__ and caught[0].lineno == line_of(
+        "# warning: nothing stored"
+    )
 
 
 def test_register_tiles_combine_element_by_element():

@@ -31,7 +31,8 @@ continues where the previous tile's stopped (wsc.kernels.matmul builds the
 production matmul this way).
 
 Errors in the kernel's code are raised while it is built, as `BuildError`s
-naming the user's file:line:col; every op carries that location too, so the
+naming the user's file:line:col (a kernel that builds but likely does not
+do what was meant, e.g. writes nothing, gives a `BuildWarning` there); every op carries that location too, so the
 verifier's and the passes' diagnostics point into the user's Python file.
 
 The package: `values` (what a kernel's code handles), `ops` (kb.mbarrier,
@@ -40,7 +41,7 @@ kb.tma, kb.wgmma), `kernel_builder` (KernelBuilder and its regions),
 module re-exports their public names.
 """
 
-from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation
+from wsc.builder.errors import BuildError, BuildTypeError, BuildWarning, SourceLocation
 from wsc.builder.kernel import CompiledKernel, Kernel, split_k_workspaces
 from wsc.builder.kernel_builder import KernelBuilder, Pipeline
 from wsc.builder.structure import structure
@@ -72,6 +73,7 @@ __all__ = [
     "Barriers",
     "BuildError",
     "BuildTypeError",
+    "BuildWarning",
     "CONSUMER_INITIAL_PHASE",
     "CompiledKernel",
     "GlobalTensor",

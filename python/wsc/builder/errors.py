@@ -34,6 +34,10 @@ class SourceLocation:
         return SourceLocation(filename, line, col or 0)
 
 
+class BuildWarning(UserWarning):
+    """A kernel that builds but is likely not what its author meant."""
+
+
 class BuildError(ValueError):
     """A mistake in a kernel's code, found while building it; the message starts
     with the user's file:line:col."""

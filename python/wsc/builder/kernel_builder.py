@@ -10,6 +10,7 @@ import math
 import numbers
 import operator
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from wsc import dialect
 from wsc.builder.errors import (
     BuildError,
     BuildTypeError,
+    BuildWarning,
     SourceLocation,
     caller,
     check_dtype,
@@ -1309,6 +1311,14 @@ class KernelBuilder:
                     f"{tensor.where}, is never loaded or stored: remove it, or use it",
                     tensor.where or where,
                 )
+        if not any(writes_tensor(tensor.value) for tensor in self._tensors):
+            warnings.warn_explicit(
+                f"kernel '{self.name}' writes no global tensor, so nothing it computes "
+                f"outlives it: store a result (kb.store_global or kb.tma.shared_to_global)",
+                BuildWarning,
+                where.filename,
+                where.line,
+            )
         for scalar in self._scalars:
             if not list(scalar.value.uses):
                 raise BuildError(
