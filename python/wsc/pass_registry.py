@@ -110,6 +110,15 @@ class WscPass:
             values[name] = by_name[name].parse(value)
         return cls(**values)
 
+    def pipeline_element(self) -> str:
+        """This pass in a textual pipeline, every option spelled with its
+        value: `warp-specialize{num-stages=4 producer=warp ...}`."""
+        values = []
+        for option in self.OPTIONS:
+            value = getattr(self.options, option.name.replace("-", "_"))
+            values.append(f"{option.name}={str(value).lower() if option.type is bool else value}")
+        return f"{self.ARGUMENT}{{{' '.join(values)}}}" if values else self.ARGUMENT
+
     def run(self, module: ir.Operation) -> None:
         raise NotImplementedError
 

@@ -46,6 +46,21 @@
 // BEFORE: IR Dump Before WarpSpecialize (warp-specialize)
 // BEFORE: Execution time report
 
+// After a change only, after a failure only, and the pipeline spelled out
+// (every option with its value), which runs as given.
+// RUN: wsc-opt --mlir-print-ir-after-all --mlir-print-ir-after-change --pass-pipeline='builtin.module(cse,cse,warp-specialize)' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=CHANGE
+// CHANGE: IR Dump After CSE (cse)
+// CHANGE-NOT: IR Dump
+// CHANGE: IR Dump After WarpSpecialize (warp-specialize)
+// CHANGE-NOT: IR Dump
+// RUN: not wsc-opt --mlir-print-ir-after-failure --pass-pipeline='builtin.module(cse,warp-specialize{num-stages=20})' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=FAILURE
+// FAILURE-NOT: IR Dump After CSE
+// FAILURE: IR Dump After WarpSpecialize Failed (warp-specialize)
+// FAILURE: error: 'wsc.alloc_shared' op result needs 20 x 16384
+// RUN: wsc-opt --dump-pass-pipeline --pass-pipeline='builtin.module(warp-specialize{num-stages=3},cse)' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=DUMP
+// DUMP: Pass Manager with 2 passes:
+// DUMP-NEXT: builtin.module(warp-specialize{num-stages=3 num-consumer-groups=1 producer=warp {{.*}} verify=true},cse)
+
 // RUN: wsc-opt --help | FileCheck %s --check-prefix=HELP
 // HELP: USAGE: wsc-opt [options]
 // HELP: PASSES

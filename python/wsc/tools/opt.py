@@ -31,7 +31,10 @@ OPTIONS:
   -o <file>                    Output file (default: stdout)
   --split-input-file           Split the input at '// -----' and process each chunk alone
   --verify-diagnostics         Check diagnostics against expected-* comments in the input
+  --dump-pass-pipeline         Print the pipeline that will run, options spelled out, to stderr
   --mlir-print-ir-after-all    Print the IR to stderr after every pass
+  --mlir-print-ir-after-change With --mlir-print-ir-after-all: only after passes that changed it
+  --mlir-print-ir-after-failure Print the IR to stderr after a pass that failed
   --mlir-print-ir-before-all   Print the IR to stderr before every pass
   --mlir-print-op-generic      Print operations in generic form
   --mlir-timing                Print the time each pass took to stderr
@@ -53,7 +56,10 @@ class Options:
     output: str = "-"
     split_input_file: bool = False
     verify_diagnostics: bool = False
+    dump_pass_pipeline: bool = False
     print_ir_after_all: bool = False
+    print_ir_after_change: bool = False
+    print_ir_after_failure: bool = False
     print_ir_before_all: bool = False
     print_generic: bool = False
     timing: bool = False
@@ -153,9 +159,12 @@ def _check_upstream_element(element: str) -> None:
             ) from None
 
 
-#: mlir-opt's printing and timing flags wsc-opt takes, by the Options field each sets.
+#: mlir-opt's printing, timing and pipeline flags wsc-opt takes, by the Options field each sets.
 _FLAGS = {
+    "dump-pass-pipeline": "dump_pass_pipeline",
     "mlir-print-ir-after-all": "print_ir_after_all",
+    "mlir-print-ir-after-change": "print_ir_after_change",
+    "mlir-print-ir-after-failure": "print_ir_after_failure",
     "mlir-print-ir-before-all": "print_ir_before_all",
     "mlir-print-op-generic": "print_generic",
     "mlir-timing": "timing",
@@ -270,10 +279,16 @@ def process_chunk(
         pass_manager = PassManager("builtin.module")
         printing = {
             "print_before_all": options.print_ir_before_all,
-            "print_after_all": options.print_ir_after_all,
+            # As in mlir-opt, printing after a failure alone prints after no other pass.
+            "print_after_all": options.print_ir_after_all or options.print_ir_after_failure,
+            "print_after_failure": options.print_ir_after_failure,
         }
         if any(printing.values()):
-            pass_manager.enable_ir_printing(**printing, print_generic_op_form=options.print_generic)
+            pass_manager.enable_ir_printing(
+                **printing,
+                print_after_change=options.print_ir_after_change,
+                print_generic_op_form=options.print_generic,
+            )
         if options.timing:
             pass_manager.enable_timing()
         for element in options.pipeline:
@@ -294,7 +309,29 @@ def process_chunk(
         return module.operation.get_asm(print_generic_op_form=options.print_generic), engine
 
 
+def pipeline_text(pipeline: list) -> str:
+    """The pipeline as mlir-opt's --dump-pass-pipeline spells it: every
+    option of every pass with its value."""
+    from mlir.passmanager import PassManager
+
+    from wsc.dialect import make_context
+
+    elements = []
+    with make_context():
+        for element in pipeline:
+            if isinstance(element, str):
+                spelled = str(PassManager.parse(f"builtin.module({element})"))
+                elements.append(spelled.removeprefix("builtin.module(").removesuffix(")"))
+            else:
+                elements.append(element.pipeline_element())
+    return f"builtin.module({','.join(elements)})"
+
+
 def run(options: Options) -> int:
+    if options.dump_pass_pipeline:
+        count = len(options.pipeline)
+        print(f"Pass Manager with {count} passes:", file=sys.stderr)
+        print(pipeline_text(options.pipeline), file=sys.stderr)
     name, text = read_input(options.input)
     outputs, failed = [], False
     for chunk, line_offset in _chunks(text, options.split_input_file):
