@@ -69,10 +69,12 @@ def parse_schedules(text: str) -> list:
             len(fields) not in (4, 5)
             or fields[3] not in ("resident", "online")
             or (len(fields) == 5 and fields[4] not in map(str, ROW_SPLITS))
+            or (release and fields[3] != "resident")
         ):
             raise SystemExit(
                 f"--schedules: {item!r} is not stages/blocks/cols/resident|online[/row_split]"
-                f"[/release], row_split one of {', '.join(map(str, ROW_SPLITS))}"
+                f"[/release], row_split one of {', '.join(map(str, ROW_SPLITS))}, /release "
+                f"with the resident form only"
             )
         stages, blocks, cols = (int(field) for field in fields[:3])
         split = int(fields[4]) if len(fields) == 5 else WARP_ROWS

@@ -42,6 +42,9 @@ from v5_one_group_in_flight import matmul_v5  # noqa: E402
 from v7_split_k import matmul_split_k  # noqa: E402
 from v8_fused_epilogue import matmul_fused_epilogue  # noqa: E402
 
+#: A kernel built to show some ops, which stores no result (a BuildWarning).
+writes_nothing = pytest.mark.filterwarnings("ignore::wsc.builder.BuildWarning")
+
 RAGGED = {"m": 1000, "n": 1333, "k": 520}
 
 
@@ -153,6 +156,7 @@ def test_pass_options_given_in_python_are_checked_in_their_keywords_at_the_call(
 # Every op, and what the builder emits ------------------------------------------------------
 
 
+@writes_nothing
 def test_every_wsc_op_has_a_builder_method():
     from wsc import dialect
 
@@ -365,6 +369,7 @@ def test_ring_loops_of_one_ring_must_count_the_same_stages():
     assert "note: the ring loop of 3 stages" in str(error)
 
 
+@writes_nothing
 def test_a_ring_with_padded_rows_is_only_a_tma_destination_and_a_kn_b_operand():
     kb = KernelBuilder("k", grid=[("m", 128), ("n", 112)])
     a, b = kb.global_tensor(f16), kb.global_tensor(f16)
@@ -484,6 +489,7 @@ def test_a_stored_tile_may_have_rows_of_narrower_swizzle_spans():
     assert kb.shared_tensor(f16, [1, 128, 96]).shape == (1, 128, 96)
 
 
+@writes_nothing
 def test_a_load_into_rows_wider_than_the_swizzle_span_copies_atom_by_atom():
     """256-byte rows are two 128-byte swizzle atoms: the copy is one TMA box
     per atom (a "kn" B stage of 128 columns)."""
@@ -963,6 +969,7 @@ def test_select_misuse_is_located():
         kb.indices([64, 64], along="depth")
 
 
+@writes_nothing
 def test_python_control_flow_on_tiles_is_refused_and_arithmetic_reads_as_python():
     """An `if` or max() on a tile comparison would pick one branch for every
     element: a located BuildTypeError. abs(), division by a number and numpy

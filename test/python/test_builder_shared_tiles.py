@@ -7,7 +7,16 @@ import re
 
 import pytest
 
-from wsc.builder import BuildError, BuildTypeError, KernelBuilder, bf16, f16, f32
+from wsc.builder import (
+    CONSUMER_INITIAL_PHASE,
+    BuildError,
+    BuildTypeError,
+    KernelBuilder,
+    bf16,
+    cdiv,
+    f16,
+    f32,
+)
 from wsc.codegen import find_ptxas
 from wsc.codegen.fragments import AccumulatorFragment
 from wsc.compiler import CompileError
@@ -17,6 +26,9 @@ from wsc.runtime import load_artifact
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="needs ptxas")
 
+#: A kernel built to show some ops, which stores no result (a BuildWarning).
+writes_nothing = pytest.mark.filterwarnings("ignore::wsc.builder.BuildWarning")
+
 
 def stage_kernel():
     """A builder with a two-stage [64, 256] bf16 ring, for the ops below."""
@@ -25,6 +37,7 @@ def stage_kernel():
     return kb, ring
 
 
+@writes_nothing
 def test_a_stage_is_read_whole_or_by_blocks_and_written_back_in_place():
     kb, ring = stage_kernel()
     whole = kb.load_shared(ring[0][0:64], col=0, cols=128)
@@ -39,6 +52,7 @@ def test_a_stage_is_read_whole_or_by_blocks_and_written_back_in_place():
     )
 
 
+@writes_nothing
 def test_a_whole_stage_is_read_and_written_without_offsets():
     kb = KernelBuilder("whole", num_warps=4, grid=[("m", 64)])
     ring = kb.shared_tensor(f16, [1, 128, 64])
@@ -241,7 +255,8 @@ def test_a_persistent_artifact_launches_its_blocks_per_sm(tmp_path):
 
 @needs_ptxas
 def test_a_stage_released_on_read_is_handed_back_before_the_math(tmp_path):
-    compiled = softmax(4096, num_stages=3, blocks_per_sm=3, release_on_read=True).compile()
+    # The result's tile takes the place of one of the measured schedule's 4 stages.
+    compiled = softmax(4096, release_on_read=True).compile()
     report = compiled.result.ptxas
     assert report.spill_stores == report.spill_loads == 0
     # The result goes out through a tile of its own, beside the ring...
@@ -258,6 +273,58 @@ def test_a_stage_released_on_read_is_handed_back_before_the_math(tmp_path):
     view = softmax_view(999, 4096)
     artifact = load_artifact(compiled.write_artifact(tmp_path, **view))
     assert {tensor.shape for tensor in artifact.tensors.values()} == {tuple(view.values())}
+
+
+def _rewriting_kernel(summed: bool, second_source: bool):
+    """y's tile written from x's through a ring of its own: x's tile as it is
+    (plus w's fixed tile, `second_source`), or the sum of x's tiles along its
+    row (`summed`)."""
+    kb = KernelBuilder("rewrite", grid=[("a_dim0", 64)])
+    x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+    w = kb.global_tensor(f16) if second_source else None
+    ring, other, out = (kb.shared_tensor(f16, [1, 64, 64]) for _ in range(3))
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    kb.sync()
+    row = kb.block_idx.x * 64
+    acc = kb.register_tensor(f32, [64, 64])
+    tiles = cdiv(x.shape[1], 64) if summed else 1
+    for it in kb.range(0, tiles, 1, stages=1, phase=CONSUMER_INITIAL_PHASE):
+        with kb.single_thread():
+            nbytes = ring[0].nbytes + (other[0].nbytes if w is not None else 0)
+            kb.mbarrier.arrive_and_expect_tx(full[0], nbytes)
+            kb.tma.global_to_shared(x, ring[0], [row, it.offset * 64], mbarrier=full[0])
+            if w is not None:
+                kb.tma.global_to_shared(w, other[0], [0, 0], mbarrier=full[0])
+        kb.mbarrier.wait(full[0], phase=it.phase)
+        tile = kb.load_shared(ring[0])
+        if w is not None:
+            tile = tile + kb.load_shared(other[0])
+        if summed:
+            kb.assign(acc, acc + tile)
+        else:
+            kb.store_shared(out[0], kb.cast(tile, f16))
+            kb.fence_proxy_async()
+        kb.sync()
+    if summed:
+        kb.store_shared(out[0], kb.cast(acc, f16))
+        kb.fence_proxy_async()
+        kb.sync()
+    with kb.single_thread():
+        kb.tma.shared_to_global(out[0], y, [row, 0])
+    return kb.finish().compile().result.info.dims
+
+
+@needs_ptxas
+def test_a_tensor_written_from_anothers_tiles_alone_takes_its_sizes():
+    assert _rewriting_kernel(summed=False, second_source=False) == {
+        "a_dim0": [["a", 0], ["b", 0]],
+        "a_dim1": [["a", 1], ["b", 1]],
+    }
+    # A sum of x's tiles along its rows, or a tile of x plus one of w, is
+    # not x's tile rewritten: y keeps sizes of its own.
+    for summed, second_source in ((True, False), (False, True)):
+        dims = _rewriting_kernel(summed, second_source)
+        assert dims["b_dim1"] == [["b", 1]], (summed, second_source, dims)
 
 
 def test_only_the_resident_form_releases_a_stage_on_read():

@@ -19,6 +19,9 @@ from wsc.builder import (
     minimum,
 )
 
+#: A kernel built to show some ops, which stores no result (a BuildWarning).
+writes_nothing = pytest.mark.filterwarnings("ignore::wsc.builder.BuildWarning")
+
 
 def line_of(marker: str) -> int:
     """The line of this file that carries `marker` (a comment on the offending call)."""
@@ -248,6 +251,7 @@ def test_tile_range_checks_its_arguments(options, kind, message):
     assert message in str(error)
 
 
+@writes_nothing
 def test_finish_can_leave_the_verifier_to_the_compile():
     """A kernel over the shared-memory budget: finish() refuses it where the
     tensor was allocated; finish(verify=False) returns it and its compile

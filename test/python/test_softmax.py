@@ -211,7 +211,14 @@ def test_the_benchmark_reads_candidate_schedules_and_refuses_others(monkeypatch)
     ]
     assert ",".join(bench.schedule_name(s) for s in parsed) == text
     assert bench.parse_schedules("") == []
-    bad_texts = ("2/3/128", "2/3/128/resident/1", "2/3/128/resident,", "a/3/128/online", "release")
+    bad_texts = (
+        "2/3/128",
+        "2/3/128/resident/1",
+        "2/3/128/resident,",
+        "a/3/128/online",
+        "release",
+        "2/3/128/online/release",
+    )
     for bad in bad_texts:
         with pytest.raises((SystemExit, ValueError)):
             bench.parse_schedules(bad)

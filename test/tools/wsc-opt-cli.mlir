@@ -60,6 +60,12 @@
 // RUN: wsc-opt --dump-pass-pipeline --pass-pipeline='builtin.module(warp-specialize{num-stages=3},cse)' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=DUMP
 // DUMP: Pass Manager with 2 passes:
 // DUMP-NEXT: builtin.module(warp-specialize{num-stages=3 num-consumer-groups=1 producer=warp {{.*}} verify=true},cse)
+// DUMP-EMPTY:
+// The dumped line, run again, gives what the line it came from gives.
+// RUN: wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=3},cse)' %S/../../examples/matmul_v2.mlir > %t.given
+// RUN: wsc-opt --dump-pass-pipeline --pass-pipeline='builtin.module(warp-specialize{num-stages=3},cse)' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | sed -n 2p > %t.pipeline
+// RUN: xargs -d '\n' -I PIPELINE wsc-opt --pass-pipeline=PIPELINE %S/../../examples/matmul_v2.mlir < %t.pipeline > %t.dumped
+// RUN: diff %t.given %t.dumped
 
 // RUN: wsc-opt --help | FileCheck %s --check-prefix=HELP
 // HELP: USAGE: wsc-opt [options]

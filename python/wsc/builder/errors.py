@@ -1,11 +1,13 @@
-"""The kernel builder's errors: BuildError and BuildTypeError, located at the
-line of the user's source that asked for the op being built."""
+"""The kernel builder's errors (BuildError, BuildTypeError) and warnings
+(BuildWarning), located at the line of the user's source that asked for the
+op being built."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,12 +63,34 @@ def _internal(filename: str) -> bool:
     return os.path.dirname(path) == _PACKAGE or path == _CONTEXTLIB
 
 
-def caller() -> SourceLocation:
+def _user_frame():
     """The innermost frame outside this package (and contextlib, which runs the
-    `with` blocks): the user's line that asked for the op being built."""
+    `with` blocks)."""
     frame = sys._getframe(1)
     while frame.f_back is not None and _internal(frame.f_code.co_filename):
         frame = frame.f_back
+    return frame
+
+
+def warn(message: str) -> None:
+    """A BuildWarning at the user's line, shown once per line as Python's own
+    warnings are (not on every build of a kernel, e.g. by an autotuner)."""
+    frame = _user_frame()
+    module_globals = frame.f_globals
+    warnings.warn_explicit(
+        message,
+        BuildWarning,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=module_globals.get("__name__"),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+        module_globals=module_globals,
+    )
+
+
+def caller() -> SourceLocation:
+    """The user's line that asked for the op being built."""
+    frame = _user_frame()
     col = 0
     positions = list(frame.f_code.co_positions())
     index = frame.f_lasti // 2

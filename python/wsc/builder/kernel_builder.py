@@ -10,7 +10,6 @@ import math
 import numbers
 import operator
 import textwrap
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,11 +21,11 @@ from wsc import dialect
 from wsc.builder.errors import (
     BuildError,
     BuildTypeError,
-    BuildWarning,
     SourceLocation,
     caller,
     check_dtype,
     expect,
+    warn,
 )
 from wsc.builder.kernel import Kernel
 from wsc.builder.ops import MbarrierOps, SplitKOps, TmaOps, WgmmaOps
@@ -1312,12 +1311,10 @@ class KernelBuilder:
                     tensor.where or where,
                 )
         if not any(writes_tensor(tensor.value) for tensor in self._tensors):
-            warnings.warn_explicit(
+            warn(
                 f"kernel '{self.name}' writes no global tensor, so nothing it computes "
-                f"outlives it: store a result (kb.store_global or kb.tma.shared_to_global)",
-                BuildWarning,
-                where.filename,
-                where.line,
+                f"outlives it: store a result (kb.store_global, kb.shared_to_global or "
+                f"kb.tma.shared_to_global)"
             )
         for scalar in self._scalars:
             if not list(scalar.value.uses):

@@ -842,15 +842,21 @@ class KernelPlan:
                             self.matrix_dim(source, dim),
                             self.matrix_dim(self.checked_position(store.dst), dim),
                         )
-        # So has one copied out of a ring of its own after element-wise math.
+        # So has one copied out of a ring of its own after element-wise math
+        # on that tensor's tiles alone.
+        rewritten_from: dict[int, set[int]] = {}
         for op in self.ops:
-            if op.name != "wsc.load_shared":
-                continue
-            read = ops.LoadShared(op)
-            for source in loads_into.get(defining_op(read.src), set()):
+            if op.name == "wsc.load_shared":
+                read = ops.LoadShared(op)
                 for written in self._rewritten_tensors(read):
-                    for dim in (0, 1):
-                        classes.union(self.matrix_dim(source, dim), self.matrix_dim(written, dim))
+                    sources = loads_into.get(defining_op(read.src), set())
+                    rewritten_from.setdefault(written, set()).update(sources)
+        for written, sources in rewritten_from.items():
+            if len(sources) == 1:
+                for dim in (0, 1):
+                    classes.union(
+                        self.matrix_dim(next(iter(sources)), dim), self.matrix_dim(written, dim)
+                    )
         # A tile read from global memory and stored with the result has its sizes.
         for op in self.ops:
             if op.name not in ops.TILE_LOADS:
@@ -1016,32 +1022,36 @@ class KernelPlan:
                 store = ops.Store(owner)
                 found[self.args.index(store.dst)] = store.transpose
             elif key == ("wsc.store_shared", "tile"):
-                for copy_op, copy_key in _uses(ops.StoreShared(owner).dst):
-                    if copy_key == ("wsc.tma_store", "src"):
-                        found[self.checked_position(ops.TmaStore(copy_op).dst)] = False
-                    elif copy_key == ("wsc.coalesced_store", "src"):
-                        found[self.args.index(ops.CoalescedStore(copy_op).dst)] = False
+                found.update(dict.fromkeys(self._copied_out(ops.StoreShared(owner).dst), False))
         return found
 
     def _rewritten_tensors(self, read: ops.LoadShared) -> set[int]:
-        """The tensors TMA copies out of rings whose stages have the shape of `read`'s,
-        into which its tile is stored after element-wise math only (a kernel
-        that rewrites its stages through a ring of its own)."""
+        """The tensors copied out of rings of the stage shape of the ring `read`
+        reads, into which its tile is stored after element-wise math only,
+        element for element (a kernel that rewrites its stages through a ring
+        of its own; a sum over several tiles is no such copy)."""
         read_shape, _ = acc_type_parameters(read.result.type)
+        stage_shape = ir.MemRefType(read.src.type).shape[1:]
         found: set[int] = set()
-        for owner, key in _element_uses(read.result):
+        for owner, key in _element_uses(read.result, through_assign=False):
             if key != ("wsc.store_shared", "tile"):
                 continue
             store = ops.StoreShared(owner)
             if (
-                acc_type_parameters(store.tile.type)[0] != read_shape
-                or (memref_shape(store.dst.type) or [])[1:]
-                != (memref_shape(read.src.type) or [])[1:]
+                acc_type_parameters(store.tile.type)[0] == read_shape
+                and ir.MemRefType(store.dst.type).shape[1:] == stage_shape
             ):
-                continue
-            for copy_op, copy_key in _uses(store.dst):
-                if copy_key == ("wsc.tma_store", "src"):
-                    found.add(self.checked_position(ops.TmaStore(copy_op).dst))
+                found.update(self._copied_out(store.dst))
+        return found
+
+    def _copied_out(self, ring: ir.Value) -> list[int]:
+        """The tensors copied out of shared-memory `ring` (by TMA or coalesced stores)."""
+        found = []
+        for copy_op, key in _uses(ring):
+            if key == ("wsc.tma_store", "src"):
+                found.append(self.checked_position(ops.TmaStore(copy_op).dst))
+            elif key == ("wsc.coalesced_store", "src"):
+                found.append(self.args.index(ops.CoalescedStore(copy_op).dst))
         return found
 
     def _check_debug_options(self) -> None:
@@ -1131,11 +1141,11 @@ def _uses(value: ir.Value):
         yield owner, (owner.name, ops.operand_name(owner, use.operand_number))
 
 
-def _element_uses(tile: ir.Value):
+def _element_uses(tile: ir.Value, through_assign: bool = True):
     """The uses of `tile`'s elements as they are: its own, and those of the
-    register tiles made from it by element-wise math and assignments (a
-    reduction holds no element as it is: attention's running max reaches its
-    output only through a rescale)."""
+    register tiles made from it by element-wise math and, `through_assign`,
+    assignments (a reduction holds no element as it is: attention's running
+    max reaches its output only through a rescale)."""
     pending, seen = [tile], set()
     while pending:
         value = pending.pop()
@@ -1146,6 +1156,6 @@ def _element_uses(tile: ir.Value):
             yield owner, key
             if owner.name in ops.TILE_MAPS and owner.name not in _REDUCTIONS:
                 pending.append(owner.results[0])
-            elif key == ("wsc.tile_assign", "src"):
+            elif through_assign and key == ("wsc.tile_assign", "src"):
                 # Assigned into a tile (a sum across K tiles): stored where it is.
                 pending.append(ops.TileAssign(owner).dst)

@@ -28,19 +28,19 @@ OVERVIEW: wsc modular optimizer driver (warp-specialization passes for sm_90a)
 USAGE: wsc-opt [options] <input file, or - for stdin>
 
 OPTIONS:
-  -o <file>                    Output file (default: stdout)
-  --split-input-file           Split the input at '// -----' and process each chunk alone
-  --verify-diagnostics         Check diagnostics against expected-* comments in the input
-  --dump-pass-pipeline         Print the pipeline that will run, options spelled out, to stderr
-  --mlir-print-ir-after-all    Print the IR to stderr after every pass
-  --mlir-print-ir-after-change With --mlir-print-ir-after-all: only after passes that changed it
-  --mlir-print-ir-after-failure Print the IR to stderr after a pass that failed
-  --mlir-print-ir-before-all   Print the IR to stderr before every pass
-  --mlir-print-op-generic      Print operations in generic form
-  --mlir-timing                Print the time each pass took to stderr
-  --pass-pipeline=<pipeline>   A textual pipeline, e.g. 'builtin.module(warp-specialize{num-stages=4})'
-  --version                    Print the wsc version
-  -h, --help                   Print this help
+  -o <file>                      Output file (default: stdout)
+  --split-input-file             Split the input at '// -----' and process each chunk alone
+  --verify-diagnostics           Check diagnostics against expected-* comments in the input
+  --dump-pass-pipeline           Print the pipeline that will run, options spelled out, to stderr
+  --mlir-print-ir-after-all      Print the IR to stderr after every pass
+  --mlir-print-ir-after-change   With --mlir-print-ir-after-all: only after passes that changed it
+  --mlir-print-ir-after-failure  Print the IR to stderr after a failed pass only (no other pass's)
+  --mlir-print-ir-before-all     Print the IR to stderr before every pass
+  --mlir-print-op-generic        Print operations in generic form
+  --mlir-timing                  Print the time each pass took to stderr
+  --pass-pipeline=<pipeline>     A textual pipeline, e.g. 'builtin.module(warp-specialize{num-stages=4})'
+  --version                      Print the wsc version
+  -h, --help                     Print this help
 
 PASSES (--<pass> or --<pass>='opt=value opt=value'):
 """
@@ -72,7 +72,7 @@ def _help_text() -> str:
     lines = [_USAGE]
     for flag in passes.available():
         pass_class = passes.lookup(flag)
-        lines.append(f"  --{flag:<27}{pass_class.SUMMARY}")
+        lines.append(f"  --{flag:<29}{pass_class.SUMMARY}")
         for option in pass_class.OPTIONS:
             default = f" (default: {option.default})"
             lines.append(
@@ -175,7 +175,7 @@ def parse_args(argv: list[str]) -> Options | None:
     """The options of a command line, or None when --help/--version was handled."""
     options = Options()
     inputs = []
-    pipeline_text = None
+    pipeline_given = None
     args = iter(argv)
     for arg in args:
         if arg in ("-h", "--help", "-help"):
@@ -198,8 +198,8 @@ def parse_args(argv: list[str]) -> Options | None:
         elif arg.lstrip("-") in _FLAGS:
             setattr(options, _FLAGS[arg.lstrip("-")], True)
         elif arg.startswith("--pass-pipeline"):
-            pipeline_text = arg.split("=", 1)[1] if "=" in arg else next(args, None)
-            if pipeline_text is None:
+            pipeline_given = arg.split("=", 1)[1] if "=" in arg else next(args, None)
+            if pipeline_given is None:
                 raise UsageError("--pass-pipeline needs a pipeline")
         elif arg.startswith("-") and arg != "-":
             flag, _, option_text = arg.lstrip("-").partition("=")
@@ -215,10 +215,10 @@ def parse_args(argv: list[str]) -> Options | None:
         raise UsageError(f"expected one input file, got {len(inputs)}: {' '.join(inputs)}")
     if inputs:
         options.input = inputs[0]
-    if pipeline_text is not None:
+    if pipeline_given is not None:
         if options.pipeline:
             raise UsageError("--pass-pipeline cannot be combined with individual pass flags")
-        options.pipeline = _parse_pipeline(pipeline_text)
+        options.pipeline = _parse_pipeline(pipeline_given)
     return options
 
 
@@ -276,10 +276,13 @@ def process_chunk(
         except PassError as error:
             engine.add_pass_error(error)
             return None, engine
+        if options.dump_pass_pipeline:  # as mlir-opt: for each buffer it runs on
+            print(f"Pass Manager with {len(options.pipeline)} passes:", file=sys.stderr)
+            print(pipeline_text(options.pipeline) + "\n", file=sys.stderr)
         pass_manager = PassManager("builtin.module")
         printing = {
             "print_before_all": options.print_ir_before_all,
-            # As in mlir-opt, printing after a failure alone prints after no other pass.
+            # As in mlir-opt, printing after failures prints after no other pass.
             "print_after_all": options.print_ir_after_all or options.print_ir_after_failure,
             "print_after_failure": options.print_ir_after_failure,
         }
@@ -328,10 +331,6 @@ def pipeline_text(pipeline: list) -> str:
 
 
 def run(options: Options) -> int:
-    if options.dump_pass_pipeline:
-        count = len(options.pipeline)
-        print(f"Pass Manager with {count} passes:", file=sys.stderr)
-        print(pipeline_text(options.pipeline), file=sys.stderr)
     name, text = read_input(options.input)
     outputs, failed = [], False
     for chunk, line_offset in _chunks(text, options.split_input_file):

@@ -14,7 +14,7 @@ fewer rows: for long rows, more stages fit. X is read from HBM once.
     persistent block b, 5 warps: the consumer warpgroup 0-3, the producer warp 4
       ring of S stages, each a [64, W] tile of the view (64 / P rows of X), W = C/P
       full[S]  = mbarrier(arrivals = 1)    # "stage s has landed"
-      empty[S] = mbarrier(arrivals = 128)  # "stage s is written out"
+      empty[S] = mbarrier(arrivals = 128)  # "stage s may be refilled"
 
       producer                              consumer
       for t = b, b + grid, ...:             for t = b, b + grid, ...:
@@ -35,6 +35,16 @@ fewer rows: for long rows, more stages fit. X is read from HBM once.
                                               fence; sync (the warpgroup)
                                               one thread: TMA s -> Y[64t:]; wait until read
                                               arrive(empty[s])
+
+With `release_on_read` (resident form only) the consumers hand a stage back
+as soon as they hold it in registers, so that the producer refills it during
+their math and the store, and the result goes out through a tile of its own:
+
+      consumer: wait(full[s]); x = s log2(e); arrive(empty[s])
+                e = ... as above
+                one thread: wait until the last TMA store has read out; sync
+                out <- round(e / rowsum(e)); fence; sync
+                one thread: TMA out -> Y[64t:]
 """
 
 from __future__ import annotations
@@ -92,12 +102,14 @@ def softmax(
         raise ValueError(f"softmax: dtype {dtype!r}; the kernel takes {', '.join(_ELEMENT_TYPES)}")
     element = _ELEMENT_TYPES[dtype]
     measured = schedule(row_length, dtype)
-    num_stages = num_stages or measured.stages
     blocks_per_sm = blocks_per_sm or measured.blocks_per_sm
     block_cols = block_cols or measured.block_cols
     resident = measured.resident if resident is None else resident
     row_split = row_split or measured.row_split
     release_on_read = measured.release_on_read if release_on_read is None else release_on_read
+    # A result tile of its own takes the place of one of the measured stages.
+    extra_tile = release_on_read and not measured.release_on_read
+    num_stages = num_stages or max(1, measured.stages - extra_tile)
     check_row_split(row_length, row_split)
     if release_on_read and not resident:
         raise ValueError(
@@ -138,6 +150,7 @@ def softmax(
                 kb.mbarrier.arrive(empty[it.stage])
                 out = sy[0]
                 probabilities = _softmax_resident(kb, blocks, row_split)
+                # The elected thread is the role's first, the one that issued the last store.
                 with kb.single_thread():
                     kb.tma.store_wait(0)  # the last tile written out has been read
                 kb.sync()
