@@ -247,6 +247,22 @@ def test_wsc_run_resizes_derived_sizes(tmp_path, capsys):
     assert "SizesError" not in report.get("error", ""), report
 
 
+def test_wsc_run_refuses_a_size_or_scalar_no_artifact_reads(tmp_path, capsys):
+    directory = write_artifact(tmp_path, scaled_doc())
+    for flag, value, read in (
+        ("--size", "q=4", "d_dim1, k, m, n"),
+        ("--scalar", "q=0.5", "none"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main([str(directory), flag, value, "--size", "m=1000"])
+        assert exit_.value.code == 2
+        error = capsys.readouterr().err
+        expected = (
+            f"{flag} q: no artifact given reads a {flag[2:]} of that name (they read: {read})"
+        )
+        assert expected in error, error
+
+
 @pytest.mark.parametrize(
     "path, value, message",
     [

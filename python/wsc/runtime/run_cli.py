@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = dict(args.size)
     scalars = dict(args.scalar)
+    _check_names_read(parser, args.dirs, sizes, scalars)
     inputs: dict = {}
     # Reports are printed in order once every artifact has run: those timed
     # back to back are timed again together, round after round, first.
@@ -498,6 +499,32 @@ def _base_report(artifact: Artifact) -> dict:
         "tflops": None,
         "ok": False,
     }
+
+
+def _check_names_read(parser, dirs: list[str], sizes: dict, scalars: dict) -> None:
+    """A --size or --scalar name that no artifact reads is a command-line
+    mistake (exit status 2), not a failure of each run; artifacts that do not
+    load are reported when they run."""
+    if not sizes and not scalars:
+        return
+    artifacts = []
+    for directory in dirs:
+        try:
+            artifacts.append(load_artifact(directory))
+        except WscRuntimeError:
+            continue
+    if not artifacts:
+        return
+    for flag, given, read in (
+        ("--size", sizes, {name for a in artifacts for name in a.sizes}),
+        ("--scalar", scalars, {name for a in artifacts for name in a.scalars()}),
+    ):
+        unknown = sorted(set(given) - read)
+        if unknown:
+            parser.error(
+                f"{flag} {', '.join(unknown)}: no artifact given reads a {flag[2:]} of that name "
+                f"(they read: {', '.join(sorted(read)) or 'none'})"
+            )
 
 
 def _finite_or_none(value):
