@@ -183,6 +183,24 @@ def test_the_report_gives_each_set_its_own_mean_and_lowest(bench, tmp_path, caps
     assert f"| {moved / 1e6:.1f} | 20.0 | {moved / 20e-6 / 1e9:.0f} | " in rows[0]
 
 
+def test_block_scales_are_checked_and_reported_with_either_layout_of_scale_a(
+    bench, tmp_path, capsys
+):
+    shape = {"m": 4096, "n": 4096, "k": 4096, "block_scales": True}
+    assert bench._checks_epilogue(shape, "wsc") and bench._checks_epilogue(
+        shape, "wsc_column_major"
+    )
+    assert not bench._checks_epilogue(shape, "wsc_tensor")
+    record = _record(4096, 4096, 4096, wsc_us=100.0, cublas_us=80.0, set="fp8-block")
+    record.update(dtype="float8_e4m3fn", block_scales=True)
+    record["results"]["wsc_tensor"] = _record(4096, 4096, 4096, 90.0, 90.0)["results"]["wsc"]
+    record["results"]["wsc_column_major"] = _record(4096, 4096, 4096, 104.5, 1.0)["results"]["wsc"]
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    assert bench.report(path) == 0
+    assert "| 100.0 (104.5 with scale_a column-major) / 80.0 / 90.0 |" in capsys.readouterr().out
+
+
 def test_an_epilogue_is_named_as_wsc_matmul_takes_it(bench):
     assert bench.parse_epilogue("bias,gelu,residual") == {
         "bias": True,
