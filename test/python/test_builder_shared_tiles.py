@@ -207,8 +207,14 @@ def test_the_softmax_kernel_compiles_clean_in_both_forms_for_every_row_length():
 @pytest.mark.parametrize("row_split", [32, 64])
 @pytest.mark.parametrize("resident", [False, True])
 def test_rows_of_8192_spread_over_several_warps_compile_clean(row_split, resident):
-    compiled = softmax(8192, num_stages=2, blocks_per_sm=2, resident=resident, row_split=row_split)
-    compiled = compiled.compile()
+    compiled = softmax(
+        8192,
+        num_stages=2,
+        blocks_per_sm=2,
+        resident=resident,
+        row_split=row_split,
+        release_on_read=False,
+    ).compile()
     report = compiled.result.ptxas
     assert report.spill_stores == report.spill_loads == 0
     # Smaller stages: 64 / row_split rows of 8192 bf16 values each.
@@ -233,7 +239,9 @@ def test_a_resident_tile_too_large_for_the_registers_is_refused():
     with pytest.raises(
         CompileError, match="ptxas spilled registers .* at 128 registers per thread"
     ):
-        softmax(4096, num_stages=2, blocks_per_sm=3, resident=True, row_split=16).compile()
+        softmax(
+            4096, num_stages=2, blocks_per_sm=3, resident=True, row_split=16, release_on_read=False
+        ).compile()
 
 
 @needs_ptxas
@@ -255,8 +263,8 @@ def test_a_persistent_artifact_launches_its_blocks_per_sm(tmp_path):
 
 @needs_ptxas
 def test_a_stage_released_on_read_is_handed_back_before_the_math(tmp_path):
-    # The result's tile takes the place of one of the measured schedule's 4 stages.
-    compiled = softmax(4096, release_on_read=True).compile()
+    assert SCHEDULES[4096].release_on_read
+    compiled = softmax(4096).compile()
     report = compiled.result.ptxas
     assert report.spill_stores == report.spill_loads == 0
     # The result goes out through a tile of its own, beside the ring...

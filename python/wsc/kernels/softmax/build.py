@@ -106,10 +106,9 @@ def softmax(
     block_cols = block_cols or measured.block_cols
     resident = measured.resident if resident is None else resident
     row_split = row_split or measured.row_split
-    release_on_read = measured.release_on_read if release_on_read is None else release_on_read
-    # A result tile of its own takes the place of one of the measured stages.
-    extra_tile = release_on_read and not measured.release_on_read
-    num_stages = num_stages or max(1, measured.stages - extra_tile)
+    if release_on_read is None:
+        release_on_read = measured.release_on_read and resident
+    num_stages = num_stages or measured.stages
     check_row_split(row_length, row_split)
     if release_on_read and not resident:
         raise ValueError(

@@ -50,15 +50,15 @@ class Schedule(NamedTuple):
     release_on_read: bool = False
 
 
-#: The fastest measured by row length (results/h200-row-softmax.md; the
-#: row-split ones on an H100 only): more blocks per SM beat more stages per
-#: block, and a row over two or four warps keeps more, shorter rows in flight
-#: (rows of 8192 over 64 rows of the view fit in registers, resident).
+#: The fastest measured by row length on the H200 (results/h200-row-softmax.md):
+#: stages handed back once in registers, more blocks per SM over more stages
+#: per block, and a row over two or four warps keeps more, shorter rows in
+#: flight (rows of 8192 over 64 rows of the view fit in registers, resident).
 SCHEDULES = {
-    1024: Schedule(3, 5, 64, resident=True),
-    2048: Schedule(3, 4, 64, resident=True, row_split=2 * WARP_ROWS),
-    4096: Schedule(4, 3, 128, resident=True, row_split=2 * WARP_ROWS),
-    8192: Schedule(3, 3, 128, resident=True, row_split=4 * WARP_ROWS),
+    1024: Schedule(2, 5, 64, resident=True, release_on_read=True),
+    2048: Schedule(4, 4, 64, resident=True, row_split=2 * WARP_ROWS, release_on_read=True),
+    4096: Schedule(2, 4, 128, resident=True, row_split=2 * WARP_ROWS, release_on_read=True),
+    8192: Schedule(3, 3, 128, resident=True, row_split=4 * WARP_ROWS, release_on_read=True),
 }
 #: The shared memory an SM's rings may take together, below its 228 KB.
 RING_BYTES = 192 * 1024
