@@ -31,9 +31,10 @@ continues where the previous tile's stopped (wsc.kernels.matmul builds the
 production matmul this way).
 
 Errors in the kernel's code are raised while it is built, as `BuildError`s
-naming the user's file:line:col (a kernel that builds but likely does not
-do what was meant, e.g. writes nothing, gives a `BuildWarning` there); every op carries that location too, so the
-verifier's and the passes' diagnostics point into the user's Python file.
+naming the user's file:line:col (a kernel that builds but likely does not do
+what was meant, e.g. writes nothing, gives a `BuildWarning` there); every op
+carries that location too, so the verifier's and the passes' diagnostics
+point into the user's Python file.
 
 The package: `values` (what a kernel's code handles), `ops` (kb.mbarrier,
 kb.tma, kb.wgmma), `kernel_builder` (KernelBuilder and its regions),
