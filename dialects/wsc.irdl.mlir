@@ -560,9 +560,14 @@ irdl.dialect @wsc {
   // the accumulator's fragment layout: the whole stage tile, or with the
   // integer attributes `row` (a multiple of 64) and `col` (of 8) the block
   // of the result's shape at (row, col). A synchronous read of the stage:
-  // the inverse of wsc.store_shared.
+  // the inverse of wsc.store_shared. With the unit attribute `transpose` the
+  // M x N result is the transpose of the stage's N x M block at (row, col),
+  // element (i, j) = src[stage][row + j, col + i] (a multiple of 8 rows and
+  // of 64 columns): e.g. a scale per row of the tile, which TMA copied into
+  // one stage row with the tile's operands, read as a row vector [M, 1].
   irdl.operation @load_shared attributes {
-      optional_attributes = {row = "#builtin.integer", col = "#builtin.integer"}} {
+      optional_attributes = {row = "#builtin.integer", col = "#builtin.integer",
+                             transpose = "#builtin.unit"}} {
     %src = irdl.base "!builtin.memref"
     %stage = irdl.is index
     irdl.operands(src: %src, stage: %stage)

@@ -31,7 +31,7 @@ from wsc.kernels.matmul.config import MatmulProblem
 from wsc.kernels.matmul.epilogue import fused_epilogue
 
 #: The sizes of the scales, one element each ("d_dim0", "e_dim0").
-SCALE_SIZES = MatmulProblem(e4m3).scale_sizes(n=1, k=1)
+SCALE_SIZES = MatmulProblem(e4m3).scale_sizes(m=1, n=1, k=1)
 
 
 def matmul_fp8_scaled(num_stages=4, block_m=128, block_n=256, block_k=128):

@@ -26,7 +26,10 @@ results. The K loop carries exactly
     `wsc.wgmma_commit_group`, `wsc.wgmma_wait_group {pending = 0}`; between
     them register-tile math (`wsc.cast`, the ops of the epilogue below, and
     `wsc.tile_assign` of an accumulator, updating it in place from K tile to
-    K tile), e.g. one product cast to f16 as the A operand of the next;
+    K tile), e.g. one product cast to f16 as the A operand of the next, and
+    `wsc.load_shared`s of the K tile's stage of a ring the copies fill,
+    after the wait (a K tile's block scales, copied beside its operands);
+    nothing else reads shared memory into registers;
   - any number of block-wide `wsc.sync`s (`wsc.cluster_sync`s in a cluster)
     and pure arith ops.
 Ops that make a value and nothing else, arith's and `wsc.batch_matrix` (the
@@ -70,7 +73,9 @@ After: the same computation, specialized (the seed's V3, generalised):
   - num-consumer-groups consumer roles, warpgroup g on threads [128g, 128g+128),
     each owning rows [g*BM/G, (g+1)*BM/G) of the output tile: it waits on
     full[stage] (initial phase 0), runs its WGMMAs on its rows of A and all of
-    B, with every register tile of the loop made in its rows, waits for them
+    B, with every register tile of the loop made in its rows (a stage read
+    reads the block of the group's rows: its columns where `transpose`d),
+    waits for them
     (wait_group 0), then releases the stage by arriving on empty[stage] after
     the last WGMMA group of the K tile; then it stores its rows (a split-K
     epilogue hands over the partial sums of its rows, each group counting
@@ -400,15 +405,6 @@ class _Specializer:
         kernel = self.kernel
         if any(op.name == "wsc.role" for op in walk(kernel)):
             self._fail(kernel, "kernel is already specialized (it has wsc.role ops)")
-        for op in walk(kernel):
-            if op.name == "wsc.load_shared":
-                self._fail(
-                    op,
-                    "wsc.load_shared reads a stage into registers, which this pass cannot split "
-                    "over consumer groups (it splits WGMMA readers): write the "
-                    "producer and consumer roles in the input, as "
-                    "wsc.kernels.softmax does",
-                )
         if kernel_threads(kernel) != WARPGROUP_SIZE:
             self._fail(
                 kernel,
@@ -452,6 +448,7 @@ class _Specializer:
                 "consumer groups split them)",
             )
         self._match_loop()
+        self._match_stage_reads()
         if self.tile_loop is not None:
             self._match_tile_loop(self.tile_loop)
         self._match_resident_copies(block_ops if self.tile_loop is None else self._body_ops())
@@ -643,6 +640,38 @@ class _Specializer:
         self.products: list[ir.Operation] = []
         if self.options.wgmma_in_flight:
             self._match_products()
+
+    def _match_stage_reads(self) -> None:
+        """A wsc.load_shared reads the K tile's stage of a ring its copies
+        fill, in the K loop's body after the full wait (the consumers hand
+        the stage back after it); any other read of shared memory into
+        registers is refused."""
+        copied = {
+            ops.TmaLoad(op).dst
+            for anchor in self.producer_anchors
+            for op in walk(anchor)
+            if op.name == "wsc.tma_load"
+        }
+        (wait,) = [op for op in self.consumer_anchors if op.name == "wsc.mbarrier_wait"]
+        body = [op.operation for op in self.loop_body.operations]
+        for op in walk(self.kernel):
+            if op.name != "wsc.load_shared":
+                continue
+            load = ops.LoadShared(op)
+            if (
+                op not in body
+                or body.index(op) < body.index(wait)
+                or load.src not in copied
+                or load.stage != self.stage
+            ):
+                self._fail(
+                    op,
+                    "wsc.load_shared is split over the consumer groups only where it "
+                    "reads the K tile's stage of a ring the K loop's copies fill, in the "
+                    "loop's body after its wait on the full barriers; write the producer "
+                    "and consumer roles in the input for any other read, as "
+                    "wsc.kernels.softmax does",
+                )
 
     def _match_products(self) -> None:
         """With wgmma-in-flight = 1, the register math after the K tile's
@@ -1152,7 +1181,9 @@ class _Specializer:
         tiles are made in the group's rows, and read from memory from them."""
         row_offset = None
         for op in body:
-            if op.name in ops.TILE_MAKERS or op.name == "wsc.acc_alloc":
+            if op.name == "wsc.load_shared":
+                self._clone_stage_read(op, mapping, first_row)
+            elif op.name in ops.TILE_MAKERS or op.name == "wsc.acc_alloc":
                 if first_row and row_offset is None and _group_row_operand(op) is not None:
                     row_offset = index_constant(first_row)
                 self._clone_tile_maker(op, mapping, row_offset)
@@ -1502,6 +1533,30 @@ class _Specializer:
             loc=op.location,
         )
         mapping[op.results[0]] = made.result
+
+    def _clone_stage_read(self, op: ir.Operation, mapping: dict, first_row: int) -> None:
+        """A consumer group's wsc.load_shared: the block of the stage that
+        holds the group's rows (its columns, read transposed)."""
+        load = ops.LoadShared(op)
+        (_, cols), _ = dialect.acc_type_parameters(load.result.type)
+        row, col = load.row or 0, load.col or 0
+        if load.transpose:
+            col += first_row
+        else:
+            row += first_row
+        stage_rows, stage_cols = ir.MemRefType(load.src.type).shape[1:]
+        stage_tile = [stage_cols, stage_rows] if load.transpose else [stage_rows, stage_cols]
+        origin = (
+            None if (row, col) == (0, 0) and [self.group_rows, cols] == stage_tile else (row, col)
+        )
+        with op.location:
+            mapping[load.result] = dialect.load_shared(
+                mapping.get(load.src, load.src),
+                mapping.get(load.stage, load.stage),
+                (self.group_rows, cols),
+                origin,
+                load.transpose,
+            )
 
     def _build_producer(self, empty: ir.Value, stage0: ir.Value, num_stages: int) -> None:
         for elect, copy in self.resident_copies:

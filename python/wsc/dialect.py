@@ -533,15 +533,22 @@ def store_shared(
 
 
 def load_shared(
-    src: ir.Value, stage: ir.Value, shape: Sequence[int], origin: tuple[int, int] | None = None
+    src: ir.Value,
+    stage: ir.Value,
+    shape: Sequence[int],
+    origin: tuple[int, int] | None = None,
+    transpose: bool = False,
 ) -> ir.Value:
     """`wsc.load_shared`: src[stage], whole or its block at `origin`, as an
-    f32 register tile of `shape`."""
+    f32 register tile of `shape` (with `transpose`, the block's transpose)."""
+    attributes = _block_offsets(origin)
+    if transpose:
+        attributes["transpose"] = ir.UnitAttr.get()
     return _create(
         "wsc.load_shared",
         operands=[src, stage],
         results=[acc_type(shape, "f32")],
-        attributes=_block_offsets(origin),
+        attributes=attributes,
     ).result
 
 

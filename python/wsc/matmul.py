@@ -669,7 +669,7 @@ def _extra_sizes(p: MatmulPlan) -> dict[str, int]:
     from wsc.kernels.matmul.config import MatmulProblem
 
     problem = MatmulProblem(p.dtype, b_layout=p.b_layout, block_scales=p.block_scales)
-    scales = problem.scale_sizes(p.n, p.k)
+    scales = problem.scale_sizes(p.m, p.n, p.k)
     return scales if p.batch is None else {"batch": p.batch, **scales}
 
 
@@ -735,11 +735,13 @@ class _BoundMatmul:
     """One signature of call, resolved: the kernel bound to its tensors' shapes,
     strides and dtypes; a call passes only data pointers and the stream."""
 
-    __slots__ = ("launch", "out_shape", "out_dtype", "ordinal")
+    __slots__ = ("launch", "out_shape", "out_dtype", "ordinal", "block_scales")
 
     def __init__(self, launch, out_shape: tuple[int, ...], out_dtype, ordinal: int):
         self.launch, self.out_shape = launch, out_shape
         self.out_dtype, self.ordinal = out_dtype, ordinal
+        #: The kernel takes block scales (scale_a in its own form: _kernel_scale_a).
+        self.block_scales = False
 
     def __call__(self, a, b, out, *epilogue):
         """The launch on a, b, out and the epilogue's tensors (bias, residual:
@@ -853,12 +855,31 @@ def _signature(
     )
 
 
-def _epilogue_tensors(bias, residual, scales=None) -> tuple:
-    """The epilogue tensors a call passes, in the kernel's order: scale_a
-    row-major, as the kernel reads it (a column-major one copied, each call)."""
-    if scales is not None:
-        scales = (scales[0].contiguous(), scales[1])
+def _epilogue_tensors(bias, residual, scales=None, block_scales: bool = False) -> tuple:
+    """The epilogue tensors a call passes, in the kernel's order, block
+    scales' scale_a as the kernel reads it (_kernel_scale_a)."""
+    if scales is not None and block_scales:
+        scales = (_kernel_scale_a(scales[0]), scales[1])
     return tuple(tensor for tensor in (bias, residual, *(scales or ())) if tensor is not None)
+
+
+def _kernel_scale_a(scale_a):
+    """Block scales' scale_a [M, K blocks] as the kernel reads it: its
+    transpose [K blocks, M], M padded to whole 16 bytes (TMA copies a K
+    tile's row of it; the padding scales rows past M, which are never
+    stored). A column-major scale_a (torch._scaled_mm's layout) is read in
+    place, through its transpose view, where its rows are so aligned; any
+    other (row-major, or M not a multiple of 4) is copied each call."""
+    m, blocks = scale_a.shape
+    per_row = TMA_ALIGN // ELEMENT_BYTES["f32"]
+    rows = scale_a.t()
+    if m % per_row == 0 and rows.stride(1) == 1 and rows.data_ptr() % TMA_ALIGN == 0:
+        return rows
+    padded = _torch.empty(
+        (blocks, round_up(m, per_row)), dtype=scale_a.dtype, device=scale_a.device
+    )
+    padded[:, :m].copy_(rows)
+    return padded
 
 
 def _check_alignment(a, b, out) -> None:
@@ -892,11 +913,10 @@ def _bind(
         p.dtype, bias=p.bias, residual=p.residual, alpha=p.alpha
     ).epilogue_tensors()
     # A scale of shape [] is the kernel's [1], block scales of B are read flat
-    # (launches pass their pointers alone); the kernel reads scale_a row by
-    # row, from a row-major copy of a column-major one.
+    # (launches pass their pointers alone).
     scale_a, scale_b = None, None
     if scales is not None:
-        scale_a = scales[0].contiguous() if p.block_scales else scales[0].reshape(1)
+        scale_a = _kernel_scale_a(scales[0]) if p.block_scales else scales[0].reshape(1)
         scale_b = scales[1].reshape(-1)
     epilogue = {
         names[part]: tensor
@@ -921,7 +941,9 @@ def _bind(
                 f"wsc.matmul: the kernel takes tensors {launch.names}, not "
                 f"{', '.join(('a', 'b', 'c', *epilogue))}"
             )
-        return _BoundMatmul(launch, p.out_shape, out.dtype, ordinal)
+        bound = _BoundMatmul(launch, p.out_shape, out.dtype, ordinal)
+        bound.block_scales = p.block_scales
+        return bound
     workspaces = _allocate_workspaces(specs, ordinal)
     launch = BoundLaunch(
         kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **workspaces, **scalars)
@@ -959,7 +981,7 @@ def _run_torch(
                 out.copy_(_epilogue_of_zeros(out, bias, activation, residual))
             return
         _remember(signature, bound)
-    bound(a, b, out, *_epilogue_tensors(bias, residual, scales))
+    bound(a, b, out, *_epilogue_tensors(bias, residual, scales, bound.block_scales))
 
 
 def _epilogue_of_zeros(out, bias, activation, residual):
@@ -1144,11 +1166,10 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, out=None):
     block scales as DeepSeek-V3's, scale_a [M, cdiv(K, 128)] (a scale per row
     of A and 128 of K) and scale_b [cdiv(N, 128), cdiv(K, 128)] (per 128 x 128
     block of w, contiguous), applied to each K tile's product in registers.
-    scale_a may be row-major, which the kernel reads in place, or
-    column-major, as torch._scaled_mm takes it, at the cost of a row-major
-    copy per call (the kernel reads a row's scales from one cache line,
-    where a column-major layout misses the L1 cache at every K tile:
-    results/h100-fp8-block-scale-loads-ahead.md). The product accumulates in fp32 (per-tensor scales: in the
+    scale_a may be column-major, as torch._scaled_mm takes it, which the
+    kernel reads in place where M is a multiple of 4 (TMA copies a K tile's
+    scales of the tile's rows beside A's tile), or row-major, at the cost of
+    a transposed copy per call. The product accumulates in fp32 (per-tensor scales: in the
     WGMMA's accumulator over all of K, as torch._scaled_mm's
     use_fast_accum=True does) and is returned as `out_dtype` (bfloat16 unless
     float16 or float32 is asked) or into `out`.
@@ -1175,7 +1196,7 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, out=None):
         if bound is not None:
             if out is not None:
                 torch.autograd.graph.increment_version(out)
-            return bound(a, b, out, *_epilogue_tensors(None, None, scales))
+            return bound(a, b, out, *_epilogue_tensors(None, None, scales, bound.block_scales))
     p = plan(a, b, out, out_dtype, scales=scales)
     if a.device.type not in ("cuda", "meta"):
         raise ValueError(f"wsc.scaled_mm: a and b must be CUDA tensors, got tensors on {a.device}")

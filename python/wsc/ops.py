@@ -482,6 +482,7 @@ class LoadShared(WscOp, name="wsc.load_shared"):
     stage = Operand()
     row = OptionalIntAttr()
     col = OptionalIntAttr()
+    transpose = Flag()
     result = Result()
 
 

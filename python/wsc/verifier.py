@@ -54,6 +54,7 @@ from wsc.target.hopper import (
     REGISTER_FILE,
     RESULT_DTYPES,
     SETMAXNREG_STEP,
+    SHARED_DTYPES,
     WARP_ROWS,
     WARP_SIZE,
     WARPGROUP_SIZE,
@@ -226,7 +227,9 @@ def _verify_roles_disjoint(kernel: ir.Operation) -> None:
         seen.append((begin, end, op))
 
 
-def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[int]:
+def _verify_shared_buffer(
+    op: ir.Operation, type_: ir.Type, what: str, elements: tuple[str, ...] = SHARED_DTYPES
+) -> list[int]:
     shape = memref_shape(type_)
     if shape is None or len(shape) != 3 or -1 in shape:
         _fail(
@@ -241,8 +244,8 @@ def _verify_shared_buffer(op: ir.Operation, type_: ir.Type, what: str) -> list[i
     if shape[0] < 1:
         _fail(op, f"{what} needs at least 1 stage, got {shape[0]}")
     element = str(ir.MemRefType(type_).element_type)
-    if element not in OPERAND_DTYPES:
-        _fail(op, f"{what} element type must be one of {', '.join(OPERAND_DTYPES)}, got {element}")
+    if element not in elements:
+        _fail(op, f"{what} element type must be one of {', '.join(elements)}, got {element}")
     stages, rows, cols = shape
     stage = stage_bytes(rows, cols, element)
     if stages * stage > MAX_DYNAMIC_SMEM:
@@ -706,25 +709,35 @@ def _verify_tile_element(op: ir.Operation, element: str, dst: ir.Value) -> None:
 
 
 def _verify_stage_block(
-    op: ir.Operation, tile: tuple[int, ...], stage_tile: list[int], row: int | None, col: int | None
+    op: ir.Operation,
+    tile: tuple[int, ...],
+    stage_tile: list[int],
+    row: int | None,
+    col: int | None,
+    transpose: bool = False,
 ) -> None:
     """A register tile's block of a stage tile: the whole stage tile without
-    offsets, else inside it at a 64-row, 8-column aligned (row, col)."""
-    rows, cols = tile
+    offsets, else inside it at a 64-row, 8-column aligned (row, col); with
+    `transpose` the tile is the block's transpose, which is aligned the
+    other way."""
+    rows, cols = tile[::-1] if transpose else tile
     if row is None and col is None:
         if [rows, cols] != stage_tile:
+            what = f"transposed block {rows}x{cols}" if transpose else f"tile {rows}x{cols}"
             _fail(
                 op,
-                f"tile {rows}x{cols} differs from the {stage_tile[0]}x{stage_tile[1]} stage "
+                f"{what} differs from the {stage_tile[0]}x{stage_tile[1]} stage "
                 f"tile (give row and col to address a block of it)",
             )
         return
     row, col = row or 0, col or 0
-    if row < 0 or row % WGMMA_M or col < 0 or col % WGMMA_N_STEP:
+    row_step, col_step = (WGMMA_N_STEP, WGMMA_M) if transpose else (WGMMA_M, WGMMA_N_STEP)
+    if row < 0 or row % row_step or col < 0 or col % col_step:
         _fail(
             op,
-            f"block offset ({row}, {col}) must be a multiple of {WGMMA_M} rows and "
-            f"{WGMMA_N_STEP} columns (a fragment's rows and column pairs)",
+            f"block offset ({row}, {col}) must be a multiple of {row_step} rows and "
+            f"{col_step} columns (a fragment's "
+            + ("column pairs and rows, transposed)" if transpose else "rows and column pairs)"),
         )
     if row + rows > stage_tile[0] or col + cols > stage_tile[1]:
         _fail(
@@ -749,8 +762,9 @@ def _verify_load_shared(op: ir.Operation) -> None:
     stages, *stage_tile = _verify_shared_buffer(op, load.src.type, "source")
     _verify_stage(op, load.stage, stages)
     _verify_loaded_element(op, load.src)
-    shape = _verify_f32_tile(op, load.result, "result")
-    _verify_stage_block(op, shape, stage_tile, load.row, load.col)
+    # A row vector is a stage row read down the tile's rows.
+    shape = _verify_f32_tile(op, load.result, "result", row_vector=load.transpose)
+    _verify_stage_block(op, shape, stage_tile, load.row, load.col, load.transpose)
 
 
 def _verify_acc(
@@ -815,8 +829,8 @@ def _verify_fenced(op: ir.Operation) -> None:
 def _verify_wgmma(op: ir.Operation) -> None:
     wgmma = ops.Wgmma(op)
     a, b, stage, acc = wgmma.a, wgmma.b, wgmma.stage, wgmma.acc
-    a_shape = _verify_shared_buffer(op, a.type, "A")
-    b_shape = _verify_shared_buffer(op, b.type, "B")
+    a_shape = _verify_shared_buffer(op, a.type, "A", OPERAND_DTYPES)
+    b_shape = _verify_shared_buffer(op, b.type, "B", OPERAND_DTYPES)
     (m, n), element = _verify_acc(op, acc.type)
     input_element = str(ir.MemRefType(a.type).element_type)
     if element != "f32" and not (element == "f16" == input_element):
@@ -859,7 +873,7 @@ def _verify_wgmma(op: ir.Operation) -> None:
 def _verify_wgmma_register_a(op: ir.Operation) -> None:
     wgmma = ops.WgmmaRegisterA(op)
     (a_m, block_k), a_element = _verify_acc(op, wgmma.a.type)
-    b_shape = _verify_shared_buffer(op, wgmma.b.type, "B")
+    b_shape = _verify_shared_buffer(op, wgmma.b.type, "B", OPERAND_DTYPES)
     (m, n), element = _verify_acc(op, wgmma.acc.type)
     b_element = str(ir.MemRefType(wgmma.b.type).element_type)
     if a_element not in HALF_DTYPES or a_element != b_element:

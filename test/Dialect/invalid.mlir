@@ -854,6 +854,36 @@ func.func @load_shared_at_an_odd_column() attributes {wsc.num_threads = 128 : i3
 
 // -----
 
+func.func @load_shared_transposed_past_the_row() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %ss = "wsc.alloc_shared"() : () -> memref<2x1x128xf32, 3>
+  // expected-error @below {{'wsc.load_shared' op transposed block 1x64 differs from the 1x128 stage tile (give row and col to address a block of it)}}
+  %x = "wsc.load_shared"(%ss, %c0) {transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 64, 1>, f32>
+  return
+}
+
+// -----
+
+func.func @load_shared_transposed_between_row_blocks() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %ss = "wsc.alloc_shared"() : () -> memref<2x1x128xf32, 3>
+  // expected-error @below {{'wsc.load_shared' op block offset (0, 32) must be a multiple of 8 rows and 64 columns (a fragment's column pairs and rows, transposed)}}
+  %x = "wsc.load_shared"(%ss, %c0) {row = 0 : i32, col = 32 : i32, transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 64, 1>, f32>
+  return
+}
+
+// -----
+
+func.func @load_shared_row_vector_untransposed() attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %sx = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  // expected-error @below {{'wsc.load_shared' op a row vector [64, 1] (f32) serves register math alone, in f32: 'wsc.load_shared' takes tiles of a multiple of 8 columns}}
+  %x = "wsc.load_shared"(%sx, %c0) {row = 0 : i32, col = 0 : i32} : (memref<2x64x64xf16, 3>, index) -> !wsc.acc<array<i64: 64, 1>, f32>
+  return
+}
+
+// -----
+
 func.func @load_shared_into_bf16() attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %sx = "wsc.alloc_shared"() : () -> memref<2x64x128xbf16, 3>

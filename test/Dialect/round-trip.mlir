@@ -181,6 +181,12 @@ func.func @shared_tiles() attributes {wsc.num_threads = 128 : i32} {
   %y = "wsc.cast"(%cs) : (!wsc.acc<array<i64: 64, 128>, f32>) -> !wsc.acc<array<i64: 64, 128>, bf16>
   // CHECK: "wsc.store_shared"(%{{.*}}, %{{.*}}, %{{.*}}) {col = 128 : i32, row = 0 : i32}
   "wsc.store_shared"(%y, %sx, %c0) {row = 0 : i32, col = 128 : i32} : (!wsc.acc<array<i64: 64, 128>, bf16>, memref<2x64x256xbf16, 3>, index) -> ()
+  // A stage row read down the tile's rows, whole or the block of 64 rows at column 64.
+  %ss = "wsc.alloc_shared"() : () -> memref<2x1x128xf32, 3>
+  // CHECK: "wsc.load_shared"(%{{.*}}, %{{.*}}) {transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 128, 1>, f32>
+  %scales = "wsc.load_shared"(%ss, %c0) {transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 128, 1>, f32>
+  // CHECK: "wsc.load_shared"(%{{.*}}, %{{.*}}) {col = 64 : i32, row = 0 : i32, transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %half = "wsc.load_shared"(%ss, %c0) {row = 0 : i32, col = 64 : i32, transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 64, 1>, f32>
   return
 }
 

@@ -834,9 +834,10 @@ func.func @not_a_value(%a: memref<?x?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x
 
 // -----
 
-// A stage read into registers in the K loop: the pass splits only WGMMA
-// readers over consumer groups; such a kernel is written with its roles.
-func.func @stage_read_into_registers(%a: memref<?x?xf16>, %c: memref<?x?xf32>)
+// A stage read into registers after the K loop: the consumers have handed
+// every stage back by then (a stage read is split over the consumer groups
+// only in the K loop, after the full wait).
+func.func @stage_read_after_the_loop(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -844,6 +845,7 @@ func.func @stage_read_into_registers(%a: memref<?x?xf16>, %c: memref<?x?xf32>)
   %k = memref.dim %a, %c1 : memref<?x?xf16>
   %k_tiles = arith.ceildivui %k, %c64 : index
   %sa = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
   %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
   "wsc.sync"() : () -> ()
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
@@ -853,17 +855,22 @@ func.func @stage_read_into_registers(%a: memref<?x?xf16>, %c: memref<?x?xf32>)
     %k0 = arith.muli %kt, %c64 : index
     %elected = "wsc.elect"() : () -> i1
     scf.if %elected {
-      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 8192 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
       "wsc.tma_load"(%a, %c0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %c0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
     }
     "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
-    // expected-error @below {{--warp-specialize: wsc.load_shared reads a stage into registers, which this pass cannot split over consumer groups (it splits WGMMA readers): write the producer and consumer roles in the input, as wsc.kernels.softmax does}}
-    %x = "wsc.load_shared"(%sa, %stage) : (memref<2x64x64xf16, 3>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
-    "wsc.tile_assign"(%acc, %x) : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x64x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 64, 64>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
     "wsc.sync"() : () -> ()
     %next:2 = "wsc.ring_advance"(%stage, %phase) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
     scf.yield %next#0, %next#1 : index, i1
   }
+  // expected-error @below {{--warp-specialize: wsc.load_shared is split over the consumer groups only where it reads the K tile's stage of a ring the K loop's copies fill, in the loop's body after its wait on the full barriers; write the producer and consumer roles in the input for any other read, as wsc.kernels.softmax does}}
+  %x = "wsc.load_shared"(%sa, %c0) : (memref<2x64x64xf16, 3>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.store"(%x, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }

@@ -82,9 +82,9 @@ def test_a_whole_stage_is_read_and_written_without_offsets():
             "load_shared: col must be an int, got '0'",
         ),
         (
-            lambda kb, ring: kb.load_shared(ring[0].transpose()),
+            lambda kb, ring: kb.load_shared(ring[0].transpose(), col=8, cols=8),
             BuildError,
-            "load_shared: the stage tile is viewed transposed",
+            r"load_shared: a transposed stage tile is read whole \(transpose rows of it",
         ),
         (
             lambda kb, ring: kb.load_shared(ring),
@@ -98,6 +98,22 @@ def test_a_stage_read_is_checked_where_it_is_written(read, kind, message):
     with pytest.raises(kind, match=message) as caught:
         read(kb, ring)
     assert caught.value.where.filename == __file__
+
+
+@writes_nothing
+def test_a_stage_read_transposed_is_its_block_s_transpose():
+    """A one-row stage (a K tile's scales, copied by TMA) read transposed is a
+    row vector of the tile's rows; rows of a stage read transposed are the
+    block at their first row."""
+    kb = KernelBuilder("transposed", num_warps=4, grid=[("m", 64)])
+    scales = kb.shared_tensor(f32, [2, 1, 128])
+    ring = kb.shared_tensor(f16, [2, 128, 64])
+    per_row = kb.load_shared(scales[1].transpose())
+    block = kb.load_shared(ring[0][64:128].transpose())
+    assert per_row.shape == (128, 1) and block.shape == (64, 64)
+    text = str(kb.finish())
+    assert '"wsc.load_shared"(%0, %c1) {transpose} : (memref<2x1x128xf32, 3>, index)' in text
+    assert '"wsc.load_shared"(%1, %c0) {col = 0 : i32, row = 64 : i32, transpose}' in text
 
 
 def test_a_wide_stage_is_read_in_blocks_of_at_most_256_columns():

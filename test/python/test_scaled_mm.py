@@ -60,10 +60,10 @@ def test_e4m3_rounding_is_torchs():
 
 def test_fp8_problem_and_config_rules():
     assert MatmulProblem(E4M3, "bf16").epilogue_tensors() == {"scale_a": "d", "scale_b": "e"}
-    assert MatmulProblem(E4M3, "bf16").scale_sizes(1336, 528) == {"d_dim0": 1, "e_dim0": 1}
+    assert MatmulProblem(E4M3, "bf16").scale_sizes(1000, 1336, 528) == {"d_dim0": 1, "e_dim0": 1}
     block = MatmulProblem(E4M3, "bf16", block_scales=True)
-    # scale_a's K blocks, and scale_b's 11 x 5 blocks read flat.
-    assert block.scale_sizes(1336, 528) == {"d_dim1": 5, "e_dim0": 55}
+    # scale_a's transpose [K blocks, M], and scale_b's 11 x 5 blocks read flat.
+    assert block.scale_sizes(1000, 1336, 528) == {"d_dim0": 5, "d_dim1": 1000, "e_dim0": 55}
     assert block.epilogue() == {"scale_a": "d", "scale_b": "e", "scale_block": 128}
     with pytest.raises(ValueError, match="block_scales = True scales f8E4M3FN operands"):
         MatmulProblem("f16", block_scales=True)
@@ -162,18 +162,25 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     assert result.ptxas.spill_stores == 0
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in result.ptx
     doc = json.loads((tmp_path / "kernel.json").read_text())
-    assert doc["sizes"] == {"m": 1000, "n": 1336, "k": 528, "d_dim1": 5, "e_dim0": 55}
-    assert doc["tensors"]["d"]["shape"] == ["m", "d_dim1"]
+    sizes = {"m": 1000, "n": 1336, "k": 528, "d_dim0": 5, "d_dim1": 1000, "e_dim0": 55}
+    assert doc["sizes"] == sizes
+    # scale_a as its transpose, whose rows TMA copies into the ring's stages.
+    assert doc["tensors"]["d"]["shape"] == ["d_dim0", "d_dim1"]
     assert doc["tensors"]["e"]["shape"] == ["e_dim0"]
-    # The scales' lengths follow N and K when the artifact is resized.
+    # Per K tile, A's and B's tiles and the 128 scales of the tile's rows in
+    # four boxes of 128 bytes (the f32 row's swizzle atoms).
+    assert result.ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 6
+    # The scales' sizes follow M, N and K when the artifact is resized.
     assert doc["derived_sizes"] == {
-        "d_dim1": "cdiv(k, 128)",
+        "d_dim0": "cdiv(k, 128)",
+        "d_dim1": "cdiv(m, 4) * 4",
         "e_dim0": "cdiv(n, 128) * cdiv(k, 128)",
     }
 
-    m, n, k = 200, 300, 400  # 2 x 3 blocks of B, the last ragged; 4 K blocks
+    m, n, k = 199, 300, 400  # 2 x 3 blocks of B, the last ragged; 4 K blocks
     resized = load_artifact(tmp_path).resized(m=m, n=n, k=k)
-    assert (resized.sizes["d_dim1"], resized.sizes["e_dim0"]) == (4, 12)
+    # scale_a's transpose has rows of 200: whole 16 bytes.
+    assert [resized.sizes[name] for name in ("d_dim0", "d_dim1", "e_dim0")] == [4, 200, 12]
     check = MatmulCheck(resized)
     rng = np.random.default_rng(2)
     a, b = (
@@ -184,7 +191,10 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     exact = block_scaled_product(
         E4M3_VALUES[a], E4M3_VALUES[b], scale_a.astype(np.float64), scale_b.astype(np.float64)
     )
-    inputs = Inputs(arrays={}, hosts={"a": a, "b": b, "d": scale_a, "e": scale_b}, cache={})
+    padded = np.full((4, 200), np.nan, dtype=np.float32)
+    padded[:, :m] = scale_a.T
+    hosts = {"a": a, "b": b, "d": padded, "e": scale_b}
+    inputs = Inputs(arrays={}, hosts=hosts, cache={})
     assert check.relative_error(HostOutputs(), inputs, {"c": exact}, seed=0) < 1e-12
     unscaled = E4M3_VALUES[a] @ E4M3_VALUES[b].T
     assert check.relative_error(HostOutputs(), inputs, {"c": unscaled}, seed=0) > 0.1
@@ -215,6 +225,20 @@ def test_fp8_operands_must_be_k_major():
     with pytest.raises(BuildError, match="reads f8E4M3FN K-major only") as error:
         kb.wgmma.mma(sa[0], sb[0], acc)
     assert str(error.value).startswith(f"{__file__}:")
+
+
+def test_an_f32_stage_is_no_wgmma_operand():
+    """f32 stages hold what registers read (block scales); WGMMA refuses them."""
+    from wsc.builder import BuildTypeError, KernelBuilder
+
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    sa = kb.shared_tensor("f32", [1, 64, 32])
+    sb = kb.shared_tensor("f32", [1, 64, 32])
+    acc = kb.register_tensor("f32", [64, 64])
+    with pytest.raises(
+        BuildTypeError, match="WGMMA reads stage tiles of f16, bf16, f8E4M3FN, B is f32"
+    ):
+        kb.wgmma.mma(sa[0], sb[0].transpose(), acc)
 
 
 def meta(*shape, dtype=torch.float8_e4m3fn):
@@ -292,28 +316,46 @@ def test_scaled_mm_plan_and_its_errors():
             call()
 
 
-def test_a_column_major_scale_a_reaches_the_kernel_row_major(monkeypatch):
-    """The kernel reads scale_a row by row: every call with a column-major
-    one, the one that binds the launch and those that reuse it, passes a
-    row-major copy (a GPU run read the column-major data in place: relative
-    error 0.39). The launch is a recorder here, so this runs without a GPU."""
+def test_scale_a_reaches_the_kernel_as_its_transpose(monkeypatch):
+    """The kernel copies scale_a's transpose [K blocks, M] row by row with
+    TMA, M padded to 16 bytes: a column-major scale_a with M a multiple of 4
+    is passed in place (its transpose view), a row-major one or one of
+    another M as a padded copy; the call that binds the launch and those that
+    reuse it alike. The launch is a recorder here, so this runs without a GPU."""
     matmul = importlib.import_module("wsc.matmul")  # the module, not wsc.matmul the call
-    m, n, k = 40, 256, 384
-    a = torch.zeros(m, k).to(torch.float8_e4m3fn)
-    w = torch.zeros(n, k).to(torch.float8_e4m3fn)
-    scale_a = torch.arange(m * 3, dtype=torch.float32).reshape(m, 3)
-    scale_b = torch.ones(2, 3)
-    column_major = scale_a.t().contiguous().t()
-    out = torch.empty(m, n, dtype=torch.bfloat16)
-    passed = []
-    signature = matmul._signature(a, w.T, out, None, scales=(column_major, scale_b))
-    monkeypatch.setitem(matmul._bound, signature, lambda *tensors: passed.append(tensors))
-    matmul.scaled_mm(a, w.T, column_major, scale_b, out=out)
-    matmul._run_torch(a, w.T, out, scales=(column_major, scale_b))
-    for tensors in passed:
-        assert tensors[3].is_contiguous() and torch.equal(tensors[3], scale_a)
-        assert tensors[4] is scale_b
-    assert len(passed) == 2
+
+    class Recorder:
+        block_scales = True
+
+        def __init__(self):
+            self.passed = []
+
+        def __call__(self, *tensors):
+            self.passed.append(tensors)
+
+    n, k = 256, 384
+    for m, layout, in_place in ((40, "column", True), (40, "row", False), (42, "column", False)):
+        a = torch.zeros(m, k).to(torch.float8_e4m3fn)
+        w = torch.zeros(n, k).to(torch.float8_e4m3fn)
+        scale_a = torch.arange(m * 3, dtype=torch.float32).reshape(m, 3)
+        if layout == "column":
+            scale_a = scale_a.t().contiguous().t()
+        scale_b = torch.ones(2, 3)
+        out = torch.empty(m, n, dtype=torch.bfloat16)
+        recorder = Recorder()
+        signature = matmul._signature(a, w.T, out, None, scales=(scale_a, scale_b))
+        monkeypatch.setitem(matmul._bound, signature, recorder)
+        matmul.scaled_mm(a, w.T, scale_a, scale_b, out=out)
+        matmul._run_torch(a, w.T, out, scales=(scale_a, scale_b))
+        assert len(recorder.passed) == 2
+        for tensors in recorder.passed:
+            kernel_scale_a = tensors[3]
+            padded = -(-m // 4) * 4
+            assert kernel_scale_a.shape == (3, padded), (m, layout)
+            assert kernel_scale_a.stride() == (padded, 1), (m, layout)
+            assert torch.equal(kernel_scale_a[:, :m], scale_a.t()), (m, layout)
+            assert (kernel_scale_a.data_ptr() == scale_a.data_ptr()) == in_place, (m, layout)
+            assert tensors[4] is scale_b
 
 
 @pytest.fixture
@@ -371,7 +413,8 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
     """Block scales (a scale per row of A and 128 of K, per 128 x 128 block
     of w) in the block-scaled space's default config, ragged in M, N and K,
     into a NaN-poisoned output, against the float64 product of the
-    dequantized operands."""
+    dequantized operands; scale_a row-major or column-major, M a multiple of
+    4 or not."""
     import wsc
     from wsc.kernels.matmul.check import relative_frobenius
 
@@ -388,10 +431,15 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
     assert not torch.isnan(out).any()
     error = relative_frobenius(out.double(), reference, torch.linalg.norm)
     assert error < (1e-2 if out_dtype == "bf16" else 1e-3), error
-    # A column-major scale_a, as torch._scaled_mm takes it, gives the same bits.
+    # A column-major scale_a, as torch._scaled_mm takes it (read in place), gives the same bits.
     column_major = torch.full_like(out, float("nan"))
     wsc.scaled_mm(a, w.T, scale_a.t().contiguous().t(), scale_b, out=column_major)
     assert torch.equal(column_major, out)
+    # So do the first M - 1 rows (M - 1 not a multiple of 4: scale_a copied, rows padded).
+    fewer = torch.full_like(out[: m - 1], float("nan"))
+    scale_a_fewer = scale_a[: m - 1].t().contiguous().t()
+    wsc.scaled_mm(a[: m - 1], w.T, scale_a_fewer, scale_b, out=fewer)
+    assert torch.equal(fewer, out[: m - 1])
     assert fp8_plan(*problem, block_scales=True) == plan(a, w.T, out, scales=(scale_a, scale_b))
 
 
@@ -411,7 +459,7 @@ def test_every_fp8_config_is_correct(gpu, space):
     directories = [compiled_kernel_dir(problem, config, Cache()) for config in configs]
     sizes = {"m": 777, "n": 1400, "k": 1040}
     if block:
-        sizes.update(d_dim1=9, e_dim0=11 * 9)
+        sizes.update(d_dim0=9, d_dim1=780, e_dim0=11 * 9)
     reports = run_artifacts(directories, bench=False, sizes=sizes)
     for config, report in zip(configs, reports, strict=True):
         assert report["ok"] and report["nan_count"] == 0, (config, report)

@@ -873,9 +873,15 @@ class KernelBuilder:
         (e.g. sx[stage], or rows of it, sx[stage][64:128]) as an f32 register
         tile in the accumulator's layout, read now: the stage must have
         landed (a wait on its full barrier) and is released after the last
-        read. At most 256 columns at a time; read a wider stage in blocks."""
+        read. At most 256 columns at a time; read a wider stage in blocks.
+        A transposed view (sx[stage].transpose()) is read whole, element by
+        element: a stage of one row [1, M] so becomes a row vector [M, 1], a
+        value per row of the tile (a scale that TMA copied with the tile's
+        operands)."""
         where = caller()
         expect(src, SharedTile, "load_shared src", "a stage of a shared tensor, e.g. sx[stage]")
+        if src.transposed:
+            return self._load_shared_transposed(src, col, cols, where)
         if cols is None:
             cols = src.cols - col if isinstance(col, int) and not isinstance(col, bool) else 0
         origin = self._stage_block(src, col, cols, "load_shared")
@@ -886,6 +892,29 @@ class KernelBuilder:
         shape = self._register_shape((src.rows, cols), f32, "load_shared")
         with self._at(where):
             value = dialect.load_shared(src.ring.value, src.stage, shape, origin)
+        return RegisterTile(self, value, f32, shape)
+
+    def _load_shared_transposed(
+        self, src: SharedTile, col: int, cols: int | None, where
+    ) -> RegisterTile:
+        self._own(src.ring, "load_shared")
+        self._unpadded(src, "load_shared", where)
+        if col != 0 or cols not in (None, src.rows):
+            raise BuildError(
+                "load_shared: a transposed stage tile is read whole (transpose rows of "
+                "it, sx[stage][64:128].transpose(), for a part)",
+                where,
+            )
+        if src.dtype not in (*HALF_DTYPES, f32):
+            raise BuildTypeError(
+                f"load_shared: reads f16, bf16 or f32 stage tiles, this one is {src.dtype}", where
+            )
+        shape = self._register_shape((src.cols, src.rows), f32, "load_shared")
+        whole = src.row == 0 and src.rows == src.ring.shape[1]
+        with self._at(where):
+            value = dialect.load_shared(
+                src.ring.value, src.stage, shape, None if whole else (src.row, 0), transpose=True
+            )
         return RegisterTile(self, value, f32, shape)
 
     def store_shared(self, dst: SharedTile, tile: RegisterTile, col: int = 0) -> None:

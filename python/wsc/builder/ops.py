@@ -19,7 +19,7 @@ from wsc.builder.values import (
     SplitKWorkspace,
     f32,
 )
-from wsc.target.hopper import HALF_DTYPES, MAX_SPLITS
+from wsc.target.hopper import HALF_DTYPES, MAX_SPLITS, OPERAND_DTYPES
 
 if TYPE_CHECKING:
     from wsc.builder.kernel_builder import KernelBuilder
@@ -232,6 +232,12 @@ class WgmmaOps:
             kb._unpadded(b, "wgmma.mma b, transposed", where)
         if isinstance(a, SharedTile):
             kb._unpadded(a, "wgmma.mma a", where)
+        if b.dtype not in OPERAND_DTYPES:
+            raise BuildTypeError(
+                f"wgmma.mma: WGMMA reads stage tiles of {', '.join(OPERAND_DTYPES)}, B is "
+                f"{b.dtype}",
+                where,
+            )
         if isinstance(a, RegisterTile):
             self._mma_register_a(a, b, acc, where)
             return

@@ -15,7 +15,7 @@ from mlir.dialects import arith, memref, scf
 
 from wsc import dialect
 from wsc.builder.errors import BuildError, BuildTypeError, SourceLocation, caller
-from wsc.target.hopper import E4M3, ELEMENT_BYTES, HALF_DTYPES, OPERAND_DTYPES
+from wsc.target.hopper import E4M3, ELEMENT_BYTES, HALF_DTYPES, SHARED_DTYPES
 
 if TYPE_CHECKING:
     from wsc.builder.kernel_builder import KernelBuilder
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 #: Element types, by their MLIR names.
 f16, bf16, f32, e4m3 = "f16", "bf16", "f32", E4M3
 GLOBAL_DTYPES = tuple(ELEMENT_BYTES)
-#: What TMA and WGMMA read from shared memory.
-TILE_DTYPES = OPERAND_DTYPES
+#: What stage tiles hold (WGMMA reads all but f32).
+TILE_DTYPES = SHARED_DTYPES
 #: What register tiles hold (fp8 data reaches registers only inside a WGMMA).
 REGISTER_DTYPES = (*HALF_DTYPES, f32)
 

@@ -872,6 +872,9 @@ class KernelLowering(KernelPlan):
         scalar = E.float_type(element)
         target = self._acc_slot(load.result, "f32", wgmma_form=False)
         origin = (load.row or 0, load.col or 0)
+        if load.transpose:
+            self._load_shared_transposed(op, load, target, origin, scalar)
+            return
         vector_type = ir.VectorType.get([2], scalar)
         alignment = 2 * ELEMENT_BYTES[element]
         for i, r, offset in self._stage_pairs(op, target.fragment, load.src, load.stage, origin):
@@ -881,6 +884,37 @@ class KernelLowering(KernelPlan):
                 if element != "f32":
                     value = E.extf(value, E.float_type("f32"))
                 target.store_element(i, r + c, value)
+
+    def _load_shared_transposed(self, op, load, target, origin, scalar) -> None:
+        """A transposed read: each element by itself, from the stage row and
+        column the fragment's column and row select, where the swizzle puts
+        it (TileLayout.swizzled_offset, at run time)."""
+        buffer = self.buffers[defining_op(load.src)]
+        tile = buffer.tile
+        i32 = E.i32()
+        warp, lane = self._warp_and_lane(op)
+        base = self._smem_offset(buffer.offset, load.stage, buffer.stage_bytes)
+        stored_origin = (E.const(origin[0], i32), E.const(origin[1], i32))
+        vector = _fragment(load.result).row_vector
+        atom_shift = (tile.atom_cols - 1).bit_length()
+        for i in range(target.fragment.subtiles):
+            for r in range(target.fragment.regs_per_subtile):
+                row, col = self._element_position(warp, lane, stored_origin, True, i, r, vector)
+                atom = E.shrui(col, E.const(atom_shift, i32))
+                inner = E.andi(col, E.const(tile.atom_cols - 1, i32))
+                offset = E.addi(
+                    E.addi(
+                        E.muli(atom, E.const(tile.atom_bytes, i32)),
+                        E.muli(row, E.const(tile.swizzle, i32)),
+                    ),
+                    E.muli(inner, E.const(tile.element_bytes, i32)),
+                )
+                key = E.andi(E.shrui(offset, E.const(3, i32)), E.const(tile.swizzle_bits, i32))
+                address = self._smem_ptr(E.addi(base, E.xori(offset, key)))
+                value = E.load(scalar, address, alignment=tile.element_bytes, volatile=True)
+                if scalar != E.float_type("f32"):
+                    value = E.extf(value, E.float_type("f32"))
+                target.store_element(i, r, value)
 
     def _lower_wgmma_fence(self, op):
         E.wgmma_fence()

@@ -173,9 +173,11 @@ ELEMENT_BYTES = {"f16": 2, "bf16": 2, E4M3: 1, "f32": 4}
 #: The 16-bit floats: WGMMA reads them K-major or MN-major, from shared memory
 #: or (A) from registers; register tiles convert to them.
 HALF_DTYPES = ("f16", "bf16")
-#: WGMMA operands (what TMA loads into ring stages): fp8 only K-major from
-#: shared memory.
+#: WGMMA operands: fp8 only K-major from shared memory.
 OPERAND_DTYPES = (*HALF_DTYPES, E4M3)
+#: What ring stages hold (TMA copies them in and out): WGMMA operands, and
+#: f32 that registers read (a block scale per row).
+SHARED_DTYPES = (*OPERAND_DTYPES, "f32")
 #: What a result may be.
 RESULT_DTYPES = ("f32", *HALF_DTYPES)
 

@@ -112,6 +112,7 @@ from wsc.builder import (
     RegisterTile,
     Scalar,
     SharedTensor,
+    SharedTile,
     TileLoop,
     cdiv,
     f32,
@@ -158,21 +159,20 @@ def _tile_coordinates(
 
 def _block_scale(
     kb: KernelBuilder,
-    scales: tuple[GlobalTensor, GlobalTensor],
+    scale_a_tile: SharedTile,
+    scale_b: GlobalTensor,
     k_tile: Scalar,
-    tile_m: Scalar,
     tile_n: Scalar,
     k_tiles: Scalar,
-    rows: int,
 ) -> RegisterTile:
     """The row vector of K tile `k_tile`'s block scales for the tile at
-    (tile_m, tile_n): scale_a[row, k_tile] of each row times the one scale of
-    B's block, scale_b[tile_n / SCALE_BLOCK, k_tile] of the flat scale_b (its
-    rows k_tiles long)."""
-    scale_a, scale_b = scales
-    per_row = kb.load_tile(scale_a, [tile_m, k_tile], [rows, 1])
+    (tile_m, tile_n): scale_a[row, k_tile] of each row, which TMA copied
+    into the stage with the operands (a row of scale_a's transpose), times
+    the one scale of B's block, scale_b[tile_n / SCALE_BLOCK, k_tile] of the
+    flat scale_b (its rows k_tiles long)."""
+    per_row = kb.load_shared(scale_a_tile.transpose())
     block = (tile_n // SCALE_BLOCK) * k_tiles + k_tile
-    return per_row * kb.broadcast(scale_b, block, [rows, 1])
+    return per_row * kb.broadcast(scale_b, block, [per_row.shape[0], 1])
 
 
 def store_through_shared(
@@ -232,7 +232,8 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
     residual = kb.global_tensor(element) if problem.residual else None
     scales = None
     if problem.scaled:
-        # Block scales: scale_a [M, K blocks], scale_b flat (B's blocks row by row).
+        # Block scales: scale_a's transpose [K blocks, M], whose row of a K
+        # tile TMA copies beside A's tile; scale_b flat (B's blocks row by row).
         rank_a = 2 if problem.block_scales else 1
         scales = (kb.global_tensor(f32, rank=rank_a), kb.global_tensor(f32, rank=1))
     # Next, so that it is named as MatmulProblem.epilogue_tensors says.
@@ -246,6 +247,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         element, [stages, bn, bk] if b_layout == "nk" else [stages, bk, bn], pad_rows=True
     )
     sc = kb.shared_tensor(problem.out_dtype, [1, bm, bn]) if config.staged_store else None
+    ss = kb.shared_tensor(f32, [stages, 1, bm]) if problem.block_scales else None
     full = kb.mbarrier.alloc(arrival_count=1, num_barriers=stages)
     # Barrier init must be visible before use: in a cluster, to the other
     # block too, whose copies and releases reach these barriers.
@@ -309,14 +311,12 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         for it in ring_loop:
             k0 = (first_k_tile + it.index) * bk
             a_tile, b_tile = sa[it.stage], sb[it.stage]
-            block_scale = None
-            if scales is not None and problem.block_scales:
-                # Read before the waits, so that the loads overlap them and the WGMMAs.
-                block_scale = _block_scale(
-                    kb, scales, first_k_tile + it.index, tile_m, tile_n, k_tiles, acc_shape[0]
-                )
+            scale_tile = ss[it.stage] if ss is not None else None
             with kb.single_thread():
-                kb.mbarrier.arrive_and_expect_tx(full[it.stage], a_tile.nbytes + b_tile.nbytes)
+                kb.mbarrier.arrive_and_expect_tx(
+                    full[it.stage],
+                    a_tile.nbytes + b_tile.nbytes + (scale_tile.nbytes if scale_tile else 0),
+                )
                 # A cluster shares A's tile along N and B's along M: each
                 # block copies its share into every block's stage.
                 kb.tma.global_to_shared(
@@ -333,7 +333,19 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
                     mbarrier=full[it.stage],
                     multicast=config.cluster_m > 1,
                 )
+                if scale_tile is not None and scales is not None:
+                    kb.tma.global_to_shared(
+                        scales[0],
+                        scale_tile,
+                        [first_k_tile + it.index, tile_m],
+                        mbarrier=full[it.stage],
+                    )
             kb.mbarrier.wait(full[it.stage], phase=it.phase)
+            block_scale = None
+            if scale_tile is not None and scales is not None:
+                block_scale = _block_scale(
+                    kb, scale_tile, scales[1], first_k_tile + it.index, tile_n, k_tiles
+                )
             kb.wgmma.fence()
             # B's tile as the WGMMA sees it: [K, N] ("nk" stages are [N, K]).
             b_kn = b_tile.transpose() if b_layout == "nk" else b_tile
@@ -552,7 +564,7 @@ def write_matmul_artifact(
     return write_artifact(
         out_dir,
         result,
-        {"m": m, "n": n, "k": k, **problem.scale_sizes(n, k)},
+        {"m": m, "n": n, "k": k, **problem.scale_sizes(m, n, k)},
         (*tiles, splits) if splits > 1 else tiles,
         {**config.as_dict(), **({"epilogue": problem.epilogue()} if problem.epilogue() else {})},
         persistent=config.persistent,

@@ -14,7 +14,8 @@ and fp8 (e4m3) products scaled by per-tensor scales, C = act(alpha sa sb A
 @ B^T), sa and sb the one element of the f32 tensors "scale_a" and "scale_b"
 name; or, with "scale_block" (block scales), the product of A and B
 dequantized block by block: A[m, k] sa[m, k / 128], B[n, k] sb[n / 128, k / 128]
-(sb flat, its rows cdiv(K, 128) long).
+(the kernel's "scale_a" is sa's transpose [cdiv(K, 128), M], M padded; sb
+flat, its rows cdiv(K, 128) long).
 
 The layout is read from B's dims (which size each one is), never from their
 extents, which cannot tell the layouts apart where N = K. With torch the
@@ -239,7 +240,8 @@ class MatmulCheck:
                 a, b = inputs.arrays["a"].double(), inputs.arrays["b"].double()
                 scale_values = [inputs.arrays[name].double() for name in self.epilogue.scales or ()]
                 if self.epilogue.scale_block:
-                    scale_a, scale_b = scale_values
+                    scale_a_t, scale_b = scale_values
+                    scale_a = scale_a_t[:, : a.shape[0]].T
                     a, b = block_dequantized(a, b, scale_a, scale_b, self.epilogue.scale_block)
                 product = a @ (b.transpose(-1, -2) if self.b_layout == "nk" else b)
                 if self.epilogue:
@@ -329,7 +331,8 @@ def sampled_error_terms(
     epilogue = problem.epilogue
     scale_values = [hosts[name].astype(np.float64) for name in epilogue.scales or ()]
     if epilogue.scale_block:
-        scale_a, scale_b = scale_values
+        scale_a_t, scale_b = scale_values
+        scale_a = scale_a_t[:, : a.shape[0]].T
         a, b = block_dequantized(a, b, scale_a, scale_b, epilogue.scale_block)
     b_kn = b.T if problem.b_layout == "nk" else b
     bias, residual = (

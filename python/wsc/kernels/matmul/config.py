@@ -26,6 +26,7 @@ from wsc.target.hopper import (
     RESULT_DTYPES,
     SWIZZLE_BYTES,
     SWIZZLE_SPANS,
+    TMA_ALIGN,
     WARPGROUP_SIZE,
     WGMMA_EXTRA_REGISTERS,
     WGMMA_M,
@@ -358,6 +359,8 @@ class MatmulConfig:
         stage = stage_bytes(self.block_m, self.block_k, problem.dtype) + stage_bytes(
             b_rows, b_cols, problem.dtype
         )
+        scales = stage_bytes(1, self.block_m, "f32") if problem.block_scales else 0
+        stage += scales
         staging = 0
         if self.staged_store:
             staging = stage_bytes(self.block_m, self.block_n, problem.out_dtype)
@@ -366,8 +369,10 @@ class MatmulConfig:
             fit = max(0, (MAX_DYNAMIC_SMEM - staging) // stage)
             raise ValueError(
                 f"num_stages = {self.num_stages}: a stage holds a {self.block_m}x"
-                f"{self.block_k} tile of A and a {b_rows}x{b_cols} tile of B, "
-                f"{stage} bytes of {problem.dtype}"
+                f"{self.block_k} tile of A and a {b_rows}x{b_cols} tile of B"
+                + (f" ({problem.dtype}) and a row of {self.block_m} f32 scales" if scales else "")
+                + f", {stage} bytes"
+                + ("" if scales else f" of {problem.dtype}")
                 + (f", and the staged C tile takes {staging}" if staging else "")
                 + f": {needed} bytes, more than the {MAX_DYNAMIC_SMEM} of shared memory a "
                 f"block may use; "
@@ -432,9 +437,11 @@ class MatmulProblem:
     element (as torch._scaled_mm's): C = act(alpha scale_a scale_b A B^T),
     B as [N, K] ("nk", the one layout WGMMA reads fp8 in). With
     `block_scales` (DeepSeek-V3's): a scale per row of A and block of
-    SCALE_BLOCK along K, scale_a [M, cdiv(K, 128)], and per 128 x 128 block
-    of B, scale_b [cdiv(N, 128), cdiv(K, 128)] (the kernel reads it flat),
-    applied in registers to each K tile's product before it is added up."""
+    SCALE_BLOCK along K, scale_a [M, cdiv(K, 128)] (the kernel takes its
+    transpose [cdiv(K, 128), M], whose row of a K tile TMA copies beside A's
+    tile), and per 128 x 128 block of B, scale_b [cdiv(N, 128), cdiv(K, 128)]
+    (the kernel reads it flat), applied in registers to each K tile's product
+    before it is added up."""
 
     dtype: str = "f16"
     out_dtype: str = "f32"
@@ -499,8 +506,9 @@ class MatmulProblem:
 
     def scale_size_rules(self) -> dict[str, str]:
         """The sizes the kernel reads beside M, N, K (and batch), as size
-        expressions of N and K: the length of each per-tensor scale, 1; with
-        block scales, the K blocks of scale_a's rows and the length of the
+        expressions of M, N and K: the length of each per-tensor scale, 1;
+        with block scales, the sizes of scale_a's transpose [K blocks, M]
+        (rows padded to 16 bytes, as TMA copies them) and the length of the
         flat scale_b."""
         names = self.epilogue_tensors()
         if not self.scaled:
@@ -508,15 +516,18 @@ class MatmulProblem:
         if not self.block_scales:
             return {dim_size_name(names[scale], 0): "1" for scale in ("scale_a", "scale_b")}
         k_blocks = f"cdiv(k, {SCALE_BLOCK})"
+        # TMA copies the transpose's rows: M padded to whole 16 bytes.
+        per_row = TMA_ALIGN // ELEMENT_BYTES["f32"]
         return {
-            dim_size_name(names["scale_a"], 1): k_blocks,
+            dim_size_name(names["scale_a"], 0): k_blocks,
+            dim_size_name(names["scale_a"], 1): f"cdiv(m, {per_row}) * {per_row}",
             dim_size_name(names["scale_b"], 0): f"cdiv(n, {SCALE_BLOCK}) * {k_blocks}",
         }
 
-    def scale_sizes(self, n: int, k: int) -> dict[str, int]:
-        """scale_size_rules' sizes for an N x K B."""
+    def scale_sizes(self, m: int, n: int, k: int) -> dict[str, int]:
+        """scale_size_rules' sizes for an M x N x K product."""
         return {
-            name: size_value(rule, {"n": n, "k": k})
+            name: size_value(rule, {"m": m, "n": n, "k": k})
             for name, rule in self.scale_size_rules().items()
         }
 
