@@ -51,10 +51,11 @@ The sets, each with B as the transpose of a row-major weight ("nk",
     "cublas" in the records, and "cublas_fast" with use_fast_accum=True,
     which accumulates as wsc does, in the WGMMA's fp32 accumulator);
   * fp8-block: the same shapes with DeepSeek-V3's block scales (scale_a
-    [M, K/128], scale_b [N/128, K/128]): `wsc.scaled_mm` with them ("wsc";
-    "wsc_column_major" with scale_a column-major, as torch._scaled_mm takes
-    it, which costs a copy per call) against itself with per-tensor scales
-    ("wsc_tensor") and torch._scaled_mm
+    [M, K/128], scale_b [N/128, K/128]): `wsc.scaled_mm` with them ("wsc",
+    scale_a column-major as torch._scaled_mm takes it, which the kernel
+    reads in place; "wsc_row_major" with a row-major one, which costs a copy
+    per call) against itself with per-tensor scales ("wsc_tensor") and
+    torch._scaled_mm
     with per-tensor scales ("cublas", "cublas_fast"; their scales are 1).
 First, a host-overhead probe: a 256^3 problem, where the GPU waits for the
 host, wall time per call of wsc.matmul against torch.mm.
@@ -676,7 +677,7 @@ def _methods(torch, wsc, shape: dict, triton_ok: bool, sets: list) -> dict:
     if shape.get("block_scales"):
         out_dtype = getattr(torch, FP8_OUT_DTYPE)
         one = torch.ones(1, device="cuda")
-        # scale_a column-major too, as torch._scaled_mm takes it (one per set).
+        # scale_a column-major, as torch._scaled_mm takes it (one per set).
         column_major = {sa.data_ptr(): sa.t().contiguous().t() for *_, sa, _ in sets}
         return {
             "cublas": lambda a, b, *_: torch._scaled_mm(a, b, one, one, out_dtype=out_dtype),
@@ -684,10 +685,10 @@ def _methods(torch, wsc, shape: dict, triton_ok: bool, sets: list) -> dict:
                 a, b, one, one, out_dtype=out_dtype, use_fast_accum=True
             ),
             "wsc_tensor": lambda a, b, c, *_: wsc.scaled_mm(a, b, one, one, out=c),
-            "wsc": lambda a, b, c, sa, sb: wsc.scaled_mm(a, b, sa, sb, out=c),
-            "wsc_column_major": lambda a, b, c, sa, sb: wsc.scaled_mm(
+            "wsc": lambda a, b, c, sa, sb: wsc.scaled_mm(
                 a, b, column_major[sa.data_ptr()], sb, out=c
             ),
+            "wsc_row_major": lambda a, b, c, sa, sb: wsc.scaled_mm(a, b, sa, sb, out=c),
         }
     if shape["dtype"] == FP8_DTYPE:
         out_dtype = getattr(torch, FP8_OUT_DTYPE)
@@ -721,7 +722,7 @@ def _checks_epilogue(shape: dict, name: str) -> bool:
     epilogue: every method's but cuBLAS's bare product, and with block scales
     wsc's alone, with either layout of scale_a (the other methods' scales are 1)."""
     if shape.get("block_scales"):
-        return name in ("wsc", "wsc_column_major")
+        return name in ("wsc", "wsc_row_major")
     return name != "cublas"
 
 
@@ -916,14 +917,12 @@ def _table(records) -> None:
         # or with block scales wsc with per-tensor ones.
         third = next((name for name in ("wsc_tensor", "cublas_fast") if name in r), "triton")
         triton_ratio = _ratio(rec, third, "kernel_us")
-        column_major = (
-            f" ({cell('wsc_column_major')} with scale_a column-major)"
-            if "wsc_column_major" in r
-            else ""
+        row_major = (
+            f" ({cell('wsc_row_major')} with scale_a row-major)" if "wsc_row_major" in r else ""
         )
         print(
             f"| {_batch_times(rec)}{rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | "
-            f"{rec['dtype']} | {cell('wsc')}{column_major} / {cell('cublas')} / {cell(third)} | "
+            f"{rec['dtype']} | {cell('wsc')}{row_major} / {cell('cublas')} / {cell(third)} | "
             f"{_ratio(rec, 'cublas', 'wall_us'):.3f} | {_ratio(rec, 'cublas', 'kernel_us'):.3f} | "
             f"{'n/a' if triton_ratio is None else f'{triton_ratio:.3f}'} | "
             f"{r['wsc']['kernel_tflops']:.0f} | {rec['first_call_s']:.1f} |"

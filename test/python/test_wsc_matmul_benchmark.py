@@ -188,17 +188,17 @@ def test_block_scales_are_checked_and_reported_with_either_layout_of_scale_a(
 ):
     shape = {"m": 4096, "n": 4096, "k": 4096, "block_scales": True}
     assert bench._checks_epilogue(shape, "wsc") and bench._checks_epilogue(
-        shape, "wsc_column_major"
+        shape, "wsc_row_major"
     )
     assert not bench._checks_epilogue(shape, "wsc_tensor")
     record = _record(4096, 4096, 4096, wsc_us=100.0, cublas_us=80.0, set="fp8-block")
     record.update(dtype="float8_e4m3fn", block_scales=True)
     record["results"]["wsc_tensor"] = _record(4096, 4096, 4096, 90.0, 90.0)["results"]["wsc"]
-    record["results"]["wsc_column_major"] = _record(4096, 4096, 4096, 104.5, 1.0)["results"]["wsc"]
+    record["results"]["wsc_row_major"] = _record(4096, 4096, 4096, 104.5, 1.0)["results"]["wsc"]
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(record) + "\n")
     assert bench.report(path) == 0
-    assert "| 100.0 (104.5 with scale_a column-major) / 80.0 / 90.0 |" in capsys.readouterr().out
+    assert "| 100.0 (104.5 with scale_a row-major) / 80.0 / 90.0 |" in capsys.readouterr().out
 
 
 def test_an_epilogue_is_named_as_wsc_matmul_takes_it(bench):
