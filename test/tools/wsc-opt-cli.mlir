@@ -57,6 +57,22 @@
 // FAILURE-NOT: IR Dump After CSE
 // FAILURE: IR Dump After WarpSpecialize Failed (warp-specialize)
 // FAILURE: error: 'wsc.alloc_shared' op result needs 20 x 16384
+// After or before the passes named only (MLIR's own printing, around them alone);
+// the output is the same IR as the whole pipeline run at once.
+// RUN: wsc-opt --mlir-print-ir-after=warp-specialize --mlir-print-ir-before=canonicalize,cse --pass-pipeline='builtin.module(canonicalize,warp-specialize,cse,canonicalize)' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=NAMED
+// NAMED: IR Dump Before Canonicalizer (canonicalize)
+// NAMED-NOT: IR Dump
+// NAMED: IR Dump After WarpSpecialize (warp-specialize)
+// NAMED-NOT: IR Dump
+// NAMED: IR Dump Before CSE (cse)
+// NAMED-NOT: IR Dump
+// NAMED: IR Dump Before Canonicalizer (canonicalize)
+// NAMED-NOT: IR Dump
+// RUN: wsc-opt --pass-pipeline='builtin.module(canonicalize,warp-specialize,cse,canonicalize)' %S/../../examples/matmul_v2.mlir > %t.whole
+// RUN: wsc-opt --mlir-print-ir-after=warp-specialize --pass-pipeline='builtin.module(canonicalize,warp-specialize,cse,canonicalize)' %S/../../examples/matmul_v2.mlir 2>/dev/null > %t.named
+// RUN: diff %t.whole %t.named
+// RUN: not wsc-opt --mlir-print-ir-after=warp-specialise --warp-specialize %S/../../examples/matmul_v2.mlir 2>&1 | FileCheck %s --check-prefix=NAMED-UNKNOWN
+// NAMED-UNKNOWN: wsc-opt: error: --mlir-print-ir-after: 'warp-specialise' names no pass; see 'wsc-opt --help' for the passes
 // RUN: wsc-opt --dump-pass-pipeline --pass-pipeline='builtin.module(warp-specialize{num-stages=3},cse)' %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=DUMP
 // DUMP: Pass Manager with 2 passes:
 // DUMP-NEXT: builtin.module(warp-specialize{num-stages=3 num-consumer-groups=1 producer=warp {{.*}} verify=true},cse)

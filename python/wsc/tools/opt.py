@@ -35,7 +35,9 @@ OPTIONS:
   --mlir-print-ir-after-all      Print the IR to stderr after every pass
   --mlir-print-ir-after-change   With --mlir-print-ir-after-all: only after passes that changed it
   --mlir-print-ir-after-failure  Print the IR to stderr after a failed pass only (no other pass's)
+  --mlir-print-ir-after=<passes> Print the IR to stderr after these passes (comma-separated names)
   --mlir-print-ir-before-all     Print the IR to stderr before every pass
+  --mlir-print-ir-before=<passes> Print the IR to stderr before these passes
   --mlir-print-op-generic        Print operations in generic form
   --mlir-timing                  Print the time each pass took to stderr
   --pass-pipeline=<pipeline>     A textual pipeline, e.g. 'builtin.module(warp-specialize{num-stages=4})'
@@ -61,6 +63,9 @@ class Options:
     print_ir_after_change: bool = False
     print_ir_after_failure: bool = False
     print_ir_before_all: bool = False
+    #: The passes (by argument name) to print the IR after or before.
+    print_ir_after: frozenset = frozenset()
+    print_ir_before: frozenset = frozenset()
     print_generic: bool = False
     timing: bool = False
     pipeline: list = field(default_factory=list)  # WscPass instances and upstream pipeline text
@@ -171,6 +176,32 @@ _FLAGS = {
 }
 
 
+#: mlir-opt's flags that name passes to print the IR around, by the Options field each sets.
+_PASS_LIST_FLAGS = {
+    "mlir-print-ir-after": "print_ir_after",
+    "mlir-print-ir-before": "print_ir_before",
+}
+
+
+def _pass_names(flag: str, text: str | None) -> frozenset:
+    """The pass names of --mlir-print-ir-after/before, each a wsc pass or
+    one MLIR registers."""
+    from wsc import passes
+
+    names = [name.strip() for name in (text or "").split(",")]
+    if not all(names):
+        raise UsageError(f"--{flag} needs pass names, e.g. --{flag}=warp-specialize")
+    for name in names:
+        if name not in passes.available():
+            try:
+                _check_upstream_element(name)
+            except UsageError:
+                raise UsageError(
+                    f"--{flag}: '{name}' names no pass; see 'wsc-opt --help' for the passes"
+                ) from None
+    return frozenset(names)
+
+
 def parse_args(argv: list[str]) -> Options | None:
     """The options of a command line, or None when --help/--version was handled."""
     options = Options()
@@ -197,6 +228,10 @@ def parse_args(argv: list[str]) -> Options | None:
             options.verify_diagnostics = True
         elif arg.lstrip("-") in _FLAGS:
             setattr(options, _FLAGS[arg.lstrip("-")], True)
+        elif arg.lstrip("-").partition("=")[0] in _PASS_LIST_FLAGS:
+            flag, given, names = arg.lstrip("-").partition("=")
+            names = names if given else next(args, None)
+            setattr(options, _PASS_LIST_FLAGS[flag], _pass_names(flag, names))
         elif arg.startswith("--pass-pipeline"):
             pipeline_given = arg.split("=", 1)[1] if "=" in arg else next(args, None)
             if pipeline_given is None:
@@ -279,37 +314,59 @@ def process_chunk(
         if options.dump_pass_pipeline:  # as mlir-opt: for each buffer it runs on
             print(f"Pass Manager with {len(options.pipeline)} passes:", file=sys.stderr)
             print(pipeline_text(options.pipeline) + "\n", file=sys.stderr)
-        pass_manager = PassManager("builtin.module")
-        printing = {
-            "print_before_all": options.print_ir_before_all,
-            # As in mlir-opt, printing after failures prints after no other pass.
-            "print_after_all": options.print_ir_after_all or options.print_ir_after_failure,
-            "print_after_failure": options.print_ir_after_failure,
-        }
-        if any(printing.values()):
-            pass_manager.enable_ir_printing(
-                **printing,
-                print_after_change=options.print_ir_after_change,
-                print_generic_op_form=options.print_generic,
-            )
-        if options.timing:
-            pass_manager.enable_timing()
-        for element in options.pipeline:
-            if isinstance(element, str):
-                pass_manager.add(element)  # checked by _parse_pipeline
-            else:
-                element.add_to(pass_manager, engine)
-        try:
-            pass_manager.run(module.operation)
-        except ir.MLIRError as error:
-            # A failing wsc pass has already reported its located error; the
-            # pass manager's own "failed to run" message would only repeat it.
-            if not engine.has_errors:
-                engine.add_mlir_error(error)
-            return None, engine
-        if engine.has_errors:
-            return None, engine
+        for elements, before, after in _runs(options):
+            pass_manager = PassManager("builtin.module")
+            printing = {
+                "print_before_all": options.print_ir_before_all or before,
+                # As in mlir-opt, printing after failures prints after no other pass.
+                "print_after_all": options.print_ir_after_all
+                or options.print_ir_after_failure
+                or after,
+                "print_after_failure": options.print_ir_after_failure,
+            }
+            if any(printing.values()):
+                pass_manager.enable_ir_printing(
+                    **printing,
+                    print_after_change=options.print_ir_after_change,
+                    print_generic_op_form=options.print_generic,
+                )
+            if options.timing:
+                pass_manager.enable_timing()
+            for element in elements:
+                if isinstance(element, str):
+                    pass_manager.add(element)  # checked by _parse_pipeline
+                else:
+                    element.add_to(pass_manager, engine)
+            try:
+                pass_manager.run(module.operation)
+            except ir.MLIRError as error:
+                # A failing wsc pass has already reported its located error; the
+                # pass manager's own "failed to run" message would only repeat it.
+                if not engine.has_errors:
+                    engine.add_mlir_error(error)
+                return None, engine
+            if engine.has_errors:
+                return None, engine
         return module.operation.get_asm(print_generic_op_form=options.print_generic), engine
+
+
+def _runs(options: Options) -> list[tuple[list, bool, bool]]:
+    """The pipeline as pass managers to run in turn: (elements, print before
+    them, print after them). One of the whole pipeline; where passes are
+    named for printing (MLIR's Python pass manager has no filter), a named
+    pass runs in a pass manager of its own that prints around it."""
+    if not (options.print_ir_after or options.print_ir_before):
+        return [(options.pipeline, False, False)]
+    runs: list[tuple[list, bool, bool]] = []
+    for element in options.pipeline:
+        name = element if isinstance(element, str) else element.ARGUMENT
+        name = name.partition("{")[0].partition("(")[0].strip()
+        before, after = name in options.print_ir_before, name in options.print_ir_after
+        if before or after or not runs or runs[-1][1] or runs[-1][2]:
+            runs.append(([element], before, after))
+        else:
+            runs[-1][0].append(element)
+    return runs
 
 
 def pipeline_text(pipeline: list) -> str:
