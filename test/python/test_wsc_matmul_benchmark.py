@@ -187,9 +187,7 @@ def test_block_scales_are_checked_and_reported_with_either_layout_of_scale_a(
     bench, tmp_path, capsys
 ):
     shape = {"m": 4096, "n": 4096, "k": 4096, "block_scales": True}
-    assert bench._checks_epilogue(shape, "wsc") and bench._checks_epilogue(
-        shape, "wsc_row_major"
-    )
+    assert bench._checks_epilogue(shape, "wsc") and bench._checks_epilogue(shape, "wsc_row_major")
     assert not bench._checks_epilogue(shape, "wsc_tensor")
     record = _record(4096, 4096, 4096, wsc_us=100.0, cublas_us=80.0, set="fp8-block")
     record.update(dtype="float8_e4m3fn", block_scales=True)
