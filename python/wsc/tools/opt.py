@@ -229,8 +229,8 @@ def parse_args(argv: list[str]) -> Options | None:
         elif arg.lstrip("-") in _FLAGS:
             setattr(options, _FLAGS[arg.lstrip("-")], True)
         elif arg.lstrip("-").partition("=")[0] in _PASS_LIST_FLAGS:
-            flag, given, names = arg.lstrip("-").partition("=")
-            names = names if given else next(args, None)
+            flag, given, listed = arg.lstrip("-").partition("=")
+            names = listed if given else next(args, None)
             setattr(options, _PASS_LIST_FLAGS[flag], _pass_names(flag, names))
         elif arg.startswith("--pass-pipeline"):
             pipeline_given = arg.split("=", 1)[1] if "=" in arg else next(args, None)
