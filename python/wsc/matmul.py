@@ -873,7 +873,8 @@ def _kernel_scale_a(scale_a):
     m, blocks = scale_a.shape
     per_row = TMA_ALIGN // ELEMENT_BYTES["f32"]
     rows = scale_a.t()
-    if m % per_row == 0 and rows.stride(1) == 1 and rows.data_ptr() % TMA_ALIGN == 0:
+    # A launch passes the pointer alone: the strides must be the copy's.
+    if m % per_row == 0 and rows.stride() == (m, 1) and rows.data_ptr() % TMA_ALIGN == 0:
         return rows
     padded = _torch.empty(
         (blocks, round_up(m, per_row)), dtype=scale_a.dtype, device=scale_a.device

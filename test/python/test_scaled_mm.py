@@ -333,14 +333,17 @@ def test_scale_a_reaches_the_kernel_as_its_transpose(monkeypatch):
         def __call__(self, *tensors):
             self.passed.append(tensors)
 
-    n, k = 256, 384
-    for m, layout, in_place in ((40, "column", True), (40, "row", False), (42, "column", False)):
+    n = 256
+    # (M, K, scale_a's layout, read in place); one K block: [M, 1] has strides (1, 1).
+    cases = ((40, 384, "column", True), (40, 384, "row", False), (42, 384, "column", False))
+    for m, k, layout, in_place in (*cases, (40, 128, "row", False)):
+        blocks = -(-k // 128)
         a = torch.zeros(m, k).to(torch.float8_e4m3fn)
         w = torch.zeros(n, k).to(torch.float8_e4m3fn)
-        scale_a = torch.arange(m * 3, dtype=torch.float32).reshape(m, 3)
+        scale_a = torch.arange(m * blocks, dtype=torch.float32).reshape(m, blocks)
         if layout == "column":
             scale_a = scale_a.t().contiguous().t()
-        scale_b = torch.ones(2, 3)
+        scale_b = torch.ones(2, blocks)
         out = torch.empty(m, n, dtype=torch.bfloat16)
         recorder = Recorder()
         signature = matmul._signature(a, w.T, out, None, scales=(scale_a, scale_b))
@@ -351,7 +354,7 @@ def test_scale_a_reaches_the_kernel_as_its_transpose(monkeypatch):
         for tensors in recorder.passed:
             kernel_scale_a = tensors[3]
             padded = -(-m // 4) * 4
-            assert kernel_scale_a.shape == (3, padded), (m, layout)
+            assert kernel_scale_a.shape == (blocks, padded), (m, layout)
             assert kernel_scale_a.stride() == (padded, 1), (m, layout)
             assert torch.equal(kernel_scale_a[:, :m], scale_a.t()), (m, layout)
             assert (kernel_scale_a.data_ptr() == scale_a.data_ptr()) == in_place, (m, layout)
