@@ -737,11 +737,18 @@ class _BoundMatmul:
 
     __slots__ = ("launch", "out_shape", "out_dtype", "ordinal", "block_scales")
 
-    def __init__(self, launch, out_shape: tuple[int, ...], out_dtype, ordinal: int):
+    def __init__(
+        self,
+        launch,
+        out_shape: tuple[int, ...],
+        out_dtype,
+        ordinal: int,
+        block_scales: bool = False,
+    ):
         self.launch, self.out_shape = launch, out_shape
         self.out_dtype, self.ordinal = out_dtype, ordinal
         #: The kernel takes block scales (scale_a in its own form: _kernel_scale_a).
-        self.block_scales = False
+        self.block_scales = block_scales
 
     def __call__(self, a, b, out, *epilogue):
         """The launch on a, b, out and the epilogue's tensors (bias, residual:
@@ -772,8 +779,16 @@ class _BoundSplitMatmul(_BoundMatmul):
 
     __slots__ = ("workspaces", "_specs", "_held", "_lock")
 
-    def __init__(self, launch, out_shape, out_dtype, ordinal: int, specs: list[tuple]):
-        super().__init__(launch, out_shape, out_dtype, ordinal)
+    def __init__(
+        self,
+        launch,
+        out_shape,
+        out_dtype,
+        ordinal: int,
+        specs: list[tuple],
+        block_scales: bool = False,
+    ):
+        super().__init__(launch, out_shape, out_dtype, ordinal, block_scales)
         #: The workspaces' data pointers, in launch order, by raw stream handle.
         self.workspaces: dict[int, tuple[int, ...]] = {}
         #: (name, shape, torch dtype, zeroed) of each workspace, in launch order.
@@ -942,9 +957,7 @@ def _bind(
                 f"wsc.matmul: the kernel takes tensors {launch.names}, not "
                 f"{', '.join(('a', 'b', 'c', *epilogue))}"
             )
-        bound = _BoundMatmul(launch, p.out_shape, out.dtype, ordinal)
-        bound.block_scales = p.block_scales
-        return bound
+        return _BoundMatmul(launch, p.out_shape, out.dtype, ordinal, p.block_scales)
     workspaces = _allocate_workspaces(specs, ordinal)
     launch = BoundLaunch(
         kernel.prepare(a=a, b=kernel_b, c=out, **epilogue, **workspaces, **scalars)
@@ -954,7 +967,7 @@ def _bind(
             f"wsc.matmul: the kernel takes tensors {launch.names}, not "
             f"{', '.join(('a', 'b', 'c', *epilogue))} and its workspaces {', '.join(workspaces)}"
         )
-    bound = _BoundSplitMatmul(launch, p.out_shape, out.dtype, ordinal, specs)
+    bound = _BoundSplitMatmul(launch, p.out_shape, out.dtype, ordinal, specs, p.block_scales)
     bound.workspace(_current_stream(ordinal), workspaces)
     return bound
 
