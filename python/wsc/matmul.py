@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from wsc.device import hopper_name
-from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK
+from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK, SCALE_ROW_ALIGN
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up, tma_row_problem
 from wsc.target.hopper import HALF_DTYPES as INPUT_DTYPES
@@ -886,13 +886,12 @@ def _kernel_scale_a(scale_a):
     place, through its transpose view, where its rows are so aligned; any
     other (row-major, or M not a multiple of 4) is copied each call."""
     m, blocks = scale_a.shape
-    per_row = TMA_ALIGN // ELEMENT_BYTES["f32"]
     rows = scale_a.t()
     # A launch passes the pointer alone: the strides must be the copy's.
-    if m % per_row == 0 and rows.stride() == (m, 1) and rows.data_ptr() % TMA_ALIGN == 0:
+    if m % SCALE_ROW_ALIGN == 0 and rows.stride() == (m, 1) and rows.data_ptr() % TMA_ALIGN == 0:
         return rows
     padded = _torch.empty(
-        (blocks, round_up(m, per_row)), dtype=scale_a.dtype, device=scale_a.device
+        (blocks, round_up(m, SCALE_ROW_ALIGN)), dtype=scale_a.dtype, device=scale_a.device
     )
     padded[:, :m].copy_(rows)
     return padded

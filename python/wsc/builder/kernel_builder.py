@@ -881,41 +881,36 @@ class KernelBuilder:
         where = caller()
         expect(src, SharedTile, "load_shared src", "a stage of a shared tensor, e.g. sx[stage]")
         if src.transposed:
-            return self._load_shared_transposed(src, col, cols, where)
-        if cols is None:
-            cols = src.cols - col if isinstance(col, int) and not isinstance(col, bool) else 0
-        origin = self._stage_block(src, col, cols, "load_shared")
+            origin = self._transposed_block(src, col, cols, where)
+            block = (src.cols, src.rows)
+        else:
+            if cols is None:
+                cols = src.cols - col if isinstance(col, int) and not isinstance(col, bool) else 0
+            origin = self._stage_block(src, col, cols, "load_shared")
+            block = (src.rows, cols)
         if src.dtype not in (*HALF_DTYPES, f32):
             raise BuildTypeError(
                 f"load_shared: reads f16, bf16 or f32 stage tiles, this one is {src.dtype}", where
             )
-        shape = self._register_shape((src.rows, cols), f32, "load_shared")
+        shape = self._register_shape(block, f32, "load_shared")
         with self._at(where):
-            value = dialect.load_shared(src.ring.value, src.stage, shape, origin)
+            value = dialect.load_shared(src.ring.value, src.stage, shape, origin, src.transposed)
         return RegisterTile(self, value, f32, shape)
 
-    def _load_shared_transposed(
-        self, src: SharedTile, col: int, cols: int | None, where
-    ) -> RegisterTile:
-        self._own(src.ring, "load_shared")
-        self._unpadded(src, "load_shared", where)
-        if col != 0 or cols not in (None, src.rows):
+    def _transposed_block(
+        self, tile: SharedTile, col: int, cols: int | None, where
+    ) -> tuple[int, int] | None:
+        """The origin in its stage tile of the rows a transposed view takes,
+        read whole (None for the whole stage tile)."""
+        self._own(tile.ring, "load_shared")
+        self._unpadded(tile, "load_shared", where)
+        if col != 0 or cols not in (None, tile.rows):
             raise BuildError(
                 "load_shared: a transposed stage tile is read whole (transpose rows of "
                 "it, sx[stage][64:128].transpose(), for a part)",
                 where,
             )
-        if src.dtype not in (*HALF_DTYPES, f32):
-            raise BuildTypeError(
-                f"load_shared: reads f16, bf16 or f32 stage tiles, this one is {src.dtype}", where
-            )
-        shape = self._register_shape((src.cols, src.rows), f32, "load_shared")
-        whole = src.row == 0 and src.rows == src.ring.shape[1]
-        with self._at(where):
-            value = dialect.load_shared(
-                src.ring.value, src.stage, shape, None if whole else (src.row, 0), transpose=True
-            )
-        return RegisterTile(self, value, f32, shape)
+        return None if tile.row == 0 and tile.rows == tile.ring.shape[1] else (tile.row, 0)
 
     def store_shared(self, dst: SharedTile, tile: RegisterTile, col: int = 0) -> None:
         """Write a register tile of dst's dtype into the stage tile `dst`

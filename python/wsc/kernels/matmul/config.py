@@ -58,6 +58,9 @@ B_LAYOUTS = ("nk", "kn")
 #: The blocks block scales cover (MatmulProblem.block_scales): 128 elements of
 #: K for a row of A, 128 x 128 of B.
 SCALE_BLOCK = 128
+#: The kernel takes scale_a's transpose with rows padded to a multiple of this
+#: many scales: 16 bytes, as TMA copies rows.
+SCALE_ROW_ALIGN = TMA_ALIGN // ELEMENT_BYTES["f32"]
 #: The activations a fused epilogue applies (wsc.kernels.matmul.epilogue),
 #: as torch.nn.functional computes them: "gelu" by erf, "gelu_tanh" by the
 #: tanh approximation.
@@ -516,11 +519,10 @@ class MatmulProblem:
         if not self.block_scales:
             return {dim_size_name(names[scale], 0): "1" for scale in ("scale_a", "scale_b")}
         k_blocks = f"cdiv(k, {SCALE_BLOCK})"
-        # TMA copies the transpose's rows: M padded to whole 16 bytes.
-        per_row = TMA_ALIGN // ELEMENT_BYTES["f32"]
+        padded_m = f"cdiv(m, {SCALE_ROW_ALIGN}) * {SCALE_ROW_ALIGN}"
         return {
             dim_size_name(names["scale_a"], 0): k_blocks,
-            dim_size_name(names["scale_a"], 1): f"cdiv(m, {per_row}) * {per_row}",
+            dim_size_name(names["scale_a"], 1): padded_m,
             dim_size_name(names["scale_b"], 0): f"cdiv(n, {SCALE_BLOCK}) * {k_blocks}",
         }
 
