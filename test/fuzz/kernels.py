@@ -28,6 +28,7 @@ Each seed ends one of four ways:
     python test/fuzz/kernels.py --family back_to_back --seeds 0:1000
     python test/fuzz/kernels.py --family fp8 --seeds 0:1000 [--artifacts DIR]
     python test/fuzz/kernels.py --seeds 0:16000 --where ping_pong --artifacts DIR
+    python test/fuzz/kernels.py --family fp8 --seeds 0:2000 --where block_scales --artifacts DIR
 
 test/python/test_fuzz_kernels.py runs a seeded slice of each family in CI.
 With --artifacts each accepted matmul is also assembled and written as an
@@ -220,11 +221,12 @@ def back_to_back_sizes(seed: int, config: dict) -> dict:
     }
 
 
-def drawn_config(seed: int, family: str) -> dict:
-    """The config `seed` draws in `family` (drawing is cheap: nothing is built)."""
+def drawn_fields(seed: int, family: str) -> dict:
+    """The fields `seed` draws in `family`, of its problem and its config."""
     if family == "back_to_back":
         return draw_back_to_back(seed)
-    return (draw_fp8 if family == "fp8" else draw)(seed)[1]
+    problem, config = (draw_fp8 if family == "fp8" else draw)(seed)
+    return {**problem, **config}
 
 
 def run(seed: int, artifacts: Path | None = None, family: str = "matmul") -> Outcome:
@@ -338,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--where",
         metavar="FIELD",
-        help="run only the seeds whose config sets FIELD (e.g. ping_pong): a targeted sample",
+        help="run only the seeds whose problem or config sets FIELD (e.g. ping_pong, "
+        "block_scales): a targeted sample",
     )
     args = parser.parse_args(argv)
     first, end = (int(part) for part in args.seeds.split(":"))
@@ -347,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     out = open(args.out, "w") if args.out else None
     try:
         for seed in range(first, end):
-            if args.where and not drawn_config(seed, args.family).get(args.where):
+            if args.where and not drawn_fields(seed, args.family).get(args.where):
                 continue
             outcome = run(seed, args.artifacts, args.family)
             counts[outcome.kind] += 1

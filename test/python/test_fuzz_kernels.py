@@ -15,7 +15,7 @@ from kernels import (  # noqa: E402
     back_to_back_sizes,
     draw_back_to_back,
     draw_fp8,
-    drawn_config,
+    drawn_fields,
     fp8_sizes,
     main,
     run,
@@ -117,10 +117,20 @@ def test_a_back_to_back_kernel_without_math_is_written_for_its_check(tmp_path):
 
 
 def test_a_targeted_sample_runs_only_the_seeds_that_draw_its_field(tmp_path, capsys):
-    drawn = [seed for seed in range(200) if drawn_config(seed, "matmul").get("ping_pong")]
+    drawn = [seed for seed in range(200) if drawn_fields(seed, "matmul").get("ping_pong")]
     assert drawn, "no seed of the first 200 draws ping-pong"
     out = tmp_path / "outcomes.jsonl"
     assert main(["--seeds", "0:200", "--where", "ping_pong", "--out", str(out)]) == 0
     ran = [json.loads(line) for line in out.read_text().splitlines()]
     assert [outcome["seed"] for outcome in ran] == drawn
     assert all(outcome["config"]["ping_pong"] for outcome in ran)
+
+
+def test_a_targeted_sample_may_name_a_field_of_the_problem(tmp_path):
+    drawn = [seed for seed in range(4) if drawn_fields(seed, "fp8").get("block_scales")]
+    assert drawn and len(drawn) < 4, "seeds 0-3 draw block scales in some, not all"
+    out = tmp_path / "outcomes.jsonl"
+    assert main(["--family", "fp8", "--seeds", "0:4", "--where", "block_scales", "--out", str(out)]) == 0
+    ran = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [outcome["seed"] for outcome in ran] == drawn
+    assert all(outcome["problem"]["block_scales"] for outcome in ran)
