@@ -447,6 +447,47 @@ def test_block_scaled_mm_is_correct_on_every_element(gpu, monkeypatch, problem):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("scale_a_layout", ["row-major", "column-major"])
+def test_a_split_k_block_scaled_launch_is_correct_when_called_again(
+    gpu, monkeypatch, scale_a_layout
+):
+    """The register-store block-scaled space's split-K config (its only one)
+    as the default: the first call binds the launch and its workspace, the
+    second reuses them (the fast path) after scale_a's values changed in
+    place; both into a NaN-poisoned output, against float64. A row-major
+    scale_a is copied into the kernel's form on each call, a column-major one
+    (M a multiple of 4) read in place."""
+    import wsc
+    import wsc.matmul as wsc_matmul
+    from wsc.kernels.matmul.check import relative_frobenius
+
+    monkeypatch.setenv("WSC_AUTOTUNE", "0")
+    space = FP8_BLOCK_SPACES[1]
+    split = next(config for config in SPACES[space].configs() if config["split_k"] > 1)
+    monkeypatch.setitem(wsc_matmul.DEFAULT_CONFIGS, space, split)
+    monkeypatch.setattr(wsc_matmul, "_bound", {})
+    m, n, k, out_dtype = FP8_BLOCK_PROBLEMS[1]
+    assert m % 4 == 0 and fp8_plan(m, n, k, out_dtype, block_scales=True).space == space
+    a, w, generator = random_fp8(gpu, m, n, k)
+    blocks = -(-k // 128)
+    scale_a = torch.rand(m, blocks, device=gpu, generator=generator) + 0.5
+    if scale_a_layout == "column-major":
+        scale_a = scale_a.t().contiguous().t()
+    scale_b = torch.rand(-(-n // 128), blocks, device=gpu, generator=generator) + 0.5
+    for call in range(2):
+        if call:
+            scale_a.mul_(torch.rand(m, blocks, device=gpu, generator=generator) + 0.5)
+        out = torch.full((m, n), float("nan"), device=gpu, dtype=torch.float32)
+        wsc.scaled_mm(a, w.T, scale_a, scale_b, out=out)
+        reference = block_scaled_product(a.double(), w.double(), scale_a.double(), scale_b.double())
+        assert not torch.isnan(out).any(), call
+        error = relative_frobenius(out.double(), reference, torch.linalg.norm)
+        assert error < 1e-3, (call, error)
+    (bound,) = wsc_matmul._bound.values()
+    assert isinstance(bound, wsc_matmul._BoundSplitMatmul)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("space", [FP8_SPACE, *FP8_BLOCK_SPACES])
 def test_every_fp8_config_is_correct(gpu, space):
     """`wsc run --check` on every config of the fp8 TMA-store space and of the
