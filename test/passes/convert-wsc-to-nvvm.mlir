@@ -973,13 +973,15 @@ func.func @unshifted(%x: memref<?x?xf32>, %c: memref<?x?xf32>)
 
 // Stage 1's row read transposed, a row vector of the tile's 128 rows (a K
 // tile's block scales): each thread loads the elements of its four rows one
-// by one (volatile f32 loads, read where the op is), each where the swizzle
-// of the row's 128-byte atoms puts it: the offset's chunk bits flipped by
-// its bits 7 and up (stage 1 is 1024 bytes in).
+// by one (volatile f32 loads, read where the op is). A one-row tile is stored
+// unswizzled (one TMA box), so no offset is swizzled (stage 1 is 1024 bytes in).
 // CHECK-LABEL: llvm.func @stage_row_as_row_vector
+// CHECK-SAME: \22rows\22: 1, \22stage_bytes\22: 1024, \22stages\22: 2, \22swizzle\22: \22none\22
 // CHECK: llvm.mlir.constant(1024 : i32)
+// CHECK-NOT: llvm.xor
 // CHECK-COUNT-4: llvm.load volatile %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
 // CHECK-NOT: llvm.load volatile
+// CHECK-NOT: llvm.xor
 // CHECK: llvm.return
 func.func @stage_row_as_row_vector(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
@@ -989,5 +991,24 @@ func.func @stage_row_as_row_vector(%c: memref<?x?xf32>) attributes {wsc.num_thre
   %ones = "wsc.tile_fill"() {value = 1.0 : f32} : () -> !wsc.acc<array<i64: 128, 8>, f32>
   %scaled = "wsc.tile_binary"(%ones, %scales) {kind = "mul"} : (!wsc.acc<array<i64: 128, 8>, f32>, !wsc.acc<array<i64: 128, 1>, f32>) -> !wsc.acc<array<i64: 128, 8>, f32>
   "wsc.store"(%scaled, %c, %c0, %c0) : (!wsc.acc<array<i64: 128, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
+// A tile of 16 rows read transposed: each of a thread's eight elements
+// from where the 128-byte swizzle atoms of its f32 rows put it, the chunk
+// bits of its offset flipped at run time.
+// CHECK-LABEL: llvm.func @stage_tile_transposed
+// CHECK-SAME: \22rows\22: 16, \22stage_bytes\22: 4096, \22stages\22: 2, \22swizzle\22: \22128B\22
+// CHECK-COUNT-8: llvm.xor
+// CHECK-NOT: llvm.xor
+// CHECK: llvm.return
+func.func @stage_tile_transposed(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ss = "wsc.alloc_shared"() : () -> memref<2x16x64xf32, 3>
+  %t = "wsc.load_shared"(%ss, %c1) {transpose} : (memref<2x16x64xf32, 3>, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  "wsc.store"(%t, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }

@@ -206,6 +206,20 @@ def test_tile_layout_rejects_narrow_rows():
         TileLayout.choose(64, 8, 2)
 
 
+def test_a_one_row_tile_is_one_unswizzled_box():
+    """A row of 128 f32 (block scales) is stored as it is, one TMA box wide;
+    a row TMA cannot copy in one box keeps the swizzled atoms; no WGMMA reads
+    it."""
+    row = TileLayout.choose(1, 128, 4)
+    assert (row.swizzle, row.swizzle_name, row.num_atoms, row.box) == (0, "none", 1, (1, 128))
+    assert [row.swizzled_offset(0, col) for col in range(128)] == [4 * col for col in range(128)]
+    assert row.atom_bytes == row.tile_bytes == 512
+    wide = TileLayout.choose(1, 512, 2)  # 512 columns: more than a box's 256
+    assert (wide.swizzle, wide.num_atoms) == (128, 8)
+    with pytest.raises(ValueError, match="no WGMMA operand"):
+        OperandDescriptors(row, k_major=True)
+
+
 def test_v3_shared_layout():
     layout = SharedLayout()
     a = layout.add_buffer("a", 4, TileLayout.choose(128, 64, 2))

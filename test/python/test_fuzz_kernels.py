@@ -130,7 +130,10 @@ def test_a_targeted_sample_may_name_a_field_of_the_problem(tmp_path):
     drawn = [seed for seed in range(4) if drawn_fields(seed, "fp8").get("block_scales")]
     assert drawn and len(drawn) < 4, "seeds 0-3 draw block scales in some, not all"
     out = tmp_path / "outcomes.jsonl"
-    assert main(["--family", "fp8", "--seeds", "0:4", "--where", "block_scales", "--out", str(out)]) == 0
+    assert (
+        main(["--family", "fp8", "--seeds", "0:4", "--where", "block_scales", "--out", str(out)])
+        == 0
+    )
     ran = [json.loads(line) for line in out.read_text().splitlines()]
     assert [outcome["seed"] for outcome in ran] == drawn
     assert all(outcome["problem"]["block_scales"] for outcome in ran)

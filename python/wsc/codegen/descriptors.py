@@ -95,6 +95,11 @@ class OperandDescriptors:
     tile: TileLayout
     k_major: bool
 
+    def __post_init__(self):
+        # WGMMA reads 8-row core matrices; only a one-row tile is unswizzled.
+        if not self.tile.swizzle:
+            raise ValueError(f"an unswizzled {self.tile.rows}-row tile is no WGMMA operand")
+
     @property
     def leading_byte_offset(self) -> int:
         return 16 if self.k_major else self.tile.atom_bytes

@@ -20,14 +20,24 @@ of `swizzle` bytes per row: atom j holds columns [j*atom_cols, (j+1)*atom_cols)
 of every row, rows `swizzle` bytes apart, with the hardware swizzle of that
 span. When cols * element size <= 128 there is one atom and the tile is
 plain row-major (then swizzled); each atom is exactly what one TMA box of
-[rows, atom_cols] writes.
+[rows, atom_cols] writes. A one-row tile (e.g. a row of block scales) has no
+rows for a swizzle to spread and is stored unswizzled, one atom as wide as
+the row: one TMA box copies it, where 128-byte atoms would take a box each
+and sit 128 bytes apart, off the 1024-byte period the swizzle assumes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wsc.target.hopper import BUFFER_ALIGN, MBARRIER_BYTES, SWIZZLE_SPANS, round_up
+from wsc.target.hopper import (
+    BUFFER_ALIGN,
+    MAX_TMA_BOX,
+    MBARRIER_BYTES,
+    SWIZZLE_SPANS,
+    TMA_ALIGN,
+    round_up,
+)
 
 #: Bytes requested on top of the layout so the base can be rounded up at run time.
 ALIGN_PADDING = BUFFER_ALIGN
@@ -44,13 +54,16 @@ class TileLayout:
     rows: int
     cols: int
     element_bytes: int
-    swizzle: int  # bytes: 128, 64 or 32
+    swizzle: int  # bytes: 128, 64 or 32; 0 for none (one row)
 
     @staticmethod
     def choose(rows: int, cols: int, element_bytes: int) -> TileLayout:
         """The widest swizzle whose span divides a row; rows wider than 128 B
-        are split into 128-B atoms."""
+        are split into 128-B atoms. One row that one TMA box can copy is
+        stored unswizzled."""
         row_bytes = cols * element_bytes
+        if rows == 1 and row_bytes % TMA_ALIGN == 0 and cols <= MAX_TMA_BOX:
+            return TileLayout(rows, cols, element_bytes, 0)
         for span in SWIZZLE_SPANS:
             if row_bytes % span == 0:
                 return TileLayout(rows, cols, element_bytes, span)
@@ -60,17 +73,23 @@ class TileLayout:
         )
 
     @property
+    def row_pitch(self) -> int:
+        """Bytes from one row of an atom to the next: the swizzle span, or
+        the whole row unswizzled."""
+        return self.swizzle or self.cols * self.element_bytes
+
+    @property
     def atom_cols(self) -> int:
         """Columns (elements) of one atom, i.e. the inner extent of one TMA box."""
-        return self.swizzle // self.element_bytes
+        return self.row_pitch // self.element_bytes
 
     @property
     def num_atoms(self) -> int:
-        return self.cols * self.element_bytes // self.swizzle
+        return self.cols * self.element_bytes // self.row_pitch
 
     @property
     def atom_bytes(self) -> int:
-        return self.rows * self.swizzle
+        return self.rows * self.row_pitch
 
     @property
     def tile_bytes(self) -> int:
@@ -78,8 +97,8 @@ class TileLayout:
 
     @property
     def swizzle_name(self) -> str:
-        """The name the runtime's tensor-map spec uses ("128B", "64B", "32B")."""
-        return f"{self.swizzle}B"
+        """The name the runtime's tensor-map spec uses ("128B", "64B", "32B", "none")."""
+        return f"{self.swizzle}B" if self.swizzle else "none"
 
     @property
     def box(self) -> tuple[int, int]:
@@ -94,14 +113,15 @@ class TileLayout:
         """Byte offset of element (row, col) before swizzling (the swizzle permutes
         16-byte chunks inside each 8-row group; TMA and WGMMA both apply it)."""
         atom, inner = divmod(col, self.atom_cols)
-        return self.atom_offset(atom) + row * self.swizzle + inner * self.element_bytes
+        return self.atom_offset(atom) + row * self.row_pitch + inner * self.element_bytes
 
     @property
     def swizzle_bits(self) -> int:
         """The 16-byte-chunk bits of an offset that the swizzle flips: chunk
         c of the 128-byte line l of an atom is stored at chunk
-        c ^ (l mod swizzle/16) (for 128-byte rows, l is the row)."""
-        return self.swizzle - 16
+        c ^ (l mod swizzle/16) (for 128-byte rows, l is the row); none
+        unswizzled."""
+        return max(self.swizzle - 16, 0)
 
     def swizzled_offset(self, row: int, col: int) -> int:
         """Byte offset where TMA and WGMMA find element (row, col), with the

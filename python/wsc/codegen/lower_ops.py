@@ -561,7 +561,7 @@ class KernelLowering(KernelPlan):
         if load.multicast:
             first_row = E.muli(E.cluster_rank(), E.const(tile.rows // self.cluster, E.i32()))
             row32 = E.addi(row32, first_row)
-            slice_bytes = E.muli(first_row, E.const(tile.swizzle, E.i32()))
+            slice_bytes = E.muli(first_row, E.const(tile.row_pitch, E.i32()))
             mask = E.const((1 << self.cluster) - 1, ir.IntegerType.get_signless(16))
         for atom in range(tile.num_atoms):
             offset = self._smem_offset(
@@ -762,7 +762,7 @@ class KernelLowering(KernelPlan):
         lane_bytes = E.muli(lane, E.const(tile.element_bytes, i32))
         stage_base = E.addi(
             self._smem_offset(buffer.offset, stage, buffer.stage_bytes),
-            E.muli(first_row, E.const(tile.swizzle, i32)),
+            E.muli(first_row, E.const(tile.row_pitch, i32)),
         )
         top_row = E.addi(row0_32, first_row)
         lane_col = E.addi(col0_32, lane)
@@ -788,7 +788,9 @@ class KernelLowering(KernelPlan):
                     atom, inner = divmod(first_col, tile.atom_cols)
                     in_row = E.addi(E.const(inner * tile.element_bytes, i32), lane_bytes)
                     offset = E.addi(
-                        E.addi(stage_base, E.const(tile.atom_offset(atom) + r * tile.swizzle, i32)),
+                        E.addi(
+                            stage_base, E.const(tile.atom_offset(atom) + r * tile.row_pitch, i32)
+                        ),
                         E.xori(in_row, E.const(key, i32)),
                     )
                     address = E.gep(row_address, [first_col], scalar)
@@ -830,11 +832,11 @@ class KernelLowering(KernelPlan):
         # offsets differ in those bits by multiples of the swizzle period:
         # all share lane/4's key.
         key = E.andi(
-            E.shrui(E.muli(quad_row, E.const(tile.swizzle, i32)), E.const(3, i32)),
+            E.shrui(E.muli(quad_row, E.const(tile.row_pitch, i32)), E.const(3, i32)),
             E.const(tile.swizzle_bits, i32),
         )
         row_bytes = E.muli(
-            E.addi(E.muli(warp, E.const(16, i32)), quad_row), E.const(tile.swizzle, i32)
+            E.addi(E.muli(warp, E.const(16, i32)), quad_row), E.const(tile.row_pitch, i32)
         )
         pair_bytes = E.muli(E.andi(lane, E.const(3, i32)), E.const(2 * tile.element_bytes, i32))
         base = E.addi(self._smem_offset(buffer.offset, stage, buffer.stage_bytes), row_bytes)
@@ -844,7 +846,7 @@ class KernelLowering(KernelPlan):
                 row = first_row + SUBTILE_ROWS * i + 8 * h
                 for j in range(fragment.cols // 8):
                     atom, inner = divmod(first_col + 8 * j, tile.atom_cols)
-                    static = tile.atom_offset(atom) + row * tile.swizzle
+                    static = tile.atom_offset(atom) + row * tile.row_pitch
                     in_row = E.addi(E.const(inner * tile.element_bytes, i32), pair_bytes)
                     offset = E.addi(E.addi(base, E.const(static, i32)), E.xori(in_row, key))
                     yield i, 4 * j + 2 * h, offset
@@ -900,17 +902,17 @@ class KernelLowering(KernelPlan):
         for i in range(target.fragment.subtiles):
             for r in range(target.fragment.regs_per_subtile):
                 row, col = self._element_position(warp, lane, stored_origin, True, i, r, vector)
-                atom = E.shrui(col, E.const(atom_shift, i32))
-                inner = E.andi(col, E.const(tile.atom_cols - 1, i32))
-                offset = E.addi(
-                    E.addi(
-                        E.muli(atom, E.const(tile.atom_bytes, i32)),
-                        E.muli(row, E.const(tile.swizzle, i32)),
-                    ),
-                    E.muli(inner, E.const(tile.element_bytes, i32)),
-                )
-                key = E.andi(E.shrui(offset, E.const(3, i32)), E.const(tile.swizzle_bits, i32))
-                address = self._smem_ptr(E.addi(base, E.xori(offset, key)))
+                inner = col
+                offset = E.muli(row, E.const(tile.row_pitch, i32))
+                if tile.num_atoms > 1:
+                    atom = E.shrui(col, E.const(atom_shift, i32))
+                    inner = E.andi(col, E.const(tile.atom_cols - 1, i32))
+                    offset = E.addi(offset, E.muli(atom, E.const(tile.atom_bytes, i32)))
+                offset = E.addi(offset, E.muli(inner, E.const(tile.element_bytes, i32)))
+                if tile.swizzle_bits:
+                    key = E.andi(E.shrui(offset, E.const(3, i32)), E.const(tile.swizzle_bits, i32))
+                    offset = E.xori(offset, key)
+                address = self._smem_ptr(E.addi(base, offset))
                 value = E.load(scalar, address, alignment=tile.element_bytes, volatile=True)
                 if scalar != E.float_type("f32"):
                     value = E.extf(value, E.float_type("f32"))
