@@ -458,9 +458,9 @@ def test_a_split_k_block_scaled_launch_is_correct_when_called_again(
     scale_a is copied into the kernel's form on each call, a column-major one
     (M a multiple of 4) read in place."""
     import wsc
-    import wsc.matmul as wsc_matmul
     from wsc.kernels.matmul.check import relative_frobenius
 
+    wsc_matmul = importlib.import_module("wsc.matmul")  # the module, not wsc.matmul the call
     monkeypatch.setenv("WSC_AUTOTUNE", "0")
     space = FP8_BLOCK_SPACES[1]
     split = next(config for config in SPACES[space].configs() if config["split_k"] > 1)
