@@ -168,8 +168,13 @@ def test_block_scaled_kernel_scales_each_k_tile_s_product(tmp_path):
     assert doc["tensors"]["d"]["shape"] == ["d_dim0", "d_dim1"]
     assert doc["tensors"]["e"]["shape"] == ["e_dim0"]
     # Per K tile, A's and B's tiles and the 128 scales of the tile's rows in
-    # four boxes of 128 bytes (the f32 row's swizzle atoms).
-    assert result.ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 6
+    # one box (a one-row stage tile is stored unswizzled).
+    assert result.ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 3
+    assert doc["tensor_maps"]["d"] == {
+        "box": [1, 128],
+        "swizzle": "none",
+        "tensor": "d",
+    }
     # The scales' sizes follow M, N and K when the artifact is resized.
     assert doc["derived_sizes"] == {
         "d_dim0": "cdiv(k, 128)",
