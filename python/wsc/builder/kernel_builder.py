@@ -466,7 +466,10 @@ class KernelBuilder:
         one TMA tile (rows <= 256) whose rows are a whole number of swizzle
         spans (32 bytes at least; codegen's TileLayout). A tile that TMA loads
         and WGMMA reads has rows of at most 128 bytes (the widest span); a tile
-        only stored from registers and copied out may have wider rows.
+        only stored from registers and copied out may have wider rows. A
+        one-row tile (a vector per stage, read with kb.load_shared of its
+        transpose) is stored unswizzled: its row is a multiple of 16 bytes
+        and one TMA box copies it.
 
         With `pad_rows`, a [K, N] stage of WGMMA's B whose rows would take
         32-byte swizzle atoms (N = 112 f16) stores them padded to whole
