@@ -996,6 +996,38 @@ func.func @stage_row_as_row_vector(%c: memref<?x?xf32>) attributes {wsc.num_thre
 
 // -----
 
+// TMA copies K tile 1's scales of the 128 rows from m0 (a row of scale_a's
+// transpose) into stage 1 of a one-row ring in one unswizzled box.
+// CHECK-LABEL: llvm.func @scale_row_in_one_box
+// CHECK-SAME: \22a\22: {\22box\22: [1, 128], \22swizzle\22: \22none\22, \22tensor\22: \22a\22}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK-NOT: nvvm.cp.async.bulk.tensor
+// CHECK: llvm.return
+func.func @scale_row_in_one_box(%s: memref<?x?xf32>, %c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %false = arith.constant false
+  %bx = gpu.block_id x
+  %c128 = arith.constant 128 : index
+  %m0 = arith.muli %bx, %c128 : index
+  %ss = "wsc.alloc_shared"() : () -> memref<2x1x128xf32, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    "wsc.mbarrier_arrive_expect_tx"(%full, %c1) {tx_bytes = 512 : i32} : (!wsc.mbarriers, index) -> ()
+    "wsc.tma_load"(%s, %c1, %m0, %ss, %c1, %full) : (memref<?x?xf32>, index, index, memref<2x1x128xf32, 3>, index, !wsc.mbarriers) -> ()
+  }
+  "wsc.mbarrier_wait"(%full, %c1, %false) : (!wsc.mbarriers, index, i1) -> ()
+  %scales = "wsc.load_shared"(%ss, %c1) {transpose} : (memref<2x1x128xf32, 3>, index) -> !wsc.acc<array<i64: 128, 1>, f32>
+  %ones = "wsc.tile_fill"() {value = 1.0 : f32} : () -> !wsc.acc<array<i64: 128, 8>, f32>
+  %scaled = "wsc.tile_binary"(%ones, %scales) {kind = "mul"} : (!wsc.acc<array<i64: 128, 8>, f32>, !wsc.acc<array<i64: 128, 1>, f32>) -> !wsc.acc<array<i64: 128, 8>, f32>
+  "wsc.store"(%scaled, %c, %m0, %c0) : (!wsc.acc<array<i64: 128, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+
+// -----
+
 // A tile of 16 rows read transposed: each of a thread's eight elements
 // from where the 128-byte swizzle atoms of its f32 rows put it, the chunk
 // bits of its offset flipped at run time.
