@@ -673,7 +673,7 @@ def _verify_tma_load(op: ir.Operation) -> None:
     shape = _verify_stage_copy(op, load.src, dst, load.stage, shared_is_dst=True)
     # A row wider than the swizzle span is copied as one box per span-wide
     # column block (codegen.layout.TileLayout), at most 128 elements wide,
-    # and a one-row tile as one box of at most MAX_TMA_BOX columns: only the
+    # and a one-row tile of at most MAX_TMA_BOX columns as one box: only the
     # rows can exceed a box.
     rows, cols = shape[1], shape[2]
     if rows > MAX_TMA_BOX:

@@ -1029,11 +1029,20 @@ func.func @scale_row_in_one_box(%s: memref<?x?xf32>, %c: memref<?x?xf32>) attrib
 // -----
 
 // A tile of 16 rows read transposed: each of a thread's eight elements
-// from where the 128-byte swizzle atoms of its f32 rows put it, the chunk
-// bits of its offset flipped at run time.
+// from where the 128-byte swizzle atoms of its f32 rows put it: row * 128
+// + atom * 2048 (16 rows of 128 bytes) + 4 * column in the atom, the chunk
+// bits of that offset flipped at run time, in stage 1 (4096 bytes in).
 // CHECK-LABEL: llvm.func @stage_tile_transposed
 // CHECK-SAME: \22rows\22: 16, \22stage_bytes\22: 4096, \22stages\22: 2, \22swizzle\22: \22128B\22
-// CHECK-COUNT-8: llvm.xor
+// CHECK-DAG: %[[ATOM_BYTES:[0-9]+]] = llvm.mlir.constant(2048 : i32)
+// CHECK-DAG: %[[CHUNK_BITS:[0-9]+]] = llvm.mlir.constant(112 : i32)
+// CHECK-DAG: %[[STAGE:[0-9]+]] = llvm.mlir.constant(4096 : i32)
+// CHECK: llvm.mul %{{[0-9]+}}, %[[ATOM_BYTES]]
+// CHECK: %[[CHUNKS:[0-9]+]] = llvm.lshr %[[OFFSET:[0-9]+]], %{{[0-9]+}}
+// CHECK: %[[KEY:[0-9]+]] = llvm.and %[[CHUNKS]], %[[CHUNK_BITS]]
+// CHECK: %[[SWIZZLED:[0-9]+]] = llvm.xor %[[OFFSET]], %[[KEY]]
+// CHECK: llvm.add %[[SWIZZLED]], %[[STAGE]]
+// CHECK-COUNT-7: llvm.xor
 // CHECK-NOT: llvm.xor
 // CHECK: llvm.return
 func.func @stage_tile_transposed(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {

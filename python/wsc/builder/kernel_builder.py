@@ -464,12 +464,12 @@ class KernelBuilder:
     ) -> SharedTensor:
         """A ring buffer in shared memory of [stages, rows, cols] elements, each stage
         one TMA tile (rows <= 256) whose rows are a whole number of swizzle
-        spans (32 bytes at least; codegen's TileLayout). A tile that TMA loads
-        and WGMMA reads has rows of at most 128 bytes (the widest span); a tile
-        only stored from registers and copied out may have wider rows. A
-        one-row tile (a vector per stage, read with kb.load_shared of its
-        transpose) is stored unswizzled: its row is a multiple of 16 bytes
-        and one TMA box copies it.
+        spans (32 bytes at least; codegen's TileLayout), or one row of at most
+        256 columns and a multiple of 16 bytes, stored unswizzled (a vector
+        per stage, read with kb.load_shared of its transpose, that one TMA box
+        copies). A tile that TMA loads and WGMMA reads has rows of at most 128
+        bytes (the widest span); a tile only stored from registers and copied
+        out may have wider rows.
 
         With `pad_rows`, a [K, N] stage of WGMMA's B whose rows would take
         32-byte swizzle atoms (N = 112 f16) stores them padded to whole

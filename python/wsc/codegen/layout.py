@@ -21,9 +21,9 @@ of every row, rows `swizzle` bytes apart, with the hardware swizzle of that
 span. When cols * element size <= 128 there is one atom and the tile is
 plain row-major (then swizzled); each atom is exactly what one TMA box of
 [rows, atom_cols] writes. A one-row tile (e.g. a row of block scales) has no
-rows for a swizzle to spread and is stored unswizzled, one atom as wide as
-the row: one TMA box copies it, where 128-byte atoms would take a box each
-and sit 128 bytes apart, off the 1024-byte period the swizzle assumes.
+rows for a swizzle to spread and, up to a TMA box's 256 columns, is stored
+unswizzled, one atom as wide as the row: one TMA box copies it, where
+128-byte atoms would take a box each.
 """
 
 from __future__ import annotations

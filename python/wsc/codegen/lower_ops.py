@@ -21,7 +21,8 @@ How each wsc op is lowered:
   when DebugOptions.wait_spin_limit is set (see wsc.codegen.debug, which also
   adds the random delays of DebugOptions.delay_role).
 * wsc.tma_load: cp.async.bulk.tensor.2d per 128/64/32-byte-wide atom of the
-  tile, coordinates (col, row), completing on barriers[stage].
+  tile (one for an unswizzled one-row tile), coordinates (col, row),
+  completing on barriers[stage].
   A `multicast` wsc.tma_load: the same for the executing CTA's slice of the
   tile's rows (rank * R/n onwards, where the box is R/n rows), into that
   slice of every CTA's stage (multicast mask of all n CTAs).
@@ -898,14 +899,13 @@ class KernelLowering(KernelPlan):
         base = self._smem_offset(buffer.offset, load.stage, buffer.stage_bytes)
         stored_origin = (E.const(origin[0], i32), E.const(origin[1], i32))
         vector = _fragment(load.result).row_vector
-        atom_shift = (tile.atom_cols - 1).bit_length()
         for i in range(target.fragment.subtiles):
             for r in range(target.fragment.regs_per_subtile):
                 row, col = self._element_position(warp, lane, stored_origin, True, i, r, vector)
                 inner = col
                 offset = E.muli(row, E.const(tile.row_pitch, i32))
                 if tile.num_atoms > 1:
-                    atom = E.shrui(col, E.const(atom_shift, i32))
+                    atom = E.shrui(col, E.const((tile.atom_cols - 1).bit_length(), i32))
                     inner = E.andi(col, E.const(tile.atom_cols - 1, i32))
                     offset = E.addi(offset, E.muli(atom, E.const(tile.atom_bytes, i32)))
                 offset = E.addi(offset, E.muli(inner, E.const(tile.element_bytes, i32)))
