@@ -247,6 +247,19 @@ def test_wsc_run_resizes_derived_sizes(tmp_path, capsys):
     assert "SizesError" not in report.get("error", ""), report
 
 
+def test_wsc_run_reads_each_artifact_once(tmp_path, capsys, monkeypatch):
+    """Checking the --size names and running share one load of each artifact."""
+    from wsc.runtime import run_cli
+
+    directory = write_artifact(tmp_path, scaled_doc())
+    loads = []
+    real = run_cli.load_artifact
+    monkeypatch.setattr(run_cli, "load_artifact", lambda d: loads.append(d) or real(d))
+    main([str(directory), "--size", "m=1000"])
+    capsys.readouterr()
+    assert loads == [str(directory)]
+
+
 def test_wsc_run_refuses_a_size_or_scalar_no_artifact_reads(tmp_path, capsys):
     directory = write_artifact(tmp_path, scaled_doc())
     for flag, value, read in (

@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = dict(args.size)
     scalars = dict(args.scalar)
-    _check_names_read(parser, args.dirs, sizes, scalars)
+    loaded = {directory: _load(directory) for directory in args.dirs}
+    _check_names_read(parser, loaded, sizes, scalars)
     inputs: dict = {}
     # Reports are printed in order once every artifact has run: those timed
     # back to back are timed again together, round after round, first.
@@ -147,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         # Which artifact a process was on when it died, for whoever runs it.
         print(f"{STARTING}{directory}", file=sys.stderr, flush=True)
         try:
-            artifact = load_artifact(directory)
+            artifact = loaded[directory]
+            if isinstance(artifact, WscRuntimeError):
+                raise artifact
             if sizes:
                 # Derived sizes (a block scale's length) follow the given ones.
                 written = base_sizes(artifact.derived_sizes, artifact.sizes)
@@ -501,18 +504,22 @@ def _base_report(artifact: Artifact) -> dict:
     }
 
 
-def _check_names_read(parser, dirs: list[str], sizes: dict, scalars: dict) -> None:
+def _load(directory: str) -> Artifact | WscRuntimeError:
+    """The artifact, or why it does not load (reported when its turn to run comes)."""
+    try:
+        return load_artifact(directory)
+    except WscRuntimeError as exc:
+        return exc
+
+
+def _check_names_read(
+    parser, loaded: dict[str, Artifact | WscRuntimeError], sizes: dict, scalars: dict
+) -> None:
     """A --size or --scalar name that no artifact reads is a command-line
-    mistake (exit status 2), not a failure of each run; artifacts that do not
-    load are reported when they run."""
+    mistake (exit status 2), not a failure of each run."""
     if not sizes and not scalars:
         return
-    artifacts = []
-    for directory in dirs:
-        try:
-            artifacts.append(load_artifact(directory))
-        except WscRuntimeError:
-            continue
+    artifacts = [a for a in loaded.values() if isinstance(a, Artifact)]
     if not artifacts:
         return
     for flag, given, read in (
