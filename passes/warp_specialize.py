@@ -501,9 +501,13 @@ class _Specializer:
                     self._fail(op, "a wait on the full barriers before the K loop")
                 self.resident_waits.append(op)
                 continue
+            if not _is_elected(op):
+                self._fail(
+                    op,
+                    "copies before the K loop must be issued under a wsc.elect alone; "
+                    "these are elected inside another condition",
+                )
             elect = defining_op(op.opview.condition)
-            if elect is None or elect.name != "wsc.elect":
-                self._fail(op, "copies before the K loop must be issued under a wsc.elect")
             for load in walk(op):
                 if load.name == "wsc.tma_load" and ops.TmaLoad(load).barriers == self.full:
                     self._fail(
@@ -750,15 +754,14 @@ class _Specializer:
 
     def _match_copies(self, if_op: ir.Operation) -> None:
         if not _is_elected(if_op):
-            if any(op != if_op and op.name == "scf.if" and _is_elected(op) for op in walk(if_op)):
-                self._fail(
-                    if_op,
-                    "TMA copies must be issued under a wsc.elect in the K loop's body; "
-                    "these are elected inside another condition (such as a prefetch "
-                    "guard): issue them under the elect alone, as the specialized "
-                    "producer runs ahead of the consumers by itself",
-                )
-            self._fail(if_op, "TMA copies must be issued under a wsc.elect")
+            # The verifier put each copy under a wsc.elect: here one nested in if_op.
+            self._fail(
+                if_op,
+                "TMA copies must be issued under a wsc.elect in the K loop's body; "
+                "these are elected inside another condition (such as a prefetch "
+                "guard): issue them under the elect alone, as the specialized "
+                "producer runs ahead of the consumers by itself",
+            )
         self.elect = defining_op(if_op.opview.condition)
         for op in walk(if_op):
             if op.name == "wsc.tma_load":

@@ -33,6 +33,7 @@ from wsc.ir_utils import (
     kernels,
     memref_shape,
     memref_space,
+    parent_op,
     use_owner,
     walk,
 )
@@ -359,6 +360,24 @@ def _verify_mbarrier_arrive(op: ir.Operation) -> None:
     _verify_barrier_stage(op, arrive.barriers, arrive.stage)
 
 
+def _verify_one_thread(op: ir.Operation, what: str) -> None:
+    """An op that must run in one thread (`what` says why) sits in the then
+    region of an scf.if on a wsc.elect: run by every thread of a warp it
+    would be issued 32 times."""
+    child, parent = op, parent_op(op)
+    while parent is not None:
+        if parent.name == "scf.if" and child.block.region == parent.regions[0]:
+            guard = defining_op(parent.opview.condition)
+            if guard is not None and guard.name == "wsc.elect":
+                return
+        child, parent = parent, parent_op(parent)
+    _fail(
+        op,
+        f"must be issued by one thread ({what}): put it under an scf.if on "
+        f"wsc.elect; as written, every thread that reaches it issues it",
+    )
+
+
 def _verify_mbarrier_arrive_expect_tx(op: ir.Operation) -> None:
     arrive = ops.MbarrierArriveExpectTx(op)
     _verify_barrier_stage(op, arrive.barriers, arrive.stage)
@@ -368,6 +387,7 @@ def _verify_mbarrier_arrive_expect_tx(op: ir.Operation) -> None:
             f"tx_bytes must be in [1, {MAX_MBARRIER_COUNT}] (the mbarrier "
             f"transaction count limit), got {arrive.tx_bytes}",
         )
+    _verify_one_thread(op, "it arrives once")
 
 
 def _verify_mbarrier_wait(op: ir.Operation) -> None:
@@ -689,6 +709,7 @@ def _verify_tma_load(op: ir.Operation) -> None:
                 f"a {rows}-row tile cannot be split over {ctas} CTAs in slices of whole "
                 f"8-row swizzle periods",
             )
+    _verify_one_thread(op, "it is one copy")
 
 
 def _verify_tma_store(op: ir.Operation) -> None:
@@ -696,6 +717,7 @@ def _verify_tma_store(op: ir.Operation) -> None:
     shape = _verify_stage_copy(op, store.src, store.dst, store.stage, shared_is_dst=False)
     if shape[1] > MAX_TMA_BOX:
         _fail(op, f"TMA box of {shape[1]} rows exceeds {MAX_TMA_BOX}")
+    _verify_one_thread(op, "it is one copy")
 
 
 def _verify_tile_element(op: ir.Operation, element: str, dst: ir.Value) -> None:

@@ -140,6 +140,40 @@ func.func @tma_box_dim(%a: memref<?x?xf16>) {
   return
 }
 // -----
+// TMA copies and the expect_tx they complete on are issued by one thread.
+func.func @expect_tx_by_every_thread() {
+  %c0 = arith.constant 0 : index
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  // expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op must be issued by one thread (it arrives once): put it under an scf.if on wsc.elect; as written, every thread that reaches it issues it}}
+  "wsc.mbarrier_arrive_expect_tx"(%b, %c0) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+  return
+}
+// -----
+func.func @tma_load_by_every_thread(%a: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  %t = arith.constant true
+  scf.if %t {
+    // expected-error @below {{'wsc.tma_load' op must be issued by one thread (it is one copy)}}
+    "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  return
+}
+// -----
+// The else region of an elected scf.if runs in every other thread.
+func.func @tma_store_in_else_of_elect(%c: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+  } else {
+    // expected-error @below {{'wsc.tma_store' op must be issued by one thread (it is one copy)}}
+    "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  }
+  return
+}
+// -----
 func.func @tma_element(%a: memref<?x?xbf16>) {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>

@@ -63,10 +63,13 @@ func.func @every_op(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf16
     "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
     // CHECK: "wsc.fence_proxy_async"() : () -> ()
     "wsc.fence_proxy_async"() : () -> ()
-    // CHECK: "wsc.tma_store"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
-    "wsc.tma_store"(%sa, %c0, %c, %c0, %c0) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
-    // CHECK: "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
-    "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+    %storer = "wsc.elect"() : () -> i1
+    scf.if %storer {
+      // CHECK: "wsc.tma_store"(%[[SA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+      "wsc.tma_store"(%sa, %c0, %c, %c0, %c0) : (memref<2x128x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+      // CHECK: "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+      "wsc.tma_store_wait"() {pending = 0 : i32} : () -> ()
+    }
     // CHECK: "wsc.coalesced_store"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
     "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
     // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
@@ -104,8 +107,11 @@ func.func @cluster_ops(%b: memref<?x?xf16>)
   "wsc.cluster_sync"() : () -> ()
   // CHECK: "wsc.cluster_rank"() : () -> index
   %rank = "wsc.cluster_rank"() : () -> index
-  // CHECK: "wsc.tma_load"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-  "wsc.tma_load"(%b, %rank, %c0, %sb, %c0, %full) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  %elected = "wsc.elect"() : () -> i1
+  scf.if %elected {
+    // CHECK: "wsc.tma_load"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    "wsc.tma_load"(%b, %rank, %c0, %sb, %c0, %full) {multicast} : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
   // CHECK: "wsc.mbarrier_arrive"(%{{.*}}, %{{.*}}) {every_cta} : (!wsc.mbarriers, index) -> ()
   "wsc.mbarrier_arrive"(%full, %c0) {every_cta} : (!wsc.mbarriers, index) -> ()
   return

@@ -7,7 +7,10 @@ func.func @written_twice(%c: memref<?x?xf16>) attributes {wsc.num_threads = 128 
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f16>
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f16>, memref<?x?xf16>, index, index) -> ()
   %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
-  "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.tma_store"(%s, %c0, %c, %c0, %c0) : (memref<1x64x64xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
+  }
   return
 }
 
@@ -108,10 +111,13 @@ func.func @two_boxes_one_tensor(%a: memref<?x?xf16>) attributes {wsc.num_threads
   %s2 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
   %bars = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
   "wsc.sync"() : () -> ()
-  // expected-note @below {{earlier copy here}}
-  "wsc.tma_load"(%a, %c0, %c0, %s1, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
-  // expected-error @below {{'wsc.tma_load' op copies tensor 'a' with box [128, 64] and 128B swizzle, but an earlier TMA copy uses [64, 64] and 128B; one tensor map per tensor is supported}}
-  "wsc.tma_load"(%a, %c0, %c0, %s2, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    // expected-note @below {{earlier copy here}}
+    "wsc.tma_load"(%a, %c0, %c0, %s1, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    // expected-error @below {{'wsc.tma_load' op copies tensor 'a' with box [128, 64] and 128B swizzle, but an earlier TMA copy uses [64, 64] and 128B; one tensor map per tensor is supported}}
+    "wsc.tma_load"(%a, %c0, %c0, %s2, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
   return
 }
 
@@ -126,7 +132,10 @@ func.func @read_and_written(%a: memref<?x?xf16>) attributes {wsc.num_threads = 1
   %s = "wsc.alloc_shared"() : () -> memref<1x64x64xf16, 3>
   %bars = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
   "wsc.sync"() : () -> ()
-  "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %bars) : (memref<?x?xf16>, index, index, memref<1x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
   return
 }
 

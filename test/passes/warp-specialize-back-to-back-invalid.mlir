@@ -102,8 +102,8 @@ func.func @accumulating_into_a_cast(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf1
 
 // -----
 
-// Q's copy, loaded once before the K loop, under a condition other than
-// wsc.elect: the producer issues it from one elected thread.
+// Q's copy, loaded once before the K loop, elected inside another
+// condition: the producer issues it from one elected thread, unconditionally.
 func.func @copy_before_the_loop_not_elected(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf16>, %arg3: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
   %0 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
   %1 = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
@@ -115,11 +115,14 @@ func.func @copy_before_the_loop_not_elected(%arg0: memref<?x?xf16>, %arg1: memre
   %c128 = arith.constant 128 : index
   %5 = arith.muli %block_id_x, %c128 : index
   %6 = arith.cmpi ult, %block_id_x, %c128 : index
-  // expected-error @below {{--warp-specialize: copies before the K loop must be issued under a wsc.elect}}
+  // expected-error @below {{--warp-specialize: copies before the K loop must be issued under a wsc.elect alone; these are elected inside another condition}}
   scf.if %6 {
     %c0_1 = arith.constant 0 : index
-    "wsc.mbarrier_arrive_expect_tx"(%3, %c0_1) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
-    "wsc.tma_load"(%arg0, %5, %c0_1, %0, %c0_1, %3) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    %e = "wsc.elect"() : () -> i1
+    scf.if %e {
+      "wsc.mbarrier_arrive_expect_tx"(%3, %c0_1) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%arg0, %5, %c0_1, %0, %c0_1, %3) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
   }
   %c0 = arith.constant 0 : index
   %false = arith.constant false

@@ -83,8 +83,11 @@ def build_every_op() -> ir.Module:
             dialect.store(half, c, zero, zero)
             dialect.store_shared(half, sc, zero)
             dialect.fence_proxy_async()
-            dialect.tma_store(sa, zero, c, zero, zero)
-            dialect.tma_store_wait(0)
+            storer = scf.IfOp(dialect.elect())
+            with ir.InsertionPoint(storer.then_block):
+                dialect.tma_store(sa, zero, c, zero, zero)
+                dialect.tma_store_wait(0)
+                scf.YieldOp([])
             dialect.coalesced_store(sc, zero, c, zero, zero)
             scf.YieldOp([])
         producer = scf.IfOp(dialect.role("producer", 128, 32))
