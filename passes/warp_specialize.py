@@ -229,8 +229,9 @@ _CONSUMER_OPS = (
     *ops.TILE_MAKERS,
 )
 _PURE_DIALECTS = ("arith.",)
-#: wsc ops that only make a value, as arith ops do (each role takes its own copy).
-_VALUE_OPS = ("wsc.batch_matrix",)
+#: Other ops that only make a value, the same in every thread, as arith ops do
+#: (each role takes its own copy).
+_VALUE_OPS = ("wsc.batch_matrix", "gpu.block_id", "gpu.grid_dim")
 
 
 def _pure(name: str) -> bool:

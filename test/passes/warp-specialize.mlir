@@ -165,3 +165,60 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
 // INFLIGHT: "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32}
 // INFLIGHT-NOT: pending = 1
 // INFLIGHT: return
+
+// Block indices read where they are used, inside the elected copy group and
+// in the epilogue: each role computes its own (they are the same in every
+// thread).
+func.func @block_ids_where_used(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %false = arith.constant false
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %m0 = arith.muli %bx, %c128 : index
+      %n0 = arith.muli %by, %c128 : index
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  %gx = gpu.block_id x
+  %gy = gpu.block_id y
+  %m0 = arith.muli %gx, %c128 : index
+  %n0 = arith.muli %gy, %c128 : index
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+// CHECK-LABEL: func.func @block_ids_where_used
+// CHECK: "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32}
+// CHECK: %[[CX:.*]] = gpu.block_id x
+// CHECK: %[[CM:.*]] = arith.muli %[[CX]]
+// CHECK: "wsc.store"(%{{.*}}, %{{.*}}, %[[CM]], %{{.*}})
+// CHECK: "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32}
+// CHECK: %[[PX:.*]] = gpu.block_id x
+// CHECK: %[[PM:.*]] = arith.muli %[[PX]]
+// CHECK: "wsc.mbarrier_arrive_expect_tx"
+// CHECK: "wsc.tma_load"(%{{.*}}, %[[PM]],
