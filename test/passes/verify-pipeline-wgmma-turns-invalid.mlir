@@ -384,7 +384,7 @@ module {
         "wsc.wgmma_commit_group"() : () -> ()
         %c1_5 = arith.constant 1 : index
         "wsc.mbarrier_arrive"(%7, %c1_5) {per_warp} : (!wsc.mbarriers, index) -> ()
-        // expected-error @below {{stage 0 released before the WGMMA reading it has completed (no wsc.wgmma_wait_group retires it before this arrive on empty[0]) (k_tiles = 1, num_stages = 3)}}
+        // expected-error @below {{stage 0 released before the WGMMA reading it has completed (its group, the last committed, is still in flight: a wsc.wgmma_wait_group {pending = 0} must retire it before this arrive on empty[0]) (k_tiles = 1, num_stages = 3)}}
         "wsc.mbarrier_arrive"(%6, %arg4) : (!wsc.mbarriers, index) -> ()
         "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
         %17:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 3 : i32} : (index, i1) -> (index, i1)

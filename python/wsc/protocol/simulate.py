@@ -325,11 +325,33 @@ class _Simulation:
                     EARLY_RELEASE,
                     op,
                     f"stage {stage} released before the WGMMA reading it has "
-                    f"completed (no wsc.wgmma_wait_group retires it before this "
+                    f"completed ({self._why_unretired(process, stage)} before this "
                     f"arrive on {barrier.name})",
                 )
             self._arrive(op, barrier, count)
         return Preempt
+
+    @staticmethod
+    def _why_unretired(process, stage: int) -> str:
+        """Why a WGMMA of `process` reading `stage` is still in flight, and
+        what retires it."""
+        if any(read_stage == stage for _, read_stage in process.open_group):
+            return (
+                "its group is not committed: a wsc.wgmma_commit_group, then a "
+                "wsc.wgmma_wait_group, must retire it"
+            )
+        groups = list(process.committed)
+        newest = max(i for i, group in enumerate(groups) if any(s == stage for _, s in group))
+        later = len(groups) - 1 - newest
+        if later == 0:
+            return (
+                "its group, the last committed, is still in flight: a "
+                "wsc.wgmma_wait_group {pending = 0} must retire it"
+            )
+        return (
+            f"its group is still in flight, {later} committed after it: a "
+            f"wsc.wgmma_wait_group {{pending = {later}}} or fewer must retire it"
+        )
 
     def arrive_expect_tx(self, op, array, stage, tx_bytes) -> type[Preempt]:
         barrier = self._barrier(op, array, stage)
