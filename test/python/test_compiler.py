@@ -341,6 +341,15 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
         proc = _wsc("compile-matmul", *args, "--n", "64", "--k", "64", "-o", out)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "mm").exists()
+    demo = str(tmp_path / "demo")
+    for size, message in (
+        ("0", "wsc demo: error: --size must be a positive int, got 0"),
+        ("100", "wsc demo: error: --size 100: A: its rows are 200 bytes"),
+    ):
+        proc = _wsc("demo", f"--size={size}", "-o", demo)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert proc.stdout == "", proc.stdout  # refused before the banner
+    assert not (tmp_path / "demo").exists()
 
 
 def test_cli_compiles_what_it_cannot_specialize_as_written(tmp_path):

@@ -865,10 +865,13 @@ def test_bf16_rounding_and_decoding():
     assert to_float64(np.array([1.5], dtype=np.float16), "f16").dtype == np.float64
 
 
-def test_cli_reports_bad_artifact_as_json(tmp_path, capsys):
-    assert main([str(tmp_path / "missing"), "--check"]) == 1
-    report = json.loads(capsys.readouterr().out.strip())
+def test_cli_reports_bad_artifact_as_json_and_on_stderr(tmp_path, capsys):
+    missing = tmp_path / "missing"
+    assert main([str(missing), "--check"]) == 1
+    out, err = capsys.readouterr()
+    report = json.loads(out.strip())
     assert report["ok"] is False and "ArtifactError" in report["error"]
+    assert f"wsc run: error: {missing}: artifact directory does not exist" in err, err
 
 
 def test_cli_names_the_timings_it_knows(tmp_path, capsys):

@@ -191,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                 told_no_gpu = True
             report = {**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         except WscRuntimeError as exc:
+            where = "" if str(exc).startswith(directory) else f"{directory}: "
+            print(f"wsc run: error: {where}{exc}", file=sys.stderr)
             report = {**report, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         reports.append(report)
     if timers and device is not None:

@@ -231,12 +231,24 @@ def _demo(args) -> int:
     import tempfile
 
     from wsc.kernels.matmul.build import compile_matmul
-    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
+    from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem, check_tma_strides
+    from wsc.runtime.artifact import SizesError, check_sizes
 
-    out_dir = args.output or tempfile.mkdtemp(prefix="wsc-demo-")
     config = MatmulConfig()
     problem = MatmulProblem("f16", "f32", "nk")
     m = n = k = args.size
+    # Refused before the banner and the artifact directory.
+    try:
+        check_sizes(("m",), {"m": m}, "matmul")
+    except SizesError as error:
+        raise CommandLineError(f"--size {str(error).removeprefix('size m ')}") from None
+    try:
+        check_tma_strides(k, n, problem, config)
+    except ValueError as error:
+        raise CommandLineError(f"--size {args.size}: {error}") from None
+    if args.output is not None:
+        _writable_directory(args.output)
+    out_dir = args.output or tempfile.mkdtemp(prefix="wsc-demo-")
     print(
         f"The tutorial's V3 matmul: C[{m}, {n}] = A[{m}, {k}] B[{n}, {k}]^T, f16 -> f32, "
         f"{config.block_m}x{config.block_n}x{config.block_k} tiles, "
