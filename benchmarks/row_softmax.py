@@ -1,4 +1,4 @@
-"""The product benchmark of the warp-specialized row softmax (issue 17):
+"""The product benchmark of the warp-specialized row softmax:
 `wsc.softmax` as users call it against torch.softmax and against a
 device-to-device copy of the same bytes, in one process on the same inputs,
 methods timed in turn. Each method runs over the same input and output pairs
@@ -278,22 +278,47 @@ def run(shapes: str, seed: int, out_path: Path, schedules: list) -> int:
     return 1 if failed else 0
 
 
+def row_lengths(text: str) -> list[int]:
+    """--row-lengths: row lengths the kernel takes, comma separated."""
+    from wsc.kernels.softmax.schedule import check_row_length
+
+    lengths = []
+    for item in text.split(","):
+        if not item.isdigit():
+            raise argparse.ArgumentTypeError(f"{item!r} is not a row length (a positive int)")
+        try:
+            check_row_length(int(item))
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        lengths.append(int(item))
+    return lengths
+
+
+def shapes(text: str) -> str:
+    """--shapes: R x C shapes of positive ints, comma separated."""
+    for item in text.split(","):
+        fields = item.split("x")
+        if len(fields) != 2 or not all(field.isdigit() and int(field) > 0 for field in fields):
+            raise argparse.ArgumentTypeError(f"{item!r} is not RxC (two positive ints)")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     make = commands.add_parser("prepare", help="compile the kernels into the cache (needs MLIR)")
-    make.add_argument("--row-lengths", default=",".join(map(str, ROW_LENGTHS)))
+    make.add_argument("--row-lengths", type=row_lengths, default=ROW_LENGTHS, help="e.g. 1024,8192")
     schedules_help = "candidate schedules, stages/blocks_per_sm/block_cols/resident|online"
     make.add_argument("--schedules", default="", help=schedules_help)
     timed = commands.add_parser("run", help="check and time wsc.softmax (needs torch and a GPU)")
-    timed.add_argument("--shapes", default=SHAPES, help="R x C of each run")
+    timed.add_argument("--shapes", type=shapes, default=SHAPES, help="R x C of each run")
     timed.add_argument("--seed", type=int, default=0)
     timed.add_argument("--out", type=Path, required=True, help="JSON lines, one per run")
     timed.add_argument("--schedules", default="", help=schedules_help)
     args = parser.parse_args(argv)
     schedules = parse_schedules(args.schedules)
     if args.command == "prepare":
-        prepare([int(text) for text in args.row_lengths.split(",")], schedules)
+        prepare(args.row_lengths, schedules)
         return 0
     return run(args.shapes, args.seed, args.out, schedules)
 

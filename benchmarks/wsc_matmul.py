@@ -203,6 +203,15 @@ def shapes(
     return [{**row, "epilogue": epilogue} if epilogue else row for row in rows]
 
 
+def problems(text: str) -> str:
+    """--shapes: M x N x K problems of positive ints, comma separated."""
+    for item in text.split(",") if text else []:
+        fields = item.split("x")
+        if len(fields) != 3 or not all(field.isdigit() and int(field) > 0 for field in fields):
+            raise argparse.ArgumentTypeError(f"{item!r} is not MxNxK (three positive ints)")
+    return text
+
+
 def _set_shapes(layouts, quick: bool, only: str, shape_set: str) -> list[dict]:
     if only:
         named = [tuple(map(int, item.split("x"))) for item in only.split(",")]
@@ -1016,7 +1025,10 @@ def main(argv=None) -> int:
     select.add_argument("--layouts", default=",".join(LAYOUTS))
     select.add_argument("--quick", action="store_true", help="a few shapes of the set only")
     select.add_argument(
-        "--shapes", default="", help="these f16 problems instead, e.g. 4096x4096x4096,128x4096x4096"
+        "--shapes",
+        type=problems,
+        default="",
+        help="these f16 problems instead, e.g. 4096x4096x4096,128x4096x4096",
     )
     select.add_argument(
         "--epilogue",

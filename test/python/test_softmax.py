@@ -224,6 +224,25 @@ def test_the_benchmark_reads_candidate_schedules_and_refuses_others(monkeypatch)
             bench.parse_schedules(bad)
 
 
+def test_the_benchmark_refuses_bad_row_lengths_and_shapes(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(
+        "bench_row_softmax", REPO / "benchmarks" / "row_softmax.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.row_lengths("1024,8192") == [1024, 8192]
+    assert bench.shapes("4096x1024,16x256") == "4096x1024,16x256"
+    for argv, message in (
+        (["prepare", "--row-lengths", "100"], "the kernel takes multiples of 256"),
+        (["prepare", "--row-lengths", "abc"], "'abc' is not a row length"),
+        (["run", "--shapes", "4096", "--out", "x"], "'4096' is not RxC"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main(argv)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
 @pytest.mark.cuda
 @needs_hopper
 @pytest.mark.parametrize("shape, dtype", GPU_CASES)

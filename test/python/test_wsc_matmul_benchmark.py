@@ -5,6 +5,7 @@ report reads made-up records."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import importlib.util
 import json
@@ -35,6 +36,13 @@ def bench():
 def meta_operands(bench, shape):
     storage = functools.partial(torch.empty, dtype=getattr(torch, shape["dtype"]), device="meta")
     return bench.operands(shape, storage)
+
+
+def test_named_shapes_are_m_n_k_triples(bench):
+    assert bench.problems("4096x4096x4096,128x4096x4096") == "4096x4096x4096,128x4096x4096"
+    for bad in ("4096x4096", "0x128x128", "ax1x1", "4096x4096x4096,"):
+        with pytest.raises(argparse.ArgumentTypeError, match="is not MxNxK"):
+            bench.problems(bad)
 
 
 def test_the_default_set_is_the_llm_set(bench):
