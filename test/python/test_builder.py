@@ -986,6 +986,22 @@ def test_python_control_flow_on_tiles_is_refused_and_arithmetic_reads_as_python(
         max(x, 0.0)
     with pytest.raises(BuildTypeError, match="no truth value"):
         assert x == x
+    with pytest.raises(BuildTypeError, match="a register tile has no truth value") as error:
+        if x:
+            pass
+    assert error.value.where.line == line_of("if x:")
+    alpha = kb.scalar()
+    with pytest.raises(BuildTypeError, match=f"kernel argument '{alpha.name}' has no truth"):
+        if alpha:
+            pass
+    assert (x * alpha).shape == (64, 64)
+    rows = kb.block_idx.x * 64
+    with pytest.raises(BuildTypeError, match="is not a Python int") as error:
+        for _ in range(rows):
+            pass
+    assert "kb.range(" in str(error.value) and error.value.where.line == line_of("in range(rows):")
+    with pytest.raises(BuildTypeError, match="is not a Python int"):
+        int(rows)
     zeroed = kb.where(x != x, 0.0, kb.where(x == 0.0, 1.0, x))
     assert zeroed.shape == (64, 64)
     assert abs(x).shape == (64, 64)

@@ -118,6 +118,13 @@ class Scalar:
             caller(),
         )
 
+    def __index__(self):
+        raise BuildTypeError(
+            "a run-time value is not a Python int while the kernel is built: loop over it "
+            "with kb.range(...), and give Python code (range, shapes) numbers",
+            caller(),
+        )
+
 
 class Predicate:
     """A run-time `i1` of the kernel: a phase, or the result of a comparison."""
@@ -308,6 +315,13 @@ class KernelScalar:
         self.name = name
         #: Where the kernel declared it.
         self.where = where
+
+    def __bool__(self):
+        raise BuildTypeError(
+            f"kernel argument {self.name!r} has no truth value while the kernel is built "
+            f"(it is given at each launch)",
+            caller(),
+        )
 
 
 class SharedTensor:
@@ -551,6 +565,14 @@ class RegisterTile:
         return TileComparison("ne", self, other)
 
     __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise BuildTypeError(
+            "a register tile has no truth value while the kernel is built (an `if` would "
+            "take one branch for every element); choose element by element with "
+            "kb.where(comparison, on_true, on_false)",
+            caller(),
+        )
 
 
 class _CarriesRingPosition:
