@@ -240,3 +240,12 @@ func.func @register_tile_in_a_role_of_two_warps(%c: memref<?x?xf32>, %src: memre
   }
   return
 }
+
+// -----
+
+// A module with no kernel: the error points at its function, which lacks
+// the attribute.
+// expected-error @below {{found no kernel to lower (a func.func with the 'wsc.num_threads' attribute)}}
+func.func @not_a_kernel() {
+  return
+}

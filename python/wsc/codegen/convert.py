@@ -126,8 +126,10 @@ def lower_module(
     module = module.operation
     found = kernels(module)
     if not found:
+        # Located at the first function, which lacks the attribute, where there is one.
+        functions = [op for op in walk(module) if op.name == "func.func"]
         raise PassError(
-            module.location,
+            (functions[0] if functions else module).location,
             f"found no kernel to lower (a func.func with the '{KERNEL_THREADS_ATTR}' attribute)",
         )
     for op in walk(module):
