@@ -42,6 +42,25 @@ def hopper_name(ordinal: int, caller: str) -> str:
 FATAL_ERRORS = ("LaunchTimeout", "KernelFault")
 
 
+def refuse_cpu_tensors(library, names) -> None:
+    """Give the torch ops `names` of `library` a CPU kernel that says they take
+    CUDA tensors (torch's dispatcher would say only that no CPU kernel exists)."""
+    import torch
+
+    def refuser(name: str):
+        def refuse(*args, **kwargs):
+            devices = sorted({str(a.device) for a in args if isinstance(a, torch.Tensor)})
+            raise ValueError(
+                f"torch.ops.wsc.{name}: takes CUDA tensors, got tensors on "
+                f"{', '.join(devices)}; move them with .cuda()"
+            )
+
+        return refuse
+
+    for name in names:
+        library.impl(name, refuser(name), "CPU")
+
+
 def run_artifact(
     artifact_dir: str | os.PathLike,
     bench: bool = True,

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wsc.device import hopper_name
+from wsc.device import hopper_name, refuse_cpu_tensors
 from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK, SCALE_ROW_ALIGN
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up, tma_row_problem
@@ -78,6 +78,7 @@ class _Operand:
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
     device: str  # "cuda:0", "cuda:1", "cpu", "meta", ...
+    given_dtype: str  # the framework's name, as errors say it: "torch.float32"
 
 
 def _describe(value, name: str, api: str = "wsc.matmul") -> _Operand:
@@ -92,6 +93,7 @@ def _describe(value, name: str, api: str = "wsc.matmul") -> _Operand:
             tuple(value.shape),
             tuple(value.stride()),
             str(value.device),
+            dtype,
         )
     if module == "numpy" and hasattr(value, "strides"):
         dtype = value.dtype.name
@@ -102,6 +104,7 @@ def _describe(value, name: str, api: str = "wsc.matmul") -> _Operand:
             tuple(value.shape),
             tuple(s // itemsize for s in value.strides),
             "cpu",
+            dtype,
         )
     raise TypeError(
         f"{api}: {name} must be a torch tensor or a numpy array, got {type(value).__name__}"
@@ -188,7 +191,7 @@ def _b_layout(a_op: _Operand, b_op: _Operand, n: int, k: int, api: str = "wsc.ma
             f"{api}: a must be row-major [M, K] (unit stride along K), got "
             f"strides {list(a_op.strides)}; pass a.contiguous()"
         )
-    transposed = _Operand(b_op.kind, b_op.dtype, (n, k), b_op.strides[::-1], b_op.device)
+    transposed = dataclasses.replace(b_op, shape=(n, k), strides=b_op.strides[::-1])
     if (ldb := _row_major_stride(b_op)) is not None:
         b_layout, b_rows = "kn", "N"
     elif (ldb := _row_major_stride(transposed)) is not None:
@@ -235,10 +238,12 @@ def plan(
         )
     for name, op in (("a", a_op), ("b", b_op)):
         if scales is not None and op.dtype != E4M3:
-            raise TypeError(f"wsc.scaled_mm: {name} must be float8_e4m3fn, got {op.dtype}")
+            raise TypeError(f"wsc.scaled_mm: {name} must be float8_e4m3fn, got {op.given_dtype}")
         if scales is None and op.dtype not in INPUT_DTYPES:
             hint = " (fp8 takes scales: wsc.scaled_mm)" if op.dtype == E4M3 else ""
-            raise TypeError(f"{api}: {name} must be float16 or bfloat16, got {op.dtype}{hint}")
+            raise TypeError(
+                f"{api}: {name} must be float16 or bfloat16, got {op.given_dtype}{hint}"
+            )
         if len(op.shape) != 2:
             raise ValueError(
                 f"{api}: {name} must be a 2-D matrix "
@@ -247,7 +252,7 @@ def plan(
             )
     if a_op.dtype != b_op.dtype:
         raise TypeError(
-            f"{api}: a and b must have the same dtype, got {a_op.dtype} and {b_op.dtype}"
+            f"{api}: a and b must have the same dtype, got {a_op.given_dtype} and {b_op.given_dtype}"
         )
     if a_op.kind == "torch" and a_op.device != b_op.device:
         raise ValueError(
@@ -269,7 +274,9 @@ def plan(
         if out_op.kind != a_op.kind:
             raise TypeError(f"{api}: out must be a {a_op.kind} like a and b, got a {out_op.kind}")
         if out_op.dtype not in OUTPUT_DTYPES:
-            raise TypeError(f"{api}: out must be float32, float16 or bfloat16, got {out_op.dtype}")
+            raise TypeError(
+                f"{api}: out must be float32, float16 or bfloat16, got {out_op.given_dtype}"
+            )
         if out_dtype is not None and _dtype_name(out_dtype) != out_op.dtype:
             raise TypeError(
                 f"{api}: out is {out_op.dtype} but out_dtype says {_dtype_name(out_dtype)}"
@@ -343,7 +350,7 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
         )
 
     def matrix(op: _Operand) -> _Operand:
-        return _Operand(op.kind, op.dtype, op.shape[1:], op.strides[1:], op.device)
+        return dataclasses.replace(op, shape=op.shape[1:], strides=op.strides[1:])
 
     try:
         p = plan(matrix(a_op), matrix(b_op), None if out_op is None else matrix(out_op))
@@ -400,7 +407,7 @@ def _check_scales(a_op: _Operand, b_op: _Operand, m: int, n: int, k: int, scales
     ]
     for name, op in zip(names, described, strict=True):
         if op.kind != "torch" or op.dtype != "f32":
-            raise TypeError(f"wsc.scaled_mm: {name} must be a float32 tensor, got {op.dtype}")
+            raise TypeError(f"wsc.scaled_mm: {name} must be a float32 tensor, got {op.given_dtype}")
         if op.device != a_op.device:
             raise ValueError(
                 f"wsc.scaled_mm: {name} must be on {a_op.device} like a and b, got {op.device}"
@@ -449,7 +456,9 @@ def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual, 
         if a_op.kind != "torch" or op.kind != "torch":
             raise TypeError(f"wsc.matmul: {name} is supported for torch tensors only")
         if op.dtype != a_op.dtype:
-            raise TypeError(f"wsc.matmul: {name} must be {a_op.dtype} like a, got {op.dtype}")
+            raise TypeError(
+                f"wsc.matmul: {name} must be {a_op.given_dtype} like a, got {op.given_dtype}"
+            )
         if op.shape != shape:
             expected = "[N]" if name == "bias" else "[M, N]"
             raise ValueError(
@@ -1447,6 +1456,19 @@ def _register_torch_ops() -> None:
     _library.impl("bmm_out", _run_torch, "CUDA")
     torch.library.register_fake("wsc::bmm", bmm_fake, lib=_library)
     torch.library.register_fake("wsc::bmm_out", bmm_out_fake, lib=_library)
+    refuse_cpu_tensors(
+        _library,
+        (
+            "matmul",
+            "matmul_out",
+            "matmul_epilogue",
+            "matmul_epilogue_out",
+            "scaled_mm",
+            "scaled_mm_out",
+            "bmm",
+            "bmm_out",
+        ),
+    )
 
 
 #: torch, once the ops are registered (None without torch), and their Library.

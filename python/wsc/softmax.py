@@ -30,7 +30,7 @@ import importlib.util
 import threading
 from typing import Any
 
-from wsc.device import hopper_name
+from wsc.device import hopper_name, refuse_cpu_tensors
 from wsc.kernels.softmax.schedule import DTYPES, SOFTMAX, check_row_length, softmax_view
 from wsc.target.hopper import TMA_ALIGN
 
@@ -235,6 +235,7 @@ def _register_torch_ops() -> None:
     _library.impl("softmax_out", softmax_out_op, "CUDA")
     torch.library.register_fake("wsc::softmax", softmax_fake, lib=_library)
     torch.library.register_fake("wsc::softmax_out", softmax_out_fake, lib=_library)
+    refuse_cpu_tensors(_library, ("softmax", "softmax_out"))
 
 
 #: The ops' Library, and torch's getter of the active dispatch mode (set with the ops).

@@ -3,6 +3,7 @@ cache, the torch custom op and its fake implementation (CPU); and on a Hopper
 GPU, agreement with torch.matmul (tests marked `cuda`; where MLIR is missing,
 test/gpu/matmul_cache.py compiles what they need beforehand)."""
 
+import importlib
 import subprocess
 import sys
 import threading
@@ -163,7 +164,7 @@ def test_out_dtype_and_out_decide_the_result_dtype():
             None,
             None,
             TypeError,
-            "a must be float16 or bfloat16, got f32",
+            "a must be float16 or bfloat16, got torch.float32",
         ),
         (
             meta(64, 64),
@@ -171,7 +172,7 @@ def test_out_dtype_and_out_decide_the_result_dtype():
             None,
             None,
             TypeError,
-            "a and b must have the same dtype, got f16 and bf16",
+            "a and b must have the same dtype, got torch.float16 and torch.bfloat16",
         ),
         (
             meta(2, 64, 64),
@@ -285,6 +286,27 @@ def test_cpu_tensors_are_refused_with_the_way_out():
         wsc.matmul(
             torch.zeros(64, 64, dtype=torch.float16), torch.zeros(64, 64, dtype=torch.float16)
         )
+
+
+def test_the_torch_ops_refuse_cpu_tensors_with_the_way_out():
+    importlib.import_module("wsc.softmax")  # registers torch.ops.wsc.softmax
+    h = torch.zeros(64, 64, dtype=torch.float16)
+    scale = torch.ones((), dtype=torch.float32)
+    calls = {
+        "matmul": lambda: torch.ops.wsc.matmul(h, h),
+        "matmul_out": lambda: torch.ops.wsc.matmul_out(h, h, h),
+        "matmul_epilogue": lambda: torch.ops.wsc.matmul_epilogue(h, h, None, "relu", None),
+        "scaled_mm": lambda: torch.ops.wsc.scaled_mm(h, h, scale, scale),
+        "bmm": lambda: torch.ops.wsc.bmm(h[None], h[None]),
+        "softmax": lambda: torch.ops.wsc.softmax(h),
+    }
+    for name, call in calls.items():
+        with pytest.raises(
+            ValueError,
+            match=rf"torch.ops.wsc.{name}: takes CUDA tensors, got "
+            r"tensors on cpu; move them with .cuda\(\)",
+        ):
+            call()
 
 
 def test_a_machine_without_a_gpu_gets_one_short_error_with_the_way_out():
@@ -1088,7 +1110,7 @@ def test_a_fused_call_checks_its_epilogue():
     for kwargs, error, message in (
         ({"activation": "tanh"}, ValueError, "activation must be one of 'relu', 'gelu'"),
         ({"bias": meta(255)}, ValueError, r"bias must be \[N\] = \[256\], got \[255\]"),
-        ({"bias": meta(256, dtype=torch.float32)}, TypeError, "bias must be f16 like a"),
+        ({"bias": meta(256, dtype=torch.float32)}, TypeError, "bias must be torch.float16 like a"),
         ({"residual": meta(256, 64).T}, ValueError, "residual must have unit stride along N"),
         ({"residual": torch.empty(64, 256, dtype=torch.float16)}, ValueError, "must be on meta"),
         ({"bias": np.zeros(256, np.float16)}, TypeError, "bias is supported for torch tensors"),

@@ -293,7 +293,7 @@ def test_scaled_mm_plan_and_its_errors():
         (
             lambda: plan(a, w.T, scales=(scales[0].half(), scales[1])),
             TypeError,
-            "scale_a must be a float32 tensor, got f16",
+            "scale_a must be a float32 tensor, got torch.float16",
         ),
         (
             lambda: plan(a, w.T, scales=(meta(1000, 10, dtype=torch.float32)[:, ::2], block_b)),
