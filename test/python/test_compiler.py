@@ -335,10 +335,15 @@ def test_cli_refuses_what_it_cannot_compile_as_asked_before_compiling(tmp_path):
     assert f"could not write '{v2}': it is a file, not a directory" in proc.stderr
     out = str(tmp_path / "mm")
     for args, message in (
-        (("--m", "0"), "--m must be a positive int, got 0"),
-        (("--m", str(2**31)), "--m = 2147483648 does not fit in the kernel's i32 size"),
+        (("--m", "0", "--k", "64"), "--m must be a positive int, got 0"),
+        (("--m", str(2**31), "--k", "64"), "--m = 2147483648 does not fit in the kernel's i32"),
+        (("--m", "64", "--k", "100"), "A: its rows are 200 bytes (K = 100 x 2 B)"),
+        (
+            ("--m", "64", "--k", "64", "--dtype", "f8E4M3FN", "--b-layout", "kn"),
+            "f8E4M3FN operands take B as [N, K]",
+        ),
     ):
-        proc = _wsc("compile-matmul", *args, "--n", "64", "--k", "64", "-o", out)
+        proc = _wsc("compile-matmul", *args, "--n", "64", "-o", out)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "mm").exists()
     demo = str(tmp_path / "demo")

@@ -79,7 +79,7 @@ def _writable_directory(path: str) -> None:
 
 def _compile_matmul(args) -> int:
     from wsc.kernels.matmul.build import compile_matmul
-    from wsc.kernels.matmul.config import MatmulProblem
+    from wsc.kernels.matmul.config import MatmulProblem, check_tma_strides
     from wsc.runtime.artifact import SizesError, check_sizes
 
     _writable_directory(args.output)
@@ -89,8 +89,13 @@ def _compile_matmul(args) -> int:
         check_sizes(("m", "n", "k"), {"m": args.m, "n": args.n, "k": args.k}, "matmul")
     except SizesError as error:
         raise CommandLineError(f"--{str(error).removeprefix('size ')}") from None
-    problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
     config = _config_from_args(args)
+    # What no config compiles is the request's mistake, refused before compiling.
+    try:
+        problem = MatmulProblem(args.dtype, args.out_dtype, args.b_layout)
+        check_tma_strides(args.k, args.n, problem, config)
+    except ValueError as error:
+        raise CommandLineError(str(error)) from None
     result = compile_matmul(
         args.m, args.n, args.k, problem, config, args.output, dump_dir=args.dump_ir
     )
