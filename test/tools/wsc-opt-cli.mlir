@@ -24,6 +24,12 @@
 // RUN: not wsc-opt --no-such-pass %s 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: wsc-opt: error: unknown command line argument '--no-such-pass'
 
+// MLIR's own passes are flags too, as in mlir-opt, with their options checked.
+// RUN: wsc-opt --warp-specialize --canonicalize='max-iterations=3' --cse --dump-pass-pipeline %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=UPSTREAM
+// UPSTREAM: builtin.module(warp-specialize{{.*}},canonicalize{{.*}} max-iterations=3 {{.*}},cse)
+// RUN: not wsc-opt --canonicalize=bogus=1 %s 2>&1 | FileCheck %s --check-prefix=UPSTREAM-OPTION
+// UPSTREAM-OPTION: wsc-opt: error: --canonicalize=bogus=1: <Pass-Options-Parser>: no such option bogus
+
 // RUN: not wsc-opt --pass-pipeline='builtin.module(warp-specialize{num-stages=4}' %s 2>&1 | FileCheck %s --check-prefix=PARENS
 // PARENS: wsc-opt: error: pass pipeline has unbalanced parentheses: 'builtin.module(warp-specialize{num-stages=4}'
 

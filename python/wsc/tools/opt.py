@@ -44,7 +44,7 @@ OPTIONS:
   --version                      Print the wsc version
   -h, --help                     Print this help
 
-PASSES (--<pass> or --<pass>='opt=value opt=value'):
+PASSES (--<pass> or --<pass>='opt=value opt=value'; MLIR's own passes too, e.g. --canonicalize, --cse):
 """
 
 
@@ -146,9 +146,8 @@ def _parse_pipeline(text: str) -> list:
     return pipeline
 
 
-def _check_upstream_element(element: str) -> None:
-    """Refuse a pipeline element that names no wsc pass and that MLIR does not
-    know either, before any input is read (MLIR's parser says why)."""
+def _upstream_error(element: str) -> str | None:
+    """Why MLIR refuses `element` as a pass of the module, or None if it takes it."""
     from mlir.passmanager import PassManager
 
     from wsc.dialect import make_context
@@ -157,11 +156,18 @@ def _check_upstream_element(element: str) -> None:
         try:
             PassManager("builtin.module").add(element)
         except ValueError as error:
-            why = str(error).splitlines()[0].split(": error: ", 1)[-1]
-            raise UsageError(
-                f"invalid pass pipeline element '{element}': {why}; see 'wsc-opt --help' "
-                f"for the passes"
-            ) from None
+            return str(error).splitlines()[0].split(": error: ", 1)[-1]
+    return None
+
+
+def _check_upstream_element(element: str) -> None:
+    """Refuse a pipeline element that names no wsc pass and that MLIR does not
+    know either, before any input is read (MLIR's parser says why)."""
+    why = _upstream_error(element)
+    if why is not None:
+        raise UsageError(
+            f"invalid pass pipeline element '{element}': {why}; see 'wsc-opt --help' for the passes"
+        )
 
 
 #: mlir-opt's printing, timing and pipeline flags wsc-opt takes, by the Options field each sets.
@@ -240,10 +246,19 @@ def parse_args(argv: list[str]) -> Options | None:
             flag, _, option_text = arg.lstrip("-").partition("=")
             wsc_pass = _pass_from_flag(flag, option_text)
             if wsc_pass is None:
-                raise UsageError(
-                    f"unknown command line argument '{arg}'; see 'wsc-opt --help' for the passes"
-                )
-            options.pipeline.append(wsc_pass)
+                # An upstream pass as mlir-opt spells it: --canonicalize, --cse="...".
+                element = f"{flag}{{{option_text.strip(chr(34))}}}" if option_text else flag
+                if _upstream_error(flag) is not None:
+                    raise UsageError(
+                        f"unknown command line argument '{arg}'; see 'wsc-opt --help' for the "
+                        f"passes"
+                    )
+                why = _upstream_error(element)
+                if why is not None:
+                    raise UsageError(f"{arg}: {why}")
+                options.pipeline.append(element)
+            else:
+                options.pipeline.append(wsc_pass)
         else:
             inputs.append(arg)
     if len(inputs) > 1:
