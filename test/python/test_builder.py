@@ -225,7 +225,7 @@ def test_every_wsc_op_has_a_builder_method():
     tile = tile - math.col_max(math.row_max(tile), rows=16)
     math.store_global(out, math.exp2(tile - math.row_max(tile) * 2.0), [0, 0])
     # A matrix of a batch, copied by TMA.
-    batched = KernelBuilder("batched", grid=[("m", 64), ("batch", 1)])
+    batched = KernelBuilder("batched", grid=[("m", 64), ("n", 64), ("batch", 1)])
     x = batched.global_tensor(f16, rank=3)
     ring = batched.shared_tensor(f16, [1, 64, 64])
     arrived = batched.mbarrier.alloc(arrival_count=1, num_barriers=1)
@@ -967,6 +967,23 @@ def test_select_misuse_is_located():
         kb.compare(x, "<", x)
     with pytest.raises(BuildError, match="indices: along must be one of 'rows', 'cols'"):
         kb.indices([64, 64], along="depth")
+
+
+def test_a_block_index_along_an_axis_the_launch_lacks_is_refused():
+    """It would be 0 in every block: one tile computed where many were meant."""
+    for grid, persistent, read in (
+        ([("a_dim0", 64)], False, "y"),
+        ([], False, "x"),
+        ([("a_dim0", 64), ("a_dim1", 64)], True, "y"),
+    ):
+        kb = KernelBuilder("k", grid=grid, persistent=persistent)
+        x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+        row = getattr(kb.block_idx, read) * 64  # the read
+        kb.store_global(y, kb.relu(kb.load_tile(x, [row, 0], [64, 64])), [row, 0])
+        with pytest.raises(BuildError, match=f"kb.block_idx.{read} reads grid axis") as error:
+            kb.finish()
+        assert "it would be 0 in every block" in str(error.value)
+        assert error.value.where.line == line_of("# the read")
 
 
 @writes_nothing

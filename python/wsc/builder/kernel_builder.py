@@ -277,6 +277,8 @@ class KernelBuilder:
         self.wgmma = WgmmaOps(self)
         self.split_k = SplitKOps(self)
         self._workspace: SplitKWorkspace | None = None
+        #: The grid axes kb.block_idx read (0, 1, 2 for x, y, z), where first.
+        self._block_axes: dict[int, SourceLocation] = {}
 
     # Plumbing --------------------------------------------------------------------
 
@@ -1279,6 +1281,28 @@ class KernelBuilder:
 
     # Finishing ------------------------------------------------------------------------
 
+    def _check_block_axes(self) -> None:
+        """A block index along an axis the launch grid does not have is 0 in
+        every block: the kernel would compute one tile where it meant many."""
+        if self.persistent:
+            axes = 1  # a persistent kernel's work items are all on x
+        else:
+            splits = self._workspace is not None and self._workspace.slots is None
+            axes = len(self.grid) + splits
+        for axis, where in sorted(self._block_axes.items()):
+            if axis >= axes:
+                launch = (
+                    "persistent, its grid one axis of work items"
+                    if self.persistent
+                    else (f"grid={list(self.grid)}")
+                )
+                raise BuildError(
+                    f"kb.block_idx.{'xyz'[axis]} reads grid axis {axis}, but the launch has "
+                    f"{axes} ({launch}): it would be 0 in every block; give the grid a "
+                    f"(size name, tile) pair for that axis",
+                    where,
+                )
+
     def finish(self, verify: bool = True) -> Kernel:
         """Close the kernel and verify it; raises BuildError at the first problem,
         located in the user's source. With `verify=False` the verifier's rules
@@ -1305,6 +1329,7 @@ class KernelBuilder:
                 f"the ring loop at {plain} has no unroll=",
                 plain,
             )
+        self._check_block_axes()
         split_k = None
         if self._workspace is not None:
             workspace = self._workspace
@@ -1403,21 +1428,23 @@ class GridIndex:
         self._kb = builder
         self._op = op
 
-    def _dim(self, dimension) -> Scalar:
+    def _dim(self, dimension, axis: int) -> Scalar:
+        if self._op is gpu.BlockIdOp:
+            self._kb._block_axes.setdefault(axis, caller())
         with self._kb._at():
             return Scalar(self._kb, self._op(dimension).result)
 
     @property
     def x(self) -> Scalar:
-        return self._dim(gpu.Dimension.x)
+        return self._dim(gpu.Dimension.x, 0)
 
     @property
     def y(self) -> Scalar:
-        return self._dim(gpu.Dimension.y)
+        return self._dim(gpu.Dimension.y, 1)
 
     @property
     def z(self) -> Scalar:
-        return self._dim(gpu.Dimension.z)
+        return self._dim(gpu.Dimension.z, 2)
 
 
 class Pipeline:
