@@ -104,6 +104,7 @@ irdl.dialect @wsc {
 
   // "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32}
   // Arrives once and adds tx_bytes to the bytes barriers[stage] waits for.
+  // Issued by one thread: under an scf.if on a wsc.elect of its role.
   irdl.operation @mbarrier_arrive_expect_tx {
     %bars = irdl.base @wsc::@mbarriers
     %stage = irdl.is index
@@ -138,7 +139,8 @@ irdl.dialect @wsc {
   // "wsc.tma_load"(%a, %row, %col, %sa, %stage, %full)
   // One TMA copy of the tile src[row:row+R, col:col+C] into dst[stage]
   // (R x C = dst's trailing dims; out-of-bounds elements are zero-filled),
-  // completing its R*C*sizeof(T) bytes on barriers[stage]. Issued by one thread.
+  // completing its R*C*sizeof(T) bytes on barriers[stage]. Issued by one
+  // thread: under an scf.if on a wsc.elect of its role.
   // With the unit attribute `multicast` the tile is shared by every CTA of
   // the cluster (kernel attribute wsc.cluster_size = n): the CTA of rank r
   // copies rows [r*R/n, (r+1)*R/n) of it, from global rows row + r*R/n, into

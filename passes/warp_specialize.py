@@ -229,9 +229,10 @@ _CONSUMER_OPS = (
     *ops.TILE_MAKERS,
 )
 _PURE_DIALECTS = ("arith.",)
-#: Other ops that only make a value, the same in every thread, as arith ops do
-#: (each role takes its own copy).
-_VALUE_OPS = ("wsc.batch_matrix", "gpu.block_id", "gpu.grid_dim")
+#: Ops whose value is the same in every thread of the block.
+_UNIFORM_VALUE_OPS = ("gpu.block_id", "gpu.grid_dim", "memref.dim")
+#: Other ops that only make a value, as arith ops do (each role takes its own copy).
+_VALUE_OPS = ("wsc.batch_matrix", *_UNIFORM_VALUE_OPS)
 
 
 def _pure(name: str) -> bool:
@@ -755,7 +756,7 @@ class _Specializer:
 
     def _match_copies(self, if_op: ir.Operation) -> None:
         if not _is_elected(if_op):
-            # The verifier put each copy under a wsc.elect: here one nested in if_op.
+            # The verifier guarantees each copy a wsc.elect: here one nested in if_op.
             self._fail(
                 if_op,
                 "TMA copies must be issued under a wsc.elect in the K loop's body; "
@@ -777,7 +778,8 @@ class _Specializer:
                 self._fail(
                     op,
                     f"the elected copy group may hold only TMA copies, their "
-                    f"wsc.mbarrier_arrive_expect_tx and pure arithmetic; found '{op.name}'",
+                    f"wsc.mbarrier_arrive_expect_tx, arithmetic and block indices and sizes; "
+                    f"found '{op.name}'",
                 )
             if self.full is not None and barriers != self.full:
                 self._fail(op, "all copies of a K tile must complete on one barrier array")
@@ -1610,7 +1612,7 @@ class _Specializer:
 
 #: Ops whose results are the same in every thread of the block, given operands
 #: that are (besides arith, which computes from its operands alone).
-_UNIFORM_SOURCES = ("wsc.partial_arrive", "gpu.block_id", "gpu.grid_dim", "memref.dim")
+_UNIFORM_SOURCES = ("wsc.partial_arrive", *_UNIFORM_VALUE_OPS)
 
 
 def _is_elected(if_op: ir.Operation) -> bool:

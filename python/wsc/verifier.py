@@ -362,19 +362,32 @@ def _verify_mbarrier_arrive(op: ir.Operation) -> None:
 
 def _verify_one_thread(op: ir.Operation, what: str) -> None:
     """An op that must run in one thread (`what` says why) sits in the then
-    region of an scf.if on a wsc.elect: run by every thread of a warp it
-    would be issued 32 times."""
+    region of an scf.if on a wsc.elect of its own role: every thread of the
+    role that reaches it elsewhere issues it, and an elect of another role
+    (or of the block outside roles) picks a thread that never reaches it."""
     child, parent = op, parent_op(op)
     while parent is not None:
         if parent.name == "scf.if" and child.block.region == parent.regions[0]:
             guard = defining_op(parent.opview.condition)
             if guard is not None and guard.name == "wsc.elect":
+                elector, issuer = enclosing_role(guard), enclosing_role(op)
+                if elector is None or issuer is None:
+                    same = elector is issuer
+                else:
+                    same = elector == issuer
+                if not same:
+                    _fail(
+                        op,
+                        f"must be issued by one thread of its role ({what}), but the "
+                        f"wsc.elect guarding it is made outside that role: the thread it "
+                        f"elects never reaches it; make the elect inside the role",
+                    )
                 return
         child, parent = parent, parent_op(parent)
     _fail(
         op,
-        f"must be issued by one thread ({what}): put it under an scf.if on "
-        f"wsc.elect; as written, every thread that reaches it issues it",
+        f"must be issued by one thread ({what}): put it in the then region of an scf.if "
+        f"whose condition is a wsc.elect (other conditions may enclose that scf.if)",
     )
 
 

@@ -144,7 +144,7 @@ func.func @tma_box_dim(%a: memref<?x?xf16>) {
 func.func @expect_tx_by_every_thread() {
   %c0 = arith.constant 0 : index
   %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
-  // expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op must be issued by one thread (it arrives once): put it under an scf.if on wsc.elect; as written, every thread that reaches it issues it}}
+  // expected-error @below {{'wsc.mbarrier_arrive_expect_tx' op must be issued by one thread (it arrives once): put it in the then region of an scf.if whose condition is a wsc.elect (other conditions may enclose that scf.if)}}
   "wsc.mbarrier_arrive_expect_tx"(%b, %c0) {tx_bytes = 16384 : i32} : (!wsc.mbarriers, index) -> ()
   return
 }
@@ -157,6 +157,23 @@ func.func @tma_load_by_every_thread(%a: memref<?x?xf16>) {
   scf.if %t {
     // expected-error @below {{'wsc.tma_load' op must be issued by one thread (it is one copy)}}
     "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+  }
+  return
+}
+// -----
+// An elect made outside the producer role picks a thread of the block outside
+// it, which never reaches the copy: no thread would issue it.
+func.func @elect_of_another_role(%a: memref<?x?xf16>) attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+  %b = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+  %e = "wsc.elect"() : () -> i1
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32} : () -> i1
+  scf.if %is_producer {
+    scf.if %e {
+      // expected-error @below {{'wsc.tma_load' op must be issued by one thread of its role (it is one copy), but the wsc.elect guarding it is made outside that role: the thread it elects never reaches it; make the elect inside the role}}
+      "wsc.tma_load"(%a, %c0, %c0, %s, %c0, %b) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
   }
   return
 }

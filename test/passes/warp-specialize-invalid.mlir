@@ -725,7 +725,7 @@ func.func @a_store_among_the_copies(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c
     %k0 = arith.muli %kt, %c64 : index
     %elected = "wsc.elect"() : () -> i1
     scf.if %elected {
-      // expected-error @below {{--warp-specialize: the elected copy group may hold only TMA copies, their wsc.mbarrier_arrive_expect_tx and pure arithmetic; found 'wsc.store'}}
+      // expected-error @below {{--warp-specialize: the elected copy group may hold only TMA copies, their wsc.mbarrier_arrive_expect_tx, arithmetic and block indices and sizes; found 'wsc.store'}}
       "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
       "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
       "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()

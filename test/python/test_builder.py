@@ -969,6 +969,39 @@ def test_select_misuse_is_located():
         kb.indices([64, 64], along="depth")
 
 
+def test_copies_and_expect_tx_outside_single_thread_are_refused():
+    """Every thread of the group would issue them: 32 copies and arrivals a warp."""
+    kb = KernelBuilder("k", grid=[("a_dim0", 64)])
+    a, c = kb.global_tensor(f16), kb.global_tensor(f16)
+    ring = kb.shared_tensor(f16, [1, 64, 64])
+    full = kb.mbarrier.alloc(arrival_count=1, num_barriers=1)
+    kb.sync()
+    for call, what, why in (
+        (
+            lambda: kb.mbarrier.arrive_and_expect_tx(full[0], ring[0].nbytes),
+            "mbarrier.arrive_and_expect_tx",
+            "it arrives once",
+        ),
+        (
+            lambda: kb.tma.global_to_shared(a, ring[0], [0, 0], full[0]),
+            "tma.global_to_shared",
+            "it is one copy",
+        ),
+        (
+            lambda: kb.tma.shared_to_global(ring[0], c, [0, 0]),
+            "tma.shared_to_global",
+            "it is one copy",
+        ),
+    ):
+        with pytest.raises(BuildError) as error:
+            call()
+        assert (
+            f"{what} is issued by one thread ({why}): call it inside `with kb.single_thread():`"
+            in str(error.value)
+        )
+        assert error.value.where.filename == __file__
+
+
 def test_a_block_index_along_an_axis_the_launch_lacks_is_refused():
     """It would be 0 in every block: one tile computed where many were meant."""
     for grid, persistent, read in (

@@ -1062,6 +1062,15 @@ class KernelBuilder:
         with self._region(guard.then_block, "single_thread", where):
             yield
 
+    def _one_thread(self, what: str, why: str, where: SourceLocation) -> None:
+        """`what` is issued by one thread (`why`): refused outside single_thread()."""
+        if not any(scope.kind == "single_thread" for scope in self._scopes):
+            raise BuildError(
+                f"{what} is issued by one thread ({why}): call it inside "
+                f"`with kb.single_thread():`, or every thread of the group issues it",
+                where,
+            )
+
     @contextlib.contextmanager
     def if_(self, condition: Predicate):
         """Code that runs where `condition` holds."""

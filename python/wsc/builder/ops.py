@@ -102,6 +102,7 @@ class MbarrierOps:
                 f"positive int, got {transaction_bytes!r}",
                 caller(),
             )
+        kb._one_thread("mbarrier.arrive_and_expect_tx", "it arrives once", caller())
         with kb._at():
             dialect.mbarrier_arrive_expect_tx(ref.barriers.value, ref.stage, transaction_bytes)
 
@@ -159,6 +160,7 @@ class TmaOps:
                     where,
                 )
         row, col = kb._offsets(offsets, what)
+        kb._one_thread(what, "it is one copy", where)
         with kb._at(where):
             dialect.tma_load(
                 src.value, row, col, dst.ring.value, dst.stage, ref.barriers.value, multicast
@@ -166,11 +168,12 @@ class TmaOps:
 
     def shared_to_global(self, src: SharedTile, dst: GlobalTensor, offsets: Sequence) -> None:
         """Copy the stage tile `src` into dst[offsets[0]:+rows, offsets[1]:+cols],
-        clipped at dst's bounds, from one thread (e.g. under kb.single_thread()).
+        clipped at dst's bounds, from one thread (under kb.single_thread()).
         The copy reads `src` asynchronously: wait with tma.store_wait() before
         writing it again."""
         where = caller()
         row, col = self._kb._stage_copy_offsets(src, dst, offsets, "tma.shared_to_global", where)
+        self._kb._one_thread("tma.shared_to_global", "it is one copy", where)
         with self._kb._at(where):
             dialect.tma_store(src.ring.value, src.stage, dst.value, row, col)
 
