@@ -1003,20 +1003,29 @@ def test_copies_and_expect_tx_outside_single_thread_are_refused():
 
 
 def test_a_block_index_along_an_axis_the_launch_lacks_is_refused():
-    """It would be 0 in every block: one tile computed where many were meant."""
-    for grid, persistent, read in (
-        ([("a_dim0", 64)], False, "y"),
-        ([], False, "x"),
-        ([("a_dim0", 64), ("a_dim1", 64)], True, "y"),
-    ):
-        kb = KernelBuilder("k", grid=grid, persistent=persistent)
+    """It would be 0 in every block: one tile computed where many were meant.
+    The axes counted are the launch's: grid's pairs, a split-K workspace's
+    splits, a persistent kernel's x alone, a cluster's x."""
+
+    def kernel(grid, read, **options):
+        kb = KernelBuilder("k", grid=grid, **options)
         x, y = kb.global_tensor(f32), kb.global_tensor(f32)
         row = getattr(kb.block_idx, read) * 64  # the read
         kb.store_global(y, kb.relu(kb.load_tile(x, [row, 0], [64, 64])), [row, 0])
-        with pytest.raises(BuildError, match=f"kb.block_idx.{read} reads grid axis") as error:
-            kb.finish()
-        assert "it would be 0 in every block" in str(error.value)
+        return kb
+
+    two = [("a_dim0", 64), ("a_dim1", 64)]
+    for grid, read, options, how in (
+        ([("a_dim0", 64)], "y", {}, "the launch has 1 axes: grid=[('a_dim0', 64)]"),
+        ([], "x", {}, "the launch has 0 axes: grid=[]"),
+        (two, "y", {"persistent": True}, "a persistent kernel's launch has only x"),
+    ):
+        with pytest.raises(BuildError) as error:
+            kernel(grid, read, **options).finish()
+        assert f"kb.block_idx.{read} would be 0 in every block ({how}" in str(error.value)
         assert error.value.where.line == line_of("# the read")
+    kernel([], "x", cluster_size=2).finish(verify=False)  # x counts whole clusters
+    kernel(two, "y").finish(verify=False)
 
 
 @writes_nothing

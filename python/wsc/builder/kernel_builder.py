@@ -1292,23 +1292,29 @@ class KernelBuilder:
 
     def _check_block_axes(self) -> None:
         """A block index along an axis the launch grid does not have is 0 in
-        every block: the kernel would compute one tile where it meant many."""
+        every block: the kernel would compute one tile where it meant many.
+        The launch's axes are write_artifact's: grid's pairs, then the splits
+        of a split-K workspace without slots; a persistent kernel's work
+        items all on x; and x always where clusters are (whole clusters)."""
+        splits = self._workspace is not None and self._workspace.slots is None
         if self.persistent:
-            axes = 1  # a persistent kernel's work items are all on x
+            axes, how = 1, "a persistent kernel's launch has only x, its work items"
         else:
-            splits = self._workspace is not None and self._workspace.slots is None
-            axes = len(self.grid) + splits
+            axes = len(self.grid) + int(splits)
+            how = f"the launch has {axes} axes: grid={list(self.grid)}" + (
+                " and the splits of K" if splits else ""
+            )
+        if self.cluster_size > 1:
+            axes = max(axes, 1)
         for axis, where in sorted(self._block_axes.items()):
             if axis >= axes:
-                launch = (
-                    "persistent, its grid one axis of work items"
+                fix = (
+                    "stride over the work items from kb.block_idx.x instead"
                     if self.persistent
-                    else (f"grid={list(self.grid)}")
+                    else "name a size and tile for it in grid="
                 )
                 raise BuildError(
-                    f"kb.block_idx.{'xyz'[axis]} reads grid axis {axis}, but the launch has "
-                    f"{axes} ({launch}): it would be 0 in every block; give the grid a "
-                    f"(size name, tile) pair for that axis",
+                    f"kb.block_idx.{'xyz'[axis]} would be 0 in every block ({how}); {fix}",
                     where,
                 )
 

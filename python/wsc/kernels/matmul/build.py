@@ -219,6 +219,7 @@ def build_matmul(problem: MatmulProblem, config: MatmulConfig, name: str = "matm
         num_warps=WARPGROUP_SIZE // WARP_SIZE,
         grid=[*grid_tiles(config), *([("batch", 1)] if problem.batched else [])],
         cluster_size=ctas,
+        persistent=config.persistent,
         context=ir.Context.current,
     )
     tensor_rank = 3 if problem.batched else 2
