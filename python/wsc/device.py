@@ -42,23 +42,23 @@ def hopper_name(ordinal: int, caller: str) -> str:
 FATAL_ERRORS = ("LaunchTimeout", "KernelFault")
 
 
-def refuse_cpu_tensors(library, names) -> None:
-    """Give the torch ops `names` of `library` a CPU kernel that says they take
-    CUDA tensors (torch's dispatcher would say only that no CPU kernel exists)."""
+def define_cuda_op(library, schema: str, **options) -> None:
+    """Define the torch op `schema` in `library`, with a CPU kernel that says it
+    takes CUDA tensors (torch's dispatcher would say only that no CPU kernel
+    exists); its CUDA kernel is registered by the caller."""
     import torch
 
-    def refuser(name: str):
-        def refuse(*args, **kwargs):
-            devices = sorted({str(a.device) for a in args if isinstance(a, torch.Tensor)})
-            raise ValueError(
-                f"torch.ops.wsc.{name}: takes CUDA tensors, got tensors on "
-                f"{', '.join(devices)}; move them with .cuda()"
-            )
+    library.define(schema, **options)
+    name = schema.split("(", 1)[0]
 
-        return refuse
+    def refuse(*args, **kwargs):
+        devices = sorted({str(a.device) for a in args if isinstance(a, torch.Tensor)})
+        raise ValueError(
+            f"torch.ops.wsc.{name}: takes CUDA tensors, got tensors on "
+            f"{', '.join(devices)}; move them with .cuda()"
+        )
 
-    for name in names:
-        library.impl(name, refuser(name), "CPU")
+    library.impl(name, refuse, "CPU")
 
 
 def run_artifact(

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wsc.device import hopper_name, refuse_cpu_tensors
+from wsc.device import define_cuda_op, hopper_name
 from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK, SCALE_ROW_ALIGN
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
 from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up, tma_row_problem
@@ -278,9 +278,7 @@ def plan(
                 f"{api}: out must be float32, float16 or bfloat16, got {out_op.given_dtype}"
             )
         if out_dtype is not None and _dtype_name(out_dtype) != out_op.dtype:
-            raise TypeError(
-                f"{api}: out is {out_op.dtype} but out_dtype says {_dtype_name(out_dtype)}"
-            )
+            raise TypeError(f"{api}: out is {out_op.given_dtype} but out_dtype says {out_dtype}")
         if out_op.shape != (m, n):
             raise ValueError(f"{api}: out must be [M, N] = [{m}, {n}], got {list(out_op.shape)}")
         if out_op.kind == "torch" and out_op.device != a_op.device:
@@ -1325,17 +1323,19 @@ def _register_torch_ops() -> None:
     # they are; a compiler must not restride them.
     _library = torch.library.Library("wsc", "DEF")
     strides = (torch.Tag.needs_exact_strides,)
-    _library.define(
-        "matmul(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor", tags=strides
+    define_cuda_op(
+        _library, "matmul(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor", tags=strides
     )
-    _library.define("matmul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
+    define_cuda_op(_library, "matmul_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
     # With the fused epilogue: C = act(a @ b + bias) + residual.
-    _library.define(
+    define_cuda_op(
+        _library,
         "matmul_epilogue(Tensor a, Tensor b, Tensor? bias, str? activation, Tensor? residual, "
         "ScalarType? out_dtype=None, float? alpha=None) -> Tensor",
         tags=strides,
     )
-    _library.define(
+    define_cuda_op(
+        _library,
         "matmul_epilogue_out(Tensor a, Tensor b, Tensor? bias, str? activation, "
         "Tensor? residual, Tensor(a!) out, float? alpha=None) -> ()",
         tags=strides,
@@ -1404,8 +1404,8 @@ def _register_torch_ops() -> None:
     torch.library.register_fake("wsc::matmul_epilogue_out", matmul_epilogue_out_fake, lib=_library)
 
     # Batched: c[i] = a[i] @ b[i].
-    _library.define("bmm(Tensor a, Tensor b) -> Tensor", tags=strides)
-    _library.define("bmm_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
+    define_cuda_op(_library, "bmm(Tensor a, Tensor b) -> Tensor", tags=strides)
+    define_cuda_op(_library, "bmm_out(Tensor a, Tensor b, Tensor(a!) out) -> ()", tags=strides)
 
     def bmm_op(a, b):
         p = plan_bmm(a, b)
@@ -1421,12 +1421,14 @@ def _register_torch_ops() -> None:
         plan_bmm(a, b, out)
 
     # fp8 with per-tensor scales: c = scale_a scale_b (a @ b).
-    _library.define(
+    define_cuda_op(
+        _library,
         "scaled_mm(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, "
         "ScalarType? out_dtype=None) -> Tensor",
         tags=strides,
     )
-    _library.define(
+    define_cuda_op(
+        _library,
         "scaled_mm_out(Tensor a, Tensor b, Tensor scale_a, Tensor scale_b, Tensor(a!) out) -> ()",
         tags=strides,
     )
@@ -1456,19 +1458,6 @@ def _register_torch_ops() -> None:
     _library.impl("bmm_out", _run_torch, "CUDA")
     torch.library.register_fake("wsc::bmm", bmm_fake, lib=_library)
     torch.library.register_fake("wsc::bmm_out", bmm_out_fake, lib=_library)
-    refuse_cpu_tensors(
-        _library,
-        (
-            "matmul",
-            "matmul_out",
-            "matmul_epilogue",
-            "matmul_epilogue_out",
-            "scaled_mm",
-            "scaled_mm_out",
-            "bmm",
-            "bmm_out",
-        ),
-    )
 
 
 #: torch, once the ops are registered (None without torch), and their Library.

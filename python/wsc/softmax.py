@@ -30,7 +30,7 @@ import importlib.util
 import threading
 from typing import Any
 
-from wsc.device import hopper_name, refuse_cpu_tensors
+from wsc.device import define_cuda_op, hopper_name
 from wsc.kernels.softmax.schedule import DTYPES, SOFTMAX, check_row_length, softmax_view
 from wsc.target.hopper import TMA_ALIGN
 
@@ -213,8 +213,8 @@ def _register_torch_ops() -> None:
     # the kernel reads contiguous rows, which a compiler must not restride.
     _library = torch.library.Library("wsc", "FRAGMENT")
     strides = (torch.Tag.needs_exact_strides,)
-    _library.define("softmax(Tensor x, int dim=-1) -> Tensor", tags=strides)
-    _library.define("softmax_out(Tensor x, int dim, Tensor(a!) out) -> ()", tags=strides)
+    define_cuda_op(_library, "softmax(Tensor x, int dim=-1) -> Tensor", tags=strides)
+    define_cuda_op(_library, "softmax_out(Tensor x, int dim, Tensor(a!) out) -> ()", tags=strides)
 
     def softmax_op(x, dim=-1):
         out = torch.empty_like(x)
@@ -235,7 +235,6 @@ def _register_torch_ops() -> None:
     _library.impl("softmax_out", softmax_out_op, "CUDA")
     torch.library.register_fake("wsc::softmax", softmax_fake, lib=_library)
     torch.library.register_fake("wsc::softmax_out", softmax_out_fake, lib=_library)
-    refuse_cpu_tensors(_library, ("softmax", "softmax_out"))
 
 
 #: The ops' Library, and torch's getter of the active dispatch mode (set with the ops).

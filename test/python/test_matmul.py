@@ -244,7 +244,7 @@ def test_out_dtype_and_out_decide_the_result_dtype():
             meta(64, 64),
             torch.float32,
             TypeError,
-            "out is f16 but out_dtype says f32",
+            "out is torch.float16 but out_dtype says torch.float32",
         ),
         (
             meta(64, 64),
@@ -288,7 +288,7 @@ def test_cpu_tensors_are_refused_with_the_way_out():
         )
 
 
-def test_the_torch_ops_refuse_cpu_tensors_with_the_way_out():
+def test_every_torch_op_refuses_cpu_tensors_with_the_way_out():
     importlib.import_module("wsc.softmax")  # registers torch.ops.wsc.softmax
     h = torch.zeros(64, 64, dtype=torch.float16)
     scale = torch.ones((), dtype=torch.float32)
@@ -296,15 +296,23 @@ def test_the_torch_ops_refuse_cpu_tensors_with_the_way_out():
         "matmul": lambda: torch.ops.wsc.matmul(h, h),
         "matmul_out": lambda: torch.ops.wsc.matmul_out(h, h, h),
         "matmul_epilogue": lambda: torch.ops.wsc.matmul_epilogue(h, h, None, "relu", None),
+        "matmul_epilogue_out": lambda: torch.ops.wsc.matmul_epilogue_out(
+            h, h, None, "relu", None, h
+        ),
         "scaled_mm": lambda: torch.ops.wsc.scaled_mm(h, h, scale, scale),
+        "scaled_mm_out": lambda: torch.ops.wsc.scaled_mm_out(h, h, scale, scale, h),
         "bmm": lambda: torch.ops.wsc.bmm(h[None], h[None]),
+        "bmm_out": lambda: torch.ops.wsc.bmm_out(h[None], h[None], h[None]),
         "softmax": lambda: torch.ops.wsc.softmax(h),
+        "softmax_out": lambda: torch.ops.wsc.softmax_out(h, -1, h),
     }
+    defined = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("wsc::")}
+    assert {f"wsc::{name}" for name in calls} == defined, "a wsc op without a case here"
     for name, call in calls.items():
         with pytest.raises(
             ValueError,
-            match=rf"torch.ops.wsc.{name}: takes CUDA tensors, got "
-            r"tensors on cpu; move them with .cuda\(\)",
+            match=rf"torch.ops.wsc.{name}: takes CUDA tensors, got tensors on cpu; move them "
+            r"with .cuda\(\)",
         ):
             call()
 
@@ -1059,7 +1067,7 @@ def test_a_known_signature_still_checks_what_differs(gpu, monkeypatch):
     weight = torch.nn.Parameter(torch.randn(520, 264, device=gpu).half(), requires_grad=False)
     out = torch.empty((300, 520), device=gpu, dtype=torch.float16)
     wsc.matmul(a, weight.T, out=out)
-    with pytest.raises(TypeError, match="out is f16 but out_dtype says f32"):
+    with pytest.raises(TypeError, match="out is torch.float16 but out_dtype says torch.float32"):
         wsc.matmul(a, weight.T, out=out, out_dtype=torch.float32)
     import threading
 
