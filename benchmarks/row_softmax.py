@@ -284,7 +284,7 @@ def row_lengths(text: str) -> list[int]:
 
     lengths = []
     for item in text.split(","):
-        if not item.isdigit():
+        if not item.isdecimal():
             raise argparse.ArgumentTypeError(f"{item!r} is not a row length (a positive int)")
         try:
             check_row_length(int(item))
@@ -298,7 +298,7 @@ def shapes(text: str) -> str:
     """--shapes: R x C shapes of positive ints, comma separated."""
     for item in text.split(","):
         fields = item.split("x")
-        if len(fields) != 2 or not all(field.isdigit() and int(field) > 0 for field in fields):
+        if len(fields) != 2 or not all(field.isdecimal() and int(field) > 0 for field in fields):
             raise argparse.ArgumentTypeError(f"{item!r} is not RxC (two positive ints)")
     return text
 

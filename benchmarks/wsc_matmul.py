@@ -207,7 +207,7 @@ def problems(text: str) -> str:
     """--shapes: M x N x K problems of positive ints, comma separated."""
     for item in text.split(",") if text else []:
         fields = item.split("x")
-        if len(fields) != 3 or not all(field.isdigit() and int(field) > 0 for field in fields):
+        if len(fields) != 3 or not all(field.isdecimal() and int(field) > 0 for field in fields):
             raise argparse.ArgumentTypeError(f"{item!r} is not MxNxK (three positive ints)")
     return text
 

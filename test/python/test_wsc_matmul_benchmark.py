@@ -5,7 +5,6 @@ report reads made-up records."""
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib.util
 import json
@@ -38,11 +37,13 @@ def meta_operands(bench, shape):
     return bench.operands(shape, storage)
 
 
-def test_named_shapes_are_m_n_k_triples(bench):
+def test_named_shapes_are_m_n_k_triples(bench, capsys):
     assert bench.problems("4096x4096x4096,128x4096x4096") == "4096x4096x4096,128x4096x4096"
-    for bad in ("4096x4096", "0x128x128", "ax1x1", "4096x4096x4096,"):
-        with pytest.raises(argparse.ArgumentTypeError, match="is not MxNxK"):
-            bench.problems(bad)
+    for bad in ("4096x4096", "0x128x128", "ax1x1", "4096x4096x4096,", "2\u00b2x1x1"):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main(["prepare", "--shapes", bad])
+        assert exit_.value.code == 2
+        assert "is not MxNxK (three positive ints)" in capsys.readouterr().err
 
 
 def test_the_default_set_is_the_llm_set(bench):

@@ -27,6 +27,9 @@
 // MLIR's own passes are flags too, as in mlir-opt, with their options checked.
 // RUN: wsc-opt --warp-specialize --canonicalize='max-iterations=3' --cse --dump-pass-pipeline %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=UPSTREAM
 // UPSTREAM: builtin.module(warp-specialize{{.*}},canonicalize{{.*}} max-iterations=3 {{.*}},cse)
+// A pass restricted to an op is nested in it, as mlir-opt nests it.
+// RUN: wsc-opt --buffer-hoisting --dump-pass-pipeline %S/../../examples/matmul_v2.mlir 2>&1 >/dev/null | FileCheck %s --check-prefix=NESTED-FLAG
+// NESTED-FLAG: builtin.module(func.func(buffer-hoisting))
 // RUN: not wsc-opt --canonicalize=bogus=1 %s 2>&1 | FileCheck %s --check-prefix=UPSTREAM-OPTION
 // UPSTREAM-OPTION: wsc-opt: error: --canonicalize=bogus=1: <Pass-Options-Parser>: no such option bogus
 

@@ -12,6 +12,7 @@ internal error).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -160,6 +161,25 @@ def _upstream_error(element: str) -> str | None:
     return None
 
 
+def _upstream_flag(arg: str, flag: str, option_text: str) -> str:
+    """The pipeline element of an upstream pass given as mlir-opt spells it
+    (--canonicalize, --cse='...'), nested in the op it is restricted to
+    (--buffer-hoisting runs on each func.func), as mlir-opt nests it."""
+    element = f"{flag}{{{option_text}}}" if option_text else flag
+    why = _upstream_error(flag)
+    if why is not None:
+        anchor = re.search(r"restricted to '([\w.]+)'", why)
+        if anchor is None:
+            raise UsageError(
+                f"unknown command line argument '{arg}'; see 'wsc-opt --help' for the passes"
+            )
+        element = f"{anchor.group(1)}({element})"
+    why = _upstream_error(element)
+    if why is not None:
+        raise UsageError(f"{arg}: {why}")
+    return element
+
+
 def _check_upstream_element(element: str) -> None:
     """Refuse a pipeline element that names no wsc pass and that MLIR does not
     know either, before any input is read (MLIR's parser says why)."""
@@ -246,17 +266,7 @@ def parse_args(argv: list[str]) -> Options | None:
             flag, _, option_text = arg.lstrip("-").partition("=")
             wsc_pass = _pass_from_flag(flag, option_text)
             if wsc_pass is None:
-                # An upstream pass as mlir-opt spells it: --canonicalize, --cse="...".
-                element = f"{flag}{{{option_text.strip(chr(34))}}}" if option_text else flag
-                if _upstream_error(flag) is not None:
-                    raise UsageError(
-                        f"unknown command line argument '{arg}'; see 'wsc-opt --help' for the "
-                        f"passes"
-                    )
-                why = _upstream_error(element)
-                if why is not None:
-                    raise UsageError(f"{arg}: {why}")
-                options.pipeline.append(element)
+                options.pipeline.append(_upstream_flag(arg, flag, option_text))
             else:
                 options.pipeline.append(wsc_pass)
         else:
