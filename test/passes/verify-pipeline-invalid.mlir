@@ -1246,6 +1246,100 @@ func.func @inflight_releases_current_stage(%arg0: memref<?x?xf16>, %arg1: memref
 
 // -----
 
+// The previous stage released, as with one WGMMA group in flight, but the
+// wait leaves two groups in flight (pending = 2): the group reading the
+// released stage has not completed.
+func.func @inflight_pending_too_lax(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %block_id_x = gpu.block_id  x
+  %block_id_y = gpu.block_id  y
+  %0 = arith.muli %block_id_x, %c128 : index
+  %1 = arith.muli %block_id_y, %c128 : index
+  %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
+  %2 = arith.ceildivui %dim, %c64 : index
+  %3 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %4 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %5 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  %6 = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %false = arith.constant false
+  %c0_0 = arith.constant 0 : index
+  %7 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+  scf.if %7 {
+    %9 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %false_1 = arith.constant false
+    %10:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %false_1) -> (index, i1) {
+      "wsc.mbarrier_wait"(%5, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%3, %4, %arg4, %9) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 2 : i32} : () -> ()
+      %c0_3 = arith.constant 0 : index
+      %12 = arith.cmpi ugt, %arg3, %c0_3 : index
+      scf.if %12 {
+        %c0_4 = arith.constant 0 : index
+        %14 = arith.cmpi eq, %arg4, %c0_4 : index
+        %c1_5 = arith.constant 1 : index
+        %15 = arith.subi %arg4, %c1_5 : index
+        %c3 = arith.constant 3 : index
+        %16 = arith.select %14, %c3, %15 : index
+        // expected-error @below {{stage 0 released before the WGMMA reading it has completed (its group is still in flight, 1 committed after it: a wsc.wgmma_wait_group {pending = 1} or fewer must retire it before this arrive on empty[0]) (k_tiles = 2, num_stages = 4)}}
+        "wsc.mbarrier_arrive"(%6, %16) : (!wsc.mbarriers, index) -> ()
+      }
+      %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %13#0, %13#1 : index, i1
+    }
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    %c0_2 = arith.constant 0 : index
+    %11 = arith.cmpi ugt, %2, %c0_2 : index
+    scf.if %11 {
+      %c0_3 = arith.constant 0 : index
+      %12 = arith.cmpi eq, %10#0, %c0_3 : index
+      %c1_4 = arith.constant 1 : index
+      %13 = arith.subi %10#0, %c1_4 : index
+      %c3 = arith.constant 3 : index
+      %14 = arith.select %12, %c3, %13 : index
+      "wsc.mbarrier_arrive"(%6, %14) : (!wsc.mbarriers, index) -> ()
+    }
+    "wsc.store"(%9, %arg2, %0, %1) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %8 = "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
+  scf.if %8 {
+    %true = arith.constant true
+    %9:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %true) -> (index, i1) {
+      "wsc.mbarrier_wait"(%6, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      %11 = arith.muli %arg3, %c64 : index
+      %12 = "wsc.elect"() : () -> i1
+      scf.if %12 {
+        "wsc.mbarrier_arrive_expect_tx"(%5, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%arg0, %0, %11, %3, %arg4, %5) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%arg1, %1, %11, %4, %arg4, %5) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %13#0, %13#1 : index, i1
+    }
+    %c4_1 = arith.constant 4 : index
+    %c0_2 = arith.constant 0 : index
+    %c1_3 = arith.constant 1 : index
+    %10:2 = scf.for %arg3 = %c0_2 to %c4_1 step %c1_3 iter_args(%arg4 = %9#0, %arg5 = %9#1) -> (index, i1) {
+      %11 = arith.addi %arg3, %2 : index
+      %12 = arith.cmpi uge, %11, %c4_1 : index
+      scf.if %12 {
+        "wsc.mbarrier_wait"(%6, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      }
+      %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %13#0, %13#1 : index, i1
+    }
+  }
+  return
+}
+
+// -----
+
 // One WGMMA group in flight, and the consumer never releases the last K
 // tile's stage after the loop: the producer's drain waits for it forever.
 func.func @inflight_never_releases_last_stage(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 160 : i32} {
