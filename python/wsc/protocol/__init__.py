@@ -48,7 +48,9 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         previous copy some reader has not read (no reader, on
                         a ring whose copies each go to one reader: lost tile);
   [early-release]       a plain arrive while the process's own un-retired
-                        WGMMAs read that stage index;
+                        WGMMAs read that stage index of a ring the arrive
+                        hands back: one a copy issuer filled after waiting on
+                        that barrier array (before any such fill, any ring);
   [staging-race]        a TMA store of a stage that wsc.store_shared wrote
                         without a wsc.fence_proxy_async and then a wsc.sync
                         after it, or a wsc.store_shared into a stage that

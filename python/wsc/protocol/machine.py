@@ -182,6 +182,9 @@ class Process:
         self.cluster_syncs_reached = 0
         self.reads: dict = {}  # (ring, stage) -> copies of it read so far
         self.waits = 0  # mbarrier waits passed so far
+        #: The "empty" barrier array of our latest wait that returned: the
+        #: rings we copy into next are the ones its releases hand back.
+        self.empty_waited: BarrierSpec | None = None
         #: (ring, stage) -> `waits` at its latest synchronous read (wsc.load_shared):
         #: reads with no wait between them read one copy.
         self.read_waits: dict = {}

@@ -136,6 +136,9 @@ class _Simulation:
             for cta in range(ctas)
         ]
         self.in_flight: deque[Copy] = deque()
+        #: "empty" barrier spec -> the ring specs a copy issuer filled after a
+        #: wait on it: an arrive on it releases a stage of those rings only.
+        self.guarded: dict[BarrierSpec, set] = {}
         #: (ring, stage) -> (state, process) of the staged epilogues'
         #: staging stages: "written" by wsc.store_shared, "fenced" by the
         #: writers' wsc.fence_proxy_async, "published" by a wsc.sync after
@@ -189,6 +192,8 @@ class _Simulation:
                 process.early_waits.pop(barrier, None)
             process.observed[barrier] = barrier.completed
             process.waits += 1
+            if barrier.spec.kind == "empty":
+                process.empty_waited = barrier.spec
         elif isinstance(process.pause, Rendezvous):
             cluster = process.pause.cluster
             for cta, arrays in enumerate(self.arrays):
@@ -315,33 +320,41 @@ class _Simulation:
             if every_cta
             else [(array, False)]
         )
+        released = self._released_by(array.spec, stage)
         for target, remote in targets:
             barrier = self._barrier(op, target, stage, remote)
             # An arrive on a turns array passes a turn and releases no stage.
             if array.spec.kind != "turns" and any(
-                read_stage == stage for _, read_stage in process.unretired_reads()
+                released(read) for read in process.unretired_reads()
             ):
                 raise Violation(
                     EARLY_RELEASE,
                     op,
                     f"stage {stage} released before the WGMMA reading it has "
-                    f"completed ({self._why_unretired(process, stage)} before this "
+                    f"completed ({self._why_unretired(process, released)} before this "
                     f"arrive on {barrier.name})",
                 )
             self._arrive(op, barrier, count)
         return Preempt
 
+    def _released_by(self, spec: BarrierSpec, stage: int):
+        """Whether a (ring, stage) read is of the stage an arrive on `spec`
+        releases: that stage of the rings filled after a wait on `spec`, or of
+        every ring before any such fill."""
+        rings = self.guarded.get(spec)
+        return lambda read: read[1] == stage and (rings is None or read[0].spec in rings)
+
     @staticmethod
-    def _why_unretired(process, stage: int) -> str:
-        """Why a WGMMA of `process` reading `stage` is still in flight, and
-        what retires it."""
-        if any(read_stage == stage for _, read_stage in process.open_group):
+    def _why_unretired(process, released) -> str:
+        """Why a WGMMA of `process` reading the `released` stage is still in
+        flight, and what retires it."""
+        if any(map(released, process.open_group)):
             return (
                 "its group is not committed: a wsc.wgmma_commit_group, then a "
                 "wsc.wgmma_wait_group, must retire it"
             )
         groups = list(process.committed)
-        newest = max(i for i, group in enumerate(groups) if any(s == stage for _, s in group))
+        newest = max(i for i, group in enumerate(groups) if any(map(released, group)))
         later = len(groups) - 1 - newest
         if later == 0:
             return (
@@ -448,6 +461,8 @@ class _Simulation:
         """A TMA copy of a tile into `ring`; `multicast`: the issuing CTA's
         slice of it into that ring of every CTA of the cluster, completing on
         each CTA's barrier."""
+        if process.empty_waited is not None:
+            self.guarded.setdefault(process.empty_waited, set()).add(ring.spec)
         if not multicast:
             self._copy(
                 op, ring, stage, array, ring.copies[stage] + 1, ring.spec.tile_bytes, remote=False
