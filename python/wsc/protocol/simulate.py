@@ -338,9 +338,9 @@ class _Simulation:
         return Preempt
 
     def _released_by(self, spec: BarrierSpec, stage: int):
-        """Whether a (ring, stage) read is of the stage an arrive on `spec`
-        releases: that stage of the rings filled after a wait on `spec`, or of
-        every ring before any such fill."""
+        """The test of a (ring, stage) read being of the stage an arrive on
+        `spec` releases: that stage of the rings filled after a wait on
+        `spec`, or of every ring before any such fill."""
         rings = self.guarded.get(spec)
         return lambda read: read[1] == stage and (rings is None or read[0].spec in rings)
 
