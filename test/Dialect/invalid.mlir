@@ -331,6 +331,16 @@ func.func @kernel_threads_not_an_integer() attributes {wsc.num_threads = "128"} 
   return
 }
 // -----
+// expected-error @below {{'func.func' op name 'gemm-bias' is not a PTX identifier, as a kernel's must be: a letter, then letters, digits, _ or $ (or _ or $ and at least one more of those)}}
+func.func @"gemm-bias"() attributes {wsc.num_threads = 128 : i32} {
+  return
+}
+// -----
+// expected-error @below {{'func.func' op name '1k' is not a PTX identifier}}
+func.func @"1k"() attributes {wsc.num_threads = 128 : i32} {
+  return
+}
+// -----
 // expected-error @below {{'func.func' op must have a body of one block: a kernel is a definition, not a declaration, and its control flow is structured}}
 func.func private @kernel_declaration() attributes {wsc.num_threads = 128 : i32}
 // -----

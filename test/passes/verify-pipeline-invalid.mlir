@@ -638,6 +638,7 @@ func.func @early_release(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x
       "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
       "wsc.wgmma_fence"() : () -> ()
       "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      // expected-note @above {{the WGMMA that reads A stage 0}}
       "wsc.wgmma_commit_group"() : () -> ()
       // expected-error @below {{stage 0 released before the WGMMA reading it has completed (its group, the last committed, is still in flight: a wsc.wgmma_wait_group {pending = 0} must retire it before this arrive on empty[0]) (k_tiles = 1, num_stages = 4)}}
       "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()

@@ -448,6 +448,16 @@ def test_wrong_dtype_names_the_call():
     assert str(error).startswith(f"{__file__}:{error.where.line}:")
 
 
+@pytest.mark.parametrize("name", ["gemm-bias", "my kernel", "1k", "", "_"])
+def test_a_kernel_name_that_is_no_ptx_identifier_is_refused_where_given(name):
+    def build():
+        KernelBuilder(name)  # error: name
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: name")
+    assert f"name {name!r} is not a PTX identifier" in str(error)
+
+
 def test_copy_between_dtypes_is_a_type_error():
     def build():
         kb = KernelBuilder("k")

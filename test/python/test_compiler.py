@@ -275,6 +275,37 @@ def test_cli_compile_writes_ptx_and_reports_stages(tmp_path):
     assert "{" not in proc.stdout
 
 
+def test_cli_verify_false_turns_off_every_pass_protocol_check(tmp_path):
+    # A V2 kernel whose consumer releases each stage before its WGMMAs retire.
+    text = (EXAMPLES / "matmul_v2.mlir").read_text()
+    source = tmp_path / "no_wait.mlir"
+    source.write_text(
+        "\n".join(line for line in text.splitlines() if "wgmma_wait_group" not in line)
+    )
+    out = str(tmp_path / "k.ptx")
+    checked = _wsc("compile", str(source), "-o", out)
+    assert checked.returncode == 1 and "released before the WGMMA reading it" in checked.stderr
+    unchecked = _wsc("compile", str(source), "-o", out, "--verify", "false")
+    assert unchecked.returncode == 0, unchecked.stderr
+    assert "unroll-ring-buffer" in unchecked.stdout
+
+
+def test_cli_takes_options_only_as_spelled_and_refuses_others_in_the_subcommands_usage(tmp_path):
+    v2 = str(EXAMPLES / "matmul_v2.mlir")
+    abbreviated = _wsc("compile", v2, "-o", str(tmp_path / "k.ptx"), "--num-stage", "3")
+    assert abbreviated.returncode == 2
+    assert "wsc compile: error: unrecognized arguments: --num-stage 3" in abbreviated.stderr
+    misplaced = _wsc(
+        "compile-matmul",
+        *("--m", "64", "--n", "64", "--k", "64"),
+        "-o",
+        str(tmp_path / "d"),
+        *("--num-stages", "3"),
+    )
+    assert misplaced.returncode == 2 and misplaced.stderr.startswith("usage: wsc compile-matmul")
+    assert "unrecognized arguments: --num-stages 3" in misplaced.stderr
+
+
 def test_cli_compiles_a_specialized_kernel_as_written(tmp_path):
     out = tmp_path / "v3.ptx"
     proc = _wsc("compile", str(EXAMPLES / "matmul_v3.mlir"), "-o", str(out))

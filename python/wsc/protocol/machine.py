@@ -189,7 +189,8 @@ class Process:
         #: reads with no wait between them read one copy.
         self.read_waits: dict = {}
         self.open_group: list = []
-        self.committed: deque = deque()  # groups of (ring, stage) read, oldest first
+        #: groups of (ring, stage, WGMMA op) read, oldest first
+        self.committed: deque = deque()
         #: The register tiles each WGMMA group writes and reads (as the
         #: groups above): (tile, written) pairs, the tile an ir.Value.
         self.open_tiles: list = []
@@ -220,7 +221,7 @@ class Process:
                 if pause is not None:
                     yield pause
 
-    def unretired_reads(self) -> Iterator[tuple[Ring, int]]:
+    def unretired_reads(self) -> Iterator[tuple[Ring, int, object]]:
         yield from self.open_group
         for group in self.committed:
             yield from group

@@ -324,15 +324,18 @@ class _Simulation:
         for target, remote in targets:
             barrier = self._barrier(op, target, stage, remote)
             # An arrive on a turns array passes a turn and releases no stage.
-            if array.spec.kind != "turns" and any(
-                released(read) for read in process.unretired_reads()
-            ):
+            reader = next(filter(released, process.unretired_reads()), None)
+            if array.spec.kind != "turns" and reader is not None:
+                ring, _, wgmma = reader
                 raise Violation(
                     EARLY_RELEASE,
                     op,
                     f"stage {stage} released before the WGMMA reading it has "
                     f"completed ({self._why_unretired(process, released)} before this "
                     f"arrive on {barrier.name})",
+                    notes=[
+                        (wgmma.location, f"the WGMMA that reads {ring.spec.name} stage {stage}")
+                    ],
                 )
             self._arrive(op, barrier, count)
         return Preempt
@@ -494,7 +497,7 @@ class _Simulation:
         if not 0 <= stage < ring.spec.num_stages:
             raise self._ring_stage_out_of_range(op, ring, stage)
         for other in self.processes:
-            if (ring, stage) in other.unretired_reads():
+            if any(read[:2] == (ring, stage) for read in other.unretired_reads()):
                 raise Violation(
                     STAGE_OVERWRITTEN,
                     op,
@@ -553,7 +556,7 @@ class _Simulation:
         every read sees its latest copy."""
         for ring, stage, resident in reads:
             self._read(process, op, "wgmma", ring, stage, resident, again=False)
-            process.open_group.append((ring, stage))
+            process.open_group.append((ring, stage, op))
 
     def load_shared(self, process, op, ring: Ring, stage: int) -> None:
         """A synchronous read of a stage into registers (wsc.load_shared);

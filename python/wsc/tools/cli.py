@@ -180,9 +180,10 @@ def _compile(args) -> int:
                 ]
             except OptionError as error:
                 raise CommandLineError(error.spelled(lambda flag: f"--{flag}")) from None
-            # A persistent kernel's stages stay run-time values (no unrolling).
+            # A persistent kernel's stages stay run-time values (no unrolling);
+            # --verify applies to the unrolled result too.
             if "gpu.grid_dim" not in names:
-                passes.append(UnrollRingBuffer())
+                passes.append(UnrollRingBuffer(verify=given.get("verify", True)))
         result = compile_module(
             module, passes, args.dump_ir, source=name, allow_spills=args.allow_spills
         )
@@ -285,18 +286,21 @@ def _option_value(option):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wsc", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="wsc", description=__doc__.split("\n\n")[0], allow_abbrev=False
+    )
     parser.add_argument("--version", action="version", version=f"wsc {wsc.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser(
-        "demo", help="compile (and on a Hopper GPU, run) the tutorial's matmul"
+        "demo", help="compile (and on a Hopper GPU, run) the tutorial's matmul", allow_abbrev=False
     )
     demo.add_argument("--size", type=int, default=4096, help="M = N = K")
     demo.add_argument("-o", "--output", help="artifact directory (default: a temporary one)")
 
     compile_ = commands.add_parser(
         "compile",
+        allow_abbrev=False,
         help="compile a kernel file in wsc MLIR (one kernel) to PTX: a V2-form one (a loop of "
         "TMA loads, no roles) through --warp-specialize (and --unroll-ring-buffer), any other "
         "as written",
@@ -332,7 +336,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     matmul = commands.add_parser(
-        "compile-matmul", help="compile a matmul into an artifact directory"
+        "compile-matmul", help="compile a matmul into an artifact directory", allow_abbrev=False
     )
     for dim in ("m", "n", "k"):
         matmul.add_argument(f"--{dim}", type=int, required=True)
@@ -351,6 +355,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "run", help="load an artifact and launch it (see `wsc run -h`)", add_help=False
     )
+    for command in (demo, compile_, matmul):
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -361,7 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         from wsc.runtime.run_cli import main as run_main
 
         return run_main(argv[1:])
-    args = _parser().parse_args(argv)
+    args, unknown = _parser().parse_known_args(argv)
+    if unknown:  # refused with the subcommand's usage, not wsc's
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {"demo": _demo, "compile": _compile, "compile-matmul": _compile_matmul}
     try:
         return handlers[args.command](args)
