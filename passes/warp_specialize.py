@@ -795,6 +795,15 @@ class _Specializer:
                 f"producer thread), not {arrival_count}",
             )
         self.full_alloc = full_alloc
+        stages = ops.RingAdvance(self.advance).num_stages
+        barriers = ops.MbarrierAlloc(full_alloc).num_barriers
+        if stages != barriers:
+            # The roles are built around the barrier array's stages.
+            self._fail(
+                self.advance,
+                f"the K loop counts {stages} stages, but its full barrier array has "
+                f"{barriers}, one a stage: give the wsc.ring_advance num_stages = {barriers}",
+            )
 
     def _match_epilogue(self) -> None:
         self.staging = None

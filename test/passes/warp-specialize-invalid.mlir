@@ -12,6 +12,8 @@
 // RUN: not wsc-opt --warp-specialize='producer-registers=32' %s 2>&1 | FileCheck %s --check-prefix=BUDGET-WARP
 // The seed's V2 kernel without its wsc.wgmma_wait_group, with a group in flight.
 // RUN: grep -v wgmma_wait_group %S/../../examples/matmul_v2.mlir | not wsc-opt --warp-specialize='wgmma-in-flight=1' - 2>&1 | FileCheck %s --check-prefix=NO-WAIT
+// The seed's V2 kernel whose K loop wraps around at 3 of its 4 stages.
+// RUN: sed 's/{num_stages = 4 : i32}/{num_stages = 3 : i32}/' %S/../../examples/matmul_v2.mlir | not wsc-opt --warp-specialize - 2>&1 | FileCheck %s --check-prefix=ADVANCE
 
 // GROUPS: error: --warp-specialize: a 128-row tile cannot be split over 4 consumer warpgroups in multiples of 64 rows
 // REGISTERS: error: --warp-specialize: consumer-registers = 256 cannot be met: a block of 384 threads starts with 168 registers per thread and a 40-register producer frees enough for at most 232 per consumer
@@ -22,11 +24,12 @@
 // A ring the option makes too big for shared memory is reported at the author's alloc.
 // BUDGET: wsc-opt: error: pass 'warp-specialize': option 'producer-registers' must be a multiple of 8 from 24 to 256 (a setmaxnreg budget), got 7
 // NO-WAIT: error: --warp-specialize: wgmma-in-flight = 1 turns the K tile's wsc.wgmma_wait_group into the wait that retires the previous K tile's group; this K loop has 0
+// ADVANCE: <stdin>:44:32: error: --warp-specialize: the K loop counts 3 stages, but its full barrier array has 4, one a stage: give the wsc.ring_advance num_stages = 4
 // BUDGET-WARP: wsc-opt: error: pass 'warp-specialize': 'producer-registers' and 'consumer-registers' apply to 'producer' = warpgroup (setmaxnreg is warpgroup-wide): with a producer warp every role keeps the registers the block starts with
-// RING: warp-specialize-invalid.mlir:45:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
+// RING: warp-specialize-invalid.mlir:48:9: error: 'wsc.alloc_shared' op result needs 100 x 16384 = 1638400 bytes of shared memory
 // Rings that fit one by one but not together: reported by the pass, not left to the lowering.
-// RINGS: warp-specialize-invalid.mlir:33:1: error: 'func.func' op's shared buffers take 327680 bytes together, more than the 232448 bytes (227 KB) a block may use on sm_90
-// RINGS-NEXT: warp-specialize-invalid.mlir:45:9: note: this ring buffer takes 163840 bytes
+// RINGS: warp-specialize-invalid.mlir:36:1: error: 'func.func' op's shared buffers take 327680 bytes together, more than the 232448 bytes (227 KB) a block may use on sm_90
+// RINGS-NEXT: warp-specialize-invalid.mlir:48:9: note: this ring buffer takes 163840 bytes
 
 // A supported kernel: no diagnostics with the default options (the error
 // under other options is checked by the GROUPS, REGISTERS, KEEP and KEEP-WARP runs).

@@ -60,7 +60,13 @@ from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
             dict(block_m=256, block_n=256, num_consumer_groups=4, producer="warp"),
             "each consumer group's 64x256 f32 accumulator takes 128 registers per thread "
             "and its WGMMA about 26 more, but ptxas gives each thread of the 544-thread "
-            "block 96",
+            "block 96: use a narrower tile",
+        ),
+        (
+            # The remedy names only the changes with which the accumulator fits.
+            dict(block_m=128, block_n=256, num_consumer_groups=1, producer="warpgroup"),
+            "but ptxas gives each thread of the 256-thread block 255: use "
+            "num_consumer_groups = 2 or a narrower tile",
         ),
     ],
 )

@@ -270,8 +270,32 @@ class MatmulConfig:
         self._check_registers(
             tile_registers(rows, along_n, "f32"),
             f"each consumer group's {rows}x{along_n} f32 accumulator takes",
-            "use fewer consumer groups, producer = 'warp' or a narrower tile",
+            self._accumulator_remedy(along_m, along_n),
         )
+
+    def _accumulator_remedy(self, along_m: int, along_n: int) -> str:
+        """What makes each consumer group's accumulator fit: the group counts
+        and producer with which it would, else a narrower tile."""
+
+        def fits(groups: int, producer: str) -> bool:
+            if not self.ping_pong and along_m % (WGMMA_M * groups):
+                return False
+            rows = along_m if self.ping_pong else along_m // groups
+            threads = groups * WARPGROUP_SIZE + PRODUCER_THREADS[producer]
+            needed = tile_registers(rows, along_n, "f32") + WGMMA_EXTRA_REGISTERS
+            return needed <= entry_register_cap(threads)
+
+        remedies = [
+            f"num_consumer_groups = {groups}"
+            for groups in CONSUMER_GROUPS
+            if groups != self.num_consumer_groups and fits(groups, self.producer)
+        ]
+        remedies += [
+            f"producer = {producer!r}"
+            for producer in PRODUCERS
+            if producer != self.producer and fits(self.num_consumer_groups, producer)
+        ]
+        return "use " + " or ".join([*remedies, "a narrower tile"])
 
     @property
     def _threads(self) -> int:
