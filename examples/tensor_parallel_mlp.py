@@ -1,6 +1,7 @@
 """A tensor-parallel MLP whose linears are wsc.matmul calls, one rank per GPU
 under torch.distributed (NCCL):
 
+    pip install -e '.[torch]'    # it needs PyTorch, which wsc itself does not
     torchrun --nproc-per-node=2 examples/tensor_parallel_mlp.py
 
     y = relu(x W_up^T) W_down^T,   W_up: [ffn, hidden],  W_down: [hidden, ffn]

@@ -140,6 +140,8 @@ def parse_module(text: str, engine=None) -> ir.Module:
     for diagnostic in engine.diagnostics[first:]:
         if diagnostic not in unique:
             unique.append(diagnostic)
+    for diagnostic in unique:
+        diagnostic.message = _readable(diagnostic.message)
     engine.diagnostics[first:] = unique
     errors = [d for d in unique if d.severity == "error"]
     if module is not None and not errors:
@@ -159,6 +161,26 @@ def parse_module(text: str, engine=None) -> ir.Module:
                 )
             )
     raise ParseError(engine.diagnostics[first:])
+
+
+_UNSATISFIED = re.compile(r"'(wsc\.\w+)' op (.+) does not satisfy the constraint$")
+
+
+def _readable(message: str) -> str:
+    """IRDL's verifier errors, as an author can act on them: its own "op" not
+    doubled after MLIR's, and a string attribute's allowed values named."""
+    message = re.sub(r"^('[\w.]+' op) op ", r"\1 ", message)
+    unsatisfied = _UNSATISFIED.match(message)
+    if unsatisfied is None or unsatisfied.group(1) not in ops.DEFINITIONS:
+        return message
+    definition = ops.DEFINITIONS[unsatisfied.group(1)]
+    value = unsatisfied.group(2).strip("'")
+    refusing = [name for name, values in definition.choices.items() if value not in values]
+    if len(refusing) != 1:
+        return message
+    (name,) = refusing
+    allowed = ", ".join(definition.choices[name])
+    return f"'{definition.name}' op attribute '{name}' must be one of {allowed}, got {value}"
 
 
 # Types ----------------------------------------------------------------------

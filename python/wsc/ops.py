@@ -42,6 +42,9 @@ class OpDefinition:
     attributes: tuple[str, ...]  # required: IRDL checks their presence and kind
     #: name -> UNIT_BASE or INTEGER_BASE; the verifier checks these
     optional_attributes: dict[str, str]
+    #: required attribute -> the string values IRDL allows it (`irdl.any_of`
+    #: of `irdl.is "..."`), as MLIR prints them ('"nk"')
+    choices: dict[str, tuple[str, ...]]
 
     @property
     def fields(self) -> frozenset[str]:
@@ -65,10 +68,16 @@ def _read_definitions(text: str) -> dict[str, OpDefinition]:
                 continue
             name = f"{prefix}.{ir.StringAttr(node.attributes['sym_name']).value}"
             parts: dict[str, tuple[str, ...]] = {}
+            choices = {}
             for part in node.regions[0].blocks[0].operations:
                 key = "attributeValueNames" if part.name == "irdl.attributes" else "names"
                 if part.name in ("irdl.operands", "irdl.results", "irdl.attributes"):
                     parts[part.name] = _names(part.operation, key)
+                if part.name == "irdl.attributes":
+                    for attribute, constraint in zip(parts[part.name], part.operands, strict=True):
+                        values = _string_choices(constraint.owner)
+                        if values:
+                            choices[attribute] = values
             optional = {}
             if OPTIONAL_ATTRIBUTES_KEY in node.attributes:
                 for entry in ir.DictAttr(node.attributes[OPTIONAL_ATTRIBUTES_KEY]):
@@ -82,8 +91,22 @@ def _read_definitions(text: str) -> dict[str, OpDefinition]:
                 parts.get("irdl.results", ()),
                 parts.get("irdl.attributes", ()),
                 optional,
+                choices,
             )
     return definitions
+
+
+def _string_choices(constraint: ir.Operation) -> tuple[str, ...]:
+    """The strings an `irdl.any_of` of `irdl.is` string constraints allows."""
+    if constraint.name != "irdl.any_of":
+        return ()
+    values = []
+    for operand in constraint.operands:
+        option = operand.owner
+        if option.name != "irdl.is" or not isinstance(option.attributes["expected"], ir.StringAttr):
+            return ()
+        values.append(str(option.attributes["expected"]))
+    return tuple(values)
 
 
 #: Every op of the dialect, by its full name.

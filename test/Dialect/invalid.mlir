@@ -108,7 +108,7 @@ func.func @kernel_threads() attributes {wsc.num_threads = 100 : i32} {
 // -----
 %c0 = arith.constant 0 : index
 %p = arith.constant 0 : i1
-// expected-error @below {{'wsc.ring_advance' op op expects exactly 2 results, but got 1}}
+// expected-error @below {{'wsc.ring_advance' op expects exactly 2 results, but got 1}}
 %s = "wsc.ring_advance"(%c0, %p) {num_stages = 2 : i32} : (index, i1) -> index
 // -----
 func.func @ring_loops_disagree(%n: index) attributes {wsc.num_threads = 160 : i32} {
@@ -274,7 +274,7 @@ func.func @wgmma_b_layout() attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
   %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
-  // expected-error @below {{'wsc.wgmma' op '"mn"' does not satisfy the constraint}}
+  // expected-error @below {{'wsc.wgmma' op attribute 'b_layout' must be one of "nk", "kn", got "mn"}}
   "wsc.wgmma"(%s, %s, %c0, %acc) {a_row = 0 : i32, b_layout = "mn"} : (memref<2x128x64xf16, 3>, memref<2x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
   return
 }
@@ -300,18 +300,18 @@ func.func @wgmma_kn_b_narrower_than_n() attributes {wsc.num_threads = 128 : i32}
   return
 }
 // -----
-// expected-error @below {{'wsc.wgmma_fence' op op expects exactly 0 results, but got 1}}
+// expected-error @below {{'wsc.wgmma_fence' op expects exactly 0 results, but got 1}}
 "wsc.wgmma_fence"() : () -> i32
 // -----
 %c0 = arith.constant 0 : index
-// expected-error @below {{'wsc.wgmma_commit_group' op op expects exactly 0 operands, but got 1}}
+// expected-error @below {{'wsc.wgmma_commit_group' op expects exactly 0 operands, but got 1}}
 "wsc.wgmma_commit_group"(%c0) : (index) -> ()
 // -----
 // expected-error @below {{'wsc.wgmma_wait_group' op attribute "pending" is expected but not provided}}
 "wsc.wgmma_wait_group"() : () -> ()
 // -----
 %c0 = arith.constant 0 : index
-// expected-error @below {{'wsc.sync' op op expects exactly 0 operands, but got 1}}
+// expected-error @below {{'wsc.sync' op expects exactly 0 operands, but got 1}}
 "wsc.sync"(%c0) : (index) -> ()
 // -----
 %c0 = arith.constant 0 : index

@@ -458,6 +458,27 @@ def test_a_kernel_name_that_is_no_ptx_identifier_is_refused_where_given(name):
     assert f"name {name!r} is not a PTX identifier" in str(error)
 
 
+def test_a_stage_attribute_asked_of_the_whole_ring_says_to_index_it():
+    def build():
+        kb = KernelBuilder("k")
+        sb = kb.shared_tensor(f16, [2, 64, 64])
+        sb.transpose()  # error: whole ring
+
+    error = build_error(build)
+    assert isinstance(error, BuildTypeError)
+    assert error.where.line == line_of("# error: whole ring")
+    assert "'transpose' is a stage's, not the shared tensor's: index the stage first" in str(error)
+
+
+def test_a_register_tile_in_a_message_reads_as_its_dtype_and_shape():
+    def build():
+        kb = KernelBuilder("k")
+        acc = kb.register_tensor(f32, [64, 64])
+        return acc / acc
+
+    assert "got RegisterTile(f32, [64, 64]);" in str(build_error(build))
+
+
 def test_copy_between_dtypes_is_a_type_error():
     def build():
         kb = KernelBuilder("k")

@@ -355,6 +355,21 @@ class SharedTensor:
         value, key = self._builder._stage(stage, self.num_stages, "shared tensor")
         return SharedTile(self, value, key, 0, self.shape[1], transposed=False)
 
+    def __getattr__(self, name: str):
+        # What a stage has (transpose, rows, ...) asked of the whole ring.
+        if not name.startswith("_") and name in dir(SharedTile):
+            call = "()" if callable(getattr(SharedTile, name)) else ""
+            raise BuildTypeError(
+                f"'{name}' is a stage's, not the shared tensor's: index the stage first, "
+                f"e.g. ring[stage].{name}{call}",
+                caller(),
+            )
+        raise AttributeError(f"'SharedTensor' object has no attribute '{name}'")
+
+    def __repr__(self) -> str:
+        stages, rows, cols = self.shape
+        return f"SharedTensor({self.dtype}, {stages} stages of [{rows}, {cols}])"
+
 
 @dataclass(frozen=True)
 class SharedTile:
@@ -496,6 +511,9 @@ class RegisterTile:
         self.value = value
         self.dtype = dtype
         self.shape = shape
+
+    def __repr__(self) -> str:
+        return f"RegisterTile({self.dtype}, {list(self.shape)})"
 
     def __add__(self, other: RegisterTile | KernelScalar | float) -> RegisterTile:
         return self._builder._tile_binary("add", self, other)
