@@ -14,8 +14,8 @@ CHIP = "sm_90a"
 PTX_VERSIONS = (80, 81, 82, 83, 84, 85, 86, 87, 88, 90)
 
 #: A PTX identifier, as a kernel's name must be: a letter then letters, digits,
-#: _ or $; or _ or $ then at least one of those (LLVM's NVPTX back end aborts
-#: the process on any other name).
+#: _ or $; or _ or $ then at least one of those. LLVM's NVPTX back end aborts
+#: the process on some other names, and ptxas refuses the rest.
 PTX_IDENTIFIER = r"[A-Za-z][A-Za-z0-9_$]*|[_$][A-Za-z0-9_$]+"
 
 #: Threads of a warp, and of a warpgroup (the unit WGMMA and setmaxnreg work on).
