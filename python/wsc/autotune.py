@@ -243,6 +243,8 @@ class Autotuned:
             start = time.perf_counter()
             try:
                 candidate.artifact_dir = cache.build_artifact(key, build)
+            except OSError:
+                raise  # the machine's fault (a cache or disk it cannot write), not the config's
             except Exception as error:  # a candidate's failure drops it, not the search
                 candidate.error = _reason(error)
                 # Sizes the kernel does not read are the caller's mistake, and
@@ -278,9 +280,11 @@ class Autotuned:
             raise CandidateError(
                 (proc.stderr.strip() or f"worker exited with status {proc.returncode}")[-2000:]
             )
-        error = json.loads(replies[-1]).get("error")
-        if error is not None:
-            raise CandidateError(error)
+        reply = json.loads(replies[-1])
+        if reply.get("os_error"):
+            raise OSError(reply["error"])
+        if reply.get("error") is not None:
+            raise CandidateError(reply["error"])
 
     # Searching -----------------------------------------------------------------------
 
@@ -550,7 +554,7 @@ def _worker(argv: list[str]) -> int:
         fn = _load_function(request)
         _compile_into(fn, request["arguments"], request["sizes"], Path(request["out"]))
     except Exception as error:  # reported to the parent, which drops the candidate
-        print(json.dumps({"error": _reason(error)}))
+        print(json.dumps({"error": _reason(error), "os_error": isinstance(error, OSError)}))
         return 0
     print(json.dumps({"error": None}))
     return 0

@@ -11,7 +11,8 @@ hashed into the file name and stored in the entry, so a hash collision reads
 as a miss. Every entry is stamped with the wsc version and the cache's
 format version; an entry from another version is a miss (the caller rebuilds
 it and the new entry replaces it), as is one that is truncated, corrupt or
-not an entry at all. Nothing the cache reads makes it raise.
+not an entry at all. Nothing the cache reads makes it raise; a root it cannot
+write raises CacheError, which names the root.
 
 Writes never leave a half-written entry where a reader looks: a value is
 written to a temporary file in the same directory and renamed over the
@@ -83,11 +84,30 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class CacheError(OSError):
+    """The cache's root cannot be written (a read-only or missing file system,
+    a file where a directory should be, a full disk)."""
+
+
 class Cache:
     """The cache rooted at `root` (default: `default_root()`)."""
 
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root) if root is not None else default_root()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a file-system error of the block into a CacheError naming the root."""
+        try:
+            yield
+        except CacheError:
+            raise
+        except OSError as error:
+            where = f" ({error.filename})" if error.filename else ""
+            raise CacheError(
+                f"the kernel cache at {self.root} cannot be written: "
+                f"{error.strerror or error}{where}; set WSC_CACHE_DIR to a writable directory"
+            ) from None
 
     # -- keys and stamps
 
@@ -125,8 +145,9 @@ class Cache:
             raise TypeError(f"a cache value is a dict, got {type(value).__name__}")
         text = json.dumps({**self._stamp(key), "value": value}, allow_nan=False)
         path = self.entry_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._write_atomically(path, text.encode())
+        with self._writing():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._write_atomically(path, text.encode())
 
     @staticmethod
     def _write_atomically(path: Path, data: bytes) -> None:
@@ -156,8 +177,10 @@ class Cache:
         lock is an advisory lock (flock) on a file under locks/; the system
         drops it when its holder exits, however it exits."""
         path = self.root / "locks" / f"{self.digest(key)}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
+        with self._writing():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = path.open("a")
+        with handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 yield
@@ -202,17 +225,19 @@ class Cache:
         existing = self.get_artifact(key)
         if existing is not None:
             return existing
-        staging = self._new_tmp_dir()
+        with self._writing():
+            staging = self._new_tmp_dir()
         try:
             build(staging)
-            files = {
-                str(path.relative_to(staging)): _sha256(path)
-                for path in sorted(staging.rglob("*"))
-                if path.is_file()
-            }
-            stamp = {**self._stamp(key), "files": files}
-            (staging / STAMP_FILE).write_text(json.dumps(stamp))
-            return self._publish(staging, key)
+            with self._writing():
+                files = {
+                    str(path.relative_to(staging)): _sha256(path)
+                    for path in sorted(staging.rglob("*"))
+                    if path.is_file()
+                }
+                stamp = {**self._stamp(key), "files": files}
+                (staging / STAMP_FILE).write_text(json.dumps(stamp))
+                return self._publish(staging, key)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -9,7 +9,7 @@ import pytest
 
 import wsc.autotune as autotune_module
 from wsc.autotune import Autotuned, autotune
-from wsc.cache import Cache
+from wsc.cache import Cache, CacheError
 from wsc.runtime.artifact import SizesError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -241,6 +241,27 @@ def test_a_search_the_machine_broke_is_not_recorded(cache, monkeypatch):
     assert not result.failure_is_final
     kernel.tune(SIZES, cache=cache, jobs=1, progress=False)
     assert len(runs) == 4  # searched again
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_cache_the_machine_cannot_write_stops_the_search_and_records_no_failure(
+    cache, jobs, monkeypatch
+):
+    """A file where the cache's tmp/ should be fails every candidate's build:
+    the search stops with the cache named, and once the file is gone the
+    same search compiles every candidate (none was recorded as failed)."""
+
+    @autotune("num_stages", [2, 3])
+    def kernel(num_stages=2):
+        return matmul_v3(num_stages=num_stages)
+
+    cache.root.mkdir(parents=True)
+    (cache.root / "tmp").touch()
+    with pytest.raises(CacheError, match=f"the kernel cache at {cache.root} cannot be written"):
+        kernel.tune(SIZES, cache=cache, jobs=jobs, progress=False)
+    (cache.root / "tmp").unlink()
+    result = kernel.tune(SIZES, cache=cache, jobs=jobs, progress=False)
+    assert [c.error for c in result.candidates] == [None, None]
 
 
 def test_sizes_a_candidate_cannot_be_written_for_are_not_its_failure(cache):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import wsc
-from wsc.cache import FORMAT_VERSION, STAMP_FILE, Cache, default_root
+from wsc.cache import FORMAT_VERSION, STAMP_FILE, Cache, CacheError, default_root
 
 KEY = {"kind": "choice", "problem": {"m": 256, "n": 512}, "dtype": "f16"}
 
@@ -257,3 +257,16 @@ def test_processes_filling_one_cache_leave_complete_entries(cache):
     # Nothing half-built is left behind: every staging directory was published or removed.
     assert [p.name for p in (cache.root / "tmp").iterdir()] == []
     assert not [p for p in (cache.root / "entries").iterdir() if p.suffix == ".tmp"]
+
+
+def test_a_root_that_cannot_be_written_is_named(tmp_path):
+    (tmp_path / "file").touch()
+    cache = Cache(root=tmp_path / "file" / "cache")
+    assert cache.get({"kind": "k"}) is None  # reads never raise
+    with pytest.raises(CacheError, match=f"the kernel cache at {cache.root} cannot be written"):
+        cache.put({"kind": "k"}, {"value": 1})
+    with pytest.raises(CacheError, match="set WSC_CACHE_DIR to a writable directory"):
+        with cache.exclusive({"kind": "k"}):
+            pass
+    with pytest.raises(CacheError):
+        cache.build_artifact({"kind": "k"}, lambda staging: None)

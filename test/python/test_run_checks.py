@@ -642,7 +642,17 @@ def test_a_reference_sets_its_tolerance_and_input_scale(tmp_path):
 def test_a_broken_reference_is_named(tmp_path, source, function, config, message):
     doc = reference_doc(source, function, **config)
     with pytest.raises(ArtifactError, match=message):
-        find_check(load_artifact(write(tmp_path / "a", doc)))
+        find_check(load_artifact(write(tmp_path / "a", doc))).function
+
+
+def test_a_reference_s_source_runs_only_when_the_artifact_is_checked(tmp_path, memory):
+    marker = tmp_path / "ran"
+    source = f"open({str(marker)!r}, 'w').close()\n{PRODUCT}"
+    artifact = load_artifact(write(tmp_path / "a", reference_doc(source)))
+    reference = find_check(artifact)  # what a launch or a benchmark without --check reads
+    assert reference.input_scale == 1.0 and not marker.exists()
+    assert run_cli.evaluate(FakeKernel(artifact))["ok"]
+    assert marker.exists()
 
 
 def test_a_reference_must_return_every_output(tmp_path, memory):

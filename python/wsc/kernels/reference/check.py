@@ -27,7 +27,7 @@ from wsc.runtime.memory import Inputs, Memory, TorchMemory, to_float64
 #: and f32 sums of a few thousand terms); `check_config={"tolerance": ...}`
 #: says otherwise.
 DEFAULT_TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2}
-#: What a reference's module holds: it may use these and nothing else.
+#: What a reference's module holds: the names it may use without importing them.
 REFERENCE_GLOBALS = {"np": np, "numpy": np, "math": math}
 
 
@@ -70,15 +70,12 @@ class ReferenceCheck:
             or not isinstance(spec.get("source"), str)
         ):
             raise fail('config.reference must be {"function": name, "source": its Python}')
-        namespace: dict[str, Any] = dict(REFERENCE_GLOBALS)
-        try:
-            exec(compile(spec["source"], f"<reference of {artifact.json_path}>", "exec"), namespace)
-        except Exception as error:  # the author's code: any error is theirs to see
-            raise fail(f"its source does not run: {type(error).__name__}: {error}") from error
-        function = namespace.get(spec["function"])
-        if not callable(function):
-            raise fail(f"its source defines no function '{spec['function']}'")
-        self.function: Callable[..., Any] = function
+        self._spec, self._fail, self._source_name = (
+            spec,
+            fail,
+            f"<reference of {artifact.json_path}>",
+        )
+        self._function: Callable[..., Any] | None = None
         tensors = artifact.tensors
         self.inputs: list[str] = [n for n, t in tensors.items() if t.role in ("input", "inout")]
         self.outputs: list[str] = [n for n, t in tensors.items() if t.role in ("output", "inout")]
@@ -101,6 +98,23 @@ class ReferenceCheck:
                 f"inputs or scalars already pass"
             )
         self.arguments: dict[str, Any] = arguments
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The reference, its source run on first use: only a check runs the
+        Python an artifact carries, not a launch or a benchmark."""
+        if self._function is None:
+            spec, fail = self._spec, self._fail
+            namespace: dict[str, Any] = dict(REFERENCE_GLOBALS)
+            try:
+                exec(compile(spec["source"], self._source_name, "exec"), namespace)
+            except Exception as error:  # the author's code: any error is theirs to see
+                raise fail(f"its source does not run: {type(error).__name__}: {error}") from error
+            function = namespace.get(spec["function"])
+            if not callable(function):
+                raise fail(f"its source defines no function '{spec['function']}'")
+            self._function = function
+        return self._function
 
     @property
     def input_scale(self) -> float:
