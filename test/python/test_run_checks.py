@@ -642,7 +642,7 @@ def test_a_reference_sets_its_tolerance_and_input_scale(tmp_path):
 def test_a_broken_reference_is_named(tmp_path, source, function, config, message):
     doc = reference_doc(source, function, **config)
     with pytest.raises(ArtifactError, match=message):
-        find_check(load_artifact(write(tmp_path / "a", doc))).function
+        _ = find_check(load_artifact(write(tmp_path / "a", doc))).function
 
 
 def test_a_reference_s_source_runs_only_when_the_artifact_is_checked(tmp_path, memory):
