@@ -41,13 +41,13 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import wsc
+from wsc.runtime.files import new_directory, write_atomically
 
 #: Bumped whenever the layout or an entry's fields change meaning (2: artifact
 #: format 2, kernel-agnostic kernel.json; older entries are rebuilt, not misread).
@@ -147,24 +147,7 @@ class Cache:
         path = self.entry_path(key)
         with self._writing():
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._write_atomically(path, text.encode())
-
-    @staticmethod
-    def _write_atomically(path: Path, data: bytes) -> None:
-        """Write `data` to a temporary file beside `path`, flush it to disk,
-        then rename it over `path`; the temporary file never outlives a failure."""
-        handle = tempfile.NamedTemporaryFile(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-        )
-        try:
-            with handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(handle.name, path)
-        except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
-            raise
+            write_atomically(path, text, durable=True)
 
     # -- exclusive work
 
@@ -245,7 +228,7 @@ class Cache:
         tmp = self.root / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         self._remove_stale(tmp)
-        return Path(tempfile.mkdtemp(dir=tmp, prefix="build-"))
+        return new_directory(tmp, "build-")
 
     @staticmethod
     def _remove_stale(tmp: Path) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from wsc.runtime.artifact import (
     grid_axis,
     size_value,
 )
+from wsc.runtime.files import write_atomically
 from wsc.target.hopper import ELEMENT_BYTES, tile_registers, tma_row_problem
 from wsc.verifier import verify_wsc
 
@@ -291,15 +291,6 @@ def _ptxas_error(
     )
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, delete=False, prefix=f".{path.name}."
-    ) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
-
-
 def write_artifact(
     out_dir: str | os.PathLike,
     result: CompileResult,
@@ -375,15 +366,11 @@ def write_artifact(
     if out.exists() and not out.is_dir():
         raise ValueError(f"could not write the artifact into '{out}': it is a file")
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomically(out / "kernel.ptx", result.ptx)
+    write_atomically(out / "kernel.ptx", result.ptx)
     images = {"ptx": "kernel.ptx"}
     if result.ptxas is not None and result.ptxas.cubin:
         cubin = out / "kernel.cubin"
-        with tempfile.NamedTemporaryFile(
-            "wb", dir=out, delete=False, prefix=".kernel.cubin."
-        ) as tmp:
-            tmp.write(result.ptxas.cubin)
-        os.replace(tmp.name, cubin)
+        write_atomically(cubin, result.ptxas.cubin)
         images["cubin"] = cubin.name
     meta = {
         "format": ARTIFACT_FORMAT,
@@ -414,7 +401,7 @@ def write_artifact(
             "ptxas": result.ptxas.as_dict() if result.ptxas is not None else None,
         },
     }
-    _write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
+    write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
 
 

@@ -270,3 +270,17 @@ def test_a_root_that_cannot_be_written_is_named(tmp_path):
             pass
     with pytest.raises(CacheError):
         cache.build_artifact({"kind": "k"}, lambda staging: None)
+
+
+def test_entries_and_artifacts_take_the_modes_the_umask_gives(cache):
+    """A cache shared by several users: its files 0644 and its directories
+    0755 under umask 022, as any other program's would be."""
+    previous = os.umask(0o022)
+    try:
+        cache.put({"kind": "k"}, {"value": 1})
+        directory = cache.build_artifact({"kind": "a"}, lambda staging: (staging / "x").touch())
+    finally:
+        os.umask(previous)
+    assert cache.entry_path({"kind": "k"}).stat().st_mode & 0o777 == 0o644
+    assert directory.stat().st_mode & 0o777 == 0o755
+    assert {path.stat().st_mode & 0o777 for path in directory.iterdir()} == {0o644}
