@@ -19,6 +19,8 @@ shape, expressions of the sizes, in `write_artifact(workspaces=...)`.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -476,7 +478,17 @@ def _param(
                 f"kernel '{kernel}': scalar argument '{name}' needs the value runs use: "
                 f"write_artifact(..., scalars={{{name!r}: ...}})"
             )
-        return {"kind": kind, "name": name, "value": float(scalars[name])}
+        value = scalars[name]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not math.isfinite(value)
+        ):
+            raise ValueError(
+                f"kernel '{kernel}': scalar argument '{name}' must be a finite number, "
+                f"got {value!r}"
+            )
+        return {"kind": kind, "name": name, "value": float(value)}
     if kind != "i32":
         return {"kind": kind, "name": name}
     if name in sizes:

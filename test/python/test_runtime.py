@@ -247,6 +247,16 @@ def test_wsc_run_resizes_derived_sizes(tmp_path, capsys):
     assert "SizesError" not in report.get("error", ""), report
 
 
+def test_wsc_run_refuses_sizes_whose_rows_tma_cannot_copy_before_it_needs_a_gpu(tmp_path, capsys):
+    directory = write_artifact(tmp_path, scaled_doc())
+    assert main([str(directory), "--size", "k=1001"]) == 1
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (
+        report["error"].startswith("SizesError: kernel ") and "is copied by TMA" in report["error"]
+    )
+    assert "its rows are 2002 bytes (k = 1001 x 2 B)" in report["error"]
+
+
 def test_wsc_run_reads_each_artifact_once(tmp_path, capsys, monkeypatch):
     """Checking the --size names and running share one load of each artifact."""
     from wsc.runtime import run_cli

@@ -76,6 +76,9 @@ def test_write_artifact_wants_each_scalar_s_value(scaled, tmp_path):
         compiled.write_artifact(tmp_path / "x", **SIZES)
     with pytest.raises(ValueError, match=r"scalars names e, no scalar argument of the kernel"):
         compiled.write_artifact(tmp_path / "y", scalars={"d": 1.0, "e": 2.0}, **SIZES)
+    for value in (float("nan"), float("inf"), True, "1.0"):
+        with pytest.raises(ValueError, match=r"scalar argument 'd' must be a finite number"):
+            compiled.write_artifact(tmp_path / "z", scalars={"d": value}, **SIZES)
 
 
 def test_an_artifact_s_f32_parameter_has_a_finite_value(scaled, tmp_path):

@@ -49,8 +49,17 @@ from typing import NoReturn
 import numpy as np
 from cuda.bindings import driver as cu
 
+from wsc.target.hopper import tma_row_problem
+
 from . import Kernel, PreparedLaunch
-from .artifact import Artifact, ArtifactError, WscRuntimeError, base_sizes, load_artifact
+from .artifact import (
+    Artifact,
+    ArtifactError,
+    SizesError,
+    WscRuntimeError,
+    base_sizes,
+    load_artifact,
+)
 from .checks import Check, find_check
 from .driver import (
     CudaUnavailableError,
@@ -155,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 # Derived sizes (a block scale's length) follow the given ones.
                 written = base_sizes(artifact.derived_sizes, artifact.sizes)
                 artifact = artifact.resized(**{**written, **sizes})
+                _check_tma_rows(artifact)
             if scalars:
                 artifact = artifact.with_scalars(**scalars)
             report = _base_report(artifact)
@@ -512,6 +522,19 @@ def _load(directory: str) -> Artifact | WscRuntimeError:
         return load_artifact(directory)
     except WscRuntimeError as exc:
         return exc
+
+
+def _check_tma_rows(artifact: Artifact) -> None:
+    """The tensors a TMA copy reads or writes, allocated with rows of the
+    sizes given, have row strides TMA can take (as write_artifact checks)."""
+    for spec in artifact.tensor_maps.values():
+        tensor = artifact.tensors[spec.tensor]
+        problem = tma_row_problem(tensor.dims[-1], tensor.shape[-1], tensor.element_size)
+        if problem is not None:
+            raise SizesError(
+                f"kernel '{artifact.kernel_name}': tensor '{tensor.name}' is copied by TMA: "
+                f"{problem}"
+            )
 
 
 def _check_names_read(
