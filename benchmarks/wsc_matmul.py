@@ -1048,7 +1048,9 @@ def main(argv=None) -> int:
     extra.add_argument(
         "--extra",
         type=Path,
-        help='a JSON list of configs, e.g. [{"block_m": 72, "swap_ab": true, "cluster_n": 3}]',
+        metavar="FILE",
+        help="a file holding a JSON list of configs, e.g. "
+        '[{"block_m": 72, "swap_ab": true, "cluster_n": 3}]',
     )
     commands.add_parser(
         "prepare",

@@ -53,6 +53,7 @@ from typing import Any
 from wsc.device import define_cuda_op, hopper_name
 from wsc.kernels.matmul.config import ACTIVATIONS, SCALE_BLOCK, SCALE_ROW_ALIGN
 from wsc.kernels.matmul.space import DEFAULT_CONFIGS, SMALL_M, SPACES
+from wsc.runtime.artifact import MAX_SIZE
 from wsc.target.hopper import E4M3, ELEMENT_BYTES, TMA_ALIGN, round_up, tma_row_problem
 from wsc.target.hopper import HALF_DTYPES as INPUT_DTYPES
 from wsc.target.hopper import RESULT_DTYPES as OUTPUT_DTYPES
@@ -263,6 +264,7 @@ def plan(
         raise ValueError(
             f"{api}: b must be [K, N] with K = {k} (a is [{m}, {k}]), got b of shape [{k_b}, {n}]"
         )
+    _check_sizes_fit(api, M=m, N=n, K=k)
     block_scales = scales is not None and _check_scales(a_op, b_op, m, n, k, scales)
     # An empty product launches nothing: no layout or TMA rule applies.
     b_layout = "kn" if 0 in (m, n, k) else _b_layout(a_op, b_op, n, k, api)
@@ -325,6 +327,15 @@ def plan(
     )
 
 
+def _check_sizes_fit(api: str, **sizes: int) -> None:
+    for name, size in sizes.items():
+        if size > MAX_SIZE:
+            raise ValueError(
+                f"{api}: {name} = {size} does not fit in the kernels' i32 sizes "
+                f"(at most {MAX_SIZE})"
+            )
+
+
 def plan_bmm(a, b, out=None) -> MatmulPlan:
     """Check the arguments of wsc.bmm from their metadata only, as `plan`
     does those of wsc.matmul: a [B, M, K], b [B, K, N] (or the transpose view
@@ -346,6 +357,7 @@ def plan_bmm(a, b, out=None) -> MatmulPlan:
             f"wsc.bmm: a and b must hold as many matrices, got {a_op.shape[0]} and "
             f"{b_op.shape[0]} (one weight for every matrix of a is a matrix: b [K, N])"
         )
+    _check_sizes_fit("wsc.bmm", B=a_op.shape[0])
 
     def matrix(op: _Operand) -> _Operand:
         return dataclasses.replace(op, shape=op.shape[1:], strides=op.strides[1:])
@@ -1138,11 +1150,18 @@ def bmm(a, b, *, out=None):
         raise TypeError("wsc.bmm needs torch")
     if getattr(b, "ndim", None) == 2 and getattr(a, "ndim", None) == 3:
         batch, m, k = a.shape
-        if out is not None and not out.is_contiguous():
-            raise ValueError(
-                "wsc.bmm: with one weight for every matrix, out must be contiguous: the "
-                "product is one matmul of all of a's rows"
-            )
+        if out is not None:
+            expected = [batch, m, b.shape[-1]]
+            if list(out.shape) != expected or out.dtype != a.dtype:
+                raise ValueError(
+                    f"wsc.bmm: out must be {expected} of a's dtype {a.dtype}, got "
+                    f"{list(out.shape)} of {out.dtype}"
+                )
+            if not out.is_contiguous():
+                raise ValueError(
+                    "wsc.bmm: with one weight for every matrix, out must be contiguous: the "
+                    "product is one matmul of all of a's rows"
+                )
         flat = None if out is None else out.view(batch * m, out.shape[-1])
         result = matmul(a.reshape(batch * m, k), b, out=flat)
         return out if out is not None else result.view(batch, m, result.shape[-1])

@@ -32,6 +32,7 @@ from typing import Any
 
 from wsc.device import define_cuda_op, hopper_name
 from wsc.kernels.softmax.schedule import DTYPES, SOFTMAX, check_row_length, softmax_view
+from wsc.runtime.artifact import MAX_SIZE
 from wsc.target.hopper import TMA_ALIGN
 
 _TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
@@ -121,6 +122,14 @@ def check(x, dim: int, out) -> None:
             f"{list(x.shape)} on {x.device}, got {got}"
         )
     check_row_length(x.shape[-1], "wsc.softmax")
+    rows = x.numel() // x.shape[-1]
+    # The kernel's view splits each row over several rows of its own.
+    view_rows = softmax_view(rows, x.shape[-1])["a_dim0"]
+    if view_rows > MAX_SIZE:
+        raise ValueError(
+            f"wsc.softmax: x has {rows} rows, which the kernel views as {view_rows}, more "
+            f"than its i32 sizes hold ({MAX_SIZE}); split x along its rows"
+        )
     if x.device.type not in ("cuda", "meta"):
         raise ValueError(f"wsc.softmax: x is on {x.device}; the kernel runs on CUDA tensors")
 

@@ -345,6 +345,15 @@ def test_meta_tensors_get_the_results_metadata():
     )
 
 
+def test_sizes_beyond_the_kernels_i32_sizes_are_refused_before_any_launch():
+    with pytest.raises(
+        ValueError, match=r"wsc.matmul: M = 2147483648 does not fit in the kernels' i32"
+    ):
+        wsc.matmul(meta(2**31, 64), meta(64, 64))
+    with pytest.raises(ValueError, match=r"wsc.bmm: B = 2147483648 does not fit"):
+        wsc.bmm(meta(2**31, 1, 64), meta(2**31, 64, 64))
+
+
 def test_the_fake_implementation_checks_as_eager_does():
     with pytest.raises(ValueError, match="b must be"):
         torch.ops.wsc.matmul(meta(64, 64), meta(80, 64), None)

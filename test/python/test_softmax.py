@@ -114,6 +114,14 @@ def test_meta_tensors_get_the_results_metadata():
     assert wsc.softmax(meta(8, 512, dtype=torch.float16), out=out) is out
 
 
+def test_more_rows_than_the_kernel_s_i32_sizes_hold_are_refused_before_any_launch():
+    # 2^26 rows of 8192 are 2^32 rows of the kernel's view (a row spans 64 of them).
+    with pytest.raises(
+        ValueError, match="x has 67108864 rows, which the kernel views as 4294967296"
+    ):
+        wsc.softmax(meta(2**26, 8192))
+
+
 def test_the_ops_fake_implementations_check_as_eager_does():
     with pytest.raises(ValueError, match="rows of 1000 elements"):
         torch.ops.wsc.softmax(meta(4, 1000))

@@ -93,6 +93,8 @@ _GRID_AXIS_RE = re.compile(r"^cdiv\(\s*([A-Za-z_]\w*)\s*,\s*([1-9]\d*)\s*\)$")
 _SIZE_NAME_RE = re.compile(r"^[A-Za-z_]\w*$")
 _COUNT_RE = re.compile(r"^[1-9]\d*$")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+#: The largest size a kernel reads: its size parameters are i32.
+MAX_SIZE = _INT32_MAX
 
 
 class WscRuntimeError(Exception):
@@ -129,10 +131,10 @@ def check_sizes(names: Iterable[str], sizes: Mapping[str, Any], kernel: str) -> 
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SizesError(f"size {name} must be a positive int, got {value!r}")
-        if value > _INT32_MAX:
+        if value > MAX_SIZE:
             raise SizesError(
                 f"size {name} = {value} does not fit in the kernel's i32 size parameters "
-                f"(at most {_INT32_MAX})"
+                f"(at most {MAX_SIZE})"
             )
 
 
