@@ -86,7 +86,8 @@ def _sha256(path: Path) -> str:
 
 class CacheError(OSError):
     """The cache's root cannot be written (a read-only or missing file system,
-    a file where a directory should be, a full disk)."""
+    a file where a directory should be, a full disk), or an entry could not be
+    published while other processes kept replacing it."""
 
 
 class Cache:
@@ -262,7 +263,7 @@ class Cache:
                 shutil.rmtree(trash, ignore_errors=True)
             else:
                 trash.unlink(missing_ok=True)
-        raise OSError(
+        raise CacheError(
             f"could not publish the cache entry {final}: it was replaced "
             f"{PUBLISH_ATTEMPTS} times while this process tried"
         )

@@ -1152,11 +1152,8 @@ def bmm(a, b, *, out=None):
         batch, m, k = a.shape
         if out is not None:
             expected = [batch, m, b.shape[-1]]
-            if list(out.shape) != expected or out.dtype != a.dtype:
-                raise ValueError(
-                    f"wsc.bmm: out must be {expected} of a's dtype {a.dtype}, got "
-                    f"{list(out.shape)} of {out.dtype}"
-                )
+            if list(out.shape) != expected:
+                raise ValueError(f"wsc.bmm: out must be {expected}, got {list(out.shape)}")
             if not out.is_contiguous():
                 raise ValueError(
                     "wsc.bmm: with one weight for every matrix, out must be contiguous: the "

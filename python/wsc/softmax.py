@@ -123,8 +123,10 @@ def check(x, dim: int, out) -> None:
         )
     check_row_length(x.shape[-1], "wsc.softmax")
     rows = x.numel() // x.shape[-1]
-    # The kernel's view splits each row over several rows of its own.
-    view_rows = softmax_view(rows, x.shape[-1])["a_dim0"]
+    # The kernel's view splits each row over several rows of its own; sizes
+    # torch.compile keeps symbolic are checked when a call launches.
+    symbolic = not isinstance(rows, int) or not isinstance(x.shape[-1], int)
+    view_rows = 0 if symbolic else softmax_view(rows, x.shape[-1])["a_dim0"]
     if view_rows > MAX_SIZE:
         raise ValueError(
             f"wsc.softmax: x has {rows} rows, which the kernel views as {view_rows}, more "

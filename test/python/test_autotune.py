@@ -2,6 +2,7 @@
 processes, candidates that drop out with their reason, and the choice kept
 in the persistent cache."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +25,14 @@ SIZES = {"m": 256, "n": 256, "k": 256}
 @autotune("num_stages", [2, 8])
 def seed_kernel(num_stages=4, block_n=128):
     return matmul_v3(num_stages=num_stages, block_n=block_n)
+
+
+# Its 3-stage config meets a file it cannot read: the machine's fault, not the config's.
+@autotune("num_stages", [2, 3])
+def kernel_meeting_an_unreadable_file(num_stages=2):
+    if num_stages == 3:
+        raise PermissionError(13, "Permission denied", "/unreadable")
+    return matmul_v3(num_stages=num_stages)
 
 
 @pytest.fixture
@@ -262,6 +271,16 @@ def test_a_cache_the_machine_cannot_write_stops_the_search_and_records_no_failur
     (cache.root / "tmp").unlink()
     result = kernel.tune(SIZES, cache=cache, jobs=jobs, progress=False)
     assert [c.error for c in result.candidates] == [None, None]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_file_error_of_one_candidate_stops_the_search_in_a_worker_too(cache, jobs):
+    """jobs=2 compiles in worker processes (the function is importable), whose
+    file error comes back as an OSError, not as the candidate's failure."""
+    with pytest.raises(OSError, match="Permission denied: '/unreadable'"):
+        kernel_meeting_an_unreadable_file.tune(SIZES, cache=cache, jobs=jobs, progress=False)
+    entries = [json.loads(path.read_text()) for path in (cache.root / "entries").glob("*.json")]
+    assert not [e for e in entries if "autotune-candidate-failure" in e["key"]]
 
 
 def test_sizes_a_candidate_cannot_be_written_for_are_not_its_failure(cache):

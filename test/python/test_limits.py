@@ -68,6 +68,11 @@ from wsc.kernels.matmul.config import MatmulConfig, MatmulProblem
             "but ptxas gives each thread of the 256-thread block 255: use "
             "num_consumer_groups = 2 or a narrower tile",
         ),
+        (
+            # Ping-pong takes exactly two groups: none other is offered.
+            dict(block_m=128, block_n=192, ping_pong=True, persistent=True, num_consumer_groups=2),
+            "gives each thread of the 288-thread block 168: use a narrower tile",
+        ),
     ],
 )
 def test_a_field_beyond_the_hardware_is_refused_before_compiling(config, message):

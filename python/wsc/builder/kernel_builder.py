@@ -240,7 +240,8 @@ class KernelBuilder:
         if not isinstance(name, str) or not re.fullmatch(PTX_IDENTIFIER, name):
             raise BuildError(
                 f"name {name!r} is not a PTX identifier, as a kernel's must be: a letter, "
-                f"then letters, digits, _ or $ (e.g. 'gemm_bias')",
+                f"then letters, digits, _ or $ (or _ or $ and at least one more of those; "
+                f"e.g. 'gemm_bias')",
                 where,
             )
         pairs = [_grid_axis(pair) for pair in grid] if isinstance(grid, (list, tuple)) else [None]

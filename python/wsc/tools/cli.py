@@ -367,9 +367,12 @@ def main(argv: list[str] | None = None) -> int:
         from wsc.runtime.run_cli import main as run_main
 
         return run_main(argv[1:])
-    args, unknown = _parser().parse_known_args(argv)
-    if unknown:  # refused with the subcommand's usage, not wsc's
-        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # refused in the usage of the (sub)command they were given to
+        before = argv[: argv.index(args.command)]
+        refusing = parser if any(arg in before for arg in unknown) else args.command_parser
+        refusing.error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {"demo": _demo, "compile": _compile, "compile-matmul": _compile_matmul}
     try:
         return handlers[args.command](args)

@@ -285,9 +285,15 @@ class MatmulConfig:
             needed = tile_registers(rows, along_n, "f32") + WGMMA_EXTRA_REGISTERS
             return needed <= entry_register_cap(threads)
 
+        # Ping-pong takes exactly two groups, WGMMA turns more than one.
+        allowed = [
+            groups
+            for groups in CONSUMER_GROUPS
+            if (groups == 2 or not self.ping_pong) and (groups > 1 or not self.wgmma_turns)
+        ]
         remedies = [
             f"num_consumer_groups = {groups}"
-            for groups in CONSUMER_GROUPS
+            for groups in allowed
             if groups != self.num_consumer_groups and fits(groups, self.producer)
         ]
         remedies += [
