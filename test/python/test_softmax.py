@@ -165,6 +165,12 @@ def test_torch_compile_traces_one_custom_op_call():
     assert "wsc.softmax" in targets or "wsc.softmax.default" in targets
 
 
+def test_torch_compile_traces_rows_of_symbolic_length():
+    probabilities = torch.compile(lambda x: wsc.softmax(x), backend="eager", dynamic=True)
+    for shape in ((8, 512), (8, 1024), (3, 16, 2048)):
+        assert probabilities(meta(*shape)).shape == shape
+
+
 def test_the_ops_register_on_import_wsc_or_either_module_first():
     import subprocess
 
