@@ -72,7 +72,7 @@ least that M.
 `report` prints a table per set with its geometric mean and lowest ratio,
 then, for M <= 64, where the kernel is bound by reading B, the HBM bandwidth
 of wsc and cuBLAS: bytes moved (A and B read once, C written once) over the
-kernel-alone time, and as a fraction of the H200's peak.
+kernel-alone time, and as a fraction of the measured GPU's peak.
 """
 
 from __future__ import annotations
@@ -144,9 +144,21 @@ FP8_DTYPE, FP8_OUT_DTYPE = "float8_e4m3fn", "bfloat16"
 #: The per-tensor scales of the fp8 set's calls: not 1, so that a kernel that
 #: ignored one would fail its check.
 FP8_SCALES = (0.75, 1.25)
-#: Peak HBM bandwidth of the H200 (SXM), bytes/s: 4.8 TB/s of HBM3e by
-#: NVIDIA's H200 datasheet (the lab's device notes, H200.md, give the same).
-H200_HBM_BYTES_PER_S = 4.8e12
+#: Peak HBM bandwidth, bytes/s, by the GPU a record was measured on (its
+#: "gpu", the CUDA device name): NVIDIA's datasheets, 4.8 TB/s of HBM3e for the
+#: H200 (SXM; the lab's device notes, H200.md, give the same) and 3.35 TB/s of
+#: HBM3 for the H100 SXM. Records without a "gpu" are from the H200.
+HBM_BYTES_PER_S = {"H200": 4.8e12, "H100 80GB HBM3": 3.35e12}
+
+
+def hbm_peak(record) -> tuple[str, float]:
+    """The GPU of `record` and its peak HBM bandwidth, bytes/s."""
+    name = record.get("gpu", "H200")
+    for gpu, peak in HBM_BYTES_PER_S.items():
+        if gpu in name:
+            return gpu, peak
+    raise ValueError(f"no HBM peak known for the GPU of the record, {name!r}")
+
 #: Up to this M the kernel is bound by reading B (issue 16): `report` gives
 #: its HBM bandwidth.
 HBM_BOUND_M = 64
@@ -746,6 +758,7 @@ def bench_shape(torch, wsc, shape: dict, triton_ok: bool) -> dict:
     # With an epilogue, cuBLAS's bare product is the time it should cost.
     record = {
         **shape,
+        "gpu": torch.cuda.get_device_name(),
         "first_call_s": first_call_s,
         "input_sets": problem.count,
         "check": {
@@ -862,7 +875,8 @@ def _line(record) -> str:
     hbm = ""
     if record["m"] <= HBM_BOUND_M:
         bandwidth = hbm_bandwidth(record, "wsc")
-        hbm = f" ({bandwidth / 1e9:.0f} GB/s, {bandwidth / H200_HBM_BYTES_PER_S:.2f} of HBM peak)"
+        gpu, peak = hbm_peak(record)
+        hbm = f" ({bandwidth / 1e9:.0f} GB/s, {bandwidth / peak:.2f} of the {gpu}'s HBM peak)"
     return (
         f"{_name(record)}: wsc/{base} {ratios}; wsc {r['wsc']['kernel_tflops']:.0f} "
         f"TFLOP/s{hbm}; first call "
@@ -939,10 +953,13 @@ def _table(records) -> None:
 
 
 def _hbm_table(records) -> None:
+    peaks = sorted({hbm_peak(record) for record in records})
     print(
         f"HBM bandwidth at M <= {HBM_BOUND_M}, kernel alone: bytes moved (A and B read once, "
-        f"C written once) over the median time, and that as a fraction of the H200's peak "
-        f"({H200_HBM_BYTES_PER_S / 1e12:.1f} TB/s)\n"
+        f"C written once) over the median time, and that as a fraction of the peak of the "
+        f"GPU measured ("
+        + ", ".join(f"{gpu}: {peak / 1e12:.2f} TB/s" for gpu, peak in peaks)
+        + ")\n"
     )
     print(
         "| M | N | K | B | dtype | MB moved | wsc us | wsc GB/s | wsc / peak "
@@ -956,7 +973,7 @@ def _hbm_table(records) -> None:
             cells += [
                 f"{rec['results'][method]['kernel_us']['median']:.1f}",
                 f"{bandwidth / 1e9:.0f}",
-                f"{bandwidth / H200_HBM_BYTES_PER_S:.2f}",
+                f"{bandwidth / hbm_peak(rec)[1]:.2f}",
             ]
         print(
             f"| {rec['m']} | {rec['n']} | {rec['k']} | {rec['layout']} | {rec['dtype']} | "

@@ -161,6 +161,14 @@ def test_hbm_bandwidth_is_the_bytes_moved_over_the_kernel_time(bench):
     assert bench.hbm_bandwidth(record, "cublas") == pytest.approx(moved / 10e-6)
 
 
+def test_hbm_peak_is_the_measured_gpu_s(bench):
+    assert bench.hbm_peak({"gpu": "NVIDIA H100 80GB HBM3"}) == ("H100 80GB HBM3", 3.35e12)
+    assert bench.hbm_peak({"gpu": "NVIDIA H200"}) == ("H200", 4.8e12)
+    assert bench.hbm_peak({}) == ("H200", 4.8e12)  # records from before they named it
+    with pytest.raises(ValueError, match="no HBM peak known"):
+        bench.hbm_peak({"gpu": "NVIDIA A100-SXM4-80GB"})
+
+
 def test_the_report_gives_each_set_its_own_mean_and_lowest(bench, tmp_path, capsys):
     records = [
         _record(16, 4096, 4096, wsc_us=20.0, cublas_us=10.0),  # before sets were recorded
