@@ -159,6 +159,7 @@ def hbm_peak(record) -> tuple[str, float]:
             return gpu, peak
     raise ValueError(f"no HBM peak known for the GPU of the record, {name!r}")
 
+
 #: Up to this M the kernel is bound by reading B (issue 16): `report` gives
 #: its HBM bandwidth.
 HBM_BOUND_M = 64
