@@ -462,6 +462,14 @@ def test_bad_workspaces_and_fixed_axes_are_named(tmp_path, path, value, message)
     assert str(tmp_path / "kernel.json") in str(error.value)
 
 
+def test_a_grid_beyond_a_launch_s_limits_is_refused_before_it_launches(tmp_path):
+    artifact = load_artifact(write_artifact(tmp_path, matmul_doc(m=256, n=128, k=64)))
+    # The test kernel takes C's tile rows along y: 65536 of them, one more than y may have.
+    assert artifact.resized(m=65535 * 128, n=128, k=64).launch_grid(132) == (1, 65535, 1)
+    with pytest.raises(ArtifactError, match=r"make a grid of \[1, 65536, 1\] blocks, beyond"):
+        artifact.resized(m=65536 * 128, n=128, k=64).launch_grid(132)
+
+
 def test_tile_grid_with_a_fixed_axis():
     tiles = (("m", 128), ("n", 256), 4)
     assert tile_grid({"m": 1000, "n": 1333}, tiles) == (8, 6, 4)

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wsc.target.hopper import ELEMENT_BYTES
+from wsc.target.hopper import ELEMENT_BYTES, MAX_GRID
 
 ARTIFACT_FILE = "kernel.json"
 #: The version of kernel.json's layout; bumped whenever a key changes meaning
@@ -357,9 +357,16 @@ class Artifact:
         return images
 
     def launch_grid(self, sm_count: int) -> tuple[int, int, int]:
-        """The grid to launch on a GPU of `sm_count` SMs."""
+        """The grid to launch on a GPU of `sm_count` SMs; SizesError where the
+        sizes make more blocks along an axis than a launch may have."""
         if not self.persistent:
-            return self.grid
+            grid = self.grid
+            if any(blocks > most for blocks, most in zip(grid, MAX_GRID, strict=True)):
+                raise SizesError(
+                    f"kernel '{self.kernel_name}': sizes {dict(self.sizes)} make a grid of "
+                    f"{list(grid)} blocks, beyond a launch's {list(MAX_GRID)} along x, y, z"
+                )
+            return grid
         x, y, z = self.grid
         # Whole clusters: the work items come in clusters' multiples too.
         blocks = max(sm_count * self.blocks_per_sm // self.cluster, 1) * self.cluster

@@ -25,6 +25,8 @@ WARPGROUP_SIZE = 128
 MAX_BLOCK_THREADS = 1024
 #: Blocks per cluster a launch may ask for without opting in to more.
 MAX_PORTABLE_CLUSTER = 8
+#: Blocks of a grid along x, y and z.
+MAX_GRID = (2**31 - 1, 65535, 65535)
 #: SMs of a full GH100 die: no Hopper part has more (the H100 SXM and H200 enable
 #: 132), so a persistent grid capped at the SM count never has more blocks.
 MAX_SMS = 144
