@@ -1518,9 +1518,11 @@ module {
 
 // Ping-pong (--warp-specialize='num-consumer-groups=2 producer=warpgroup
 // ping-pong=1' of test/passes/warp-specialize-persistent.mlir) with group 1's
-// turn wait removed: group 1 then waits on full[0] for a phase two ahead of
-// the barrier, and a parity wait cannot tell it from the phase before: it
-// passes on the fresh barrier and reads the stage before any copy.
+// turn wait removed: group 1 runs its tiles without waiting for its turn, and
+// when it runs first it passes group 0 the turn twice before group 0 waits for
+// it a second time: turns[0] is then a phase past the one that wait is for, and
+// a parity wait never returns. (With group 0 first, group 1 reads full[0] a
+// phase ahead of the barrier.)
 module {
   func.func @ping_pong_without_turns(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 384 : i32} {
     %c0 = arith.constant 0 : index
@@ -1557,6 +1559,7 @@ module {
         %17 = arith.muli %15, %c128 : index
         %18 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
         %c0_4 = arith.constant 0 : index
+        // expected-error @below {{deadlock: this wait for parity 0 on turns[0] never returns: every thread group is blocked and no copy is in flight (turns[0] is in phase 2 with 0 of 128 arrivals) (k_tiles = 1, num_stages = 4, 4 output tiles per block)}}
         "wsc.mbarrier_wait"(%5, %c0_4, %arg6) : (!wsc.mbarriers, index, i1) -> ()
         %19:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
           "wsc.mbarrier_wait"(%3, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
@@ -1603,10 +1606,8 @@ module {
         %24 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
         %c1_5 = arith.constant 1 : index
         %25:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
-          // expected-error @below {{this wait for parity 1 on full[0] returns before the copy it guards lands, so the wgmma after it reads A stage 0 too early: full[0] has completed no phase yet, and a wait returns at once while its parity differs from the barrier's current phase (0); the first wait on a barrier that copies complete is for parity 0 (k_tiles = 4, num_stages = 4, 4 output tiles per block)}}
           "wsc.mbarrier_wait"(%3, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
           "wsc.wgmma_fence"() : () -> ()
-          // expected-note @below {{the wgmma that reads A stage 0}}
           "wsc.wgmma"(%1, %2, %arg8, %24) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
           "wsc.wgmma_commit_group"() : () -> ()
           "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
@@ -2306,6 +2307,174 @@ func.func @two_rings_release_in_flight(%a: memref<?x?xf16>, %b: memref<?x?xf16>,
       scf.if %filled {
         "wsc.mbarrier_wait"(%empty0, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
         "wsc.mbarrier_wait"(%empty1, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+  }
+  return
+}
+
+// -----
+
+// Two consumer groups (--warp-specialize's, two groups and a producer
+// warpgroup); the first releases each stage right after its full wait, before
+// its WGMMA reads it. Caught only when the second group runs first and the
+// producer refills the stage the moment both have arrived.
+func.func @first_group_releases_before_it_reads(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 384 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %block_id_x = gpu.block_id  x
+  %block_id_y = gpu.block_id  y
+  %0 = arith.muli %block_id_x, %c128 : index
+  %1 = arith.muli %block_id_y, %c128 : index
+  %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
+  %2 = arith.ceildivui %dim, %c64 : index
+  %3 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %4 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %5 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  %6 = "wsc.mbarrier_alloc"() {arrival_count = 256 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %false = arith.constant false
+  %c0_0 = arith.constant 0 : index
+  %7 = "wsc.role"() {max_registers = 232 : i32, num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+  scf.if %7 {
+    %10 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+    %false_1 = arith.constant false
+    %11:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %false_1) -> (index, i1) {
+      "wsc.mbarrier_wait"(%5, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      // Released before this group's WGMMA reads the stage.
+      "wsc.mbarrier_arrive"(%6, %arg4) : (!wsc.mbarriers, index) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%3, %4, %arg4, %10) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      %12:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %12#0, %12#1 : index, i1
+    }
+    "wsc.store"(%10, %arg2, %0, %1) : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %8 = "wsc.role"() {max_registers = 232 : i32, num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32} : () -> i1
+  scf.if %8 {
+    %10 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
+    %false_1 = arith.constant false
+    %11:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %false_1) -> (index, i1) {
+      "wsc.mbarrier_wait"(%5, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%3, %4, %arg4, %10) {a_row = 64 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      "wsc.mbarrier_arrive"(%6, %arg4) : (!wsc.mbarriers, index) -> ()
+      %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %13#0, %13#1 : index, i1
+    }
+    %c64_2 = arith.constant 64 : index
+    %12 = arith.addi %0, %c64_2 : index
+    "wsc.store"(%10, %arg2, %12, %1) : (!wsc.acc<array<i64: 64, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %9 = "wsc.role"() {max_registers = 40 : i32, num_threads = 128 : i32, role = "producer", thread_begin = 256 : i32} : () -> i1
+  scf.if %9 {
+    %true = arith.constant true
+    %10:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %true) -> (index, i1) {
+      "wsc.mbarrier_wait"(%6, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      %12 = arith.muli %arg3, %c64 : index
+      %13 = "wsc.elect"() : () -> i1
+      scf.if %13 {
+        "wsc.mbarrier_arrive_expect_tx"(%5, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        // expected-error @below {{A stage 0 overwritten before the consumer role [0, 128) read its previous copy (lost tile) (k_tiles = 5, num_stages = 4)}}
+        "wsc.tma_load"(%arg0, %0, %12, %3, %arg4, %5) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%arg1, %1, %12, %4, %arg4, %5) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %14:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %14#0, %14#1 : index, i1
+    }
+    %c4_1 = arith.constant 4 : index
+    %c0_2 = arith.constant 0 : index
+    %c1_3 = arith.constant 1 : index
+    %11:2 = scf.for %arg3 = %c0_2 to %c4_1 step %c1_3 iter_args(%arg4 = %10#0, %arg5 = %10#1) -> (index, i1) {
+      %12 = arith.addi %arg3, %2 : index
+      %13 = arith.cmpi uge, %12, %c4_1 : index
+      scf.if %13 {
+        "wsc.mbarrier_wait"(%6, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+      }
+      %14:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %14#0, %14#1 : index, i1
+    }
+  }
+  return
+}
+
+// -----
+
+// An elected thread's release behind arithmetic on the elect (the seed's V3
+// kernel, examples/matmul_v3.mlir, with its release so guarded): one thread
+// arrives on a barrier that counts 128, a deadlock the simulator, which
+// follows an elected thread only into an scf.if on wsc.elect itself, would
+// miss by running the branch with every thread.
+func.func @elect_through_arithmetic(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 160 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %false = arith.constant false
+  %true = arith.constant true
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  %empty = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %is_consumer = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = 232 : i32} : () -> i1
+  scf.if %is_consumer {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+    %cs:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      "wsc.wgmma_fence"() : () -> ()
+      "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+      "wsc.wgmma_commit_group"() : () -> ()
+      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+      %e = "wsc.elect"() : () -> i1
+      // expected-error @below {{verify-pipeline cannot interpret 'arith.andi' on the value of wsc.elect: branch on it directly (scf.if)}}
+      %e2 = arith.andi %e, %true : i1
+      scf.if %e2 {
+        "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  %is_producer = "wsc.role"() {role = "producer", thread_begin = 128 : i32, num_threads = 32 : i32, max_registers = 40 : i32} : () -> i1
+  scf.if %is_producer {
+    %ps:2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %true) -> (index, i1) {
+      "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+      %k0 = arith.muli %kt, %c64 : index
+      %elected = "wsc.elect"() : () -> i1
+      scf.if %elected {
+        "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+        "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      }
+      %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+      scf.yield %next_stage, %next_phase : index, i1
+    }
+    // Drain: of the 4 positions after the loop, those with a fill 4 positions
+    // earlier (k_tiles + i >= 4) wait for that fill's release.
+    %ds:2 = scf.for %i = %c0 to %c4 step %c1 iter_args(%stage = %ps#0, %phase = %ps#1) -> (index, i1) {
+      %position = arith.addi %i, %k_tiles : index
+      %filled = arith.cmpi uge, %position, %c4 : index
+      scf.if %filled {
+        "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
       }
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1

@@ -19,12 +19,14 @@ The kernel is interpreted concretely. Each thread group is one process: every
 `wsc.role` is one (all its threads run the same code), and the block's threads
 outside every role are one more (in the non-specialized form that is the whole
 block). Every process runs the kernel body, entering only its own role's
-`scf.if`; an `scf.if` on `wsc.elect` is run as the elected thread. The
+`scf.if`; an `scf.if` on `wsc.elect` is run as the elected thread (a
+`wsc.elect` or `wsc.role` value used otherwise than as such a condition is
+refused: which threads take a branch on arithmetic of it is not known). The
 processes share the ring buffers, the mbarriers and the TMA copies in flight,
 and a scheduler interleaves them at every barrier, copy and WGMMA step.
 
-One interleaving cannot show every race, so each K extent runs under two
-schedules, each the worst case for one side of the pipeline:
+One interleaving cannot show every race, so each K extent runs under three
+schedules, the first two each the worst case for one side of the pipeline:
 
   readers ahead     copies land as late as possible (only when no process can
                     move otherwise, oldest first) and processes that issue no
@@ -32,7 +34,11 @@ schedules, each the worst case for one side of the pipeline:
                     landed is caught;
   producers ahead   copies land as soon as they are issued and processes that
                     issue copies run first: a producer that refills a stage
-                    before every reader has read it is caught.
+                    before every reader has read it is caught;
+  producers ahead,  the same with the other processes (consumer groups, and
+  readers reversed  CTAs) in the reverse order: a group that releases a stage
+                    before it reads it, which passes while it runs ahead of
+                    the other groups, is caught when it runs behind them.
 
 What is checked, each reported at the op that commits it (kind in brackets):
 
@@ -111,9 +117,9 @@ whole tiles in turn) when two processes' WGMMAs read the same rows of its A
 tile: they must be computing different output tiles. Else every reader reads
 every copy (each its rows of the tile).
 
-When both schedules fail, the report is the most telling violation, in the
-order above: a data hazard (what the bug does to a tile) before the barrier
-symptom it causes, the readers-ahead one on a tie.
+When several schedules fail, the report is the most telling violation, in
+the order above: a data hazard (what the bug does to a tile) before the
+barrier symptom it causes, the earlier schedule's on a tie.
 
 mbarrier semantics: a barrier starts in phase 0; a phase completes when its
 `arrival_count` arrivals are in and the transaction bytes declared by

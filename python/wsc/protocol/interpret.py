@@ -555,6 +555,15 @@ class _Compiler:
         if name == "scf.if":
             return self._if(op, context, results)
         if name in ("wsc.role", "wsc.elect"):
+            # A role or an elected thread is followed only into an scf.if on
+            # the value itself: through arithmetic, which threads take a
+            # branch is not known.
+            for use in op.result.uses:
+                user = use_owner(use)
+                if user.name != "scf.if":
+                    raise unsupported(
+                        user, f" on the value of {name}: branch on it directly (scf.if)"
+                    )
             return _Compute(op, lambda: 1, [], results[0])
         if name in _REGISTER_ONLY:
             return None

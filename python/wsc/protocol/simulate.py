@@ -98,12 +98,16 @@ _GRIDS = ((1, (0, 1)), (2, (0, 1)), (2, (1, 3)), (3, (1, 4)))
 class _Schedule:
     lazy_delivery: bool  # copies land only when no process can move otherwise
     producers_first: bool  # processes issuing copies have priority
+    #: The other processes (consumer groups, and CTAs) in the reverse order:
+    #: a group that releases before it reads is caught only when it runs last.
+    readers_reversed: bool = False
 
 
 _SCHEDULES = (
     _Schedule(lazy_delivery=True, producers_first=False),  # readers ahead
-    _Schedule(lazy_delivery=False, producers_first=True),
-)  # producers ahead
+    _Schedule(lazy_delivery=False, producers_first=True),  # producers ahead
+    _Schedule(lazy_delivery=False, producers_first=True, readers_reversed=True),
+)  # producers ahead, readers reversed
 
 
 class _Simulation:
@@ -157,6 +161,8 @@ class _Simulation:
                 ring.readers = [by_spec[spec] for spec in ring.spec.readers]
         issuers = [p for p in self.processes if p.spec in kernel.copy_issuers]
         others = [p for p in self.processes if p.spec not in kernel.copy_issuers]
+        if schedule.readers_reversed:
+            others.reverse()
         self.priority = issuers + others if schedule.producers_first else others + issuers
 
     # -- scheduling
