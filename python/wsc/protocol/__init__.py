@@ -21,7 +21,9 @@ outside every role are one more (in the non-specialized form that is the whole
 block). Every process runs the kernel body, entering only its own role's
 `scf.if`; an `scf.if` on `wsc.elect` is run as the elected thread (a
 `wsc.elect` or `wsc.role` value used otherwise than as such a condition is
-refused: which threads take a branch on arithmetic of it is not known). The
+refused: which threads take a branch on arithmetic of it is not known; so
+is a wait under `wsc.elect` for the copies of a stage its role's threads
+read, which the others would read unwaited). The
 processes share the ring buffers, the mbarriers and the TMA copies in flight,
 and a scheduler interleaves them at every barrier, copy and WGMMA step.
 

@@ -306,6 +306,8 @@ class _Compiler:
         self.a_rows: list = []  # (owner, first, end): rows of the A tile a WGMMA reads
         self.copy_issuers: set = set()
         self.waits: dict = {}  # owner -> barrier specs waited on
+        self.elected_waits: list = []  # (owner, barrier spec, op) of waits under wsc.elect
+        self.filled_on: dict = {}  # ring spec -> barrier specs its copies complete on
         self.releases: dict = {}  # owner -> barrier specs arrived on (plain arrive)
         self.arrived_on: set = set()  # barrier specs any op arrives on
         self._survey(kernel)
@@ -463,6 +465,16 @@ class _Compiler:
                 for i, a in enumerate(spans)
                 for b in spans[i + 1 :]
             )
+        # A stage's data is the waiting threads' only: every thread that reads it waits.
+        for owner, spec, wait in self.elected_waits:
+            for ring, readers in self.readers.items():
+                if owner in readers and spec in self.filled_on.get(ring, ()):
+                    raise PassError(
+                        wait.location,
+                        "only the elected thread waits here for the copies that fill a "
+                        "stage, but every thread of its role reads the stage (its WGMMA or "
+                        "wsc.load_shared): wait with every thread, outside the wsc.elect",
+                    )
         issuers = members(self.copy_issuers)
         release_waits = {}
         refilling: set = set()  # the arrays some copy issuer waits on
@@ -794,9 +806,10 @@ class _Compiler:
 
     def _mbarrier_wait(self, op, context):
         wait = ops.MbarrierWait(op)
-        self.waits.setdefault(context.role, set()).add(
-            self._allocated(self.barriers, op, wait.barriers)
-        )
+        spec = self._allocated(self.barriers, op, wait.barriers)
+        self.waits.setdefault(context.role, set()).add(spec)
+        if context.elected:
+            self.elected_waits.append((context.role, spec, op))
         barriers, stage, phase = (self.slot(v) for v in (wait.barriers, wait.stage, wait.phase))
 
         def act(process, frame):
@@ -856,6 +869,9 @@ class _Compiler:
     def _tma_load(self, op, context):
         self.copy_issuers.add(context.role)
         load = ops.TmaLoad(op)
+        self.filled_on.setdefault(self._allocated(self.rings, op, load.dst), set()).add(
+            self._allocated(self.barriers, op, load.barriers)
+        )
         ring, stage, barriers = (self.slot(v) for v in (load.dst, load.stage, load.barriers))
         multicast = load.multicast
 
