@@ -390,9 +390,11 @@ class KernelLowering(KernelPlan):
     def _lower_all(self) -> None:
         self.slots: dict[ir.Value, AccSlot | DeferredTile] = {}
         # Whether each global tile access's origin is provably >= 0, read
-        # before lowering rewrites the block indices and sizes it is made of.
+        # before lowering rewrites the block indices and sizes it is made of;
+        # by the op's Python object, as an op's hash follows the operands
+        # lowering replaces (a memref.dim lowered before the store it feeds).
         self.exact_origin = {
-            op: all(non_negative(origin) for origin in _ORIGIN_OPERANDS[op.name](op))
+            id(op): all(non_negative(origin) for origin in _ORIGIN_OPERANDS[op.name](op))
             for op in self.ops
             if op.name in _ORIGIN_OPERANDS
         }
@@ -772,7 +774,7 @@ class KernelLowering(KernelPlan):
             [E.addi(E.muli(E.arith_extsi(top_row, i64), ld64), E.arith_extsi(lane_col, i64))],
             scalar,
         )
-        exact = self.exact_origin[op]
+        exact = self.exact_origin[id(op)]
         in_rows = self._fits(row0_32, tile.rows, rows, exact)
         in_cols = self._fits(col0_32, tile.cols, cols, exact)
         whole_tile = E.scf_if_else(E.andi(in_rows, in_cols))
@@ -1209,7 +1211,7 @@ class KernelLowering(KernelPlan):
 
         warp, lane = self._warp_and_lane(op)
         row0_32, col0_32 = self._i32(row0), self._i32(col0)
-        exact = self.exact_origin[op]
+        exact = self.exact_origin[id(op)]
         if store.transpose:
             self._store_transposed(
                 slot, base, ld, (rows, cols), (row0_32, col0_32), warp, lane, exact
@@ -1345,7 +1347,7 @@ class KernelLowering(KernelPlan):
         bounds = (self._size(position, 0), self._size(position, 1))
         warp, lane = self._warp_and_lane(op)
         origin = (self._i32(load.row), self._i32(load.col))
-        exact = self.exact_origin[op]
+        exact = self.exact_origin[id(op)]
         read_only = self._read_only(position)
         vector = _fragment(load.result).row_vector
         if vector or load.transpose:
@@ -1389,7 +1391,7 @@ class KernelLowering(KernelPlan):
         warp, lane = self._warp_and_lane(op)
         zero = E.const(0, E.i32())
         offset = self._i32(broadcast.offset)
-        exact = self.exact_origin[op]
+        exact = self.exact_origin[id(op)]
         along_rows = broadcast.along == "rows"
         origin = (offset, zero) if along_rows else (zero, offset)
         read_only = self._read_only(position)
