@@ -10,7 +10,6 @@ so passes may assume it holds; the first violation is raised as a PassError.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -53,7 +52,6 @@ from wsc.target.hopper import (
     MAX_TMA_BOX,
     MIN_SETMAXNREG,
     OPERAND_DTYPES,
-    PTX_IDENTIFIER,
     REGISTER_FILE,
     RESULT_DTYPES,
     SETMAXNREG_STEP,
@@ -64,6 +62,7 @@ from wsc.target.hopper import (
     WGMMA_M,
     WGMMA_N_MAX,
     WGMMA_N_STEP,
+    kernel_name_problem,
     stage_bytes,
     wgmma_k,
 )
@@ -74,13 +73,9 @@ def _fail(op: ir.Operation, message: str) -> NoReturn:
 
 
 def _verify_kernel(kernel: ir.Operation) -> int:
-    name = ir.StringAttr(kernel.attributes["sym_name"]).value
-    if not re.fullmatch(PTX_IDENTIFIER, name):
-        _fail(
-            kernel,
-            f"name {name!r} is not a PTX identifier, as a kernel's must be: a letter, "
-            f"then letters, digits, _ or $ (or _ or $ and at least one more of those)",
-        )
+    problem = kernel_name_problem(ir.StringAttr(kernel.attributes["sym_name"]).value)
+    if problem is not None:
+        _fail(kernel, problem)
     attribute = kernel.attributes[KERNEL_THREADS_ATTR]
     if not isinstance(attribute, ir.IntegerAttr):  # attributes come typed (BoolAttr is not one)
         _fail(

@@ -9,7 +9,6 @@ import inspect
 import math
 import numbers
 import operator
-import re
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,9 +71,9 @@ from wsc.target.hopper import (
     MAX_BLOCKS_PER_SM,
     MAX_PORTABLE_CLUSTER,
     MAX_TMA_BOX,
-    PTX_IDENTIFIER,
     WARP_ROWS,
     WARP_SIZE,
+    kernel_name_problem,
     swizzle_padded_cols,
 )
 
@@ -237,13 +236,9 @@ class KernelBuilder:
         ):
             if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= most:
                 raise BuildError(f"{count} must be an int in [1, {most}], got {number!r}", where)
-        if not isinstance(name, str) or not re.fullmatch(PTX_IDENTIFIER, name):
-            raise BuildError(
-                f"name {name!r} is not a PTX identifier, as a kernel's must be: a letter, "
-                f"then letters, digits, _ or $ (or _ or $ and at least one more of those; "
-                f"e.g. 'gemm_bias')",
-                where,
-            )
+        unnamable = kernel_name_problem(name)
+        if unnamable is not None:
+            raise BuildError(unnamable, where)
         pairs = [_grid_axis(pair) for pair in grid] if isinstance(grid, (list, tuple)) else [None]
         axes = [pair for pair in pairs if pair is not None]
         if len(axes) > 3 or len(axes) < len(pairs):

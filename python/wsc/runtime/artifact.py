@@ -671,7 +671,7 @@ class _Parser:
                     raise self.fail(path, "an i32 parameter gives one of 'size' or 'row_stride'")
                 if size is not None and size not in artifact.sizes:
                     raise self.fail(f"{path}.size", f"names no entry of 'sizes': {size!r}")
-                if size is not None and artifact.sizes[size] > _INT32_MAX:
+                if size is not None and artifact.sizes[size] > MAX_SIZE:
                     raise self.fail(
                         f"sizes.{size}", f"value {artifact.sizes[size]} does not fit in i32"
                     )

@@ -7,6 +7,8 @@ Sources: the PTX ISA (wgmma, cp.async.bulk.tensor, mbarrier, setmaxnreg) and
 the CUDA driver API (cuTensorMapEncodeTiled, launch limits) for sm_90.
 """
 
+import re
+
 #: The target these facts hold for: WGMMA and setmaxnreg need the "a" variant.
 CHIP = "sm_90a"
 #: PTX ISA versions (major*10+minor) that can target CHIP: from 8.0, the
@@ -17,6 +19,17 @@ PTX_VERSIONS = (80, 81, 82, 83, 84, 85, 86, 87, 88, 90)
 #: _ or $; or _ or $ then at least one of those. LLVM's NVPTX back end aborts
 #: the process on some other names, and ptxas refuses the rest.
 PTX_IDENTIFIER = r"[A-Za-z][A-Za-z0-9_$]*|[_$][A-Za-z0-9_$]+"
+
+
+def kernel_name_problem(name) -> str | None:
+    """Why `name` cannot name a kernel, or None where it can."""
+    if isinstance(name, str) and re.fullmatch(PTX_IDENTIFIER, name):
+        return None
+    return (
+        f"name {name!r} is not a PTX identifier, as a kernel's must be: a letter, then "
+        f"letters, digits, _ or $ (or _ or $ and at least one more of those)"
+    )
+
 
 #: Threads of a warp, and of a warpgroup (the unit WGMMA and setmaxnreg work on).
 WARP_SIZE = 32
