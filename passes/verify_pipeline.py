@@ -2,12 +2,14 @@
 
 Contract: the input is any module the wsc verifier accepts; the pass leaves it
 unchanged. Each kernel (a func.func with `wsc.num_threads`) is simulated by
-`wsc.protocol.check_protocol` for K extents of 1 .. max-k-tiles tiles, and the
-first violation is reported as a located error at the offending op, with the
-k_tiles and num_stages it shows up at: a deadlocked wait, an over- or
+`wsc.protocol.check_protocol` for K extents of 1 .. max-k-tiles tiles (each
+also with its last tile ragged), and the first violation is reported as a
+located error at the offending op, with the k_tiles and num_stages it shows up
+at: a deadlocked wait, an over- or
 under-arrival, a phase completing under a waiter that has not returned, an
 expect_tx whose bytes differ from its copies', a stage released or overwritten
-while a WGMMA reads it, a read before its data landed, a barrier used before a
+while a WGMMA reads it (or released by an elected thread while the others may
+still read it), a read before its data landed, a barrier used before a
 block-wide wsc.sync made its initialization visible, a producer that exits
 before every stage it filled was released (missing drain), in a cluster a
 barrier another CTA's copy or arrive reaches before a wsc.cluster_sync published

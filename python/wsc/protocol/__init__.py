@@ -1,7 +1,9 @@
 """A static check of the mbarrier protocol of wsc kernels, by simulation.
 
 `check_protocol(module)` runs every kernel of a module (a func.func with
-`wsc.num_threads`) on K extents of 1 .. 3*num_stages+1 tiles and raises a
+`wsc.num_threads`) on K extents of 1 .. 3*num_stages+1 tiles, whole and with
+the last one ragged (one element: roles that count K tiles differently, as
+floor and ceiling, part only there), and raises a
 `ProtocolViolation`, a located `PassError`, at the first synchronisation bug it
 finds. Block 0 of a grid of one block is simulated; every dim that is not a K
 extent is one tile long, and, for a persistent kernel (one that reads
@@ -59,6 +61,9 @@ What is checked, each reported at the op that commits it (kind in brackets):
                         WGMMAs read that stage index of a ring the arrive
                         hands back: one a copy issuer filled after waiting on
                         that barrier array (before any such fill, any ring);
+                        or an arrive under wsc.elect releasing a stage its
+                        process's threads read (wsc.load_shared) with no
+                        wsc.sync since: only the elected thread is done;
   [staging-race]        a TMA store of a stage that wsc.store_shared wrote
                         without a wsc.fence_proxy_async and then a wsc.sync
                         after it, or a wsc.store_shared into a stage that

@@ -704,7 +704,7 @@ class _Compiler:
             raise unsupported(op, " inside a role: every thread of the cluster must reach it")
 
         def act(process, frame):
-            process.simulation.staging_sync(process)
+            process.simulation.sync(process)
             return process.simulation.rendezvous(process, op, cluster=True)
 
         return _Effect(op, act)
@@ -714,12 +714,12 @@ class _Compiler:
             # A barrier of the role's own threads, which run as one process:
             # it only orders their staging writes and waits.
             def act_in_role(process, frame):
-                process.simulation.staging_sync(process)
+                process.simulation.sync(process)
 
             return _Effect(op, act_in_role)
 
         def act(process, frame):
-            process.simulation.staging_sync(process)
+            process.simulation.sync(process)
             return process.simulation.rendezvous(process, op)
 
         return _Effect(op, act)
@@ -834,7 +834,7 @@ class _Compiler:
             else:
                 count = process.spec.num_threads // (WARP_SIZE if per_warp else 1)
             return process.simulation.arrive(
-                process, op, frame[barriers], frame[stage], count, every_cta
+                process, op, frame[barriers], frame[stage], count, every_cta, elected
             )
 
         return _Effect(op, act)

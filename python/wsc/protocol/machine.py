@@ -188,6 +188,9 @@ class Process:
         #: (ring, stage) -> `waits` at its latest synchronous read (wsc.load_shared):
         #: reads with no wait between them read one copy.
         self.read_waits: dict = {}
+        #: (ring, stage) -> the wsc.load_shared that read it since the group's
+        #: last wsc.sync: until then only the reading thread knows it is done.
+        self.unsynced_reads: dict = {}
         self.open_group: list = []
         #: groups of (ring, stage, WGMMA op) read, oldest first
         self.committed: deque = deque()

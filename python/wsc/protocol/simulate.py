@@ -55,8 +55,9 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
 
     Each kernel runs with K = k_tiles * block_k for k_tiles = 1 ..
     `max_k_tiles` (default 3 * num_stages + 1: every stage wraps around at
-    least three times), or for `k_tiles` alone; returns None when every run
-    is clean. The violation carries `kind` (one of the kind constants of
+    least three times), or for `k_tiles` alone, and, under the first schedule,
+    with the last of those K tiles ragged (one element of it: roles that count
+    K tiles differently part there); returns None when every run is clean. The violation carries `kind` (one of the kind constants of
     wsc.protocol), `k_tiles` and `num_stages`. An op the simulator cannot interpret
     raises a plain `PassError` instead."""
     for kernel_op in kernels(module_op.operation):
@@ -65,14 +66,23 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
         arrivals = (False, True) if kernel.split_k else (True,)
         for tile_extent, grid in _GRIDS if kernel.persistent else ((1, (0, 1)),):
             for count in [k_tiles] if k_tiles else range(1, last + 1):
-                runs = (
-                    _simulate(kernel, count, tile_extent, schedule, arrives_last, grid)
-                    for schedule in _SCHEDULES
+                runs = [(schedule, False) for schedule in _SCHEDULES]
+                if kernel.block_k > 1:
+                    runs.append((_SCHEDULES[0], True))
+                found = [
+                    (violation, ragged)
+                    for schedule, ragged in runs
                     for arrives_last in arrivals
-                )
-                found = [v for v in runs if v]
+                    if (
+                        violation := _simulate(
+                            kernel, count, tile_extent, schedule, arrives_last, grid, ragged
+                        )
+                    )
+                ]
                 if found:
-                    violation = min(found, key=lambda v: DIAGNOSIS_ORDER.index(v.kind))
+                    violation, ragged = min(
+                        found, key=lambda found: DIAGNOSIS_ORDER.index(found[0].kind)
+                    )
                     raise ProtocolViolation(
                         violation.kind,
                         violation.location,
@@ -82,6 +92,7 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
                         tile_extent**2,
                         grid,
                         violation.notes,
+                        ragged,
                     )
 
 
@@ -121,13 +132,15 @@ class _Simulation:
         schedule: _Schedule,
         arrives_last: bool = True,
         grid: tuple[int, int] = (0, 1),
+        ragged: bool = False,
     ):
         self.kernel, self.schedule = kernel, schedule
         #: (the simulated cluster, the grid's clusters) along x.
         self.cluster, self.clusters = grid
         #: Whether this block's wsc.partial_arrives are the last of their splits.
         self.arrives_last = arrives_last
-        self.k_extent = k_tiles * kernel.block_k
+        # A ragged last K tile holds one element.
+        self.k_extent = k_tiles * kernel.block_k - (kernel.block_k - 1 if ragged else 0)
         self.tile_extent = tile_extent
         # Per CTA of the cluster (one without clusters): its rings and barriers.
         ctas = kernel.ctas
@@ -318,15 +331,20 @@ class _Simulation:
         barrier.last_arrive = op
         self._settle(barrier, op)
 
-    def arrive(self, process, op, array, stage, count, every_cta: bool = False) -> type[Preempt]:
+    def arrive(
+        self, process, op, array, stage, count, every_cta: bool = False, elected: bool = False
+    ) -> type[Preempt]:
         """An arrive on barriers[stage] of `array`, or with `every_cta` on that
-        barrier of every CTA of the cluster."""
+        barrier of every CTA of the cluster; `elected`: by one thread of the
+        process for all of them."""
         targets = (
             [(arrays[array.spec], cta != process.cta) for cta, arrays in enumerate(self.arrays)]
             if every_cta
             else [(array, False)]
         )
         released = self._released_by(array.spec, stage)
+        if elected and array.spec.kind != "turns":
+            self._check_elected_release(process, op, array.spec, stage, released)
         for target, remote in targets:
             barrier = self._barrier(op, target, stage, remote)
             # An arrive on a turns array passes a turn and releases no stage.
@@ -345,6 +363,30 @@ class _Simulation:
                 )
             self._arrive(op, barrier, count)
         return Preempt
+
+    @staticmethod
+    def _check_elected_release(process, op, spec: BarrierSpec, stage: int, released) -> None:
+        """An elected thread's release of a stage that its group's threads
+        read with wsc.load_shared since their last wsc.sync: the other
+        threads may still be reading it when the refill lands."""
+        read = next((key for key in process.unsynced_reads if released((*key, None))), None)
+        if read is None:
+            return
+        ring, _ = read
+        raise Violation(
+            EARLY_RELEASE,
+            op,
+            f"stage {stage} released by the elected thread alone while the other threads "
+            f"of {process.name} may still be reading it: no wsc.sync between their "
+            f"wsc.load_shared and this arrive on {spec.name} (sync first, or arrive with "
+            f"every thread outside the wsc.elect)",
+            notes=[
+                (
+                    process.unsynced_reads[read].location,
+                    f"the wsc.load_shared that reads {ring.spec.name} stage {stage}",
+                )
+            ],
+        )
 
     def _released_by(self, spec: BarrierSpec, stage: int):
         """The test of a (ring, stage) read being of the stage an arrive on
@@ -417,7 +459,10 @@ class _Simulation:
     def staging_fence(self, process) -> None:
         self._staging_step(process, "written", "fenced")
 
-    def staging_sync(self, process) -> None:
+    def sync(self, process) -> None:
+        """A wsc.sync or wsc.cluster_sync reached by every thread of `process`:
+        their reads and staging writes before it are done."""
+        process.unsynced_reads.clear()
         self._staging_step(process, "fenced", "published")
         self._staging_step(process, "written", "synced")
         self._staging_step(process, "waited", "free")
@@ -572,6 +617,7 @@ class _Simulation:
         again = key in process.reads and process.read_waits.get(key) == process.waits
         self._read(process, op, "wsc.load_shared", ring, stage, False, again)
         process.read_waits[key] = process.waits
+        process.unsynced_reads[key] = op
 
     def _read(
         self, process, op, what: str, ring: Ring, stage: int, resident: bool, again: bool
@@ -909,9 +955,10 @@ def _simulate(
     schedule: _Schedule,
     arrives_last: bool,
     grid: tuple[int, int],
+    ragged: bool,
 ) -> Violation | None:
     try:
-        _Simulation(kernel, k_tiles, tile_extent, schedule, arrives_last, grid).run()
+        _Simulation(kernel, k_tiles, tile_extent, schedule, arrives_last, grid, ragged).run()
     except Violation as violation:
         return violation
     return None

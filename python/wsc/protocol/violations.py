@@ -52,8 +52,8 @@ DIAGNOSIS_ORDER = (
 
 class ProtocolViolation(PassError):
     """A synchronisation bug, located at the offending op; the message ends
-    with the K extent, ring size and (when more than one) output tiles and
-    blocks it shows up at."""
+    with the K extent (in tiles, the last maybe ragged), ring size and (when
+    more than one) output tiles and blocks it shows up at."""
 
     def __init__(
         self,
@@ -65,8 +65,10 @@ class ProtocolViolation(PassError):
         tiles: int = 1,
         grid: tuple[int, int] = (0, 1),
         notes: list[tuple[ir.Location, str]] | None = None,
+        ragged: bool = False,
     ):
-        where = f"k_tiles = {k_tiles}, num_stages = {num_stages}"
+        last = ", the last one ragged" if ragged else ""
+        where = f"k_tiles = {k_tiles}{last}, num_stages = {num_stages}"
         cluster, clusters = grid
         if clusters > 1:
             where += f", {tiles} output tiles over {clusters} blocks, as block {cluster}"
@@ -77,6 +79,7 @@ class ProtocolViolation(PassError):
         self.k_tiles = k_tiles
         self.num_stages = num_stages
         self.tiles = tiles
+        self.ragged = ragged
 
 
 class Violation(Exception):
