@@ -57,9 +57,10 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
     `max_k_tiles` (default 3 * num_stages + 1: every stage wraps around at
     least three times), or for `k_tiles` alone, and, under the first schedule,
     with the last of those K tiles ragged (one element of it: roles that count
-    K tiles differently part there); returns None when every run is clean. The violation carries `kind` (one of the kind constants of
-    wsc.protocol), `k_tiles` and `num_stages`. An op the simulator cannot interpret
-    raises a plain `PassError` instead."""
+    K tiles differently part there); returns None when every run is clean.
+    The violation carries `kind` (one of the kind constants of wsc.protocol),
+    `k_tiles`, `num_stages` and `ragged`. An op the simulator cannot
+    interpret raises a plain `PassError` instead."""
     for kernel_op in kernels(module_op.operation):
         kernel = compile_kernel(kernel_op)
         last = max_k_tiles or 3 * kernel.num_stages + 1
