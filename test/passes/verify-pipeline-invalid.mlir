@@ -1115,7 +1115,7 @@ func.func @two_consumers_one_group_count(%a: memref<?x?xf16>, %b: memref<?x?xf16
       "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 64 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
       "wsc.wgmma_commit_group"() : () -> ()
       "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
-      // expected-error @below {{phase overrun on empty[0]: phase 1 completes before the wait of the producer role [256, 288) for phase 0 has returned, which then misses it (more phases complete than the waiter expects) (k_tiles = 1, num_stages = 4)}}
+      // expected-error @below {{phase overrun on empty[0]: phase 1 completes while the wait of the producer role [256, 288) for parity 0, already satisfied by phase 0, has not returned: it then misses phase 1 (more phases complete than the waiter expects) (k_tiles = 1, num_stages = 4)}}
       "wsc.mbarrier_arrive"(%empty, %stage) : (!wsc.mbarriers, index) -> ()
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
       scf.yield %next_stage, %next_phase : index, i1

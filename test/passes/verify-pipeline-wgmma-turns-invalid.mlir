@@ -295,7 +295,7 @@ module {
         "wsc.wgmma"(%3, %4, %arg4, %11) {a_row = 64 : i32, b_layout = "nk"} : (memref<3x128x64xf16, 3>, memref<3x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
         "wsc.wgmma_commit_group"() : () -> ()
         %c0_6 = arith.constant 0 : index
-        // expected-error @below {{phase overrun on turns[1]: phase 1 completes before the wait of the consumer role [128, 256) for phase 0 has returned, which then misses it (more phases complete than the waiter expects) (k_tiles = 1, num_stages = 3)}}
+        // expected-error @below {{phase overrun on turns[1]: phase 1 completes while the wait of the consumer role [128, 256) for parity 0, already satisfied by phase 0, has not returned: it then misses phase 1 (more phases complete than the waiter expects) (k_tiles = 1, num_stages = 3)}}
         "wsc.mbarrier_arrive"(%7, %c1_5) {per_warp} : (!wsc.mbarriers, index) -> ()
         "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
         "wsc.mbarrier_arrive"(%6, %arg4) : (!wsc.mbarriers, index) -> ()

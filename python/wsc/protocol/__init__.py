@@ -29,20 +29,25 @@ read, which the others would read unwaited). The
 processes share the ring buffers, the mbarriers and the TMA copies in flight,
 and a scheduler interleaves them at every barrier, copy and WGMMA step.
 
-One interleaving cannot show every race, so each K extent runs under three
+One interleaving cannot show every race, so each K extent runs under four
 schedules, the first two each the worst case for one side of the pipeline:
 
   readers ahead     copies land as late as possible (only when no process can
-                    move otherwise, oldest first) and processes that issue no
-                    copy run first: a consumer that reads before its data has
-                    landed is caught;
+                    move otherwise, the oldest on a barrier some process waits
+                    on first) and processes that issue no copy run first: a
+                    consumer that reads before its data has landed is caught;
   producers ahead   copies land as soon as they are issued and processes that
                     issue copies run first: a producer that refills a stage
                     before every reader has read it is caught;
   producers ahead,  the same with the other processes (consumer groups, and
   readers reversed  CTAs) in the reverse order: a group that releases a stage
                     before it reads it, which passes while it runs ahead of
-                    the other groups, is caught when it runs behind them.
+                    the other groups, is caught when it runs behind them;
+  readers ahead,    as readers ahead, the newest waited-for copy landing
+  newest first      first: a group reading a copy that only another group's
+                    wait covers (Q waited for by one group of two) is caught.
+
+The first schedule runs again with the last K tile ragged (one element).
 
 What is checked, each reported at the op that commits it (kind in brackets):
 

@@ -290,6 +290,40 @@ def _from_loop(value: ir.Value) -> bool:
     return False
 
 
+def _depends_on(value: ir.Value, root: ir.Value) -> bool:
+    """Whether `value` is computed from `root`."""
+    pending, seen = [value], set()
+    while pending:
+        current = pending.pop()
+        if current == root:
+            return True
+        if current in seen:
+            continue
+        seen.add(current)
+        source = defining_op(current)
+        if source is not None:
+            pending.extend(source.operands)
+    return False
+
+
+def _streamed_dim(load: ir.Operation) -> int | None:
+    """The dim of its tensor a TMA load's tiles advance along from one trip of
+    the pipelined loop around it to the next: the one coordinate computed from
+    that loop's induction variable (the innermost scf.for around the load, with
+    no loop nested in it: a tile loop of a persistent kernel is not one), or
+    None."""
+    loop = load.parent
+    while loop is not None and loop.operation.name != "scf.for":
+        loop = loop.operation.parent
+    if loop is None or any(op.name == "scf.for" for op in walk(loop.operation)):
+        return None
+    loop = loop.operation
+    induction = loop.regions[0].blocks[0].arguments[0]
+    coordinates = (ops.TmaLoad(load).row, ops.TmaLoad(load).col)
+    streamed = [dim for dim, value in enumerate(coordinates) if _depends_on(value, induction)]
+    return streamed[0] if len(streamed) == 1 else None
+
+
 class _Compiler:
     """Turns one kernel into nodes whose operands are slots of a flat frame."""
 
@@ -355,6 +389,13 @@ class _Compiler:
                 position = list(kernel.regions[0].blocks[0].arguments).index(source)
                 operand_names.setdefault(load.dst, f"ring of '{tensor_name(position)}'")
                 k_dims.setdefault(load.dst, 0 if _from_loop(load.row) else 1)
+        # Where a load's coordinates show the dim its pipelined loop streams
+        # (the rows of K and V in attention, not the WGMMA's K), they decide.
+        streamed_loads = []
+        for op in kernel_ops:
+            if op.name == "wsc.tma_load" and (dim := _streamed_dim(op)) is not None:
+                k_dims[ops.TmaLoad(op).dst] = dim
+                streamed_loads.append(ops.TmaLoad(op).dst)
         for op in kernel_ops:
             if op.name == "wsc.store_shared":
                 operand_names.setdefault(ops.StoreShared(op).dst, "C staging")
@@ -375,28 +416,27 @@ class _Compiler:
                 self.barriers[alloc.barriers] = BarrierSpec(
                     kind, alloc.arrival_count, alloc.num_barriers, kind
                 )
-        self.num_stages = (
-            next(iter(self.rings.values())).num_stages
-            if self.rings
-            else next(iter(self.barriers.values())).num_barriers
-            if self.barriers
-            else 1
+        # The deepest ring sets the sweep (a resident operand has one stage).
+        self.num_stages = max(
+            [ring.num_stages for ring in self.rings.values()]
+            or [array.num_barriers for array in self.barriers.values()]
+            or [1]
         )
+
+        def streamed_extent(ring: ir.Value) -> int:
+            """The ring's tile extent along the dim its copies stream."""
+            return ir.MemRefType(ring.type).shape[1 + k_dims.get(ring, 1)]
+
+        operands = [v for v, name in operand_names.items() if name in ("A", "B")]
+        streamed = [v for v in operands if v in streamed_loads] or streamed_loads
         a_rings = [v for v, name in operand_names.items() if name == "A"]
-        self.block_k = (
-            ir.MemRefType(a_rings[0].type).shape[2]
-            if a_rings
-            else next(
-                (
-                    # The tile's extent along the dim its copies stream.
-                    ir.MemRefType(dst.type).shape[1 + k_dims.get(dst, 1)]
-                    for dst in (
-                        ops.TmaLoad(op).dst for op in kernel_ops if op.name == "wsc.tma_load"
-                    )
-                ),
-                1,
-            )
-        )
+        if streamed:
+            self.block_k = streamed_extent(streamed[0])
+        elif a_rings:
+            self.block_k = ir.MemRefType(a_rings[0].type).shape[2]
+        else:
+            loads = [ops.TmaLoad(op).dst for op in kernel_ops if op.name == "wsc.tma_load"]
+            self.block_k = streamed_extent(loads[0]) if loads else 1
         self.extents = self._global_extents(kernel_ops, k_dims)
 
     @staticmethod

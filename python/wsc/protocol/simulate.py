@@ -113,13 +113,18 @@ class _Schedule:
     #: The other processes (consumer groups, and CTAs) in the reverse order:
     #: a group that releases before it reads is caught only when it runs last.
     readers_reversed: bool = False
+    #: Lazy delivery lands the newest copy a process waits for first: a read
+    #: of an older copy that no wait of the reader covers then finds it in
+    #: flight (the oldest first hides it behind another group's wait).
+    newest_first: bool = False
 
 
 _SCHEDULES = (
     _Schedule(lazy_delivery=True, producers_first=False),  # readers ahead
     _Schedule(lazy_delivery=False, producers_first=True),  # producers ahead
     _Schedule(lazy_delivery=False, producers_first=True, readers_reversed=True),
-)  # producers ahead, readers reversed
+    _Schedule(lazy_delivery=True, producers_first=False, newest_first=True),
+)  # producers ahead, readers reversed; readers ahead, newest copies first
 
 
 class _Simulation:
@@ -165,6 +170,9 @@ class _Simulation:
         #: "waited" after the storing thread's wsc.tma_store_wait, or
         #: "copied" by a wsc.coalesced_store; free again after a wsc.sync.
         self.staging: dict = {}
+        #: (ring, stage) that wsc.store_shared or a TMA copy has filled: a
+        #: store out of any other stage copies out memory nothing wrote.
+        self.filled: set = set()
         self.step = 0
         self.processes = [
             Process(self, spec, kernel, cta) for cta in range(ctas) for spec in kernel.processes
@@ -194,7 +202,7 @@ class _Simulation:
             if process is not None:
                 self._resume(process)
             elif self.in_flight:
-                self._deliver(self.in_flight.popleft())
+                self._deliver(self._next_landing())
             elif all(p.finished for p in self.processes):
                 self._check_end()
                 return
@@ -229,6 +237,19 @@ class _Simulation:
         except StopIteration:
             process.finished = True
 
+    def _next_landing(self) -> Copy:
+        """The copy to land when no process can move: the oldest (or newest)
+        one on a barrier a process waits on, else the oldest. Copies land in
+        no set order, so one on a barrier no reader waited on must not land
+        in the shadow of one that is waited on."""
+        waited = {
+            p.pause.barrier for p in self.processes if not p.finished and isinstance(p.pause, Wait)
+        }
+        order = reversed(self.in_flight) if self.schedule.newest_first else self.in_flight
+        copy = next((c for c in order if c.barrier in waited), self.in_flight[0])
+        self.in_flight.remove(copy)
+        return copy
+
     def _deliver(self, copy: Copy) -> None:
         copy.delivered = True
         copy.barrier.delivered += copy.bytes
@@ -247,13 +268,19 @@ class _Simulation:
         for process in self.processes:
             pause = process.pause
             if isinstance(pause, Wait) and pause.barrier is barrier and pause.ready(self):
+                done = (
+                    f"by phase {barrier.completed - 1}"
+                    if barrier.completed
+                    else "on the fresh barrier"
+                )
                 raise Violation(
                     PHASE_OVERRUN,
                     op,
                     f"phase overrun on {barrier.name}: phase {barrier.completed} "
-                    f"completes before the wait of the {process.name} for "
-                    f"phase {barrier.completed - 1} has returned, which then "
-                    f"misses it (more phases complete than the waiter expects)",
+                    f"completes while the wait of the {process.name} for parity "
+                    f"{pause.parity}, already satisfied {done}, has not returned: "
+                    f"it then misses phase {barrier.completed} (more phases "
+                    f"complete than the waiter expects)",
                 )
         barrier.complete_phase()
 
@@ -451,6 +478,16 @@ class _Simulation:
                 f"wsc.coalesced_store)",
             )
         self.staging[(ring, stage)] = ("written", process)
+        self.filled.add((ring, stage))
+
+    def _check_filled(self, op, what: str, ring: Ring, stage: int) -> None:
+        if (ring, stage) not in self.filled:
+            raise Violation(
+                STAGING_RACE,
+                op,
+                f"{what} of {ring.spec.name} stage {stage}, which nothing wrote: no "
+                f"wsc.store_shared or TMA copy filled it",
+            )
 
     def _staging_step(self, process, before: str, after: str) -> None:
         for key, (state, owner) in self.staging.items():
@@ -480,6 +517,7 @@ class _Simulation:
     def tma_store(self, process, op, ring: Ring, stage: int) -> None:
         if not 0 <= stage < ring.spec.num_stages:
             raise self._ring_stage_out_of_range(op, ring, stage)
+        self._check_filled(op, "TMA store", ring, stage)
         state, _ = self.staging.get((ring, stage), ("free", None))
         if state in ("written", "synced", "fenced"):
             why = (
@@ -499,6 +537,7 @@ class _Simulation:
     def coalesced_store(self, process, op, ring: Ring, stage: int) -> None:
         if not 0 <= stage < ring.spec.num_stages:
             raise self._ring_stage_out_of_range(op, ring, stage)
+        self._check_filled(op, "coalesced store", ring, stage)
         state, _ = self.staging.get((ring, stage), ("free", None))
         if state in ("written", "fenced"):
             raise Violation(
@@ -564,6 +603,7 @@ class _Simulation:
                 f"read it (no wsc.tma_store_wait before the stage's release)",
             )
         self.staging.pop((ring, stage), None)
+        self.filled.add((ring, stage))
         if ring.spec.exclusive and ring.taken[stage] < ring.copies[stage]:
             raise Violation(
                 STAGE_OVERWRITTEN,
