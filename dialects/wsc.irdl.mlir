@@ -335,8 +335,9 @@ irdl.dialect @wsc {
   //   : (!wsc.acc<array<i64: 64, 128>, f32>, !wsc.acc<array<i64: 64, 128>, f32>)
   //   -> !wsc.acc<array<i64: 64, 128>, f32>
   // Element by element, x <kind> y of two f32 register tiles of one shape:
-  // add, sub, mul, max or min (max and min return NaN where either is NaN;
-  // python/wsc/ops.py's TILE_BINARY_KINDS, checked by the verifier).
+  // add, sub, mul, div (rounded as IEEE division), max or min (max and min
+  // return NaN where either is NaN; python/wsc/ops.py's TILE_BINARY_KINDS,
+  // checked by the verifier).
   // The tiles share a fragment layout, so each thread combines its own
   // registers. A row vector [M, 1] beside an [M, N] tile is read broadcast
   // along the rows (its thread holds the rows of its tile registers); the

@@ -441,7 +441,13 @@ class _Specializer:
 
         self.accs = [op for op in self.prologue if op.name == "wsc.acc_alloc"]
         if not self.accs:
-            self._fail(kernel, "expects a wsc.acc_alloc before the K loop, found none")
+            self._fail(
+                self.loop,
+                "expects a wsc.acc_alloc before the K loop, found none: the pass "
+                "specializes a loop of WGMMAs into register accumulators; a loop "
+                "that only reads its stages (wsc.load_shared) takes roles written "
+                "by hand, as python/wsc/kernels/softmax/build.py writes them",
+            )
         rows = {dialect.acc_type_parameters(op.result.type)[0][0] for op in self.accs}
         if len(rows) != 1:
             self._fail(
@@ -857,7 +863,12 @@ class _Specializer:
                 "wsc.fence_proxy_async",
                 "wsc.coalesced_store",
             ) and not _pure(op.name):
-                self._fail(op, f"unsupported epilogue op '{op.name}'")
+                where = (
+                    ": allocate shared memory before the K loop (the roles split the kernel there)"
+                    if op.name == "wsc.alloc_shared"
+                    else ""
+                )
+                self._fail(op, f"unsupported epilogue op '{op.name}'{where}")
         return stores
 
     def _match_staging(self, op: ir.Operation) -> None:

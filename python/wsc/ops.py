@@ -408,7 +408,7 @@ class Cast(WscOp, name="wsc.cast"):
 
 #: The element-wise operations of wsc.tile_binary and wsc.tile_unary (an
 #: attribute IRDL checks only as a string).
-TILE_BINARY_KINDS = ("add", "sub", "mul", "max", "min")
+TILE_BINARY_KINDS = ("add", "sub", "mul", "div", "max", "min")
 TILE_UNARY_KINDS = ("exp2", "log2", "rsqrt", "tanh", "erf", "relu", "neg")
 #: The comparisons of wsc.tile_select.
 TILE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")

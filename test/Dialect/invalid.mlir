@@ -649,6 +649,13 @@ func.func @tile_math_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i3
   return
 }
 // -----
+func.func @tile_binary_of_an_unknown_kind() attributes {wsc.num_threads = 128 : i32} {
+  %x = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  // expected-error @below {{'wsc.tile_binary' op kind must be one of add, sub, mul, div, max, min, got 'pow'}}
+  %y = "wsc.tile_binary"(%x, %x) {kind = "pow"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
 func.func @tile_load_of_a_vector(%v: memref<?xf16>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   // expected-error @below {{'wsc.tile_load' op source must be a rank-2 memref in global memory, got memref<?xf16>}}

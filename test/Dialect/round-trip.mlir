@@ -152,6 +152,8 @@ func.func @tile_math() attributes {wsc.num_threads = 128 : i32} {
   %rm = "wsc.tile_row_reduce"(%r) {kind = "max"} : (!wsc.acc<array<i64: 64, 64>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   // CHECK: "wsc.tile_binary"(%{{.*}}, %{{.*}}) {kind = "sub"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   %centered = "wsc.tile_binary"(%r, %rm) {kind = "sub"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  // CHECK: "wsc.tile_binary"(%{{.*}}, %{{.*}}) {kind = "div"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
+  %normalized = "wsc.tile_binary"(%r, %rm) {kind = "div"} : (!wsc.acc<array<i64: 64, 64>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 64>, f32>
   // CHECK: "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
   %running = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 1>, f32>
   // CHECK: "wsc.tile_assign"(%{{.*}}, %{{.*}}) : (!wsc.acc<array<i64: 64, 1>, f32>, !wsc.acc<array<i64: 64, 1>, f32>)

@@ -528,6 +528,24 @@ func.func @tile_math(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i3
 
 // -----
 
+// Division rounds as IEEE division does: llvm.fdiv (div.rn.f32, not an
+// approximate reciprocal), a row vector's register dividing its row's.
+func.func @tile_divide(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 8>, f32>
+  %sum = "wsc.tile_row_reduce"(%acc) {kind = "sum"} : (!wsc.acc<array<i64: 64, 8>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
+  %shares = "wsc.tile_binary"(%acc, %sum) {kind = "div"} : (!wsc.acc<array<i64: 64, 8>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 8>, f32>
+  "wsc.store"(%shares, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 8>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
+// CHECK-LABEL: llvm.func @tile_divide
+// CHECK-NOT: rcp.approx
+// CHECK: llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: rcp.approx
+// CHECK: llvm.return
+
+// -----
+
 // A causal mask: index tiles are the element's row and column from the
 // fragment layout, as f32; the select compares ordered ("ogt": false for
 // NaN) and picks per register.

@@ -1097,16 +1097,14 @@ def test_python_control_flow_on_tiles_is_refused_and_arithmetic_reads_as_python(
     assert abs(x).shape == (64, 64)
     halved = x / 2
     assert halved.shape == (64, 64) and (x * np.float32(0.5)).shape == (64, 64)
-    with pytest.raises(BuildTypeError, match="divides by a nonzero number only"):
-        x / x
-    with pytest.raises(BuildTypeError, match="divides by a nonzero number only"):
+    assert (x / x).shape == (1.0 / x).shape == (64, 64)
+    with pytest.raises(BuildTypeError, match="a register tile divided by zero") as error:
         x / 0
-    with pytest.raises(BuildTypeError, match=r"number \* kb.exp2\(-kb.log2\(u\)\)"):
-        1.0 / x
+    assert error.value.where.line == line_of("x / 0")
     with pytest.raises(BuildTypeError, match=r"write t \* t"):
         x**2
     text = str(kb.finish(verify=False))
-    assert 'kind = "max"' in text and 'kind = "neg"' in text
+    assert 'kind = "max"' in text and 'kind = "neg"' in text and 'kind = "div"' in text
     assert 'predicate = "eq"' in text and 'predicate = "ne"' in text
 
 
@@ -1428,3 +1426,49 @@ def test_row_vectors_are_read_from_global_memory():
     kernel = kb.finish()
     assert str(kernel).count("-> !wsc.acc<array<i64: 64, 1>, f32>") == 3
     kernel.compile()
+
+
+def test_a_run_time_size_is_an_f32_row_vector_in_tile_math():
+    """x.shape[1] in element-wise math is the row vector of the size (a
+    wsc.tile_iota counted from it), on either side of every operator and in
+    comparisons; a size divided by a size is an index division (//)."""
+    kb = KernelBuilder("k", grid=[("m", 64)])
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    t = kb.load_tile(x, [kb.block_idx.x * 64, 0], [64, 64])
+    width = x.shape[1]
+    mean = kb.row_sum(t * t) / width
+    assert mean.shape == (64, 1)
+    scaled = width * t - t / (mean + 1.0)
+    masked = kb.where(kb.indices(t.shape, along="cols") >= width, 0.0, scaled)
+    assert masked.shape == (64, 64)
+    with pytest.raises(BuildTypeError, match="divides with //") as error:
+        width / width
+    assert error.value.where.line == line_of("width / width")
+    kb.store_global(y, masked, [kb.block_idx.x * 64, 0])
+    text = str(kb.finish())
+    assert text.count('"wsc.tile_iota"(%dim') == 3 and text.count('kind = "div"') == 2
+
+
+def rows_scaled_reference(a):
+    mean = (a * a).sum(axis=1, keepdims=True) / a.shape[1]
+    return a / (mean + 1.0) + 1.0 / (np.abs(a) + 2.0)
+
+
+def rows_scaled_kernel() -> KernelBuilder:
+    """b = a / (mean of a^2 along its row + 1) + 1 / (|a| + 2), rows of at most
+    64 elements: division by tiles and by the run-time row length."""
+    kb = KernelBuilder("rows_scaled", grid=[("a_dim0", 64)], check=rows_scaled_reference)
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    row = kb.block_idx.x * 64
+    t = kb.load_tile(x, [row, 0], [64, 64])
+    mean = kb.row_sum(t * t) / x.shape[1]
+    kb.store_global(y, t / (mean + 1.0) + 1.0 / (abs(t) + 2.0), [row, 0])
+    return kb
+
+
+@pytest.mark.cuda
+def test_tile_division_is_correct_on_the_gpu(hopper, tmp_path):
+    compiled = rows_scaled_kernel().finish().compile()
+    artifact = compiled.write_artifact(tmp_path / "rows", a_dim0=999, a_dim1=50)
+    report = run_artifact(artifact, bench=False)
+    assert report["ok"] and report["nan_count"] == 0, report

@@ -526,10 +526,13 @@ class KernelBuilder:
             or shape[0] < 64
             or not (vector or (shape[1] % 8 == 0 and 8 <= shape[1] <= 256))
         ):
+            wide = len(shape) == 2 and shape[1] > 256 and what == "load_shared"
             raise BuildError(
                 f"{what}: shape must be [rows, cols] with rows a multiple "
-                f"of 64 (WGMMA's M) and cols a multiple of 8 in [8, 256] (WGMMA's "
-                f"N), or 1 for an f32 row vector, got {list(shape)!r} ({dtype})",
+                f"of 64 and cols a multiple of 8 in [8, 256] (the layout of a WGMMA "
+                f"accumulator, which register tiles take), or 1 for an f32 row vector, "
+                f"got {list(shape)!r} ({dtype})"
+                + (": read a wider stage in blocks, load_shared(src, col=, cols=)" if wide else ""),
                 caller(),
             )
         return shape[0], shape[1]
@@ -775,7 +778,8 @@ class KernelBuilder:
 
     def _f32_tile(self, value, what: str, shape: tuple[int, int] | None = None) -> RegisterTile:
         """`value` as an f32 register tile: a tile, or a number filled into one
-        of `shape`."""
+        of `shape`, or a scalar argument or run-time size (a Scalar) as the row
+        vector of `shape`'s rows."""
         where = caller()
         if isinstance(value, RegisterTile):
             self._own(value, what)
@@ -790,6 +794,14 @@ class KernelBuilder:
             self._own(value, what)
             with self._at(where):
                 return RegisterTile(self, dialect.tile_splat(shape, value.value), f32, shape)
+        if isinstance(value, Scalar) and shape is not None:
+            self._own(value, what)
+            # The column index of a one-column tile counted from the size is the size.
+            vector = (shape[0], 1)
+            with self._at(where):
+                return RegisterTile(
+                    self, dialect.tile_iota(vector, "cols", value.value), f32, vector
+                )
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or shape is None:
             raise BuildTypeError(
                 f"{what}: expected a register tile or a number, got {type(value).__name__}", where

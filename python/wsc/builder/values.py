@@ -42,6 +42,8 @@ class Scalar:
         self.value = value
 
     def _binary(self, other, op, what: str, constant_right: bool = True) -> Scalar:
+        if isinstance(other, RegisterTile):
+            return NotImplemented  # the tile's reflected operator: element-wise math
         # x + 0, x - 0, x * 1 and x // 1 are x: offsets such as
         # `offset_m + group * 64` stay the plain value for group 0.
         identity = 1 if op in (arith.MulIOp, arith.DivUIOp) else 0
@@ -80,10 +82,21 @@ class Scalar:
     def __floordiv__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.DivUIOp, "//")
 
+    def __truediv__(self, other):
+        if isinstance(other, RegisterTile):
+            return NotImplemented  # the tile's reflected division
+        raise BuildTypeError(
+            "a run-time size divides with // (it is an index); divided by a register "
+            "tile, or a tile divided by it, it is an f32 value",
+            caller(),
+        )
+
     def __mod__(self, other: Scalar | int) -> Scalar:
         return self._binary(other, arith.RemUIOp, "%")
 
     def _compare(self, other, predicate) -> Predicate:
+        if isinstance(other, RegisterTile):
+            return NotImplemented  # the tile's reflected comparison
         kb = self._builder
         with kb._at():
             rhs = kb._index(other, "comparison")
@@ -290,6 +303,11 @@ class GlobalTensor:
         """Raise a located BuildError unless `what` may take this tensor as a
         matrix: rank 2, and not a matrix of a batch where `by_threads` (its
         threads read or write it: only TMA copies address those)."""
+        if self.rank == 1:
+            raise BuildError(
+                f"{what}: '{self.name}' is a vector (rank 1); it takes a matrix (rank 2)",
+                caller(),
+            )
         if self.rank == 3:
             raise BuildError(
                 f"{what}: '{self.name}' is a batch of matrices (rank 3); take one of them, "
@@ -500,11 +518,13 @@ class TileComparison:
 
 class RegisterTile:
     """A tile in the registers of the executing warpgroup(s) (`!wsc.acc`).
-    f32 tiles combine element by element with +, - and * (with a tile of the
-    same shape, a number or a scalar argument), / by a number, unary - and
-    abs(); kb.max, kb.min, kb.exp2 and kb.relu do the rest (wsc.tile_binary,
-    wsc.tile_unary). <, <=, >, >=, == and != compare them element by element
-    for kb.where (wsc.tile_select); a comparison has no truth value."""
+    f32 tiles combine element by element with +, -, * and / (with a tile of
+    the same shape or a row vector [rows, 1] of its rows, a number, a scalar
+    argument, or a run-time size such as x.shape[1], exact below 2^24), unary
+    - and abs(); kb.max, kb.min, kb.exp2 and kb.relu do the rest
+    (wsc.tile_binary, wsc.tile_unary). <, <=, >, >=, == and != compare them
+    element by element for kb.where (wsc.tile_select); a comparison has no
+    truth value."""
 
     def __init__(self, builder: KernelBuilder, value: ir.Value, dtype: str, shape: tuple[int, int]):
         self._builder = builder
@@ -539,22 +559,17 @@ class RegisterTile:
     def __abs__(self) -> RegisterTile:
         return self._builder._tile_binary("max", self, -self)
 
-    def __truediv__(self, other: float) -> RegisterTile:
-        """Division by a number: a product with its reciprocal."""
-        if isinstance(other, numbers.Real) and not isinstance(other, bool) and other != 0:
+    def __truediv__(self, other: RegisterTile | KernelScalar | Scalar | float) -> RegisterTile:
+        """Division, rounded as IEEE division rounds; by a number, a product
+        with its reciprocal (one multiply per element)."""
+        if isinstance(other, numbers.Real) and not isinstance(other, bool):
+            if other == 0:
+                raise BuildTypeError("a register tile divided by zero", caller())
             return self._builder._tile_binary("mul", self, 1.0 / float(other))
-        raise BuildTypeError(
-            f"a register tile divides by a nonzero number only, got {other!r}; for a tile u > 0 "
-            "multiply by its reciprocal, kb.exp2(-kb.log2(u)) (or kb.rsqrt(u) squared)",
-            caller(),
-        )
+        return self._builder._tile_binary("div", self, other)
 
-    def __rtruediv__(self, other):
-        raise BuildTypeError(
-            "a number divided by a register tile: for a tile u > 0 write "
-            "number * kb.exp2(-kb.log2(u))",
-            caller(),
-        )
+    def __rtruediv__(self, other: KernelScalar | Scalar | float) -> RegisterTile:
+        return self._builder._tile_binary("div", other, self)
 
     def __pow__(self, other):
         raise BuildTypeError(

@@ -160,6 +160,11 @@ def mulf(a: ir.Value, b: ir.Value, contract: bool = False) -> ir.Value:
     return arith.mulf(a, b, **_fastmath(contract))
 
 
+def divf(a: ir.Value, b: ir.Value) -> ir.Value:
+    """a / b rounded as IEEE division rounds (div.rn.f32)."""
+    return arith.divf(a, b)
+
+
 def absf(a: ir.Value) -> ir.Value:
     return llvm.intr_fabs(a)
 

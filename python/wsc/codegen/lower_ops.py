@@ -251,6 +251,7 @@ _TILE_BINARY = {
     "add": lambda x, y: E.addf(x, y, contract=True),
     "sub": lambda x, y: E.subf(x, y, contract=True),
     "mul": lambda x, y: E.mulf(x, y, contract=True),
+    "div": E.divf,
     "max": E.maximumf,
     "min": E.minimumf,
 }

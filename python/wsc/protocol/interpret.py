@@ -442,7 +442,8 @@ class _Compiler:
     @staticmethod
     def _global_extents(kernel_ops, k_dims) -> dict:
         """The extent memref.dim gives each dim of a global memref: the K extent
-        (None) on the dim its TMA tiles advance along K, one tile elsewhere."""
+        (None) on the dim its TMA tiles advance along K, one tile (of a copy,
+        a store or a register load) elsewhere."""
         extents = {}
         for op in kernel_ops:
             if op.name == "wsc.tma_load":
@@ -457,6 +458,14 @@ class _Compiler:
             elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
                 copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
                 extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))
+            elif op.name == "wsc.tile_load":
+                load = ops.TileLoad(op)
+                shape = acc_type_parameters(load.result.type)[0]
+                extents.setdefault(load.src, shape[::-1] if load.transpose else shape)
+            elif op.name == "wsc.tile_broadcast":
+                broadcast = ops.TileBroadcast(op)
+                rows, cols = acc_type_parameters(broadcast.result.type)[0]
+                extents.setdefault(broadcast.src, (cols if broadcast.along == "cols" else rows,))
         for op in kernel_ops:
             if op.name == "wsc.batch_matrix":
                 # A batch of one matrix: the grid's z is one block.
@@ -656,9 +665,9 @@ class _Compiler:
         if -1 in extents:
             raise PassError(
                 op.location,
-                "verify-pipeline cannot size this memref: it is "
-                "neither loaded by wsc.tma_load nor stored by wsc.store, "
-                "wsc.tma_store or wsc.coalesced_store",
+                "verify-pipeline cannot size this memref: it is neither "
+                "loaded by wsc.tma_load, wsc.tile_load or wsc.tile_broadcast nor "
+                "stored by wsc.store, wsc.tma_store or wsc.coalesced_store",
             )
         return _Dim(op, extents, self.slot(op.opview.index), results[0])
 
