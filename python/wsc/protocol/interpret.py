@@ -459,9 +459,9 @@ class _Compiler:
                 copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
                 extents.setdefault(copy.dst, tuple(ir.MemRefType(copy.src.type).shape[1:]))
             elif op.name == "wsc.tile_load":
-                load = ops.TileLoad(op)
-                shape = acc_type_parameters(load.result.type)[0]
-                extents.setdefault(load.src, shape[::-1] if load.transpose else shape)
+                tile_load = ops.TileLoad(op)
+                shape = acc_type_parameters(tile_load.result.type)[0]
+                extents.setdefault(tile_load.src, shape[::-1] if tile_load.transpose else shape)
             elif op.name == "wsc.tile_broadcast":
                 broadcast = ops.TileBroadcast(op)
                 rows, cols = acc_type_parameters(broadcast.result.type)[0]
