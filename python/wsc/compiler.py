@@ -41,6 +41,7 @@ from wsc.runtime.artifact import (
     GridAxis,
     Workspace,
     check_sizes,
+    derive_sizes,
     derived_size_problems,
     grid_axis,
     size_value,
@@ -321,10 +322,13 @@ def write_artifact(
     scalar kernel argument (an f32 parameter, by name) the value runs use
     where the launch gives none. `derived_sizes` gives the sizes that follow
     from the others (a block scale's length), each a size expression of
-    sizes not derived, which resizing recomputes."""
+    sizes not derived, computed where `sizes` leaves them out and again by
+    resizing."""
     info = result.info
-    check_sizes(info.dims, sizes, info.name)
     rules = dict(derived_sizes or {})
+    expressions = {name: rule for name, rule in rules.items() if isinstance(rule, str)}
+    sizes = derive_sizes(expressions, sizes, info.name)
+    check_sizes(info.dims, sizes, info.name)
     for name, why in derived_size_problems(rules, sizes):
         raise ValueError(f"kernel '{info.name}': derived size {name}: {why}")
     scalar_names = {param["name"] for param in info.params if param["kind"] == "f32"}

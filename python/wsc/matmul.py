@@ -448,10 +448,10 @@ def _check_epilogue(a_op: _Operand, m: int, n: int, bias, activation, residual, 
     kind, dtype and device (the residual's rows may be padded, each row's
     elements contiguous), an activation of ACTIVATIONS, and a finite real
     alpha."""
-    if alpha is not None and (
-        isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha)
-    ):
+    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float))):
         raise TypeError(f"wsc.matmul: alpha must be a finite real number, got {alpha!r}")
+    if alpha is not None and not math.isfinite(alpha):
+        raise ValueError(f"wsc.matmul: alpha must be a finite real number, got {alpha!r}")
     if alpha is not None and a_op.kind != "torch":
         raise TypeError("wsc.matmul: alpha is supported for torch tensors only")
     if activation is not None and activation not in ACTIVATIONS:

@@ -27,6 +27,7 @@ from wsc.codegen import find_ptxas
 from wsc.compiler import CompileError
 from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.runtime import load_artifact
+from wsc.runtime.artifact import SizesError
 from wsc.runtime.memory import Inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -1147,6 +1148,14 @@ def test_a_check_config_is_checked_where_it_is_given():
             "check_config: reference_arguments must map argument names to values",
         ),
         ("matmul", {"epilog": {}}, "key 'epilog' is not one check 'matmul' reads (epilogue)"),
+        ("matmul", {"epilogue": {"scale": "e"}}, "check_config: epilogue: unknown keys scale"),
+        (
+            "matmul",
+            {"epilogue": {"activation": "tanh"}},
+            "epilogue: activation must be one of relu, gelu, gelu_tanh, silu, got 'tanh'",
+        ),
+        ("matmul", {"epilogue": {"bias": 3}}, "epilogue: bias must name an argument of the kernel"),
+        ("matmul", {"epilogue": ["bias"]}, "epilogue must be a dict of alpha, bias"),
     ):
         with pytest.raises(BuildError) as error:
             KernelBuilder("k", check=check, check_config=config)
@@ -1472,3 +1481,41 @@ def test_tile_division_is_correct_on_the_gpu(hopper, tmp_path):
     artifact = compiled.write_artifact(tmp_path / "rows", a_dim0=999, a_dim1=50)
     report = run_artifact(artifact, bench=False)
     assert report["ok"] and report["nan_count"] == 0, report
+
+
+def test_write_artifact_computes_the_derived_sizes_left_out(tmp_path):
+    """A size given as a rule of derived_sizes need not be given too; one
+    given against its rule is refused."""
+    kb = KernelBuilder("scaled", grid=[("a_dim0", 64)])
+    x, w, y = kb.global_tensor(f32), kb.global_tensor(f32, rank=1), kb.global_tensor(f32)
+    row = kb.block_idx.x * 64
+    scale = kb.broadcast(w, 0, [64, 1], along="cols")  # w[0] in every row
+    kb.store_global(y, kb.load_tile(x, [row, 0], [64, 64]) * scale, [row, 0])
+    compiled = kb.finish().compile()
+    rule = {"b_dim0": "1"}
+    artifact = load_artifact(
+        compiled.write_artifact(tmp_path / "a", a_dim0=100, a_dim1=40, derived_sizes=rule)
+    )
+    assert artifact.sizes == {"a_dim0": 100, "a_dim1": 40, "b_dim0": 1}
+    with pytest.raises(SizesError, match="size b_dim0 follows from the others, 1 = 1; got 2"):
+        compiled.write_artifact(tmp_path / "b", a_dim0=100, a_dim1=40, b_dim0=2, derived_sizes=rule)
+
+
+def test_a_reference_imports_only_numpy_and_math():
+    """A reference importing another module would fail only when a check
+    runs it: refused where it is given; numpy and math imports pass."""
+
+    def imports_scipy(a):
+        import scipy.special
+
+        return scipy.special.expit(a)
+
+    def imports_numpy(a):
+        import numpy
+        from math import sqrt
+
+        return numpy.maximum(a, 0.0) * sqrt(1.0)
+
+    with pytest.raises(BuildError, match="uses import scipy.special from outside it"):
+        relu_kernel(imports_scipy).finish()
+    relu_kernel(imports_numpy).finish()

@@ -1210,8 +1210,11 @@ def test_alpha_scales_the_product(gpu, monkeypatch, m, n, k):
 def test_alpha_is_a_finite_number_of_a_torch_call():
     a, w = meta(64, 32), meta(48, 32)
     assert plan(a, w.T, alpha=0.5).epilogue == {"alpha": True}
-    for bad in (True, float("inf"), "2"):
+    for bad in (True, "2"):
         with pytest.raises(TypeError, match="alpha must be a finite real number"):
+            plan(a, w.T, alpha=bad)
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="alpha must be a finite real number"):
             plan(a, w.T, alpha=bad)
     with pytest.raises(TypeError, match="supported for torch tensors only"):
         wsc.matmul(np.zeros((4, 8), np.float16), np.zeros((8, 4), np.float16), alpha=2.0)

@@ -5,6 +5,7 @@ loops) and the Pipeline that names a ring's hand-off."""
 from __future__ import annotations
 
 import contextlib
+import dis
 import inspect
 import math
 import numbers
@@ -123,9 +124,15 @@ def _reference(function, where: SourceLocation) -> dict[str, str]:
         )
     names = inspect.getclosurevars(function)
     outside = sorted(set(names.nonlocals) | (set(names.globals) - set(REFERENCE_NAMES)))
-    if outside:
+    imported = sorted(
+        module
+        for module in _imported_modules(function.__code__)
+        if module.partition(".")[0] not in REFERENCE_NAMES
+    )
+    if outside or imported:
+        what = ", ".join(outside) if outside else f"import {', '.join(imported)}"
         raise BuildError(
-            f"check: reference '{function.__name__}' uses {', '.join(outside)} from outside "
+            f"check: reference '{function.__name__}' uses {what} from outside "
             f"it; a reference travels alone in the artifact, with {', '.join(REFERENCE_NAMES)}",
             where,
         )
@@ -137,6 +144,16 @@ def _reference(function, where: SourceLocation) -> dict[str, str]:
             where,
         ) from error
     return {"function": function.__name__, "source": source}
+
+
+def _imported_modules(code) -> Iterator[str]:
+    """The modules `code` and the functions it defines import."""
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "IMPORT_NAME":
+            yield instruction.argval
+    for constant in code.co_consts:
+        if inspect.iscode(constant):
+            yield from _imported_modules(constant)
 
 
 def _check_along(along: str, what: str) -> None:
@@ -666,8 +683,9 @@ class KernelBuilder:
         return RegisterTile(self, value, f32, tile.shape)
 
     def compare(self, x: RegisterTile | float, predicate: str, y: RegisterTile | float):
-        """x <predicate> y for kb.where, predicate one of TILE_PREDICATES
-        ("eq" and "ne" have no operator here: == keeps its Python meaning)."""
+        """x <predicate> y for kb.where, predicate one of TILE_PREDICATES:
+        the comparison the operators <, <=, >, >=, == and != of a register
+        tile make, spelled out (e.g. where both sides are numbers' tiles)."""
         if predicate not in TILE_PREDICATES:
             raise BuildError(
                 f"compare: predicate must be one of {', '.join(map(repr, TILE_PREDICATES))}, "

@@ -75,6 +75,34 @@ def activate(name: str | None, x, erf, tanh, exp):
     return x / (1.0 + exp(-x))  # silu
 
 
+#: The keys of a matmul artifact's "epilogue" config, and those that name a
+#: tensor or scalar argument of the kernel.
+EPILOGUE_KEYS = ("alpha", "bias", "activation", "residual", "scale_a", "scale_b", "scale_block")
+_NAMING_KEYS = ("alpha", "bias", "residual", "scale_a", "scale_b")
+
+
+def epilogue_problems(spec) -> list[str]:
+    """What is wrong with an "epilogue" config before any artifact holds it:
+    unknown keys, an unknown activation, names that are not strings."""
+    if not isinstance(spec, dict):
+        return [f"epilogue must be a dict of {', '.join(EPILOGUE_KEYS)}, got {spec!r}"]
+    problems = []
+    unknown = set(spec) - set(EPILOGUE_KEYS)
+    if unknown:
+        problems.append(f"epilogue: unknown keys {', '.join(sorted(map(str, unknown)))}")
+    activation = spec.get("activation")
+    if activation is not None and activation not in ACTIVATIONS:
+        problems.append(
+            f"epilogue: activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}"
+        )
+    problems += [
+        f"epilogue: {key} must name an argument of the kernel, got {spec[key]!r}"
+        for key in _NAMING_KEYS
+        if key in spec and not isinstance(spec[key], str)
+    ]
+    return problems
+
+
 class Epilogue:
     """What a matmul artifact does to the product before storing C, from its
     config's "epilogue": {"alpha": scalar argument, "bias": tensor,
@@ -87,15 +115,7 @@ class Epilogue:
             return ArtifactError(f"{artifact.json_path}: check 'matmul': epilogue: {message}")
 
         spec = dict((artifact.config or {}).get("epilogue") or {})
-        unknown = set(spec) - {
-            "alpha",
-            "bias",
-            "activation",
-            "residual",
-            "scale_a",
-            "scale_b",
-            "scale_block",
-        }
+        unknown = set(spec) - set(EPILOGUE_KEYS)
         if unknown:
             raise fail(f"unknown keys {', '.join(sorted(unknown))}")
         self.bias, self.activation, self.residual = (
@@ -158,6 +178,13 @@ class MatmulCheck:
 
     #: The keys of a kernel's check_config this check reads.
     CONFIG_KEYS = frozenset({"epilogue"})
+
+    @staticmethod
+    def config_problems(config: dict) -> list[str]:
+        """What the check would refuse in a kernel's check_config whatever the
+        kernel, told when the kernel is built (the tensors and scalars it
+        names are checked against an artifact's)."""
+        return epilogue_problems(config["epilogue"]) if "epilogue" in config else []
 
     def __init__(self, artifact: Artifact):
         def fail(message: str) -> ArtifactError:
