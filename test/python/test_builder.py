@@ -1511,8 +1511,9 @@ def test_a_reference_imports_only_numpy_and_math():
         return scipy.special.expit(a)
 
     def imports_numpy(a):
-        import numpy
         from math import sqrt
+
+        import numpy
 
         return numpy.maximum(a, 0.0) * sqrt(1.0)
 
