@@ -3,7 +3,7 @@
 Contract: the input is any module the wsc verifier accepts; the pass leaves it
 unchanged. Each kernel (a func.func with `wsc.num_threads`) is simulated by
 `wsc.protocol.check_protocol` for K extents of 1 .. max-k-tiles tiles (each
-also with its last tile ragged), and the first violation is reported as a
+also with the last tile of every dim ragged), and the first violation is reported as a
 located error at the offending op, with the k_tiles and num_stages it shows up
 at: a deadlocked wait, an over- or
 under-arrival, a phase completing under a waiter that has not returned, an

@@ -2618,7 +2618,7 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
       %position = arith.addi %i, %k_tiles : index
       %filled = arith.cmpi uge, %position, %c4 : index
       scf.if %filled {
-        // expected-error @below {{deadlock: this wait for parity 1 on empty[3] never returns: every thread group is blocked and no copy is in flight (empty[3] is in phase 0 with 0 of 128 arrivals) (k_tiles = 1, the last one ragged, num_stages = 4)}}
+        // expected-error @below {{deadlock: this wait for parity 1 on empty[3] never returns: every thread group is blocked and no copy is in flight (empty[3] is in phase 0 with 0 of 128 arrivals) (k_tiles = 1, every dim's last tile ragged, num_stages = 4)}}
         "wsc.mbarrier_wait"(%empty, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
       }
       %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
@@ -2626,4 +2626,98 @@ func.func @matmul(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
     }
   }
   return
+}
+
+// -----
+
+// A persistent kernel whose consumer counts M tiles as floor where the
+// producer counts them as ceiling: they agree unless the last M tile is
+// ragged, where the producer fills stages of a tile no consumer reads.
+module {
+  func.func @matmul(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 160 : i32} {
+    %c1 = arith.constant 1 : index
+    %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivui %dim, %c64 : index
+    %1 = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>
+    %2 = "wsc.alloc_shared"() : () -> memref<2x64x64xf16, 3>
+    %3 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+    %4 = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 2 : i32} : () -> !wsc.mbarriers
+    "wsc.sync"() : () -> ()
+    %c0 = arith.constant 0 : index
+    %dim_0 = memref.dim %arg0, %c0 : memref<?x?xf16>
+    %c128 = arith.constant 128 : index
+    %5 = arith.ceildivui %dim_0, %c128 : index
+    %dim_1 = memref.dim %arg2, %c1 : memref<?x?xf32>
+    %6 = arith.ceildivui %dim_1, %c64 : index
+    %block_id_x = gpu.block_id  x
+    %7 = arith.muli %5, %6 : index
+    %grid_dim_x = gpu.grid_dim  x
+    %false = arith.constant false
+    %c0_2 = arith.constant 0 : index
+    %8 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+    scf.if %8 {
+      %false_3 = arith.constant false
+      %fm = arith.divui %dim_0, %c128 : index
+      %ft = arith.muli %fm, %6 : index
+      %10:2 = scf.for %arg3 = %block_id_x to %ft step %grid_dim_x iter_args(%arg4 = %c0_2, %arg5 = %false_3) -> (index, i1) {
+        %11 = arith.remui %arg3, %5 : index
+        %12 = arith.divui %arg3, %5 : index
+        %13 = arith.muli %11, %c128 : index
+        %14 = arith.muli %12, %c64 : index
+        %15 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 64>, f32>
+        %16:2 = scf.for %arg6 = %c0 to %0 step %c1 iter_args(%arg7 = %arg4, %arg8 = %arg5) -> (index, i1) {
+          "wsc.mbarrier_wait"(%3, %arg7, %arg8) : (!wsc.mbarriers, index, i1) -> ()
+          "wsc.wgmma_fence"() : () -> ()
+          "wsc.wgmma"(%1, %2, %arg7, %15) {a_row = 0 : i32, b_layout = "nk"} : (memref<2x128x64xf16, 3>, memref<2x64x64xf16, 3>, index, !wsc.acc<array<i64: 128, 64>, f32>) -> ()
+          "wsc.wgmma_commit_group"() : () -> ()
+          "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+          "wsc.mbarrier_arrive"(%4, %arg7) : (!wsc.mbarriers, index) -> ()
+          %17:2 = "wsc.ring_advance"(%arg7, %arg8) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+          scf.yield %17#0, %17#1 : index, i1
+        }
+        "wsc.store"(%15, %arg2, %13, %14) : (!wsc.acc<array<i64: 128, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+        scf.yield %16#0, %16#1 : index, i1
+      }
+    }
+    %9 = "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
+    scf.if %9 {
+      %c0_3 = arith.constant 0 : index
+      %true = arith.constant true
+      %10:3 = scf.for %arg3 = %block_id_x to %7 step %grid_dim_x iter_args(%arg4 = %c0_2, %arg5 = %true, %arg6 = %c0_3) -> (index, i1, index) {
+        %12 = arith.remui %arg3, %5 : index
+        %13 = arith.divui %arg3, %5 : index
+        %14 = arith.muli %12, %c128 : index
+        %15 = arith.muli %13, %c64 : index
+        %16:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
+          "wsc.mbarrier_wait"(%4, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
+          %18 = arith.muli %arg7, %c64 : index
+          %19 = "wsc.elect"() : () -> i1
+          scf.if %19 {
+            "wsc.mbarrier_arrive_expect_tx"(%3, %arg8) {tx_bytes = 24576 : i32} : (!wsc.mbarriers, index) -> ()
+            "wsc.tma_load"(%arg0, %14, %18, %1, %arg8, %3) : (memref<?x?xf16>, index, index, memref<2x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+            "wsc.tma_load"(%arg1, %15, %18, %2, %arg8, %3) : (memref<?x?xf16>, index, index, memref<2x64x64xf16, 3>, index, !wsc.mbarriers) -> ()
+          }
+          %20:2 = "wsc.ring_advance"(%arg8, %arg9) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+          scf.yield %20#0, %20#1 : index, i1
+        }
+        %17 = arith.addi %arg6, %0 : index
+        scf.yield %16#0, %16#1, %17 : index, i1, index
+      }
+      %c2 = arith.constant 2 : index
+      %c0_4 = arith.constant 0 : index
+      %c1_5 = arith.constant 1 : index
+      %11:2 = scf.for %arg3 = %c0_4 to %c2 step %c1_5 iter_args(%arg4 = %10#0, %arg5 = %10#1) -> (index, i1) {
+        %12 = arith.addi %arg3, %10#2 : index
+        %13 = arith.cmpi uge, %12, %c2 : index
+        scf.if %13 {
+          // expected-error @below {{deadlock: this wait for parity 0 on empty[0] never returns: every thread group is blocked and no copy is in flight (empty[0] is in phase 0 with 0 of 128 arrivals) (k_tiles = 1, every dim's last tile ragged, num_stages = 2)}}
+          "wsc.mbarrier_wait"(%4, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
+        }
+        %14:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
+        scf.yield %14#0, %14#1 : index, i1
+      }
+    }
+    return
+  }
 }

@@ -2,8 +2,8 @@
 
 `check_protocol(module)` runs every kernel of a module (a func.func with
 `wsc.num_threads`) on K extents of 1 .. 3*num_stages+1 tiles, whole and with
-the last one ragged (one element: roles that count K tiles differently, as
-floor and ceiling, part only there), and raises a
+the last tile of every dim ragged (one element: roles that count tiles
+differently, as floor and ceiling, part only there), and raises a
 `ProtocolViolation`, a located `PassError`, at the first synchronisation bug it
 finds. Block 0 of a grid of one block is simulated; every dim that is not a K
 extent is one tile long, and, for a persistent kernel (one that reads
@@ -47,7 +47,8 @@ schedules, the first two each the worst case for one side of the pipeline:
   newest first      first: a group reading a copy that only another group's
                     wait covers (Q waited for by one group of two) is caught.
 
-The first schedule runs again with the last K tile ragged (one element).
+The first schedule runs again with the last tile of every dim ragged (one
+element).
 
 What is checked, each reported at the op that commits it (kind in brackets):
 

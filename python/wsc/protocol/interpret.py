@@ -175,14 +175,16 @@ class _Compute:
 
 
 class _Dim:
-    """memref.dim: the K extent on the dims TMA loads K tiles from, a number
-    of tiles (the simulation's tile_extent) elsewhere."""
+    """memref.dim: a static dim's size; the K extent on the dims TMA loads K
+    tiles from, a number of tiles (the simulation's tile_extent) elsewhere,
+    the last of them one element wide in a ragged run."""
 
     nested = False
-    __slots__ = ("op", "extents", "index", "result")
+    __slots__ = ("op", "extents", "dynamic", "index", "result")
 
-    def __init__(self, op, extents, index, result):
-        self.op, self.extents, self.index, self.result = op, extents, index, result
+    def __init__(self, op, extents, dynamic, index, result):
+        self.op, self.extents, self.dynamic = op, extents, dynamic
+        self.index, self.result = index, result
 
     def execute(self, process, frame):
         dimension = frame[self.index]
@@ -194,9 +196,13 @@ class _Dim:
             )
         extent = self.extents[dimension]
         simulation = process.simulation
-        frame[self.result] = (
-            simulation.k_extent if extent is None else extent * simulation.tile_extent
-        )
+        if not self.dynamic[dimension]:
+            frame[self.result] = extent
+        elif extent is None:
+            frame[self.result] = simulation.k_extent
+        else:
+            ragged = extent - 1 if simulation.ragged else 0
+            frame[self.result] = extent * simulation.tile_extent - ragged
 
 
 class _Effect:
@@ -658,9 +664,9 @@ class _Compiler:
         source = op.opview.source
         shape = ir.MemRefType(source.type).shape
         known = self.extents.get(source)
+        dynamic = tuple(ir.ShapedType.is_dynamic_size(s) for s in shape)
         extents = tuple(
-            s if not ir.ShapedType.is_dynamic_size(s) else known[d] if known else -1
-            for d, s in enumerate(shape)
+            s if not dynamic[d] else known[d] if known else -1 for d, s in enumerate(shape)
         )
         if -1 in extents:
             raise PassError(
@@ -669,7 +675,7 @@ class _Compiler:
                 "loaded by wsc.tma_load, wsc.tile_load or wsc.tile_broadcast nor "
                 "stored by wsc.store, wsc.tma_store or wsc.coalesced_store",
             )
-        return _Dim(op, extents, self.slot(op.opview.index), results[0])
+        return _Dim(op, extents, dynamic, self.slot(op.opview.index), results[0])
 
     def _for(self, op, context, results):
         body_block = op.regions[0].blocks[0]

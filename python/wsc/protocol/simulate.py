@@ -56,8 +56,9 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
     Each kernel runs with K = k_tiles * block_k for k_tiles = 1 ..
     `max_k_tiles` (default 3 * num_stages + 1: every stage wraps around at
     least three times), or for `k_tiles` alone, and, under the first schedule,
-    with the last of those K tiles ragged (one element of it: roles that count
-    K tiles differently part there); returns None when every run is clean.
+    with the last tile of every dim ragged (one element of it: roles that
+    count tiles differently, as floor and ceiling, part there); returns None
+    when every run is clean.
     The violation carries `kind` (one of the kind constants of wsc.protocol),
     `k_tiles`, `num_stages` and `ragged`. An op the simulator cannot
     interpret raises a plain `PassError` instead."""
@@ -67,9 +68,7 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
         arrivals = (False, True) if kernel.split_k else (True,)
         for tile_extent, grid in _GRIDS if kernel.persistent else ((1, (0, 1)),):
             for count in [k_tiles] if k_tiles else range(1, last + 1):
-                runs = [(schedule, False) for schedule in _SCHEDULES]
-                if kernel.block_k > 1:
-                    runs.append((_SCHEDULES[0], True))
+                runs = [(schedule, False) for schedule in _SCHEDULES] + [(_SCHEDULES[0], True)]
                 found = [
                     (violation, ragged)
                     for schedule, ragged in runs
@@ -145,7 +144,8 @@ class _Simulation:
         self.cluster, self.clusters = grid
         #: Whether this block's wsc.partial_arrives are the last of their splits.
         self.arrives_last = arrives_last
-        # A ragged last K tile holds one element.
+        #: The last tile of every dim is one element wide (memref.dim).
+        self.ragged = ragged
         self.k_extent = k_tiles * kernel.block_k - (kernel.block_k - 1 if ragged else 0)
         self.tile_extent = tile_extent
         # Per CTA of the cluster (one without clusters): its rings and barriers.

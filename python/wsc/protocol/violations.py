@@ -52,7 +52,7 @@ DIAGNOSIS_ORDER = (
 
 class ProtocolViolation(PassError):
     """A synchronisation bug, located at the offending op; the message ends
-    with the K extent (in tiles, the last maybe ragged), ring size and (when
+    with the K extent (in tiles, the last of each dim maybe ragged), ring size and (when
     more than one) output tiles and blocks it shows up at."""
 
     def __init__(
@@ -67,7 +67,7 @@ class ProtocolViolation(PassError):
         notes: list[tuple[ir.Location, str]] | None = None,
         ragged: bool = False,
     ):
-        last = ", the last one ragged" if ragged else ""
+        last = ", every dim's last tile ragged" if ragged else ""
         where = f"k_tiles = {k_tiles}{last}, num_stages = {num_stages}"
         cluster, clusters = grid
         if clusters > 1:
