@@ -101,3 +101,68 @@ func.func @never_arrives(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counter
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// Two consumer groups store their partial sums at the same rows: one
+// workspace slot and one counter, which each split then counts twice.
+func.func @split_k_two_groups(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 256 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %split = gpu.block_id z
+  %g0 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+  scf.if %g0 {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+    "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+    %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+    scf.if %last {
+      "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+      "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+    }
+  }
+  %g1 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32} : () -> i1
+  scf.if %g1 {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+    // expected-error @below {{partial-shared: the consumer role [128, 256) stores a partial sum of rows [0, 64), and the consumer role [0, 128) one of rows [0, 64): their workspace rows (and counters) overlap, so the sums overwrite each other and a split's arrivals are miscounted (k_tiles = 1, num_stages = 1)}}
+    "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+    %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+    scf.if %last {
+      "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+      "wsc.store"(%acc, %c, %c64, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+    }
+  }
+  return
+}
+
+// -----
+
+// Group 1's partial sums start at row 32, inside group 0's 64 rows: the
+// workspace rows overlap.
+func.func @split_k_two_groups(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 256 : i32} {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %split = gpu.block_id z
+  %g0 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+  scf.if %g0 {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+    "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+    %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+    scf.if %last {
+      "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+      "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+    }
+  }
+  %g1 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32} : () -> i1
+  scf.if %g1 {
+    %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+    %c32 = arith.constant 32 : index
+    // expected-error @below {{partial-shared: the consumer role [128, 256) stores a partial sum of rows [32, 96), and the consumer role [0, 128) one of rows [0, 64): their workspace rows (and counters) overlap, so the sums overwrite each other and a split's arrivals are miscounted (k_tiles = 1, num_stages = 1)}}
+    "wsc.partial_store"(%acc, %partials, %c32, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+    %last = "wsc.partial_arrive"(%counters, %c32) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+    scf.if %last {
+      "wsc.partial_reduce"(%acc, %partials, %counters, %c32) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+      "wsc.store"(%acc, %c, %c64, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+    }
+  }
+  return
+}

@@ -122,6 +122,8 @@ another, each thread group's partial sums tracked by their first row:
   [arrival-without-partial] an arrival on rows with no partial sum stored
                         since the last one, or a partial sum never published;
   [splits-mismatch]     the ops on one partial sum count different splits;
+  [partial-shared]      two thread groups of a block hold partial sums of the
+                        same rows at once: one workspace slot and counter;
   [counter-left-set]    the last split exits without wsc.partial_reduce,
                         which sets the counter back to zero for the next launch.
 
@@ -156,6 +158,7 @@ from wsc.protocol.violations import (
     MISSING_DRAIN,
     OVER_ARRIVAL,
     PARTIAL_AFTER_ARRIVAL,
+    PARTIAL_SHARED,
     PHASE_OVERRUN,
     REGISTER_RACE,
     SPLITS_MISMATCH,
@@ -187,6 +190,7 @@ __all__ = [
     "EARLY_REDUCE",
     "PARTIAL_AFTER_ARRIVAL",
     "ARRIVAL_WITHOUT_PARTIAL",
+    "PARTIAL_SHARED",
     "SPLITS_MISMATCH",
     "COUNTER_LEFT_SET",
 ]

@@ -833,13 +833,18 @@ class _Compiler:
 
     def _partial_step(self, op, context, view, step: str):
         """A wsc.partial_store or wsc.partial_reduce: the simulation's method
-        `step` on the rows it names."""
+        `step` on the rows it names (a store also says how many)."""
         self._whole_group(op, context)
         partial = view(op)
         row, splits = self.slot(partial.row), partial.splits
+        rows = (
+            (acc_type_parameters(partial.tile.type)[0][0],)
+            if isinstance(partial, ops.PartialStore)
+            else ()
+        )
 
         def act(process, frame):
-            getattr(process.simulation, step)(process, op, frame[row], splits)
+            getattr(process.simulation, step)(process, op, frame[row], splits, *rows)
 
         return _Effect(op, act)
 

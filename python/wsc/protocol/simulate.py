@@ -36,6 +36,7 @@ from wsc.protocol.violations import (
     MISSING_DRAIN,
     OVER_ARRIVAL,
     PARTIAL_AFTER_ARRIVAL,
+    PARTIAL_SHARED,
     PHASE_OVERRUN,
     SPLITS_MISMATCH,
     STAGE_OUT_OF_RANGE,
@@ -173,6 +174,8 @@ class _Simulation:
         #: (ring, stage) that wsc.store_shared or a TMA copy has filled: a
         #: store out of any other stage copies out memory nothing wrote.
         self.filled: set = set()
+        #: (process, first row) -> rows of the partial sums it stored there.
+        self.partial_rows: dict = {}
         self.step = 0
         self.processes = [
             Process(self, spec, kernel, cta) for cta in range(ctas) for spec in kernel.processes
@@ -891,8 +894,33 @@ class _Simulation:
             )
         return state
 
-    def partial_store(self, process, op, row: int, splits: int) -> None:
+    def partial_store(self, process, op, row: int, splits: int, rows: int) -> None:
+        """`process` stores the partial sums of `rows` rows from `row`."""
         state = self._partial(process, op, row, splits)
+        self.partial_rows[process, row] = rows
+        sharer = next(
+            (
+                (other, first)
+                for (other, first), count in self.partial_rows.items()
+                if other is not process
+                and other.cta == process.cta
+                and first < row + rows
+                and row < first + count
+                and other.partials[first][0] != "reduced"
+            ),
+            None,
+        )
+        if sharer is not None:
+            other, first = sharer
+            raise Violation(
+                PARTIAL_SHARED,
+                op,
+                f"partial-shared: the {process.name} stores a partial sum of rows "
+                f"[{row}, {row + rows}), and the {other.name} one of rows "
+                f"[{first}, {first + self.partial_rows[sharer]}): their workspace "
+                f"rows (and counters) overlap, so the sums overwrite each other and "
+                f"a split's arrivals are miscounted",
+            )
         if state in ("published", "complete"):
             raise Violation(
                 PARTIAL_AFTER_ARRIVAL,

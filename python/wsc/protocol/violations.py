@@ -25,6 +25,7 @@ PARTIAL_AFTER_ARRIVAL = "partial-after-arrival"
 ARRIVAL_WITHOUT_PARTIAL = "arrival-without-partial"
 EARLY_REDUCE = "early-reduce"
 SPLITS_MISMATCH = "splits-mismatch"
+PARTIAL_SHARED = "partial-shared"
 COUNTER_LEFT_SET = "counter-left-set"
 #: The kinds in the order a report prefers them when both schedules fail on
 #: the same K extent.
@@ -42,6 +43,7 @@ DIAGNOSIS_ORDER = (
     UNDER_ARRIVAL,
     DEADLOCK,
     MISSING_DRAIN,
+    PARTIAL_SHARED,
     EARLY_REDUCE,
     PARTIAL_AFTER_ARRIVAL,
     ARRIVAL_WITHOUT_PARTIAL,
@@ -52,8 +54,8 @@ DIAGNOSIS_ORDER = (
 
 class ProtocolViolation(PassError):
     """A synchronisation bug, located at the offending op; the message ends
-    with the K extent (in tiles, the last of each dim maybe ragged), ring size and (when
-    more than one) output tiles and blocks it shows up at."""
+    with the K extent (in tiles, the last of each dim maybe ragged), ring size
+    and (when more than one) output tiles and blocks it shows up at."""
 
     def __init__(
         self,
