@@ -57,8 +57,8 @@ func.func @store_after_arrival(%c: memref<?x?xf32>, %partials: memref<?xf32>, %c
 
 // -----
 
-// The last split stores the result without reducing: its counter stays at
-// `splits` and the next launch miscounts.
+// The last split exits without reducing: its counter stays at `splits` and
+// the next launch miscounts.
 func.func @counter_never_reset(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %split = gpu.block_id z
@@ -66,9 +66,41 @@ func.func @counter_never_reset(%c: memref<?x?xf32>, %partials: memref<?xf32>, %c
   "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
   // expected-error @+1 {{counter-left-set: the 128 threads outside every role's arrival on the counter of rows from 0 was the last, and it exits without wsc.partial_reduce}}
   %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  return
+}
+
+// -----
+
+// The last split stores the tile without reducing it: the other splits'
+// partial sums are left out.
+func.func @store_without_reduce(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
   scf.if %last {
+    // expected-error @+1 {{store-before-reduce: the 128 threads outside every role stores the tile whose partial sums of rows from 0 it handed over, before wsc.partial_reduce added the other splits' sums (k_tiles = 1, num_stages = 1)}}
     "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   }
+  return
+}
+
+// -----
+
+// The store is outside the scf.if on the arrival: a split whose arrival is
+// not the last writes its partial sums to C, racing the last split's tile.
+func.func @store_by_every_split(%c: memref<?x?xf32>, %partials: memref<?xf32>, %counters: memref<?xi32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %split = gpu.block_id z
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
+  %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
+  scf.if %last {
+    "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
+  }
+  // expected-error @+1 {{store-before-reduce: the 128 threads outside every role stores the tile whose partial sums of rows from 0 it handed over, though its split's arrival was not the last: a later split reduces and stores the tile (k_tiles = 1, num_stages = 1)}}
+  "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
 

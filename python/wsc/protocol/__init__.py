@@ -124,6 +124,9 @@ another, each thread group's partial sums tracked by their first row:
   [splits-mismatch]     the ops on one partial sum count different splits;
   [partial-shared]      two thread groups of a block hold partial sums of the
                         same rows at once: one workspace slot and counter;
+  [store-before-reduce] a wsc.store of a tile whose partial sums its group
+                        handed over, before wsc.partial_reduce added the other
+                        splits' (or by a split whose arrival was not the last);
   [counter-left-set]    the last split exits without wsc.partial_reduce,
                         which sets the counter back to zero for the next launch.
 
@@ -166,6 +169,7 @@ from wsc.protocol.violations import (
     STAGE_OVERWRITTEN,
     STAGING_RACE,
     STALE_READ,
+    STORE_BEFORE_REDUCE,
     TX_MISMATCH,
     UNDER_ARRIVAL,
     ProtocolViolation,
@@ -191,6 +195,7 @@ __all__ = [
     "PARTIAL_AFTER_ARRIVAL",
     "ARRIVAL_WITHOUT_PARTIAL",
     "PARTIAL_SHARED",
+    "STORE_BEFORE_REDUCE",
     "SPLITS_MISMATCH",
     "COUNTER_LEFT_SET",
 ]

@@ -29,9 +29,7 @@ from wsc.target.hopper import WARP_SIZE
 _REGISTER_ONLY = (
     "wsc.batch_matrix",
     "wsc.wgmma_fence",
-    "wsc.acc_alloc",
     "wsc.cast",
-    "wsc.store",
     "wsc.tile_binary",
     "wsc.tile_unary",
     "wsc.tile_fill",
@@ -350,6 +348,7 @@ class _Compiler:
         self.filled_on: dict = {}  # ring spec -> barrier specs its copies complete on
         self.releases: dict = {}  # owner -> barrier specs arrived on (plain arrive)
         self.arrived_on: set = set()  # barrier specs any op arrives on
+        self.split_k = any(op.name == "wsc.partial_arrive" for op in walk(kernel))
         self._survey(kernel)
 
     # -- what the kernel contains, before any node is built
@@ -571,7 +570,7 @@ class _Compiler:
             release_waits,
             any(op.name == "gpu.grid_dim" for op in walk(self.kernel)),
             cluster_size(self.kernel),
-            any(op.name == "wsc.partial_arrive" for op in walk(self.kernel)),
+            self.split_k,
             frozenset(self.arrived_on),
             {
                 spec: frozenset(members([o for o, specs in self.releases.items() if spec in specs]))
@@ -837,19 +836,43 @@ class _Compiler:
         self._whole_group(op, context)
         partial = view(op)
         row, splits = self.slot(partial.row), partial.splits
-        rows = (
-            (acc_type_parameters(partial.tile.type)[0][0],)
+        tile = (
+            (acc_type_parameters(partial.tile.type)[0][0], partial.tile)
             if isinstance(partial, ops.PartialStore)
             else ()
         )
 
         def act(process, frame):
-            getattr(process.simulation, step)(process, op, frame[row], splits, *rows)
+            getattr(process.simulation, step)(process, op, frame[row], splits, *tile)
 
         return _Effect(op, act)
 
     def _partial_store(self, op, context):
         return self._partial_step(op, context, ops.PartialStore, "partial_store")
+
+    def _acc_alloc(self, op, context):
+        """A fresh accumulator: in a split-K kernel, no partial sums of it
+        handed over yet (a tile loop allocates one per tile)."""
+        if not self.split_k:
+            return None
+        tile = op.result
+
+        def act(process, frame):
+            process.partial_tiles.pop(tile, None)
+
+        return _Effect(op, act)
+
+    def _store(self, op, context):
+        """A store of C from registers: of a tile whose partial sums the
+        group handed over, only once they are reduced (split-K)."""
+        if not self.split_k:
+            return None
+        tile = ops.Store(op).tile
+
+        def act(process, frame):
+            process.simulation.store(process, op, tile)
+
+        return _Effect(op, act)
 
     def _partial_arrive(self, op, context):
         self._whole_group(op, context)

@@ -207,6 +207,8 @@ class Process:
         #: splits, op): "stored", then "published" by its arrival, or
         #: "complete" when that arrival was the last, then "reduced".
         self.partials: dict[int, tuple[str, int, object]] = {}
+        #: The register tile (an ir.Value) whose partial sums went to a first row.
+        self.partial_tiles: dict = {}
         self.steps = self.run_block(kernel.body, [None] * kernel.num_slots)
 
     @property

@@ -43,6 +43,7 @@ from wsc.protocol.violations import (
     STAGE_OVERWRITTEN,
     STAGING_RACE,
     STALE_READ,
+    STORE_BEFORE_REDUCE,
     UNDER_ARRIVAL,
     ProtocolViolation,
     Violation,
@@ -894,10 +895,11 @@ class _Simulation:
             )
         return state
 
-    def partial_store(self, process, op, row: int, splits: int, rows: int) -> None:
-        """`process` stores the partial sums of `rows` rows from `row`."""
+    def partial_store(self, process, op, row: int, splits: int, rows: int, tile) -> None:
+        """`process` stores the partial sums `tile` holds, `rows` rows from `row`."""
         state = self._partial(process, op, row, splits)
         self.partial_rows[process, row] = rows
+        process.partial_tiles[tile] = row
         sharer = next(
             (
                 (other, first)
@@ -930,6 +932,24 @@ class _Simulation:
                 f"may reduce them before it lands",
             )
         process.partials[row] = ("stored", splits, op)
+
+    def store(self, process, op, tile) -> None:
+        """A store of `tile` to C: its partial sums, if handed over, reduced."""
+        row = process.partial_tiles.get(tile)
+        state = process.partials[row][0] if row is not None else "reduced"
+        if state != "reduced":
+            why = {
+                "stored": "before its split arrived on their counter",
+                "published": "though its split's arrival was not the last: a later split "
+                "reduces and stores the tile",
+                "complete": "before wsc.partial_reduce added the other splits' sums",
+            }[state]
+            raise Violation(
+                STORE_BEFORE_REDUCE,
+                op,
+                f"store-before-reduce: the {process.name} stores the tile whose partial "
+                f"sums of rows from {row} it handed over, {why}",
+            )
 
     def partial_arrive(self, process, op, row: int, splits: int) -> int:
         state = self._partial(process, op, row, splits)

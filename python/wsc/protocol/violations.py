@@ -26,6 +26,7 @@ ARRIVAL_WITHOUT_PARTIAL = "arrival-without-partial"
 EARLY_REDUCE = "early-reduce"
 SPLITS_MISMATCH = "splits-mismatch"
 PARTIAL_SHARED = "partial-shared"
+STORE_BEFORE_REDUCE = "store-before-reduce"
 COUNTER_LEFT_SET = "counter-left-set"
 #: The kinds in the order a report prefers them when both schedules fail on
 #: the same K extent.
@@ -45,6 +46,7 @@ DIAGNOSIS_ORDER = (
     MISSING_DRAIN,
     PARTIAL_SHARED,
     EARLY_REDUCE,
+    STORE_BEFORE_REDUCE,
     PARTIAL_AFTER_ARRIVAL,
     ARRIVAL_WITHOUT_PARTIAL,
     SPLITS_MISMATCH,
