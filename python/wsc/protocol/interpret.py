@@ -96,6 +96,8 @@ class Kernel:
     arrived_on: frozenset = frozenset()
     #: barrier spec -> the ProcessSpecs whose wsc.mbarrier_arrive releases it.
     releasers: dict = field(default_factory=dict)
+    #: The thread groups that wait on barriers TMA copies complete on.
+    copy_waiters: int = 1
 
 
 def _name_barriers(specs: list[BarrierSpec]) -> None:
@@ -558,6 +560,7 @@ class _Compiler:
             if spec.kind == "empty" and spec in turns:
                 spec.kind = "turns"
         _name_barriers(list(self.barriers.values()))
+        copied_on = set().union(*self.filled_on.values())
         return Kernel(
             body,
             len(self.slots),
@@ -576,6 +579,7 @@ class _Compiler:
                 spec: frozenset(members([o for o, specs in self.releases.items() if spec in specs]))
                 for spec in self.barriers.values()
             },
+            len(members([owner for owner, specs in self.waits.items() if specs & copied_on])),
         )
 
     def block(self, block: ir.Block, context: _Context) -> tuple[list, list[int]]:
