@@ -45,7 +45,8 @@ schedules, the first two each the worst case for one side of the pipeline:
                     the other groups, is caught when it runs behind them;
   readers ahead,    as readers ahead, the newest waited-for copy landing
   newest first      first: a group reading a copy that only another group's
-                    wait covers (Q waited for by one group of two) is caught.
+                    wait covers (Q waited for by one group of two) is caught;
+                    run where two or more thread groups wait for copies.
 
 The first schedule runs again with the last tile of every dim ragged (one
 element).
