@@ -115,9 +115,8 @@ class Epilogue:
             return ArtifactError(f"{artifact.json_path}: check 'matmul': epilogue: {message}")
 
         spec = dict((artifact.config or {}).get("epilogue") or {})
-        unknown = set(spec) - set(EPILOGUE_KEYS)
-        if unknown:
-            raise fail(f"unknown keys {', '.join(sorted(unknown))}")
+        for problem in epilogue_problems(spec):
+            raise ArtifactError(f"{artifact.json_path}: check 'matmul': {problem}")
         self.bias, self.activation, self.residual = (
             spec.get("bias"),
             spec.get("activation"),
@@ -144,10 +143,6 @@ class Epilogue:
             if spec["alpha"] not in values:
                 raise fail(f"alpha {spec['alpha']!r} names no scalar argument of the kernel")
             self.alpha = values[spec["alpha"]]
-        if self.activation is not None and self.activation not in ACTIVATIONS:
-            raise fail(
-                f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}"
-            )
         for name, dims in ((self.bias, (n,)), (self.residual, (m, n))):
             if name is None:
                 continue
