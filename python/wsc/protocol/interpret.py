@@ -277,31 +277,12 @@ class _Context:
     elected: bool = False
 
 
-def _from_loop(value: ir.Value) -> bool:
-    """Whether `value` is computed from the induction variable of an scf.for."""
+def _computed_from(value: ir.Value, is_source: Callable[[ir.Value], bool]) -> bool:
+    """Whether `value` is, or is computed from, a value `is_source` accepts."""
     pending, seen = [value], set()
     while pending:
         current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        source = defining_op(current)
-        if source is None:
-            owner = current.owner
-            if isinstance(owner, ir.Block) and owner.owner.name == "scf.for":
-                if ir.BlockArgument(current).arg_number == 0:
-                    return True
-            continue
-        pending.extend(source.operands)
-    return False
-
-
-def _depends_on(value: ir.Value, root: ir.Value) -> bool:
-    """Whether `value` is computed from `root`."""
-    pending, seen = [value], set()
-    while pending:
-        current = pending.pop()
-        if current == root:
+        if is_source(current):
             return True
         if current in seen:
             continue
@@ -310,6 +291,15 @@ def _depends_on(value: ir.Value, root: ir.Value) -> bool:
         if source is not None:
             pending.extend(source.operands)
     return False
+
+
+def _is_induction_variable(value: ir.Value) -> bool:
+    owner = value.owner
+    return (
+        isinstance(owner, ir.Block)
+        and owner.owner.name == "scf.for"
+        and ir.BlockArgument(value).arg_number == 0
+    )
 
 
 def _streamed_dim(load: ir.Operation) -> int | None:
@@ -326,7 +316,11 @@ def _streamed_dim(load: ir.Operation) -> int | None:
     loop = loop.operation
     induction = loop.regions[0].blocks[0].arguments[0]
     coordinates = (ops.TmaLoad(load).row, ops.TmaLoad(load).col)
-    streamed = [dim for dim, value in enumerate(coordinates) if _depends_on(value, induction)]
+    streamed = [
+        dim
+        for dim, value in enumerate(coordinates)
+        if _computed_from(value, lambda v: v == induction)
+    ]
     return streamed[0] if len(streamed) == 1 else None
 
 
@@ -395,7 +389,9 @@ class _Compiler:
                     source = ops.BatchMatrix(source.owner).batch  # a matrix of a batch
                 position = list(kernel.regions[0].blocks[0].arguments).index(source)
                 operand_names.setdefault(load.dst, f"ring of '{tensor_name(position)}'")
-                k_dims.setdefault(load.dst, 0 if _from_loop(load.row) else 1)
+                k_dims.setdefault(
+                    load.dst, 0 if _computed_from(load.row, _is_induction_variable) else 1
+                )
         # Where a load's coordinates show the dim its pipelined loop streams
         # (the rows of K and V in attention, not the WGMMA's K), they decide.
         streamed_loads = []

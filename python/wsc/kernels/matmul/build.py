@@ -565,7 +565,7 @@ def write_matmul_artifact(
     return write_artifact(
         out_dir,
         result,
-        {"m": m, "n": n, "k": k, **problem.scale_sizes(m, n, k)},
+        {"m": m, "n": n, "k": k},
         (*tiles, splits) if splits > 1 else tiles,
         {**config.as_dict(), **({"epilogue": problem.epilogue()} if problem.epilogue() else {})},
         persistent=config.persistent,
