@@ -364,35 +364,40 @@ def _verify_mbarrier_arrive(op: ir.Operation) -> None:
     _verify_barrier_stage(op, arrive.barriers, arrive.stage)
 
 
-def _verify_one_thread(op: ir.Operation, what: str) -> None:
-    """An op that must run in one thread (`what` says why) sits in the then
-    region of an scf.if on a wsc.elect of its own role: every thread of the
-    role that reaches it elsewhere issues it, and an elect of another role
-    (or of the block outside roles) picks a thread that never reaches it."""
+def _enclosing_elect(op: ir.Operation) -> ir.Operation | None:
+    """The wsc.elect whose scf.if runs `op` in its then region, if any: the
+    one thread it elects is all that runs `op`."""
     child, parent = op, parent_op(op)
     while parent is not None:
         if parent.name == "scf.if" and child.block.region == parent.regions[0]:
             guard = defining_op(parent.opview.condition)
             if guard is not None and guard.name == "wsc.elect":
-                elector, issuer = enclosing_role(guard), enclosing_role(op)
-                if elector is None or issuer is None:
-                    same = elector is issuer
-                else:
-                    same = elector == issuer
-                if not same:
-                    _fail(
-                        op,
-                        f"must be issued by one thread of its role ({what}), but the "
-                        f"wsc.elect guarding it is made outside that role: the thread it "
-                        f"elects never reaches it; make the elect inside the role",
-                    )
-                return
+                return guard
         child, parent = parent, parent_op(parent)
-    _fail(
-        op,
-        f"must be issued by one thread ({what}): put it in the then region of an scf.if "
-        f"whose condition is a wsc.elect (other conditions may enclose that scf.if)",
-    )
+    return None
+
+
+def _verify_one_thread(op: ir.Operation, what: str) -> None:
+    """An op that must run in one thread (`what` says why) sits in the then
+    region of an scf.if on a wsc.elect of its own role: every thread of the
+    role that reaches it elsewhere issues it, and an elect of another role
+    (or of the block outside roles) picks a thread that never reaches it."""
+    guard = _enclosing_elect(op)
+    if guard is None:
+        _fail(
+            op,
+            f"must be issued by one thread ({what}): put it in the then region of an scf.if "
+            f"whose condition is a wsc.elect (other conditions may enclose that scf.if)",
+        )
+    elector, issuer = enclosing_role(guard), enclosing_role(op)
+    same = elector is issuer if elector is None or issuer is None else elector == issuer
+    if not same:
+        _fail(
+            op,
+            f"must be issued by one thread of its role ({what}), but the "
+            f"wsc.elect guarding it is made outside that role: the thread it "
+            f"elects never reaches it; make the elect inside the role",
+        )
 
 
 def _verify_mbarrier_arrive_expect_tx(op: ir.Operation) -> None:
@@ -1003,7 +1008,7 @@ def verify_wsc(module: ir.Operation) -> None:
             rule = _RULES.get(op.name)
             if rule is not None:
                 rule(op)
-            if any(parse_acc_type(result.type) is not None for result in op.results):
+            if any(parse_acc_type(value.type) is not None for value in [*op.results, *op.operands]):
                 _verify_register_tile_threads(op)
 
 
@@ -1011,6 +1016,14 @@ def _verify_register_tile_threads(op: ir.Operation) -> None:
     """A register tile is laid out over one warpgroup's four warps (each
     holding its own rows), so the threads that make one are whole
     warpgroups: with fewer, the rows of the missing warps are never computed."""
+    verb = "makes" if any(parse_acc_type(r.type) is not None for r in op.results) else "reads"
+    if _enclosing_elect(op) is not None:
+        _fail(
+            op,
+            f"{verb} a register tile under a wsc.elect: the one thread elected holds "
+            "only its own fragment, and a register tile is held by whole warpgroups; move it "
+            "out of the single-thread region",
+        )
     threads = _executing_threads(op)
     if threads is not None:
         begin, count, role_op = threads
@@ -1018,10 +1031,10 @@ def _verify_register_tile_threads(op: ir.Operation) -> None:
             _fail_threads(
                 op,
                 role_op,
-                f"makes a register tile, which whole warpgroups hold; its role covers threads "
+                f"{verb} a register tile, which whole warpgroups hold; its role covers threads "
                 f"[{begin}, {begin + count}), not a multiple of {WARPGROUP_SIZE} threads "
                 f"starting at one",
-                f"makes a register tile, which whole warpgroups hold; outside a role it needs a "
+                f"{verb} a register tile, which whole warpgroups hold; outside a role it needs a "
                 f"block of a multiple of {WARPGROUP_SIZE} threads, this one has {count}",
             )
 

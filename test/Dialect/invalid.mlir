@@ -270,6 +270,18 @@ func.func @register_tile_in_a_block_of_two_warps() attributes {wsc.num_threads =
   return
 }
 // -----
+// One elected thread holds its own fragment of a tile alone.
+func.func @register_tile_under_an_elect(%c: memref<?x?xf32>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = "wsc.tile_fill"() {value = 1.0 : f32} : () -> !wsc.acc<array<i64: 64, 64>, f32>
+  %e = "wsc.elect"() : () -> i1
+  scf.if %e {
+    // expected-error @below {{'wsc.store' op reads a register tile under a wsc.elect: the one thread elected holds only its own fragment, and a register tile is held by whole warpgroups; move it out of the single-thread region}}
+    "wsc.store"(%t, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
+  }
+  return
+}
+// -----
 func.func @wgmma_b_layout() attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %s = "wsc.alloc_shared"() : () -> memref<2x128x64xf16, 3>

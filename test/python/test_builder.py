@@ -750,6 +750,24 @@ def test_verifier_errors_point_at_the_users_line():
     )
 
 
+def test_register_tile_math_under_single_thread_is_refused():
+    """One elected thread holds its own fragment of a tile, so a store or a
+    row reduction there would write or reduce that fragment alone."""
+
+    def build():
+        kb = KernelBuilder("k", num_warps=4, grid=[("a_dim0", 64)])
+        x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+        row = kb.block_idx.x * 64
+        t = kb.load_tile(x, [row, 0], [64, 64])
+        with kb.single_thread():
+            kb.store_global(y, kb.cast(t, f16), [row, 0])  # error: elected thread
+        kb.finish()
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: elected thread")
+    assert "a register tile under a wsc.elect" in str(error)
+
+
 def test_a_value_used_outside_its_role_is_located():
     def build():
         kb = KernelBuilder("k", num_warps=5)
