@@ -2721,3 +2721,84 @@ module {
     return
   }
 }
+
+// -----
+
+// Two products read one A stage (warp-specialize-shared-operand.mlir) and
+// the consumer releases the stage between them: the second WGMMA reads A and
+// W3 after the producer may have refilled the stage.
+module {
+  func.func @gated_products(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf16>, %arg3: memref<?x?xf32>, %arg4: memref<?x?xf32>) attributes {wsc.num_threads = 160 : i32} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %false = arith.constant false
+    %block_id_x = gpu.block_id  x
+    %block_id_y = gpu.block_id  y
+    %0 = arith.muli %block_id_x, %c128 : index
+    %1 = arith.muli %block_id_y, %c128 : index
+    %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
+    %2 = arith.ceildivui %dim, %c64 : index
+    %3 = "wsc.alloc_shared"() : () -> memref<3x128x64xf16, 3>
+    %4 = "wsc.alloc_shared"() : () -> memref<3x128x64xf16, 3>
+    %5 = "wsc.alloc_shared"() : () -> memref<3x128x64xf16, 3>
+    %6 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 3 : i32} : () -> !wsc.mbarriers
+    %7 = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 3 : i32} : () -> !wsc.mbarriers
+    "wsc.sync"() : () -> ()
+    %c0_0 = arith.constant 0 : index
+    %8 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
+    scf.if %8 {
+      %10 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+      %11 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+      %false_1 = arith.constant false
+      %12:2 = scf.for %arg5 = %c0 to %2 step %c1 iter_args(%arg6 = %c0_0, %arg7 = %false_1) -> (index, i1) {
+        "wsc.mbarrier_wait"(%6, %arg6, %arg7) : (!wsc.mbarriers, index, i1) -> ()
+        "wsc.wgmma_fence"() : () -> ()
+        "wsc.wgmma"(%3, %4, %arg6, %10) {a_row = 0 : i32, b_layout = "nk"} : (memref<3x128x64xf16, 3>, memref<3x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+        "wsc.wgmma_commit_group"() : () -> ()
+        "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+        "wsc.mbarrier_arrive"(%7, %arg6) : (!wsc.mbarriers, index) -> ()
+        "wsc.wgmma_fence"() : () -> ()
+        "wsc.wgmma"(%3, %5, %arg6, %11) {a_row = 0 : i32, b_layout = "nk"} : (memref<3x128x64xf16, 3>, memref<3x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+        "wsc.wgmma_commit_group"() : () -> ()
+        "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+        %13:2 = "wsc.ring_advance"(%arg6, %arg7) {num_stages = 3 : i32} : (index, i1) -> (index, i1)
+        scf.yield %13#0, %13#1 : index, i1
+      }
+      "wsc.store"(%10, %arg3, %0, %1) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+      "wsc.store"(%11, %arg4, %0, %1) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+    }
+    %9 = "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
+    scf.if %9 {
+      %true = arith.constant true
+      %10:2 = scf.for %arg5 = %c0 to %2 step %c1 iter_args(%arg6 = %c0_0, %arg7 = %true) -> (index, i1) {
+        "wsc.mbarrier_wait"(%7, %arg6, %arg7) : (!wsc.mbarriers, index, i1) -> ()
+        %12 = arith.muli %arg5, %c64 : index
+        %13 = "wsc.elect"() : () -> i1
+        scf.if %13 {
+          "wsc.mbarrier_arrive_expect_tx"(%6, %arg6) {tx_bytes = 49152 : i32} : (!wsc.mbarriers, index) -> ()
+          "wsc.tma_load"(%arg0, %0, %12, %3, %arg6, %6) : (memref<?x?xf16>, index, index, memref<3x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+          "wsc.tma_load"(%arg1, %1, %12, %4, %arg6, %6) : (memref<?x?xf16>, index, index, memref<3x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+          // expected-error @below {{B stage 0 overwritten before the consumer role [0, 128) read its previous copy (lost tile) (k_tiles = 4, num_stages = 3)}}
+          "wsc.tma_load"(%arg2, %1, %12, %5, %arg6, %6) : (memref<?x?xf16>, index, index, memref<3x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        }
+        %14:2 = "wsc.ring_advance"(%arg6, %arg7) {num_stages = 3 : i32} : (index, i1) -> (index, i1)
+        scf.yield %14#0, %14#1 : index, i1
+      }
+      %c3 = arith.constant 3 : index
+      %c0_1 = arith.constant 0 : index
+      %c1_2 = arith.constant 1 : index
+      %11:2 = scf.for %arg5 = %c0_1 to %c3 step %c1_2 iter_args(%arg6 = %10#0, %arg7 = %10#1) -> (index, i1) {
+        %12 = arith.addi %arg5, %2 : index
+        %13 = arith.cmpi uge, %12, %c3 : index
+        scf.if %13 {
+          "wsc.mbarrier_wait"(%7, %arg6, %arg7) : (!wsc.mbarriers, index, i1) -> ()
+        }
+        %14:2 = "wsc.ring_advance"(%arg6, %arg7) {num_stages = 3 : i32} : (index, i1) -> (index, i1)
+        scf.yield %14#0, %14#1 : index, i1
+      }
+    }
+    return
+  }
+}

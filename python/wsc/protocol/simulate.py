@@ -653,20 +653,31 @@ class _Simulation:
         """A WGMMA of `process` reads a stage of each of its operands' rings:
         `reads` holds (ring, stage, resident) triples; a resident stage (an
         operand loaded once, wsc.wgmma's a_stage) is read again and again, so
-        every read sees its latest copy."""
+        every read sees its latest copy. Two WGMMAs reading one stage with no
+        wait between them (A shared by two products) read the same copy."""
         for ring, stage, resident in reads:
-            self._read(process, op, "wgmma", ring, stage, resident, again=False)
+            self._read(
+                process, op, "wgmma", ring, stage, resident, self._again(process, ring, stage)
+            )
             process.open_group.append((ring, stage, op))
 
     def load_shared(self, process, op, ring: Ring, stage: int) -> None:
         """A synchronous read of a stage into registers (wsc.load_shared);
         reads with no wait between them (a stage read in parts, or twice)
         read the same copy."""
+        self._read(
+            process, op, "wsc.load_shared", ring, stage, False, self._again(process, ring, stage)
+        )
+        process.unsynced_reads[(ring, stage)] = op
+
+    @staticmethod
+    def _again(process, ring: Ring, stage: int) -> bool:
+        """Whether `process` read `ring`'s stage before with no wait since
+        (that read's copy is the one this read sees), noting this read."""
         key = (ring, stage)
         again = key in process.reads and process.read_waits.get(key) == process.waits
-        self._read(process, op, "wsc.load_shared", ring, stage, False, again)
         process.read_waits[key] = process.waits
-        process.unsynced_reads[key] = op
+        return again
 
     def _read(
         self, process, op, what: str, ring: Ring, stage: int, resident: bool, again: bool
