@@ -35,7 +35,13 @@ by --verify-pipeline's simulator unless `verify=false`.
 
 Options
 -------
-verify   run the protocol check on the result
+verify          run the protocol check on the result
+where-possible  leave as they are the kernels whose stages must stay run-time
+                values: a persistent kernel's K loops (each continues the
+                ring where the previous tile's stopped) and a K loop of two K
+                tiles per trip (wgmma-in-flight with a product of one K tile,
+                two wsc.ring_advance per trip); the protocol check still
+                covers them. Without it such a kernel is an error.
 """
 
 from __future__ import annotations
@@ -60,11 +66,21 @@ from wsc.pass_registry import Option, WscPass
 class UnrollRingBuffer(WscPass):
     ARGUMENT = "unroll-ring-buffer"
     SUMMARY = "Unroll ring loops by their stage count so every stage index is a constant"
-    OPTIONS = (Option("verify", bool, True, "check the mbarrier protocol of the result"),)
+    OPTIONS = (
+        Option("verify", bool, True, "check the mbarrier protocol of the result"),
+        Option(
+            "where-possible",
+            bool,
+            False,
+            "leave kernels whose stages stay run-time (persistent, two K tiles per trip)",
+        ),
+    )
 
     def run(self, module: ir.Operation) -> None:
         found = kernels(module.operation)
         for kernel in found:
+            if self.options.where_possible and _stages_stay_run_time(kernel):
+                continue
             # New ops carry the kernel's location, so diagnostics about them are located.
             with kernel.location:
                 # Drains first: they read the main loops' results, which the
@@ -125,6 +141,20 @@ def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
             "run-time",
         )
     return advance
+
+
+def _stages_stay_run_time(kernel: ir.Operation) -> bool:
+    """Whether a ring loop of `kernel` advances twice per trip or starts at a
+    stage that is no constant 0 (where an earlier loop stopped)."""
+    for loop in walk(kernel):
+        if loop.name != "scf.for":
+            continue
+        advances = [op for op in _body(loop).operations if op.operation.name == "wsc.ring_advance"]
+        if len(advances) > 1:
+            return True
+        if advances and loop.opview.initArgs and constant_int(loop.opview.initArgs[0]) != 0:
+            return True
+    return False
 
 
 def _drain_source(loop: ir.Operation) -> ir.Operation | None:

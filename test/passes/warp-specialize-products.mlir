@@ -8,6 +8,8 @@
 // j's group and its stage is released. The first K tile is issued before the
 // loop, the last one or two after it, every path under the k_tiles > 0 guard.
 // RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-in-flight=1' --verify-pipeline %s | FileCheck %s
+// Its stages stay run-time: --unroll-ring-buffer where-possible leaves it as it is.
+// RUN: wsc-opt --warp-specialize='num-consumer-groups=2 producer=warpgroup wgmma-in-flight=1' --unroll-ring-buffer='where-possible=true' %s | FileCheck %s
 // Refused: math reading the accumulator the in-flight group writes (not a
 // product of one K tile), wgmma-turns beside it, and --unroll-ring-buffer on
 // the loop of two K tiles per trip.

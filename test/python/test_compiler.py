@@ -306,6 +306,22 @@ def test_cli_takes_options_only_as_spelled_and_refuses_others_in_the_subcommands
     assert "unrecognized arguments: --num-stages 3" in misplaced.stderr
 
 
+def test_cli_leaves_run_time_stages_where_the_specialized_loop_takes_two_k_tiles(tmp_path):
+    """wgmma-in-flight with a product of one K tile makes a K loop of two K
+    tiles per trip, which --unroll-ring-buffer cannot unroll: wsc compile
+    leaves its stages run-time, as it does a persistent kernel's."""
+    source = Path(__file__).parents[1] / "passes" / "warp-specialize-products.mlir"
+    proc = _wsc(
+        "compile",
+        str(source),
+        "-o",
+        str(tmp_path / "k.ptx"),
+        *("--num-consumer-groups", "2", "--producer", "warpgroup", "--wgmma-in-flight", "1"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "unroll-ring-buffer" in proc.stdout
+
+
 def test_cli_compiles_a_specialized_kernel_as_written(tmp_path):
     out = tmp_path / "v3.ptx"
     proc = _wsc("compile", str(EXAMPLES / "matmul_v3.mlir"), "-o", str(out))

@@ -180,10 +180,8 @@ def _compile(args) -> int:
                 ]
             except OptionError as error:
                 raise CommandLineError(error.spelled(lambda flag: f"--{flag}")) from None
-            # A persistent kernel's stages stay run-time values (no unrolling);
             # --verify applies to the unrolled result too.
-            if "gpu.grid_dim" not in names:
-                passes.append(UnrollRingBuffer(verify=given.get("verify", True)))
+            passes.append(UnrollRingBuffer(verify=given.get("verify", True), where_possible=True))
         result = compile_module(
             module, passes, args.dump_ir, source=name, allow_spills=args.allow_spills
         )
