@@ -713,6 +713,18 @@ class _Specializer:
                     )
                 reads = True
         if not reads:
+            for op in self.consumer_anchors:
+                if op.name == "wsc.wgmma_register_a" and defining_op(
+                    ops.WgmmaRegisterA(op).a
+                ) in set(body):
+                    self._fail(
+                        op,
+                        "wgmma-in-flight = 1 leaves the K tile's WGMMA group in flight "
+                        "while the next K tile's ops run, and this WGMMA reads its A "
+                        "operand from a register tile made in the K loop, which those "
+                        "ops make again (ptxas would serialize every WGMMA): use "
+                        "wgmma-in-flight = 0",
+                    )
             return
         self.products = [made_here[tile] for tile in made_here if tile in written]
         before_wait = set(body[: body.index(wait)])
