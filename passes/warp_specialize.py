@@ -416,7 +416,7 @@ class _Specializer:
         loops = _loops_with_copies(self.body)
         if len(loops) != 1:
             self._fail(
-                kernel,
+                loops[1] if loops else kernel,
                 f"expects exactly one K-tile scf.for with TMA loads at the "
                 f"top level of the kernel, found {len(loops)}",
             )
@@ -428,9 +428,17 @@ class _Specializer:
             tile_block = self.tile_loop.regions[0].blocks[0]
             if len(inner) != 1:
                 self._fail(
-                    self.tile_loop,
+                    inner[1],
                     f"expects exactly one K-tile scf.for with TMA "
                     f"loads in the tile loop, found {len(inner)}",
+                )
+            if _loops_with_copies(inner[0].regions[0].blocks[0]):
+                self._fail(
+                    self.tile_loop,
+                    "expects at most two loops around the TMA loads (a persistent "
+                    "tile loop around the K loop), found three: walk every tile of "
+                    "the outer loop in one tile loop (e.g. a batch index and a tile "
+                    "index computed from one work-item index)",
                 )
             loops = inner
         self.loop = loops[0]

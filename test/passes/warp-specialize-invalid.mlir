@@ -832,3 +832,118 @@ func.func @stage_read_after_the_loop(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
+
+// -----
+
+// A batch loop around a persistent tile loop around the K loop: one level
+// more than the pass takes, refused at the outer loop.
+func.func @batch_loop_around_the_tile_loop(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %gx = gpu.grid_dim x
+  %ntiles = arith.constant 16 : index
+  // expected-error @below {{--warp-specialize: expects at most two loops around the TMA loads (a persistent tile loop around the K loop), found three: walk every tile of the outer loop in one tile loop (e.g. a batch index and a tile index computed from one work-item index)}}
+  %bs, %bp = scf.for %bt = %c0 to %c2 step %c1 iter_args(%bst = %c0, %bph = %false) -> (index, i1) {
+    %ts, %tp = scf.for %t = %bx to %ntiles step %gx iter_args(%tst = %bst, %tph = %bph) -> (index, i1) {
+      %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+      %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %tst, %phase = %tph) -> (index, i1) {
+        %k0 = arith.muli %kt, %c64 : index
+        %elected = "wsc.elect"() : () -> i1
+        scf.if %elected {
+          "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+          "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+          "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+        }
+        "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+        "wsc.wgmma_fence"() : () -> ()
+        "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+        "wsc.wgmma_commit_group"() : () -> ()
+        "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+        %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+        scf.yield %next_stage, %next_phase : index, i1
+      }
+      "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+      scf.yield %stage_n, %phase_n : index, i1
+    }
+    scf.yield %ts, %tp : index, i1
+  }
+  return
+}
+
+// -----
+
+// Two K loops one after the other: refused at the second.
+func.func @two_k_loops_in_turn(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %false = arith.constant false
+  %sa = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %sb = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %s1, %p1 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  // expected-error @below {{--warp-specialize: expects exactly one K-tile scf.for with TMA loads at the top level of the kernel, found 2}}
+  %s2, %p2 = scf.for %kt = %c0 to %k_tiles step %c1 iter_args(%stage = %s1, %phase = %p1) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%b, %n0, %k0, %sb, %stage, %full) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    "wsc.wgmma_fence"() : () -> ()
+    "wsc.wgmma"(%sa, %sb, %stage, %acc) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%acc, %c, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}
