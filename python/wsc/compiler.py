@@ -40,11 +40,13 @@ from wsc.runtime.artifact import (
     ARTIFACT_FORMAT,
     GridAxis,
     Workspace,
+    check_grid,
     check_sizes,
     derive_sizes,
     derived_size_problems,
     grid_axis,
     size_value,
+    tile_grid,
 )
 from wsc.runtime.files import write_atomically
 from wsc.target.hopper import ELEMENT_BYTES, tile_registers, tma_row_problem
@@ -343,6 +345,8 @@ def write_artifact(
             raise ValueError(f"a fixed grid axis is a positive int, got {axis!r}")
         if not isinstance(axis, int) and axis[0] not in sizes:
             raise ValueError(f"the grid counts tiles of {axis[0]!r}; got sizes {', '.join(sizes)}")
+    if not persistent:
+        check_grid(info.name, sizes, tile_grid(sizes, grid_tiles, info.cluster))
     used = [name for name, spec in info.tensors.items() if spec["role"] != "unused"]
     described = _workspace_entries(info, sizes, workspaces or {})
     dims: dict[str, list[str | None]] = {

@@ -1538,3 +1538,44 @@ def test_a_reference_imports_only_numpy_and_math():
     with pytest.raises(BuildError, match="uses import scipy.special from outside it"):
         relu_kernel(imports_scipy).finish()
     relu_kernel(imports_numpy).finish()
+
+
+def test_a_negative_constant_index_is_refused_where_given():
+    def build():
+        kb = KernelBuilder("k", grid=[("a_dim0", 64)])
+        x = kb.global_tensor(f16)
+        kb.load_tile(x, [kb.block_idx.x * 64, -64], [64, 64])  # error: negative
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: negative")
+    assert "load_tile col: an index is never negative, got -64" in str(error)
+
+
+def test_math_on_numbers_alone_asks_for_a_tile():
+    def build():
+        kb = KernelBuilder("k", grid=[("a_dim0", 64)])
+        kb.exp2(2.0)  # error: numbers alone
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: numbers alone")
+    assert "tile exp2 of numbers alone: one operand must be a register tile" in str(error)
+
+
+def _row_copy() -> KernelBuilder:
+    kb = KernelBuilder("rows", grid=[("a_dim0", 64), ("a_dim1", 64)])
+    x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+    offsets = [kb.block_idx.x * 64, kb.block_idx.y * 64]
+    kb.store_global(y, kb.cast(kb.load_tile(x, offsets, [64, 64]), f16), offsets)
+    return kb
+
+
+def test_a_malformed_derived_size_is_named_before_any_missing_size(tmp_path):
+    compiled = _row_copy().finish().compile()
+    with pytest.raises(SizesError, match="derived size a_dim1: factor 'a_dim0 / 3' of"):
+        compiled.write_artifact(tmp_path / "a", a_dim0=64, derived_sizes={"a_dim1": "a_dim0 / 3"})
+
+
+def test_an_artifact_whose_grid_no_launch_can_have_is_refused_when_written(tmp_path):
+    compiled = _row_copy().finish().compile()
+    with pytest.raises(SizesError, match=r"make a grid of \[1, 65537, 1\] blocks"):
+        compiled.write_artifact(tmp_path / "a", a_dim0=64, a_dim1=65537 * 64)

@@ -323,6 +323,8 @@ class KernelBuilder:
                 f"{what}: expected an int or a run-time index value, got {type(value).__name__}",
                 caller(),
             )
+        if value < 0:
+            raise BuildError(f"{what}: an index is never negative, got {value}", caller())
         # One constant per value and region: one made in an enclosing region
         # earlier dominates everything built inside the current one.
         for scope in reversed(self._scopes):
@@ -820,9 +822,15 @@ class KernelBuilder:
                 return RegisterTile(
                     self, dialect.tile_iota(vector, "cols", value.value), f32, vector
                 )
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or shape is None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise BuildTypeError(
                 f"{what}: expected a register tile or a number, got {type(value).__name__}", where
+            )
+        if shape is None:
+            raise BuildTypeError(
+                f"{what} of numbers alone: one operand must be a register tile (compute "
+                f"numbers in Python, e.g. math.exp2)",
+                where,
             )
         with self._at(where):
             return RegisterTile(self, dialect.tile_fill(shape, float(value)), f32, shape)

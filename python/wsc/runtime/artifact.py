@@ -173,15 +173,21 @@ def derive_sizes(rules: Mapping[str, str], sizes: Mapping[str, int], kernel: str
     for name, rule in rules.items():
         try:
             value = size_value(rule, base)
-        except ValueError:
-            # Some base size is missing: check_sizes names it.
+        except MissingSize:
+            # check_sizes names the missing size.
             continue
+        except ValueError as error:
+            raise SizesError(f"kernel '{kernel}': derived size {name}: {error}") from None
         if derived.setdefault(name, value) != value:
             raise SizesError(
                 f"kernel '{kernel}': size {name} follows from the others, {rule} = {value}; "
                 f"got {sizes[name]}"
             )
     return derived
+
+
+class MissingSize(ValueError):
+    """A size expression reads a size it is not given."""
 
 
 def size_value(expression: str, sizes: Mapping[str, int]) -> int:
@@ -203,7 +209,7 @@ def size_value(expression: str, sizes: Mapping[str, int]) -> int:
                 f"or cdiv(<size>, <positive integer>)"
             )
         if name not in sizes:
-            raise ValueError(f"{expression!r} reads size {name!r}, not in 'sizes'")
+            raise MissingSize(f"{expression!r} reads size {name!r}, not in 'sizes'")
         value *= -(-sizes[name] // int(tiles[2])) if tiles else sizes[name]
     return value
 
@@ -275,6 +281,16 @@ def grid_axis(axis: GridAxis) -> str:
         return str(axis)
     size, tile = axis
     return f"cdiv({size}, {tile})"
+
+
+def check_grid(kernel: str, sizes: Mapping[str, int], grid: Sequence[int]) -> None:
+    """SizesError where `grid` (that of a kernel that is not persistent, at
+    `sizes`) has more blocks along an axis than a launch may have."""
+    if any(blocks > most for blocks, most in zip(grid, MAX_GRID, strict=True)):
+        raise SizesError(
+            f"kernel '{kernel}': sizes {dict(sizes)} make a grid of {list(grid)} blocks, "
+            f"beyond a launch's {list(MAX_GRID)} along x, y, z"
+        )
 
 
 def tile_grid(
@@ -360,13 +376,8 @@ class Artifact:
         """The grid to launch on a GPU of `sm_count` SMs; SizesError where the
         sizes make more blocks along an axis than a launch may have."""
         if not self.persistent:
-            grid = self.grid
-            if any(blocks > most for blocks, most in zip(grid, MAX_GRID, strict=True)):
-                raise SizesError(
-                    f"kernel '{self.kernel_name}': sizes {dict(self.sizes)} make a grid of "
-                    f"{list(grid)} blocks, beyond a launch's {list(MAX_GRID)} along x, y, z"
-                )
-            return grid
+            check_grid(self.kernel_name, self.sizes, self.grid)
+            return self.grid
         x, y, z = self.grid
         # Whole clusters: the work items come in clusters' multiples too.
         blocks = max(sm_count * self.blocks_per_sm // self.cluster, 1) * self.cluster
