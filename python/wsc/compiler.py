@@ -35,10 +35,11 @@ from wsc.codegen.info import KernelInfo
 from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.dialect import acc_type_parameters
-from wsc.ir_utils import walk
+from wsc.ir_utils import constant_int, walk
 from wsc.runtime.artifact import (
     ARTIFACT_FORMAT,
     GridAxis,
+    SizesError,
     Workspace,
     check_grid,
     check_sizes,
@@ -46,6 +47,7 @@ from wsc.runtime.artifact import (
     derived_size_problems,
     grid_axis,
     size_value,
+    tensor_name,
     tile_grid,
 )
 from wsc.runtime.files import write_atomically
@@ -73,6 +75,49 @@ class CompileResult:
     stages: list[StageReport] = field(default_factory=list)
     #: When ptxas ran.
     ptxas: PtxasReport | None = None
+    #: fixed_store_extents of the kernel as given.
+    store_extents: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+def fixed_store_extents(module: ir.Operation) -> dict[tuple[str, int], int]:
+    """(tensor, dim) -> E for each dim of an output along which every store
+    into it (wsc.store, wsc.tma_store, wsc.coalesced_store) is at a constant
+    offset, whatever the block, loop trip or size: elements [0, E) of the dim
+    are the ones those stores reach without a gap, and no store reaches past
+    its tiles, so an output longer than E along the dim keeps elements no
+    launch writes."""
+    tiles: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    varying: set[tuple[str, int]] = set()
+    for op in walk(module):
+        if op.name == "wsc.store":
+            (rows, cols), _ = acc_type_parameters(op.operands[0].type)
+            shape = (cols, rows) if "transpose" in op.attributes else (rows, cols)
+            dst, offsets = op.operands[1], op.operands[2:4]
+        elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
+            shape = tuple(ir.MemRefType(op.operands[0].type).shape[-2:])
+            dst, offsets = op.operands[2], op.operands[3:5]
+        else:
+            continue
+        owner = dst.owner
+        if not isinstance(owner, ir.Block) or owner.owner.operation.name != "func.func":
+            continue
+        name = tensor_name(ir.BlockArgument(dst).arg_number)
+        for dim, (offset, extent) in enumerate(zip(offsets, shape, strict=True)):
+            start = constant_int(offset)
+            if start is None:
+                varying.add((name, dim))
+            else:
+                tiles.setdefault((name, dim), []).append((start, start + extent))
+    reach = {}
+    for key, spans in tiles.items():
+        if key in varying:
+            continue
+        covered = 0
+        for start, end in sorted(spans):
+            if start <= covered:
+                covered = max(covered, end)
+        reach[key] = covered
+    return reach
 
 
 def summarize(module: ir.Operation) -> str:
@@ -159,6 +204,7 @@ def compile_module(
     # For a spill error: the author's tiles, then (before lowering erases
     # them) the tiles a thread holds once the passes have split them.
     written = register_tiles(module.operation)
+    store_extents = fixed_store_extents(module.operation)
     for index, wsc_pass in enumerate(passes, start=1):
         stages.append(_run_pass(module, wsc_pass, dump, index, source))
     held = register_tiles(module.operation)
@@ -183,7 +229,7 @@ def compile_module(
     )
     if dump is not None:
         (dump / "kernel.ptx").write_text(ptx)
-    result = CompileResult(ptx, info, stages)
+    result = CompileResult(ptx, info, stages, store_extents=store_extents)
     if assemble and codegen.find_ptxas() is not None:
         start = time.perf_counter()
         try:
@@ -372,6 +418,7 @@ def write_artifact(
             **described.get(name, {}),
         }
     _check_tma_rows(info, dims, sizes)
+    _check_stores_reach(info.name, result.store_extents, dims, sizes)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"could not write the artifact into '{out}': it is a file")
@@ -413,6 +460,23 @@ def write_artifact(
     }
     write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
+
+
+def _check_stores_reach(
+    kernel: str, extents: dict[tuple[str, int], int], dims: dict, sizes: dict[str, int]
+) -> None:
+    """An output is no longer along a dim than the kernel's stores reach
+    (fixed_store_extents), or part of it is never written."""
+    for (tensor, dim), extent in sorted(extents.items()):
+        size = dims.get(tensor, [None] * (dim + 1))[dim]
+        if size is not None and sizes[size] > extent:
+            what = ("rows", "columns")[dim] if len(dims[tensor]) == 2 else f"elements of dim {dim}"
+            raise SizesError(
+                f"kernel '{kernel}': every store into '{tensor}' is at a constant offset "
+                f"along its {what}, reaching {what} [0, {extent}); {size} = {sizes[size]} "
+                f"leaves the rest unwritten: step the offset with a grid axis or a loop, "
+                f"or give {size} <= {extent}"
+            )
 
 
 def _check_tma_rows(info: KernelInfo, dims: dict, sizes: dict[str, int]) -> None:

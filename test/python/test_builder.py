@@ -1579,3 +1579,44 @@ def test_an_artifact_whose_grid_no_launch_can_have_is_refused_when_written(tmp_p
     compiled = _row_copy().finish().compile()
     with pytest.raises(SizesError, match=r"make a grid of \[1, 65537, 1\] blocks"):
         compiled.write_artifact(tmp_path / "a", a_dim0=64, a_dim1=65537 * 64)
+
+
+def _fixed_width_rows(width: int) -> KernelBuilder:
+    """Rows of `width` columns at column 0 of every block: a kernel for rows
+    of at most `width` elements."""
+    kb = KernelBuilder("fixed", grid=[("a_dim0", 64)])
+    x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+    row = kb.block_idx.x * 64
+    kb.store_global(y, kb.cast(kb.load_tile(x, [row, 0], [64, width]), f16), [row, 0])
+    return kb
+
+
+def test_an_output_wider_than_every_store_reaches_is_refused(tmp_path):
+    compiled = _fixed_width_rows(64).finish().compile()
+    compiled.write_artifact(tmp_path / "fits", a_dim0=1000, a_dim1=64)
+    compiled.write_artifact(tmp_path / "narrower", a_dim0=1000, a_dim1=50)
+    with pytest.raises(SizesError, match=r"reaching columns \[0, 64\); a_dim1 = 300 leaves"):
+        compiled.write_artifact(tmp_path / "wider", a_dim0=1000, a_dim1=300)
+
+
+def test_stores_reach_the_union_of_their_tiles_without_a_gap():
+    from wsc.compiler import fixed_store_extents
+
+    def stores(*cols: int) -> dict:
+        kb = KernelBuilder("k", grid=[("a_dim0", 64)])
+        x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+        row = kb.block_idx.x * 64
+        tile = kb.cast(kb.load_tile(x, [row, 0], [64, 64]), f16)
+        for col in cols:
+            kb.store_global(y, tile, [row, col])
+        return fixed_store_extents(kb.finish().module.operation)
+
+    assert stores(0, 64) == {("b", 1): 128}
+    assert stores(0, 128) == {("b", 1): 64}  # columns 64..127 are never written
+    assert stores(64) == {("b", 1): 0}
+    # A store at an offset that varies reaches any column: no extent.
+    kb = KernelBuilder("k", grid=[("a_dim0", 64), ("a_dim1", 64)])
+    x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+    offsets = [kb.block_idx.x * 64, kb.block_idx.y * 64]
+    kb.store_global(y, kb.cast(kb.load_tile(x, offsets, [64, 64]), f16), offsets)
+    assert fixed_store_extents(kb.finish().module.operation) == {}
