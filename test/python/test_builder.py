@@ -1620,3 +1620,16 @@ def test_stores_reach_the_union_of_their_tiles_without_a_gap():
     offsets = [kb.block_idx.x * 64, kb.block_idx.y * 64]
     kb.store_global(y, kb.cast(kb.load_tile(x, offsets, [64, 64]), f16), offsets)
     assert fixed_store_extents(kb.finish().module.operation) == {}
+
+
+def test_a_persistent_kernel_that_never_strides_by_the_grid_is_refused():
+    def build():
+        kb = KernelBuilder("k", grid=[("a_dim0", 64)], persistent=True)  # error: no stride
+        x, y = kb.global_tensor(f16), kb.global_tensor(f16)
+        row = kb.block_idx.x * 64
+        kb.store_global(y, kb.cast(kb.load_tile(x, [row, 0], [64, 64]), f16), [row, 0])
+        kb.finish()
+
+    error = build_error(build)
+    assert error.where.line == line_of("# error: no stride")
+    assert "never reads kb.grid_dim" in str(error)

@@ -300,6 +300,8 @@ class KernelBuilder:
         self._workspace: SplitKWorkspace | None = None
         #: The grid axes kb.block_idx read (0, 1, 2 for x, y, z), where first.
         self._block_axes: dict[int, SourceLocation] = {}
+        self._grid_dim_read = False
+        self._created = where
 
     # Plumbing --------------------------------------------------------------------
 
@@ -1359,6 +1361,15 @@ class KernelBuilder:
                     f"kb.block_idx.{'xyz'[axis]} would be 0 in every block ({how}); {fix}",
                     where,
                 )
+        if self.persistent and not self._grid_dim_read:
+            raise BuildError(
+                "a persistent kernel strides over its work items by kb.grid_dim.x (a "
+                "launch has blocks_per_sm blocks per SM, fewer than a large problem's "
+                "work items), and this one never reads kb.grid_dim: loop over the work "
+                "items from kb.block_idx.x in steps of kb.grid_dim.x, or leave out "
+                "persistent=True",
+                self._created,
+            )
 
     def finish(self, verify: bool = True) -> Kernel:
         """Close the kernel and verify it; raises BuildError at the first problem,
@@ -1488,6 +1499,8 @@ class GridIndex:
     def _dim(self, dimension, axis: int) -> Scalar:
         if self._op is gpu.BlockIdOp:
             self._kb._block_axes.setdefault(axis, caller())
+        else:
+            self._kb._grid_dim_read = True
         with self._kb._at():
             return Scalar(self._kb, self._op(dimension).result)
 
