@@ -35,7 +35,7 @@ from wsc.codegen.info import KernelInfo
 from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.dialect import acc_type_parameters
-from wsc.ir_utils import constant_int, walk
+from wsc.ir_utils import constant_int, defining_op, walk
 from wsc.runtime.artifact import (
     ARTIFACT_FORMAT,
     GridAxis,
@@ -75,19 +75,64 @@ class CompileResult:
     stages: list[StageReport] = field(default_factory=list)
     #: When ptxas ran.
     ptxas: PtxasReport | None = None
-    #: fixed_store_extents of the kernel as given.
-    store_extents: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: store_reach of the kernel as given.
+    store_reach: dict[tuple[str, int], StoreReach] = field(default_factory=dict)
 
 
-def fixed_store_extents(module: ir.Operation) -> dict[tuple[str, int], int]:
-    """(tensor, dim) -> E for each dim of an output along which every store
-    into it (wsc.store, wsc.tma_store, wsc.coalesced_store) is at a constant
-    offset, whatever the block, loop trip or size: elements [0, E) of the dim
-    are the ones those stores reach without a gap, and no store reaches past
-    its tiles, so an output longer than E along the dim keeps elements no
-    launch writes."""
-    tiles: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    varying: set[tuple[str, int]] = set()
+@dataclass(frozen=True)
+class StoreReach:
+    """Where the stores into one dim of an output reach: each at
+    block_idx.<axis> * step + a constant (axis None: at a constant alone), the
+    tiles of one step covering its elements [0, covered) without a gap."""
+
+    axis: int | None
+    step: int
+    covered: int
+
+    def reach(self, blocks: int) -> int:
+        """The elements [0, reach) the stores write with `blocks` blocks along
+        the axis; none past them."""
+        return self.covered if self.axis is None else (blocks - 1) * self.step + self.covered
+
+
+_AXES = {"#gpu<dim x>": 0, "#gpu<dim y>": 1, "#gpu<dim z>": 2}
+
+
+def _block_offset(value: ir.Value) -> tuple[int | None, int, int] | None:
+    """(axis, step, constant) where `value` is block_idx.<axis> * step +
+    constant, (None, 0, constant) where it is a constant; None otherwise."""
+    constant = constant_int(value)
+    if constant is not None:
+        return None, 0, constant
+    op = defining_op(value)
+    if op is None:
+        return None
+    if op.name == "gpu.block_id":
+        return _AXES[str(op.attributes["dimension"])], 1, 0
+    if op.name in ("arith.muli", "arith.addi") and len(op.operands) == 2:
+        for term, number in (op.operands, reversed(list(op.operands))):
+            amount, inner = constant_int(number), _block_offset(term)
+            if amount is None or inner is None or inner[0] is None:
+                continue
+            axis, step, start = inner
+            if op.name == "arith.addi":
+                return axis, step, start + amount
+            if start == 0:
+                return axis, step * amount, 0
+    return None
+
+
+def store_reach(module: ir.Operation) -> dict[tuple[str, int], StoreReach]:
+    """(tensor, dim) -> StoreReach for each dim of an output along which every
+    store into it (wsc.store, wsc.tma_store, wsc.coalesced_store) is at a
+    constant offset, or at block_idx.<axis> * step plus one, the same axis
+    and step for all: a store reaches no element past its tile, so an output
+    longer than the reach, or a gap between the tiles of one step, keeps
+    elements no launch writes. Dims stored at any other offset (a loop's, a
+    persistent kernel's tile index) are left out."""
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    strides: dict[tuple[str, int], set[tuple[int | None, int]]] = {}
+    unknown: set[tuple[str, int]] = set()
     for op in walk(module):
         if op.name == "wsc.store":
             (rows, cols), _ = acc_type_parameters(op.operands[0].type)
@@ -103,20 +148,23 @@ def fixed_store_extents(module: ir.Operation) -> dict[tuple[str, int], int]:
             continue
         name = tensor_name(ir.BlockArgument(dst).arg_number)
         for dim, (offset, extent) in enumerate(zip(offsets, shape, strict=True)):
-            start = constant_int(offset)
-            if start is None:
-                varying.add((name, dim))
-            else:
-                tiles.setdefault((name, dim), []).append((start, start + extent))
+            found = _block_offset(offset)
+            if found is None:
+                unknown.add((name, dim))
+                continue
+            axis, step, start = found
+            strides.setdefault((name, dim), set()).add((axis, step))
+            spans.setdefault((name, dim), []).append((start, start + extent))
     reach = {}
-    for key, spans in tiles.items():
-        if key in varying:
+    for key, tiles in spans.items():
+        if key in unknown or len(strides[key]) != 1:
             continue
         covered = 0
-        for start, end in sorted(spans):
+        for start, end in sorted(tiles):
             if start <= covered:
                 covered = max(covered, end)
-        reach[key] = covered
+        ((axis, step),) = strides[key]
+        reach[key] = StoreReach(axis, step, covered)
     return reach
 
 
@@ -204,7 +252,7 @@ def compile_module(
     # For a spill error: the author's tiles, then (before lowering erases
     # them) the tiles a thread holds once the passes have split them.
     written = register_tiles(module.operation)
-    store_extents = fixed_store_extents(module.operation)
+    reach = store_reach(module.operation)
     for index, wsc_pass in enumerate(passes, start=1):
         stages.append(_run_pass(module, wsc_pass, dump, index, source))
     held = register_tiles(module.operation)
@@ -229,7 +277,7 @@ def compile_module(
     )
     if dump is not None:
         (dump / "kernel.ptx").write_text(ptx)
-    result = CompileResult(ptx, info, stages, store_extents=store_extents)
+    result = CompileResult(ptx, info, stages, store_reach=reach)
     if assemble and codegen.find_ptxas() is not None:
         start = time.perf_counter()
         try:
@@ -391,8 +439,9 @@ def write_artifact(
             raise ValueError(f"a fixed grid axis is a positive int, got {axis!r}")
         if not isinstance(axis, int) and axis[0] not in sizes:
             raise ValueError(f"the grid counts tiles of {axis[0]!r}; got sizes {', '.join(sizes)}")
-    if not persistent:
-        check_grid(info.name, sizes, tile_grid(sizes, grid_tiles, info.cluster))
+    grid = None if persistent else tile_grid(sizes, grid_tiles, info.cluster)
+    if grid is not None:
+        check_grid(info.name, sizes, grid)
     used = [name for name, spec in info.tensors.items() if spec["role"] != "unused"]
     described = _workspace_entries(info, sizes, workspaces or {})
     dims: dict[str, list[str | None]] = {
@@ -418,7 +467,8 @@ def write_artifact(
             **described.get(name, {}),
         }
     _check_tma_rows(info, dims, sizes)
-    _check_stores_reach(info.name, result.store_extents, dims, sizes)
+    if grid is not None:
+        _check_stores_reach(info.name, result.store_reach, dims, sizes, grid)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"could not write the artifact into '{out}': it is a file")
@@ -463,19 +513,42 @@ def write_artifact(
 
 
 def _check_stores_reach(
-    kernel: str, extents: dict[tuple[str, int], int], dims: dict, sizes: dict[str, int]
+    kernel: str, reach: dict[tuple[str, int], StoreReach], dims: dict, sizes: dict, grid
 ) -> None:
-    """An output is no longer along a dim than the kernel's stores reach
-    (fixed_store_extents), or part of it is never written."""
-    for (tensor, dim), extent in sorted(extents.items()):
+    """Every element of an output along a dim of store_reach is written by
+    the launch's blocks (`grid`, of a kernel that is not persistent): no gap
+    between the tiles of one step of the block index, and no size past what
+    the last block reaches."""
+    for (tensor, dim), stores in sorted(reach.items(), key=lambda item: item[0]):
         size = dims.get(tensor, [None] * (dim + 1))[dim]
-        if size is not None and sizes[size] > extent:
-            what = ("rows", "columns")[dim] if len(dims[tensor]) == 2 else f"elements of dim {dim}"
+        if size is None:
+            continue
+        what = ("rows", "columns")[dim] if len(dims[tensor]) == 2 else f"elements of dim {dim}"
+        if stores.axis is None:
+            if sizes[size] > stores.covered:
+                raise SizesError(
+                    f"kernel '{kernel}': every store into '{tensor}' is at a constant "
+                    f"offset along its {what}, reaching {what} [0, {stores.covered}); "
+                    f"{size} = {sizes[size]} leaves the rest unwritten: step the offset "
+                    f"with a grid axis or a loop, or give {size} <= {stores.covered}"
+                )
+            continue
+        index = f"kb.block_idx.{'xyz'[stores.axis]}"
+        if stores.covered < stores.step and sizes[size] > stores.covered:
             raise SizesError(
-                f"kernel '{kernel}': every store into '{tensor}' is at a constant offset "
-                f"along its {what}, reaching {what} [0, {extent}); {size} = {sizes[size]} "
-                f"leaves the rest unwritten: step the offset with a grid axis or a loop, "
-                f"or give {size} <= {extent}"
+                f"kernel '{kernel}': the stores into '{tensor}' step its {what} by "
+                f"{index} * {stores.step} but write {what} [0, {stores.covered}) of each "
+                f"step: the rest of every step is never written (a tile of {stores.step} "
+                f"{what}, or a step of {stores.covered}, closes the gap)"
+            )
+        blocks = grid[stores.axis]
+        if sizes[size] > stores.reach(blocks):
+            raise SizesError(
+                f"kernel '{kernel}': the stores into '{tensor}' step its {what} by "
+                f"{index} * {stores.step}, and the grid's {blocks} blocks along "
+                f"{'xyz'[stores.axis]} reach {what} [0, {stores.reach(blocks)}); "
+                f"{size} = {sizes[size]} leaves the rest unwritten: make the grid "
+                f"axis count tiles of {stores.step} {what}"
             )
 
 

@@ -117,9 +117,16 @@ REFERENCE_NAMES = ("np", "numpy", "math")
 def _reference(function, where: SourceLocation) -> dict[str, str]:
     """A reference function as its artifacts carry it (the "reference"
     check's config): its name and source, which must stand alone."""
-    if not inspect.isfunction(function) or function.__name__ == "<lambda>":
+    if inspect.isfunction(function) and function.__name__ == "<lambda>":
         raise BuildTypeError(
-            f"check: expected a check's name or a reference function (a def), got {function!r}",
+            "check: a lambda has no name or source of its own to travel in the artifact; "
+            "define the reference with def",
+            where,
+        )
+    if not inspect.isfunction(function):
+        raise BuildTypeError(
+            f"check: expected a check's name or a reference function (a def), got "
+            f"{type(function).__name__}",
             where,
         )
     names = inspect.getclosurevars(function)
@@ -760,7 +767,7 @@ class KernelBuilder:
             or not all(isinstance(n, int) and not isinstance(n, bool) for n in shape)
         ):
             raise BuildTypeError(f"{what}: shape must be [rows, cols], got {shape!r}", caller())
-        return shape[0], shape[1]
+        return self._register_shape(shape, f32, what)
 
     def load_tile(
         self, src: GlobalTensor, offsets: Sequence, shape: Sequence[int], transpose: bool = False
@@ -874,6 +881,14 @@ class KernelBuilder:
         if not isinstance(transpose, bool):
             raise BuildTypeError(
                 f"store_global: transpose must be a bool, got {transpose!r}", where
+            )
+        if tile.shape[1] == 1:
+            raise BuildError(
+                f"store_global: a row vector {list(tile.shape)} serves register math; a store "
+                f"takes tiles of a multiple of 8 columns: broadcast it into one, e.g. "
+                f"kb.register_tensor(f32, [{tile.shape[0]}, 8]) + v, and store that (the "
+                f"store is clipped at the bounds of '{dst.name}')",
+                where,
             )
         row, col = self._offsets(offsets, "store_global")
         with self._at(where):
@@ -1464,16 +1479,23 @@ class KernelBuilder:
         unknown = [p.name for p in parameters if p.kind in by_keyword and p.name not in given]
         if unknown:
             written = [name for name in unknown if name in outputs]
-            what = (
-                f"the kernel's output{'s' if len(written) > 1 else ''} {', '.join(written)}: "
-                f"it returns the outputs' values, and"
-                if written
-                else "no argument of the kernel:"
+            others = [name for name in unknown if name not in outputs]
+            what = "; ".join(
+                part
+                for part in (
+                    written
+                    and f"{', '.join(written)} name{'s' if len(written) == 1 else ''} the "
+                    f"kernel's output{'s' if len(written) > 1 else ''}, whose values it returns",
+                    others
+                    and f"{', '.join(others)} name{'s' if len(others) == 1 else ''} no "
+                    f"argument of the kernel",
+                )
+                if part
             )
             raise BuildError(
-                f"check: reference '{function.__name__}' takes {', '.join(unknown)}, which "
-                f"name{'s' if len(unknown) == 1 else ''} {what} it is called with the kernel's "
-                f"inputs and scalars by name ({', '.join(given) or 'none'})",
+                f"check: reference '{function.__name__}' takes {', '.join(unknown)}: {what}; "
+                f"it is called with the kernel's inputs and scalars by name "
+                f"({', '.join(given) or 'none'})",
                 where,
             )
         if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters):

@@ -238,10 +238,9 @@ class _Dims:
         """Dim `dim`; negative ones count from the last, as in Python."""
         rank = self._tensor.rank
         if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
+            dims = "one dim, 0 (or -1)" if rank == 1 else f"dims 0 to {rank - 1} (or -{rank} to -1)"
             raise BuildError(
-                f"global tensor '{self._tensor.name}' has dims 0 to {rank - 1} (or -{rank} "
-                f"to -1), not {dim!r}",
-                caller(),
+                f"global tensor '{self._tensor.name}' has {dims}, not {dim!r}", caller()
             )
         kb = self._tensor._builder
         with kb._at():
