@@ -572,7 +572,11 @@ class _Specializer:
         self.advance = advances[0]
         self.iv, self.stage, self.phase = args
         if constant_int(loop.opview.lowerBound) != 0 or constant_int(loop.opview.step) != 1:
-            self._fail(loop, "the K loop must count K tiles from 0 in steps of 1")
+            self._fail(
+                loop,
+                "the K loop must count K tiles from 0 in steps of 1 (for %kt = 0 to "
+                "%k_tiles step 1, a K tile's offset %kt * block_k computed in the body)",
+            )
         yield_op = self.loop_body.operations[len(self.loop_body.operations) - 1].operation
         advance = ops.RingAdvance(self.advance)
         if [advance.stage, advance.phase] != [self.stage, self.phase] or list(
@@ -606,6 +610,13 @@ class _Specializer:
                 "scf.yield",
             ):
                 continue
+            elif name == "scf.if":
+                self._fail(
+                    op,
+                    "cannot split an scf.if of the K loop between the producer and the "
+                    "consumers: only the elected TMA copies may be guarded; mask register "
+                    "math with wsc.tile_select (kb.where) instead",
+                )
             elif not _pure(name):
                 self._fail(
                     op, f"cannot assign '{name}' in the K loop to the producer or the consumers"
