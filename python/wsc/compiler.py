@@ -18,6 +18,7 @@ shape, expressions of the sizes, in `write_artifact(workspaces=...)`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import numbers
@@ -39,10 +40,11 @@ from wsc.ir_utils import constant_int, defining_op, walk
 from wsc.runtime.artifact import (
     ARTIFACT_FORMAT,
     GridAxis,
-    SizesError,
+    StoreReach,
     Workspace,
     check_grid,
     check_sizes,
+    check_stores_reach,
     derive_sizes,
     derived_size_problems,
     grid_axis,
@@ -76,23 +78,7 @@ class CompileResult:
     #: When ptxas ran.
     ptxas: PtxasReport | None = None
     #: store_reach of the kernel as given.
-    store_reach: dict[tuple[str, int], StoreReach] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StoreReach:
-    """Where the stores into one dim of an output reach: each at
-    block_idx.<axis> * step + a constant (axis None: at a constant alone), the
-    tiles of one step covering its elements [0, covered) without a gap."""
-
-    axis: int | None
-    step: int
-    covered: int
-
-    def reach(self, blocks: int) -> int:
-        """The elements [0, reach) the stores write with `blocks` blocks along
-        the axis; none past them."""
-        return self.covered if self.axis is None else (blocks - 1) * self.step + self.covered
+    store_reach: tuple[StoreReach, ...] = ()
 
 
 _AXES = {"#gpu<dim x>": 0, "#gpu<dim y>": 1, "#gpu<dim z>": 2}
@@ -122,8 +108,8 @@ def _block_offset(value: ir.Value) -> tuple[int | None, int, int] | None:
     return None
 
 
-def store_reach(module: ir.Operation) -> dict[tuple[str, int], StoreReach]:
-    """(tensor, dim) -> StoreReach for each dim of an output along which every
+def store_reach(module: ir.Operation) -> tuple[StoreReach, ...]:
+    """A StoreReach for each dim of an output along which every
     store into it (wsc.store, wsc.tma_store, wsc.coalesced_store) is at a
     constant offset, or at block_idx.<axis> * step plus one, the same axis
     and step for all: a store reaches no element past its tile, so an output
@@ -155,17 +141,17 @@ def store_reach(module: ir.Operation) -> dict[tuple[str, int], StoreReach]:
             axis, step, start = found
             strides.setdefault((name, dim), set()).add((axis, step))
             spans.setdefault((name, dim), []).append((start, start + extent))
-    reach = {}
-    for key, tiles in spans.items():
-        if key in unknown or len(strides[key]) != 1:
+    reaches = []
+    for (tensor, dim), tiles in sorted(spans.items()):
+        if (tensor, dim) in unknown or len(strides[tensor, dim]) != 1:
             continue
         covered = 0
         for start, end in sorted(tiles):
             if start <= covered:
                 covered = max(covered, end)
-        ((axis, step),) = strides[key]
-        reach[key] = StoreReach(axis, step, covered)
-    return reach
+        ((axis, step),) = strides[tensor, dim]
+        reaches.append(StoreReach(tensor, dim, axis, step, covered))
+    return tuple(reaches)
 
 
 def summarize(module: ir.Operation) -> str:
@@ -468,7 +454,7 @@ def write_artifact(
         }
     _check_tma_rows(info, dims, sizes)
     if grid is not None:
-        _check_stores_reach(info.name, result.store_reach, dims, sizes, grid)
+        check_stores_reach(info.name, result.store_reach, dims, sizes, grid)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"could not write the artifact into '{out}': it is a file")
@@ -492,6 +478,11 @@ def write_artifact(
         "dynamic_smem_bytes": info.dynamic_smem_bytes,
         "sizes": dict(sizes),
         **({"derived_sizes": rules} if rules else {}),
+        **(
+            {"store_reach": [dataclasses.asdict(reach) for reach in result.store_reach]}
+            if result.store_reach
+            else {}
+        ),
         "tensors": tensors,
         "tensor_maps": info.tensor_maps,
         "params": [
@@ -510,46 +501,6 @@ def write_artifact(
     }
     write_atomically(out / "kernel.json", json.dumps(meta, indent=2) + "\n")
     return out
-
-
-def _check_stores_reach(
-    kernel: str, reach: dict[tuple[str, int], StoreReach], dims: dict, sizes: dict, grid
-) -> None:
-    """Every element of an output along a dim of store_reach is written by
-    the launch's blocks (`grid`, of a kernel that is not persistent): no gap
-    between the tiles of one step of the block index, and no size past what
-    the last block reaches."""
-    for (tensor, dim), stores in sorted(reach.items(), key=lambda item: item[0]):
-        size = dims.get(tensor, [None] * (dim + 1))[dim]
-        if size is None:
-            continue
-        what = ("rows", "columns")[dim] if len(dims[tensor]) == 2 else f"elements of dim {dim}"
-        if stores.axis is None:
-            if sizes[size] > stores.covered:
-                raise SizesError(
-                    f"kernel '{kernel}': every store into '{tensor}' is at a constant "
-                    f"offset along its {what}, reaching {what} [0, {stores.covered}); "
-                    f"{size} = {sizes[size]} leaves the rest unwritten: step the offset "
-                    f"with a grid axis or a loop, or give {size} <= {stores.covered}"
-                )
-            continue
-        index = f"kb.block_idx.{'xyz'[stores.axis]}"
-        if stores.covered < stores.step and sizes[size] > stores.covered:
-            raise SizesError(
-                f"kernel '{kernel}': the stores into '{tensor}' step its {what} by "
-                f"{index} * {stores.step} but write {what} [0, {stores.covered}) of each "
-                f"step: the rest of every step is never written (a tile of {stores.step} "
-                f"{what}, or a step of {stores.covered}, closes the gap)"
-            )
-        blocks = grid[stores.axis]
-        if sizes[size] > stores.reach(blocks):
-            raise SizesError(
-                f"kernel '{kernel}': the stores into '{tensor}' step its {what} by "
-                f"{index} * {stores.step}, and the grid's {blocks} blocks along "
-                f"{'xyz'[stores.axis]} reach {what} [0, {stores.reach(blocks)}); "
-                f"{size} = {sizes[size]} leaves the rest unwritten: make the grid "
-                f"axis count tiles of {stores.step} {what}"
-            )
 
 
 def _check_tma_rows(info: KernelInfo, dims: dict, sizes: dict[str, int]) -> None:

@@ -27,7 +27,7 @@ from wsc.codegen import find_ptxas
 from wsc.compiler import CompileError
 from wsc.device import hopper_gpu_visible, run_artifact
 from wsc.runtime import load_artifact
-from wsc.runtime.artifact import SizesError
+from wsc.runtime.artifact import ArtifactError, SizesError
 from wsc.runtime.memory import Inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -1607,12 +1607,27 @@ def test_an_output_wider_than_every_store_reaches_is_refused(tmp_path):
     compiled.write_artifact(tmp_path / "narrower", a_dim0=1000, a_dim1=50)
     with pytest.raises(SizesError, match=r"reaching columns \[0, 64\); a_dim1 = 300 leaves"):
         compiled.write_artifact(tmp_path / "wider", a_dim0=1000, a_dim1=300)
+    # The artifact carries the rule: resizing it (wsc run --size) applies it too.
+    artifact = load_artifact(tmp_path / "fits")
+    assert artifact.resized(a_dim0=5, a_dim1=64).sizes == {"a_dim0": 5, "a_dim1": 64}
+    with pytest.raises(SizesError, match=r"reaching columns \[0, 64\); a_dim1 = 65 leaves"):
+        artifact.resized(a_dim0=5, a_dim1=65)
+    meta = json.loads((tmp_path / "fits" / "kernel.json").read_text())
+    assert meta["store_reach"] == [
+        {"tensor": "b", "dim": 0, "axis": 0, "step": 64, "covered": 64},
+        {"tensor": "b", "dim": 1, "axis": None, "step": 0, "covered": 64},
+    ]
+    meta["store_reach"][1]["tensor"] = "z"
+    (tmp_path / "fits" / "kernel.json").write_text(json.dumps(meta))
+    with pytest.raises(ArtifactError, match=r"key 'store_reach\[1\]': names no dim of a tensor"):
+        load_artifact(tmp_path / "fits")
 
 
 def test_stores_reach_the_union_of_their_tiles_without_a_gap():
-    from wsc.compiler import StoreReach, store_reach
+    from wsc.compiler import store_reach
+    from wsc.runtime.artifact import StoreReach
 
-    def stores(cols, step=None) -> dict:
+    def stores(cols, step=None) -> tuple:
         kb = KernelBuilder("k", grid=[("a_dim0", 64)] + ([("a_dim1", step)] if step else []))
         x, y = kb.global_tensor(f16), kb.global_tensor(f16)
         row = kb.block_idx.x * 64
@@ -1622,12 +1637,12 @@ def test_stores_reach_the_union_of_their_tiles_without_a_gap():
             kb.store_global(y, tile, [row, base + col] if step else [row, col])
         return store_reach(kb.finish().module.operation)
 
-    rows = {("b", 0): StoreReach(0, 64, 64)}
-    assert stores([0, 64]) == {**rows, ("b", 1): StoreReach(None, 0, 128)}
-    assert stores([0, 128]) == {**rows, ("b", 1): StoreReach(None, 0, 64)}  # a gap at 64
-    assert stores([64]) == {**rows, ("b", 1): StoreReach(None, 0, 0)}
-    assert stores([0, 64], step=128) == {**rows, ("b", 1): StoreReach(1, 128, 128)}
-    assert stores([0], step=128)[("b", 1)] == StoreReach(1, 128, 64)
+    rows = StoreReach("b", 0, 0, 64, 64)
+    assert stores([0, 64]) == (rows, StoreReach("b", 1, None, 0, 128))
+    assert stores([0, 128]) == (rows, StoreReach("b", 1, None, 0, 64))  # a gap at 64
+    assert stores([64]) == (rows, StoreReach("b", 1, None, 0, 0))
+    assert stores([0, 64], step=128) == (rows, StoreReach("b", 1, 1, 128, 128))
+    assert stores([0], step=128)[1] == StoreReach("b", 1, 1, 128, 64)
     # An offset from a run-time value (a size, a loop's index) may reach any
     # column: no reach along that dim.
     kb = KernelBuilder("k", grid=[("a_dim0", 64)])
@@ -1635,7 +1650,7 @@ def test_stores_reach_the_union_of_their_tiles_without_a_gap():
     row = kb.block_idx.x * 64
     tile = kb.load_tile(x, [row, 0], [64, 64])
     kb.store_global(y, kb.cast(tile, f16), [row, x.shape[1]])
-    assert store_reach(kb.finish().module.operation) == rows
+    assert store_reach(kb.finish().module.operation) == (rows,)
 
 
 def test_a_grid_that_misses_tiles_of_the_output_is_refused(tmp_path):

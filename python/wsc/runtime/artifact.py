@@ -45,6 +45,11 @@ An artifact describes its kernel, whatever it computes:
                                        name); a pointer may name a workspace
     "check": "matmul"                  optional: the reference `wsc run
                                        --check` compares with (wsc.runtime.checks)
+    "store_reach": [{"tensor": "b", "dim": 1, "axis": null, "step": 0,
+                     "covered": 64}]   optional: where the stores into an
+                                       output's dim reach (StoreReach); sizes
+                                       that leave its elements unwritten are
+                                       refused
 
 plus the kernel's name, images, block, dynamic shared memory, tensor maps,
 cluster, persistence, blocks per SM, WGMMA accumulator type and its build
@@ -283,6 +288,72 @@ def grid_axis(axis: GridAxis) -> str:
     return f"cdiv({size}, {tile})"
 
 
+@dataclass(frozen=True)
+class StoreReach:
+    """Where the stores into dim `dim` of output `tensor` reach: each at
+    block_idx.<axis> * step + a constant (axis None: at a constant alone),
+    the tiles of one step covering its elements [0, covered) without a gap."""
+
+    tensor: str
+    dim: int
+    axis: int | None
+    step: int
+    covered: int
+
+    def reach(self, blocks: int) -> int:
+        """The elements [0, reach) the stores write with `blocks` blocks along
+        the axis; none past them."""
+        return self.covered if self.axis is None else (blocks - 1) * self.step + self.covered
+
+
+def check_stores_reach(
+    kernel: str,
+    reaches: Sequence[StoreReach],
+    dims: Mapping[str, Sequence[str | None]],
+    sizes: Mapping[str, int],
+    grid: Sequence[int],
+) -> None:
+    """SizesError where the stores of a kernel that is not persistent leave
+    elements of an output unwritten at `sizes`: a gap between the tiles of
+    one step of the block index, or a size past what the last of the grid's
+    blocks reaches. `dims` names each tensor's dims by size."""
+    for stores in reaches:
+        shape = dims.get(stores.tensor, ())
+        size = shape[stores.dim] if stores.dim < len(shape) else None
+        if size is None:
+            continue
+        length = size_value(size, sizes)
+        what = (
+            ("rows", "columns")[stores.dim] if len(shape) == 2 else f"elements of dim {stores.dim}"
+        )
+        if stores.axis is None:
+            if length > stores.covered:
+                raise SizesError(
+                    f"kernel '{kernel}': every store into '{stores.tensor}' is at a constant "
+                    f"offset along its {what}, reaching {what} [0, {stores.covered}); "
+                    f"{size} = {length} leaves the rest unwritten: step the offset with a "
+                    f"grid axis or a loop, or give {size} <= {stores.covered}"
+                )
+            continue
+        index = f"kb.block_idx.{'xyz'[stores.axis]}"
+        if stores.covered < stores.step and length > stores.covered:
+            raise SizesError(
+                f"kernel '{kernel}': the stores into '{stores.tensor}' step its {what} by "
+                f"{index} * {stores.step} but write {what} [0, {stores.covered}) of each "
+                f"step: the rest of every step is never written (a tile of {stores.step} "
+                f"{what}, or a step of {stores.covered}, closes the gap)"
+            )
+        blocks = grid[stores.axis]
+        if length > stores.reach(blocks):
+            raise SizesError(
+                f"kernel '{kernel}': the stores into '{stores.tensor}' step its {what} by "
+                f"{index} * {stores.step}, and the grid's {blocks} blocks along "
+                f"{'xyz'[stores.axis]} reach {what} [0, {stores.reach(blocks)}); "
+                f"{size} = {length} leaves the rest unwritten: make the grid axis count "
+                f"tiles of {stores.step} {what}"
+            )
+
+
 def check_grid(kernel: str, sizes: Mapping[str, int], grid: Sequence[int]) -> None:
     """SizesError where `grid` (that of a kernel that is not persistent, at
     `sizes`) has more blocks along an axis than a launch may have."""
@@ -348,6 +419,8 @@ class Artifact:
     config: Mapping[str, Any] | None = None
     #: The sizes that follow from the others, each a size expression of them.
     derived_sizes: Mapping[str, str] = field(default_factory=dict)
+    #: Where the kernel's stores into its outputs reach (check_stores_reach).
+    store_reach: tuple[StoreReach, ...] = ()
 
     @property
     def json_path(self) -> Path:
@@ -412,6 +485,10 @@ class Artifact:
             name: replace(spec, shape=tuple(size_value(dim, sizes) for dim in spec.dims))
             for name, spec in self.tensors.items()
         }
+        if not self.persistent:
+            grid = tile_grid(sizes, self.grid_tiles, self.cluster)
+            dims = {name: spec.dims for name, spec in self.tensors.items()}
+            check_stores_reach(self.kernel_name, self.store_reach, dims, sizes, grid)
         return replace(self, sizes=dict(sizes), tensors=tensors)
 
     def strided_rows(self, tensor: str) -> bool:
@@ -548,6 +625,7 @@ class _Parser:
             check=self.get(doc, "check", "", str, required=False),
             config=self.get(doc, "config", "", dict, required=False) or {},
             derived_sizes=self.derived_sizes(doc, sizes),
+            store_reach=self.store_reach(doc, tensors),
         )
         if artifact.cluster < 1:
             raise self.fail("cluster", f"expected an integer >= 1, got {artifact.cluster}")
@@ -567,6 +645,24 @@ class _Parser:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise self.fail(f"sizes.{name}", f"expected a positive integer, got {value!r}")
         return dict(sizes)
+
+    def store_reach(self, doc: dict, tensors: Mapping[str, TensorSpec]) -> tuple[StoreReach, ...]:
+        reaches = []
+        for index, entry in enumerate(self.get(doc, "store_reach", "", list, required=False) or []):
+            path = f"store_reach[{index}]"
+            if not isinstance(entry, dict):
+                raise self.fail(path, f"expected an object, got {entry!r}")
+            tensor = self.get(entry, "tensor", path, str)
+            dim = self.get(entry, "dim", path, int)
+            axis = self.get(entry, "axis", path, (int, type(None)))
+            step = self.get(entry, "step", path, int)
+            covered = self.get(entry, "covered", path, int)
+            if tensor not in tensors or not 0 <= dim < len(tensors[tensor].dims):
+                raise self.fail(path, f"names no dim of a tensor: {tensor!r}, dim {dim}")
+            if axis is not None and not 0 <= axis < 3 or step < 0 or covered < 0:
+                raise self.fail(path, "expected an axis 0 to 2 or null, a step and covered >= 0")
+            reaches.append(StoreReach(tensor, dim, axis, step, covered))
+        return tuple(reaches)
 
     def derived_sizes(self, doc: dict, sizes: Mapping[str, int]) -> dict[str, str]:
         rules = self.get(doc, "derived_sizes", "", dict, required=False) or {}
