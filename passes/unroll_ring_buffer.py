@@ -145,9 +145,10 @@ def _ring_advance(loop: ir.Operation) -> ir.Operation | None:
 
 def _stages_stay_run_time(kernel: ir.Operation) -> bool:
     """Whether a ring loop of `kernel` advances twice per trip or starts at a
-    stage that is no constant 0 (where an earlier loop stopped)."""
+    stage that is no constant 0 (where an earlier loop stopped, other than a
+    drain, which continues the loop it drains)."""
     for loop in walk(kernel):
-        if loop.name != "scf.for":
+        if loop.name != "scf.for" or _drain_source(loop) is not None:
             continue
         advances = [op for op in _body(loop).operations if op.operation.name == "wsc.ring_advance"]
         if len(advances) > 1:

@@ -2,10 +2,8 @@
 
 Contract: the input is any module the wsc verifier accepts; the pass leaves it
 unchanged. Each kernel (a func.func with `wsc.num_threads`) is simulated by
-`wsc.protocol.check_protocol` for K extents of 0 .. max-k-tiles tiles (each
-also with the last tile of every dim ragged; 0 only where the kernel's index
-arithmetic has a meaning there, as no launch of a kernel dividing by its K
-tile count has K = 0), and the first violation is reported as a
+`wsc.protocol.check_protocol` for K extents of 1 .. max-k-tiles tiles (each
+also with the last tile of every dim ragged), and the first violation is reported as a
 located error at the offending op, with the k_tiles and num_stages it shows up
 at: a deadlocked wait, an over- or
 under-arrival, a phase completing under a waiter that has not returned, an
@@ -24,7 +22,7 @@ Options:
   max-k-tiles=<int>  the largest K extent checked, in tiles (0: 3*num_stages+1,
                      so that every stage wraps around at least three times; at
                      most MAX_SWEEP)
-  k-tiles=<int>      check this K extent only (0: sweep 0 .. max-k-tiles; at
+  k-tiles=<int>      check this K extent only (0: sweep 1 .. max-k-tiles; at
                      most MAX_EXTENT)
 """
 

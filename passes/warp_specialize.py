@@ -188,6 +188,7 @@ from wsc.ir_utils import (
     cluster_size,
     constant_int,
     defining_op,
+    enclosing,
     index_constant,
     kernel_threads,
     kernels,
@@ -733,9 +734,12 @@ class _Specializer:
                 reads = True
         if not reads:
             for op in self.consumer_anchors:
-                if op.name == "wsc.wgmma_register_a" and defining_op(
-                    ops.WgmmaRegisterA(op).a
-                ) in set(body):
+                source = (
+                    defining_op(ops.WgmmaRegisterA(op).a)
+                    if op.name == "wsc.wgmma_register_a"
+                    else None
+                )
+                if source is not None and enclosing(source, lambda p: p == self.loop) is not None:
                     self._fail(
                         op,
                         "wgmma-in-flight = 1 leaves the K tile's WGMMA group in flight "

@@ -86,7 +86,9 @@ _AXES = {"#gpu<dim x>": 0, "#gpu<dim y>": 1, "#gpu<dim z>": 2}
 
 def _block_offset(value: ir.Value) -> tuple[int | None, int, int] | None:
     """(axis, step, constant) where `value` is block_idx.<axis> * step +
-    constant, (None, 0, constant) where it is a constant; None otherwise."""
+    constant (arith.muli and arith.addi of gpu.block_id and constants), (None,
+    0, constant) where it is a constant; None for any other form, whose
+    reach is left unknown."""
     constant = constant_int(value)
     if constant is not None:
         return None, 0, constant
@@ -453,8 +455,7 @@ def write_artifact(
             **described.get(name, {}),
         }
     _check_tma_rows(info, dims, sizes)
-    if grid is not None:
-        check_stores_reach(info.name, result.store_reach, dims, sizes, grid)
+    check_stores_reach(info.name, result.store_reach, dims, sizes, grid)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"could not write the artifact into '{out}': it is a file")

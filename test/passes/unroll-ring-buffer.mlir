@@ -1,5 +1,7 @@
 // RUN: wsc-opt --unroll-ring-buffer %s | FileCheck %s
 // RUN: wsc-opt --warp-specialize=num-stages=3 --unroll-ring-buffer %S/../../examples/matmul_v2.mlir | FileCheck %s --check-prefix=THREE
+// where-possible unrolls a kernel whose rings all start at stage 0 (its drain continues the ring it drains) as plainly.
+// RUN: wsc-opt --warp-specialize=num-stages=3 --unroll-ring-buffer='where-possible=true' %S/../../examples/matmul_v2.mlir | FileCheck %s --check-prefix=THREE
 // RUN: wsc-opt --warp-specialize='num-stages=3 wgmma-in-flight=1' --unroll-ring-buffer %S/../../examples/matmul_v2.mlir | FileCheck %s --check-prefix=INFLIGHT
 
 // The seed's V3 with a ring of 2 stages (examples/matmul_v3.mlir, resized).

@@ -419,7 +419,7 @@ module {
         "wsc.mbarrier_wait"(%fv, %arg5, %arg6) : (!wsc.mbarriers, index, i1) -> ()
         %16 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 128>, f32>
         "wsc.wgmma_fence"() : () -> ()
-        // expected-error @below {{wgmma reads B stage 0 before its data landed (copy #1 of the stage is still in flight) (k_tiles = 0, num_stages = 4)}}
+        // expected-error @below {{wgmma reads B stage 0 before its data landed (copy #1 of the stage is still in flight) (k_tiles = 1, num_stages = 4)}}
         "wsc.wgmma"(%0, %1, %arg5, %16) {a_row = 64 : i32, a_stage = 0 : i32, b_layout = "nk"} : (memref<1x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 64, 128>, f32>) -> ()
         "wsc.wgmma_commit_group"() : () -> ()
         "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
@@ -522,7 +522,7 @@ module {
       "wsc.sync"() : () -> ()
       %12 = "wsc.elect"() : () -> i1
       scf.if %12 {
-        // expected-error @below {{TMA store of C staging stage 2, which nothing wrote: no wsc.store_shared or TMA copy filled it (k_tiles = 0, num_stages = 3)}}
+        // expected-error @below {{TMA store of C staging stage 2, which nothing wrote: no wsc.store_shared or TMA copy filled it (k_tiles = 1, num_stages = 3)}}
         "wsc.tma_store"(%3, %c2s, %arg2, %c0, %c0) : (memref<3x64x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
       }
     }

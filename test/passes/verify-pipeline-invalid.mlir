@@ -1559,7 +1559,7 @@ module {
         %17 = arith.muli %15, %c128 : index
         %18 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
         %c0_4 = arith.constant 0 : index
-        // expected-error @below {{deadlock: this wait for parity 0 on turns[0] never returns: every thread group is blocked and no copy is in flight (turns[0] is in phase 2 with 0 of 128 arrivals) (k_tiles = 0, num_stages = 4, 4 output tiles per block)}}
+        // expected-error @below {{deadlock: this wait for parity 0 on turns[0] never returns: every thread group is blocked and no copy is in flight (turns[0] is in phase 2 with 0 of 128 arrivals) (k_tiles = 1, num_stages = 4, 4 output tiles per block)}}
         "wsc.mbarrier_wait"(%5, %c0_4, %arg6) : (!wsc.mbarriers, index, i1) -> ()
         %19:2 = scf.for %arg7 = %c0 to %0 step %c1 iter_args(%arg8 = %arg4, %arg9 = %arg5) -> (index, i1) {
           "wsc.mbarrier_wait"(%3, %arg8, %arg9) : (!wsc.mbarriers, index, i1) -> ()
@@ -1709,7 +1709,7 @@ func.func @unfenced_staging(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref
   "wsc.sync"() : () -> ()
   %storer = "wsc.elect"() : () -> i1
   scf.if %storer {
-    // expected-error @below {{TMA store of C staging stage 0, which wsc.store_shared wrote, but no wsc.fence_proxy_async made them visible to TMA (k_tiles = 0, num_stages = 2)}}
+    // expected-error @below {{TMA store of C staging stage 0, which wsc.store_shared wrote, but no wsc.fence_proxy_async made them visible to TMA (k_tiles = 1, num_stages = 2)}}
     "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
   }
   return
@@ -1753,7 +1753,7 @@ func.func @unsynced_staging(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref
   "wsc.fence_proxy_async"() : () -> ()
   %storer = "wsc.elect"() : () -> i1
   scf.if %storer {
-    // expected-error @below {{TMA store of C staging stage 0, which wsc.store_shared wrote, but no wsc.sync after the writers' wsc.fence_proxy_async (k_tiles = 0, num_stages = 2)}}
+    // expected-error @below {{TMA store of C staging stage 0, which wsc.store_shared wrote, but no wsc.sync after the writers' wsc.fence_proxy_async (k_tiles = 1, num_stages = 2)}}
     "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
   }
   return
@@ -1800,7 +1800,7 @@ func.func @restaged_while_read(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: mem
   scf.if %storer {
     "wsc.tma_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
   }
-  // expected-error @below {{C staging stage 0 is written while a TMA store may still read it (no wsc.tma_store_wait by the storing thread) (k_tiles = 0, num_stages = 2)}}
+  // expected-error @below {{C staging stage 0 is written while a TMA store may still read it (no wsc.tma_store_wait by the storing thread) (k_tiles = 1, num_stages = 2)}}
   "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
   return
 }
@@ -1841,7 +1841,7 @@ func.func @unsynced_coalesced_store(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c
   }
   %h = "wsc.cast"(%acc) : (!wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f16>
   "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
-  // expected-error @below {{coalesced store of C staging stage 0, which wsc.store_shared wrote, but no wsc.sync after the writes made them visible to the other threads (k_tiles = 0, num_stages = 2)}}
+  // expected-error @below {{coalesced store of C staging stage 0, which wsc.store_shared wrote, but no wsc.sync after the writes made them visible to the other threads (k_tiles = 1, num_stages = 2)}}
   "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
   return
 }
@@ -1883,7 +1883,7 @@ func.func @restaged_while_copied(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: m
   "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
   "wsc.sync"() : () -> ()
   "wsc.coalesced_store"(%sc, %c0, %c, %c0, %c0) : (memref<1x128x128xf16, 3>, index, memref<?x?xf16>, index, index) -> ()
-  // expected-error @below {{C staging stage 0 is written while other threads may still copy it out (no wsc.sync after the wsc.coalesced_store) (k_tiles = 0, num_stages = 2)}}
+  // expected-error @below {{C staging stage 0 is written while other threads may still copy it out (no wsc.sync after the wsc.coalesced_store) (k_tiles = 1, num_stages = 2)}}
   "wsc.store_shared"(%h, %sc, %c0) : (!wsc.acc<array<i64: 128, 128>, f16>, memref<1x128x128xf16, 3>, index) -> ()
   return
 }
@@ -2797,105 +2797,6 @@ module {
         }
         %14:2 = "wsc.ring_advance"(%arg6, %arg7) {num_stages = 3 : i32} : (index, i1) -> (index, i1)
         scf.yield %14#0, %14#1 : index, i1
-      }
-    }
-    return
-  }
-}
-
-// -----
-
-// With one WGMMA group in flight the consumer releases K tile j - 1 after K
-// tile j's WGMMA and the last one after the loop; that last release, guarded
-// by k_tiles >= 0 instead of > 0, runs at K = 0 too and arrives on a stage
-// nothing filled. Only the run of zero K tiles shows it.
-module {
-  func.func @last_release_unguarded_at_k_zero(%arg0: memref<?x?xf16>, %arg1: memref<?x?xf16>, %arg2: memref<?x?xf32>) attributes {wsc.num_threads = 160 : i32} {
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %c2 = arith.constant 2 : index
-    %c4 = arith.constant 4 : index
-    %c64 = arith.constant 64 : index
-    %c128 = arith.constant 128 : index
-    %block_id_x = gpu.block_id  x
-    %block_id_y = gpu.block_id  y
-    %0 = arith.muli %block_id_x, %c128 : index
-    %1 = arith.muli %block_id_y, %c128 : index
-    %dim = memref.dim %arg0, %c1 : memref<?x?xf16>
-    %2 = arith.ceildivui %dim, %c64 : index
-    %false = arith.constant false
-    %3 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
-    %4 = "wsc.alloc_shared"() : () -> memref<4x128x64xf16, 3>
-    %5 = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
-    %6 = "wsc.mbarrier_alloc"() {arrival_count = 128 : i32, num_barriers = 4 : i32} : () -> !wsc.mbarriers
-    "wsc.sync"() : () -> ()
-    %c0_0 = arith.constant 0 : index
-    %7 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 0 : i32} : () -> i1
-    scf.if %7 {
-      %9 = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
-      %false_1 = arith.constant false
-      %10:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %false_1) -> (index, i1) {
-        "wsc.mbarrier_wait"(%5, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
-        "wsc.wgmma_fence"() : () -> ()
-        "wsc.wgmma"(%3, %4, %arg4, %9) {a_row = 0 : i32, b_layout = "nk"} : (memref<4x128x64xf16, 3>, memref<4x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
-        "wsc.wgmma_commit_group"() : () -> ()
-        "wsc.wgmma_wait_group"() {pending = 1 : i32} : () -> ()
-        %c0_3 = arith.constant 0 : index
-        %12 = arith.cmpi ugt, %arg3, %c0_3 : index
-        scf.if %12 {
-          %c0_4 = arith.constant 0 : index
-          %14 = arith.cmpi eq, %arg4, %c0_4 : index
-          %c1_5 = arith.constant 1 : index
-          %15 = arith.subi %arg4, %c1_5 : index
-          %c3 = arith.constant 3 : index
-          %16 = arith.select %14, %c3, %15 : index
-          "wsc.mbarrier_arrive"(%6, %16) : (!wsc.mbarriers, index) -> ()
-        }
-        %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
-        scf.yield %13#0, %13#1 : index, i1
-      }
-      "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
-      %c0_2 = arith.constant 0 : index
-      // The bug: the release of the last K tile is guarded by k_tiles >= 0, not > 0.
-      %11 = arith.cmpi uge, %2, %c0_2 : index
-      scf.if %11 {
-        %c0_3 = arith.constant 0 : index
-        %12 = arith.cmpi eq, %10#0, %c0_3 : index
-        %c1_4 = arith.constant 1 : index
-        %13 = arith.subi %10#0, %c1_4 : index
-        %c3 = arith.constant 3 : index
-        %14 = arith.select %12, %c3, %13 : index
-        "wsc.mbarrier_arrive"(%6, %14) : (!wsc.mbarriers, index) -> ()
-      }
-      "wsc.store"(%9, %arg2, %0, %1) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
-    }
-    // expected-error @below {{producer exits with 1 release outstanding (missing drain): the producer role [128, 160) must wait on empty until every stage it filled has been released (k_tiles = 0, num_stages = 4)}}
-    %8 = "wsc.role"() {num_threads = 32 : i32, role = "producer", thread_begin = 128 : i32} : () -> i1
-    scf.if %8 {
-      %true = arith.constant true
-      %9:2 = scf.for %arg3 = %c0 to %2 step %c1 iter_args(%arg4 = %c0_0, %arg5 = %true) -> (index, i1) {
-        "wsc.mbarrier_wait"(%6, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
-        %11 = arith.muli %arg3, %c64 : index
-        %12 = "wsc.elect"() : () -> i1
-        scf.if %12 {
-          "wsc.mbarrier_arrive_expect_tx"(%5, %arg4) {tx_bytes = 32768 : i32} : (!wsc.mbarriers, index) -> ()
-          "wsc.tma_load"(%arg0, %0, %11, %3, %arg4, %5) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-          "wsc.tma_load"(%arg1, %1, %11, %4, %arg4, %5) : (memref<?x?xf16>, index, index, memref<4x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
-        }
-        %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
-        scf.yield %13#0, %13#1 : index, i1
-      }
-      %c4_1 = arith.constant 4 : index
-      %c0_2 = arith.constant 0 : index
-      %c1_3 = arith.constant 1 : index
-      %10:2 = scf.for %arg3 = %c0_2 to %c4_1 step %c1_3 iter_args(%arg4 = %9#0, %arg5 = %9#1) -> (index, i1) {
-        %11 = arith.addi %arg3, %2 : index
-        %12 = arith.cmpi uge, %11, %c4_1 : index
-        scf.if %12 {
-          "wsc.mbarrier_wait"(%6, %arg4, %arg5) : (!wsc.mbarriers, index, i1) -> ()
-        }
-        %13:2 = "wsc.ring_advance"(%arg4, %arg5) {num_stages = 4 : i32} : (index, i1) -> (index, i1)
-        scf.yield %13#0, %13#1 : index, i1
       }
     }
     return

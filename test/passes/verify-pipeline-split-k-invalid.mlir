@@ -80,7 +80,7 @@ func.func @store_without_reduce(%c: memref<?x?xf32>, %partials: memref<?xf32>, %
   "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
   %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
   scf.if %last {
-    // expected-error @+1 {{store-before-reduce: the 128 threads outside every role stores the tile whose partial sums of rows from 0 it handed over, before wsc.partial_reduce added the other splits' sums (k_tiles = 0, num_stages = 1)}}
+    // expected-error @+1 {{store-before-reduce: the 128 threads outside every role stores the tile whose partial sums of rows from 0 it handed over, before wsc.partial_reduce added the other splits' sums (k_tiles = 1, num_stages = 1)}}
     "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   }
   return
@@ -99,7 +99,7 @@ func.func @store_by_every_split(%c: memref<?x?xf32>, %partials: memref<?xf32>, %
   scf.if %last {
     "wsc.partial_reduce"(%acc, %partials, %counters, %c0) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, memref<?xi32>, index) -> ()
   }
-  // expected-error @+1 {{store-before-reduce: the 128 threads outside every role stores the tile whose partial sums of rows from 0 it handed over, though its split's arrival was not the last: a later split reduces and stores the tile (k_tiles = 0, num_stages = 1)}}
+  // expected-error @+1 {{store-before-reduce: the 128 threads outside every role stores the tile whose partial sums of rows from 0 it handed over, though its split's arrival was not the last: a later split reduces and stores the tile (k_tiles = 1, num_stages = 1)}}
   "wsc.store"(%acc, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?x?xf32>, index, index) -> ()
   return
 }
@@ -155,7 +155,7 @@ func.func @split_k_two_groups(%c: memref<?x?xf32>, %partials: memref<?xf32>, %co
   %g1 = "wsc.role"() {num_threads = 128 : i32, role = "consumer", thread_begin = 128 : i32} : () -> i1
   scf.if %g1 {
     %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
-    // expected-error @below {{partial-shared: the consumer role [128, 256) stores a partial sum of rows [0, 64), and the consumer role [0, 128) one of rows [0, 64): their workspace rows (and counters) overlap, so the sums overwrite each other and a split's arrivals are miscounted (k_tiles = 0, num_stages = 1)}}
+    // expected-error @below {{partial-shared: the consumer role [128, 256) stores a partial sum of rows [0, 64), and the consumer role [0, 128) one of rows [0, 64): their workspace rows (and counters) overlap, so the sums overwrite each other and a split's arrivals are miscounted (k_tiles = 1, num_stages = 1)}}
     "wsc.partial_store"(%acc, %partials, %c0, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
     %last = "wsc.partial_arrive"(%counters, %c0) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
     scf.if %last {
@@ -188,7 +188,7 @@ func.func @split_k_two_groups(%c: memref<?x?xf32>, %partials: memref<?xf32>, %co
   scf.if %g1 {
     %acc = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 64, 64>, f32>
     %c32 = arith.constant 32 : index
-    // expected-error @below {{partial-shared: the consumer role [128, 256) stores a partial sum of rows [32, 96), and the consumer role [0, 128) one of rows [0, 64): their workspace rows (and counters) overlap, so the sums overwrite each other and a split's arrivals are miscounted (k_tiles = 0, num_stages = 1)}}
+    // expected-error @below {{partial-shared: the consumer role [128, 256) stores a partial sum of rows [32, 96), and the consumer role [0, 128) one of rows [0, 64): their workspace rows (and counters) overlap, so the sums overwrite each other and a split's arrivals are miscounted (k_tiles = 1, num_stages = 1)}}
     "wsc.partial_store"(%acc, %partials, %c32, %split) {splits = 2 : i32} : (!wsc.acc<array<i64: 64, 64>, f32>, memref<?xf32>, index, index) -> ()
     %last = "wsc.partial_arrive"(%counters, %c32) {splits = 2 : i32} : (memref<?xi32>, index) -> i1
     scf.if %last {

@@ -1,4 +1,4 @@
-// --verify-pipeline simulates each kernel for k_tiles = 0 .. 3*num_stages+1
+// --verify-pipeline simulates each kernel for k_tiles = 1 .. 3*num_stages+1
 // and passes protocol-clean IR through unchanged.
 // RUN: wsc-opt --verify-pipeline %s | FileCheck %s
 // RUN: wsc-opt --verify-pipeline='max-k-tiles=40' %s | FileCheck %s

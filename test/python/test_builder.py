@@ -1558,7 +1558,7 @@ def test_a_negative_constant_index_is_refused_where_given():
 
     error = build_error(build)
     assert error.where.line == line_of("# error: negative")
-    assert "load_tile col: an index is never negative, got -64" in str(error)
+    assert "load_tile col: an offset is never negative, got -64" in str(error)
 
 
 def test_math_on_numbers_alone_asks_for_a_tile():

@@ -265,6 +265,8 @@ def test_cli_compile_writes_ptx_and_reports_stages(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "warp-specialize" in proc.stdout and out.read_text().startswith("//")
     assert (tmp_path / "ir" / "01-warp-specialize.mlir").exists()
+    # Its ring loops are unrolled: constant stages, no run-time ring position.
+    assert "wsc.ring_advance" not in (tmp_path / "ir" / "02-unroll-ring-buffer.mlir").read_text()
     # The launch metadata goes beside the PTX, named on stdout, not printed there.
     metadata = json.loads((tmp_path / "v2.json").read_text())
     assert metadata["name"] == "matmul" and metadata["block"] == [160, 1, 1]

@@ -332,8 +332,6 @@ class KernelBuilder:
                 f"{what}: expected an int or a run-time index value, got {type(value).__name__}",
                 caller(),
             )
-        if value < 0:
-            raise BuildError(f"{what}: an index is never negative, got {value}", caller())
         # One constant per value and region: one made in an enclosing region
         # earlier dominates everything built inside the current one.
         for scope in reversed(self._scopes):
@@ -371,6 +369,11 @@ class KernelBuilder:
     def _offsets(self, offsets: Sequence, what: str) -> tuple[ir.Value, ir.Value]:
         if isinstance(offsets, (str, bytes)) or len(offsets) != 2:
             raise BuildTypeError(f"{what}: offsets must be [row, col]", caller())
+        for name, offset in zip(("row", "col"), offsets, strict=True):
+            if isinstance(offset, int) and offset < 0:
+                raise BuildError(
+                    f"{what} {name}: an offset is never negative, got {offset}", caller()
+                )
         with self._at():
             return self._index(offsets[0], f"{what} row"), self._index(offsets[1], f"{what} col")
 

@@ -1,7 +1,7 @@
 """A static check of the mbarrier protocol of wsc kernels, by simulation.
 
 `check_protocol(module)` runs every kernel of a module (a func.func with
-`wsc.num_threads`) on K extents of 0 .. 3*num_stages+1 tiles, whole and with
+`wsc.num_threads`) on K extents of 1 .. 3*num_stages+1 tiles, whole and with
 the last tile of every dim ragged (one element: roles that count tiles
 differently, as floor and ceiling, part only there), and raises a
 `ProtocolViolation`, a located `PassError`, at the first synchronisation bug it
@@ -15,10 +15,7 @@ of n blocks; a multicast copy lands its slice in every block's ring and
 completes on every block's barrier, a cluster arrive reaches every block's
 barrier, and a `wsc.cluster_sync` waits for every process of the cluster (and
 publishes the barriers to the other blocks, which a block-wide sync does
-not). K = 0 is simulated only where the kernel's index arithmetic has a
-meaning there (no division by zero, no loop bound wrapped below zero): a
-kernel that divides by its K tile count, as stream-K does, has no launch at
-K = 0. Passes call it on their own output; `--verify-pipeline` wraps it.
+not). Passes call it on their own output; `--verify-pipeline` wraps it.
 
 The kernel is interpreted concretely. Each thread group is one process: every
 `wsc.role` is one (all its threads run the same code), and the block's threads

@@ -158,11 +158,6 @@ _CMPI = {
 _SIGNED_CMPI = {2, 3, 4, 5}
 
 
-class UndefinedAtSizes(PassError):
-    """The kernel's index arithmetic has no meaning at the simulated sizes: it
-    divides by zero, or a loop bound wraps below zero (runs too long)."""
-
-
 class _Compute:
     """A pure op: result = fn(operands), wrapped to the result width."""
 
@@ -176,7 +171,7 @@ class _Compute:
         try:
             frame[self.result] = self.fn(*[frame[a] for a in self.args])
         except ZeroDivisionError:
-            raise UndefinedAtSizes(self.op.location, f"'{self.op.name}' divides by zero") from None
+            raise PassError(self.op.location, f"'{self.op.name}' divides by zero") from None
 
 
 class _Dim:
@@ -234,7 +229,7 @@ class _For:
     def run(self, process, frame):
         lower, upper, step = (frame[s] for s in self.bounds)
         if step == 0 or (upper - lower) // step > MAX_TRIP_COUNT:
-            raise UndefinedAtSizes(
+            raise PassError(
                 self.op.location,
                 f"verify-pipeline: loop from {lower} to {upper} "
                 f"step {step} runs too long to simulate",

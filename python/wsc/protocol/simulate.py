@@ -13,7 +13,6 @@ from wsc.ir_utils import (
 from wsc.protocol.interpret import (
     BarrierSpec,
     Kernel,
-    UndefinedAtSizes,
     compile_kernel,
 )
 from wsc.protocol.machine import (
@@ -56,10 +55,9 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
     """Simulate every kernel of `module_op` and raise a `ProtocolViolation` at
     the first violation of the mbarrier protocol.
 
-    Each kernel runs with K = k_tiles * block_k for k_tiles = 0 ..
+    Each kernel runs with K = k_tiles * block_k for k_tiles = 1 ..
     `max_k_tiles` (default 3 * num_stages + 1: every stage wraps around at
-    least three times; 0 only where the kernel's index arithmetic has a
-    meaning at K = 0: no division by zero, no loop bound wrapped below zero), or for `k_tiles` alone, and, under the first schedule,
+    least three times), or for `k_tiles` alone, and, under the first schedule,
     with the last tile of every dim ragged (one element of it: roles that
     count tiles differently, as floor and ceiling, part there); returns None
     when every run is clean.
@@ -71,30 +69,22 @@ def check_protocol(module_op, max_k_tiles: int | None = None, k_tiles: int | Non
         last = max_k_tiles or 3 * kernel.num_stages + 1
         arrivals = (False, True) if kernel.split_k else (True,)
         for tile_extent, grid in _GRIDS if kernel.persistent else ((1, (0, 1)),):
-            for count in [k_tiles] if k_tiles else range(last + 1):
+            for count in [k_tiles] if k_tiles else range(1, last + 1):
                 # With one group waiting for copies, the order copies land in
                 # among those it waits for changes nothing: newest first is
                 # the first schedule again.
                 schedules = _SCHEDULES if kernel.copy_waiters > 1 else _SCHEDULES[:-1]
                 runs = [(schedule, False) for schedule in schedules] + [(_SCHEDULES[0], True)]
-                try:
-                    found = [
-                        (violation, ragged)
-                        for schedule, ragged in runs
-                        for arrives_last in arrivals
-                        if (
-                            violation := _simulate(
-                                kernel, count, tile_extent, schedule, arrives_last, grid, ragged
-                            )
+                found = [
+                    (violation, ragged)
+                    for schedule, ragged in runs
+                    for arrives_last in arrivals
+                    if (
+                        violation := _simulate(
+                            kernel, count, tile_extent, schedule, arrives_last, grid, ragged
                         )
-                    ]
-                except UndefinedAtSizes:
-                    # A kernel that divides by its K tile count (stream-K), or
-                    # whose grid counts the tiles it streams (a persistent row
-                    # loop), has no launch at K = 0: its host runs none.
-                    if count == 0:
-                        continue
-                    raise
+                    )
+                ]
                 if found:
                     violation, ragged = min(
                         found, key=lambda found: DIAGNOSIS_ORDER.index(found[0].kind)
@@ -162,7 +152,7 @@ class _Simulation:
         self.arrives_last = arrives_last
         #: The last tile of every dim is one element wide (memref.dim).
         self.ragged = ragged
-        self.k_extent = k_tiles * kernel.block_k - (kernel.block_k - 1 if ragged and k_tiles else 0)
+        self.k_extent = k_tiles * kernel.block_k - (kernel.block_k - 1 if ragged else 0)
         self.tile_extent = tile_extent
         # Per CTA of the cluster (one without clusters): its rings and barriers.
         ctas = kernel.ctas

@@ -311,16 +311,18 @@ def check_stores_reach(
     reaches: Sequence[StoreReach],
     dims: Mapping[str, Sequence[str | None]],
     sizes: Mapping[str, int],
-    grid: Sequence[int],
+    grid: Sequence[int] | None,
 ) -> None:
-    """SizesError where the stores of a kernel that is not persistent leave
-    elements of an output unwritten at `sizes`: a gap between the tiles of
-    one step of the block index, or a size past what the last of the grid's
-    blocks reaches. `dims` names each tensor's dims by size."""
+    """SizesError where a kernel's stores leave elements of an output
+    unwritten at `sizes`: past the constant offsets' reach, or, with its
+    launch `grid` (None for a persistent kernel, whose blocks are no tiles),
+    a gap between the tiles of one step of the block index or a size past
+    what the last of the grid's blocks reaches. `dims` names each tensor's
+    dims by size."""
     for stores in reaches:
         shape = dims.get(stores.tensor, ())
         size = shape[stores.dim] if stores.dim < len(shape) else None
-        if size is None:
+        if size is None or (grid is None and stores.axis is not None):
             continue
         length = size_value(size, sizes)
         what = (
@@ -485,10 +487,9 @@ class Artifact:
             name: replace(spec, shape=tuple(size_value(dim, sizes) for dim in spec.dims))
             for name, spec in self.tensors.items()
         }
-        if not self.persistent:
-            grid = tile_grid(sizes, self.grid_tiles, self.cluster)
-            dims = {name: spec.dims for name, spec in self.tensors.items()}
-            check_stores_reach(self.kernel_name, self.store_reach, dims, sizes, grid)
+        grid = None if self.persistent else tile_grid(sizes, self.grid_tiles, self.cluster)
+        dims = {name: spec.dims for name, spec in self.tensors.items()}
+        check_stores_reach(self.kernel_name, self.store_reach, dims, sizes, grid)
         return replace(self, sizes=dict(sizes), tensors=tensors)
 
     def strided_rows(self, tensor: str) -> bool:

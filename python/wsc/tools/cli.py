@@ -171,7 +171,7 @@ def _compile(args) -> int:
             raise CommandLineError(
                 f"{name}: --unroll-ring-buffer applies to a kernel compiled as written; "
                 "a V2-form kernel's ring loops are unrolled after --warp-specialize unless "
-                "it is persistent"
+                "their stages stay run-time (persistent, or two K tiles per trip)"
             )
         else:
             try:
