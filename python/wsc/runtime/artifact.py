@@ -322,7 +322,7 @@ def check_stores_reach(
     for stores in reaches:
         shape = dims.get(stores.tensor, ())
         size = shape[stores.dim] if stores.dim < len(shape) else None
-        if size is None or (grid is None and stores.axis is not None):
+        if size is None:
             continue
         length = size_value(size, sizes)
         what = (
@@ -336,6 +336,8 @@ def check_stores_reach(
                     f"{size} = {length} leaves the rest unwritten: step the offset with a "
                     f"grid axis or a loop, or give {size} <= {stores.covered}"
                 )
+            continue
+        if grid is None:
             continue
         index = f"kb.block_idx.{'xyz'[stores.axis]}"
         if stores.covered < stores.step and length > stores.covered:
