@@ -2802,3 +2802,59 @@ module {
     return
   }
 }
+
+// -----
+
+// Two products read one A stage (warp-specialize-shared-operand.mlir) from a
+// one-stage ring whose wait runs in the first K tile only: the second K
+// tile's products read the stage while its refill is in flight. Reads in one
+// trip share a copy; a trip later they need a wait of their own.
+func.func @gated_products_waiting_once(%a: memref<?x?xf16>, %w1: memref<?x?xf16>, %w3: memref<?x?xf16>,
+                          %h1: memref<?x?xf32>, %h3: memref<?x?xf32>)
+    attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %false = arith.constant false
+  %bx = gpu.block_id x
+  %by = gpu.block_id y
+  %m0 = arith.muli %bx, %c128 : index
+  %n0 = arith.muli %by, %c128 : index
+  %k = memref.dim %a, %c1 : memref<?x?xf16>
+  %k_tiles = arith.ceildivui %k, %c64 : index
+  %sa = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %sw1 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %sw3 = "wsc.alloc_shared"() : () -> memref<1x128x64xf16, 3>
+  %full = "wsc.mbarrier_alloc"() {arrival_count = 1 : i32, num_barriers = 1 : i32} : () -> !wsc.mbarriers
+  "wsc.sync"() : () -> ()
+  %gate = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %up = "wsc.acc_alloc"() : () -> !wsc.acc<array<i64: 128, 128>, f32>
+  %stage_n, %phase_n = scf.for %kt = %c0 to %k_tiles step %c1
+      iter_args(%stage = %c0, %phase = %false) -> (index, i1) {
+    %k0 = arith.muli %kt, %c64 : index
+    %elected = "wsc.elect"() : () -> i1
+    scf.if %elected {
+      "wsc.mbarrier_arrive_expect_tx"(%full, %stage) {tx_bytes = 49152 : i32} : (!wsc.mbarriers, index) -> ()
+      "wsc.tma_load"(%a, %m0, %k0, %sa, %stage, %full) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%w1, %n0, %k0, %sw1, %stage, %full) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+      "wsc.tma_load"(%w3, %n0, %k0, %sw3, %stage, %full) : (memref<?x?xf16>, index, index, memref<1x128x64xf16, 3>, index, !wsc.mbarriers) -> ()
+    }
+    %first = arith.cmpi eq, %kt, %c0 : index
+    scf.if %first {
+      "wsc.mbarrier_wait"(%full, %stage, %phase) : (!wsc.mbarriers, index, i1) -> ()
+    }
+    "wsc.wgmma_fence"() : () -> ()
+    // expected-error @below {{wgmma reads A stage 0 before its data landed (copy #2 of the stage is still in flight) (k_tiles = 2, num_stages = 1)}}
+    "wsc.wgmma"(%sa, %sw1, %stage, %gate) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x128x64xf16, 3>, memref<1x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma"(%sa, %sw3, %stage, %up) {a_row = 0 : i32, b_layout = "nk"} : (memref<1x128x64xf16, 3>, memref<1x128x64xf16, 3>, index, !wsc.acc<array<i64: 128, 128>, f32>) -> ()
+    "wsc.wgmma_commit_group"() : () -> ()
+    "wsc.wgmma_wait_group"() {pending = 0 : i32} : () -> ()
+    "wsc.sync"() : () -> ()
+    %next_stage, %next_phase = "wsc.ring_advance"(%stage, %phase) {num_stages = 1 : i32} : (index, i1) -> (index, i1)
+    scf.yield %next_stage, %next_phase : index, i1
+  }
+  "wsc.store"(%gate, %h1, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  "wsc.store"(%up, %h3, %m0, %n0) : (!wsc.acc<array<i64: 128, 128>, f32>, memref<?x?xf32>, index, index) -> ()
+  return
+}

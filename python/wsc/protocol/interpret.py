@@ -237,6 +237,7 @@ class _For:
         values = [frame[s] for s in self.inits]
         for iv in range(lower, upper, step):
             frame[self.iv] = iv
+            process.trips += 1
             for slot, value in zip(self.iter_args, values, strict=True):
                 frame[slot] = value
             yield from process.run_block(self.body, frame)

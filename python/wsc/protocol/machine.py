@@ -182,11 +182,12 @@ class Process:
         self.cluster_syncs_reached = 0
         self.reads: dict = {}  # (ring, stage) -> copies of it read so far
         self.waits = 0  # mbarrier waits passed so far
+        self.trips = 0  # loop trips begun so far, of any loop
         #: The "empty" barrier array of our latest wait that returned: the
         #: rings we copy into next are the ones its releases hand back.
         self.empty_waited: BarrierSpec | None = None
-        #: (ring, stage) -> `waits` at its latest synchronous read (wsc.load_shared):
-        #: reads with no wait between them read one copy.
+        #: (ring, stage) -> (`waits`, `trips`) at its latest read: reads in one
+        #: loop trip with no wait between them read one copy.
         self.read_waits: dict = {}
         #: (ring, stage) -> the wsc.load_shared that read it since the group's
         #: last wsc.sync: until then only the reading thread knows it is done.

@@ -672,11 +672,12 @@ class _Simulation:
 
     @staticmethod
     def _again(process, ring: Ring, stage: int) -> bool:
-        """Whether `process` read `ring`'s stage before with no wait since
-        (that read's copy is the one this read sees), noting this read."""
-        key = (ring, stage)
-        again = key in process.reads and process.read_waits.get(key) == process.waits
-        process.read_waits[key] = process.waits
+        """Whether `process` read `ring`'s stage before in this loop trip with
+        no wait since (that read's copy is the one this read sees), noting
+        this read. A read a trip later is a new one: its wait may be missing."""
+        key, now = (ring, stage), (process.waits, process.trips)
+        again = key in process.reads and process.read_waits.get(key) == now
+        process.read_waits[key] = now
         return again
 
     def _read(
