@@ -32,11 +32,12 @@ from typing import Any
 from mlir import ir
 
 import wsc
+from wsc import ops
 from wsc.codegen.info import KernelInfo
 from wsc.codegen.ptxas import PtxasReport
 from wsc.diagnostics import DiagnosticEngine, PassError
 from wsc.dialect import acc_type_parameters
-from wsc.ir_utils import constant_int, defining_op, walk
+from wsc.ir_utils import constant_int, defining_op, launch_axis, walk
 from wsc.runtime.artifact import (
     ARTIFACT_FORMAT,
     GridAxis,
@@ -81,9 +82,6 @@ class CompileResult:
     store_reach: tuple[StoreReach, ...] = ()
 
 
-_AXES = {"#gpu<dim x>": 0, "#gpu<dim y>": 1, "#gpu<dim z>": 2}
-
-
 def _block_offset(value: ir.Value) -> tuple[int | None, int, int] | None:
     """(axis, step, constant) where `value` is block_idx.<axis> * step +
     constant (arith.muli and arith.addi of gpu.block_id and constants), (None,
@@ -96,7 +94,7 @@ def _block_offset(value: ir.Value) -> tuple[int | None, int, int] | None:
     if op is None:
         return None
     if op.name == "gpu.block_id":
-        return _AXES[str(op.attributes["dimension"])], 1, 0
+        return launch_axis(op), 1, 0
     if op.name in ("arith.muli", "arith.addi") and len(op.operands) == 2:
         for term, number in (op.operands, reversed(list(op.operands))):
             amount, inner = constant_int(number), _block_offset(term)
@@ -123,12 +121,14 @@ def store_reach(module: ir.Operation) -> tuple[StoreReach, ...]:
     unknown: set[tuple[str, int]] = set()
     for op in walk(module):
         if op.name == "wsc.store":
-            (rows, cols), _ = acc_type_parameters(op.operands[0].type)
-            shape = (cols, rows) if "transpose" in op.attributes else (rows, cols)
-            dst, offsets = op.operands[1], op.operands[2:4]
+            store = ops.Store(op)
+            (rows, cols), _ = acc_type_parameters(store.tile.type)
+            shape = (cols, rows) if store.transpose else (rows, cols)
+            dst, offsets = store.dst, (store.row, store.col)
         elif op.name in ("wsc.tma_store", "wsc.coalesced_store"):
-            shape = tuple(ir.MemRefType(op.operands[0].type).shape[-2:])
-            dst, offsets = op.operands[2], op.operands[3:5]
+            copy = ops.TmaStore(op) if op.name == "wsc.tma_store" else ops.CoalescedStore(op)
+            shape = tuple(ir.MemRefType(copy.src.type).shape[-2:])
+            dst, offsets = copy.dst, (copy.row, copy.col)
         else:
             continue
         owner = dst.owner
@@ -305,8 +305,6 @@ class RegisterTileUse:
 def register_tiles(module: ir.Operation) -> list[RegisterTileUse]:
     """The register tiles `module` makes (accumulators and the tiles of
     register-tile math), largest first."""
-    from wsc import ops
-
     found = []
     for op in walk(module):
         if op.name == "wsc.acc_alloc" or op.name in ops.TILE_MAKERS:

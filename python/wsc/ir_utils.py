@@ -58,6 +58,11 @@ def constant_int(value: ir.Value) -> int | None:
     return None
 
 
+def launch_axis(op: ir.Operation) -> int:
+    """0, 1 or 2: the axis (x, y, z) of a gpu.block_id or gpu.grid_dim."""
+    return ("#gpu<dim x>", "#gpu<dim y>", "#gpu<dim z>").index(str(op.attributes["dimension"]))
+
+
 #: Index sources that are never negative: block and thread indices and
 #: counts, a block's rank in its cluster, sizes.
 _NON_NEGATIVE_SOURCES = (

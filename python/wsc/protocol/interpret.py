@@ -17,6 +17,7 @@ from wsc.ir_utils import (
     cluster_size,
     defining_op,
     kernel_threads,
+    launch_axis,
     use_owner,
     walk,
 )
@@ -692,7 +693,7 @@ class _Compiler:
         along y and z the grid is one cluster, and block 0 (split 0 of a
         split-K grid) is simulated."""
         ctas = cluster_size(self.kernel)
-        along_x = op.name != "wsc.cluster_rank" and str(op.attributes["dimension"]) == "#gpu<dim x>"
+        along_x = op.name != "wsc.cluster_rank" and launch_axis(op) == 0
         if op.name == "gpu.grid_dim":
 
             def act(process, frame):
