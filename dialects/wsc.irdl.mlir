@@ -21,7 +21,8 @@
 // Attributes: `irdl.attributes` declares the required ones, and IRDL has no
 // optional attributes, so an op's optional attributes are declared in the
 // `optional_attributes` dictionary of its irdl.operation, each with its
-// base ("#builtin.unit" or "#builtin.integer"); python/wsc/verifier.py
+// base ("#builtin.unit", "#builtin.integer" or "#builtin.float", an f32);
+// python/wsc/verifier.py
 // checks them. python/wsc/ops.py reads every name from here. Kernels are
 // func.funcs with the discardable attributes wsc.num_threads (threads per
 // block, i32), launched in clusters wsc.cluster_size (CTAs per cluster along
@@ -469,11 +470,12 @@ irdl.dialect @wsc {
   //   : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   // Reads src[row:row+M, col:col+N] (a rank-2 f16, bf16 or f32 global memref)
   // into an f32 register tile in the accumulator's fragment layout; elements
-  // outside src read as 0. With the unit attribute `transpose` the tile is
+  // outside src read as `fill` (an f32 attribute, e.g. -inf before a row
+  // max; 0 without it). With the unit attribute `transpose` the tile is
   // the transpose of src's N x M block at (row, col), as wsc.store {transpose}
   // writes it.
   irdl.operation @tile_load attributes {
-      optional_attributes = {transpose = "#builtin.unit"}} {
+      optional_attributes = {transpose = "#builtin.unit", fill = "#builtin.float"}} {
     %src = irdl.base "!builtin.memref"
     %row = irdl.is index
     %col = irdl.is index

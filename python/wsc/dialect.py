@@ -9,6 +9,7 @@ location (`with ir.InsertionPoint(...), ir.Location...:`), exactly as
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -507,14 +508,23 @@ def tile_col_reduce(kind: str, x: ir.Value, rows: int) -> ir.Value:
 
 
 def tile_load(
-    src: ir.Value, row: ir.Value, col: ir.Value, shape: Sequence[int], transpose: bool = False
+    src: ir.Value,
+    row: ir.Value,
+    col: ir.Value,
+    shape: Sequence[int],
+    transpose: bool = False,
+    fill: float = 0.0,
 ) -> ir.Value:
-    """`wsc.tile_load`: src's block at (row, col) as an f32 register tile of `shape`."""
+    """`wsc.tile_load`: src's block at (row, col) as an f32 register tile of
+    `shape`, `fill` outside src."""
+    attributes = _unit_attrs(transpose=transpose)
+    if fill != 0.0 or math.copysign(1.0, fill) < 0:
+        attributes["fill"] = ir.FloatAttr.get(ir.F32Type.get(), fill)
     return _create(
         "wsc.tile_load",
         operands=[src, row, col],
         results=[acc_type(shape, "f32")],
-        attributes=_unit_attrs(transpose=transpose),
+        attributes=attributes,
     ).result
 
 

@@ -26,10 +26,11 @@ from wsc.target.hopper import WARP_ROWS
 
 #: The key of an irdl.operation's attribute dictionary that declares the
 #: op's optional attributes (IRDL declares required ones only), each with its
-#: base: UNIT_BASE or INTEGER_BASE.
+#: base: UNIT_BASE, INTEGER_BASE or FLOAT_BASE.
 OPTIONAL_ATTRIBUTES_KEY = "optional_attributes"
 UNIT_BASE = "#builtin.unit"
 INTEGER_BASE = "#builtin.integer"
+FLOAT_BASE = "#builtin.float"
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class OpDefinition:
     operands: tuple[str, ...]
     results: tuple[str, ...]
     attributes: tuple[str, ...]  # required: IRDL checks their presence and kind
-    #: name -> UNIT_BASE or INTEGER_BASE; the verifier checks these
+    #: name -> UNIT_BASE, INTEGER_BASE or FLOAT_BASE; the verifier checks these
     optional_attributes: dict[str, str]
     #: required attribute -> the string values IRDL allows it (`irdl.any_of`
     #: of `irdl.is "..."`), as MLIR prints them ('"nk"')
@@ -82,7 +83,7 @@ def _read_definitions(text: str) -> dict[str, OpDefinition]:
             if OPTIONAL_ATTRIBUTES_KEY in node.attributes:
                 for entry in ir.DictAttr(node.attributes[OPTIONAL_ATTRIBUTES_KEY]):
                     base = ir.StringAttr(entry.attr).value
-                    if base not in (UNIT_BASE, INTEGER_BASE):
+                    if base not in (UNIT_BASE, INTEGER_BASE, FLOAT_BASE):
                         raise ValueError(f"{name}: optional attribute {entry.name} of base {base}")
                     optional[entry.name] = base
             definitions[name] = OpDefinition(
@@ -223,6 +224,13 @@ class OptionalIntAttr(_Field[int | None]):
         if self.name not in op.attributes:
             return None
         return int(ir.IntegerAttr(op.attributes[self.name]).value)
+
+
+class OptionalFloatAttr(_Field[float | None]):
+    def read(self, op: ir.Operation) -> float | None:
+        if self.name not in op.attributes:
+            return None
+        return float(ir.FloatAttr(op.attributes[self.name]).value)
 
 
 class StrAttr(_Field[str]):
@@ -514,6 +522,7 @@ class TileLoad(WscOp, name="wsc.tile_load"):
     row = Operand()
     col = Operand()
     transpose = Flag()
+    fill = OptionalFloatAttr()
     result = Result()
 
 

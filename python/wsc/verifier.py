@@ -37,7 +37,7 @@ from wsc.ir_utils import (
     use_owner,
     walk,
 )
-from wsc.ops import DEFINITIONS, INTEGER_BASE, UNIT_BASE
+from wsc.ops import DEFINITIONS, FLOAT_BASE, INTEGER_BASE, UNIT_BASE
 from wsc.target.hopper import (
     BUFFER_ALIGN,
     HALF_DTYPES,
@@ -178,6 +178,10 @@ def _verify_optional_attrs(op: ir.Operation) -> None:
             _fail(op, f"'{attr}' must be a unit attribute, got {value}")
         if declared[attr] == INTEGER_BASE and not isinstance(value, ir.IntegerAttr):
             _fail(op, f"'{attr}' must be an integer attribute, got {value}")
+        if declared[attr] == FLOAT_BASE and not (
+            isinstance(value, ir.FloatAttr) and isinstance(value.type, ir.F32Type)
+        ):
+            _fail(op, f"'{attr}' must be an f32 attribute, got {value}")
 
 
 def _verify_role(op: ir.Operation) -> None:

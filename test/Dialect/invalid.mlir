@@ -546,6 +546,20 @@ func.func @every_cta_not_a_unit() attributes {wsc.cluster_size = 2 : i32, wsc.nu
   return
 }
 // -----
+func.func @fill_not_an_f32(%x: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_load' op 'fill' must be an f32 attribute, got 0 : i32}}
+  %t = "wsc.tile_load"(%x, %c0, %c0) {fill = 0 : i32} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
+func.func @fill_of_a_broadcast(%v: memref<?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_broadcast' op 'fill' applies to wsc.tile_load only}}
+  %t = "wsc.tile_broadcast"(%v, %c0) {along = "cols", fill = 1.0 : f32} : (memref<?xf16>, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
 func.func @register_budget_not_an_integer() attributes {wsc.num_threads = 128 : i32} {
   // expected-error @below {{'wsc.role' op 'max_registers' must be an integer attribute, got "many"}}
   %r = "wsc.role"() {role = "consumer", thread_begin = 0 : i32, num_threads = 128 : i32, max_registers = "many"} : () -> i1

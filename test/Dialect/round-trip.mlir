@@ -207,6 +207,8 @@ func.func @tile_loads(%r: memref<?x?xf16>, %bias: memref<?xbf16>) attributes {ws
   %t = "wsc.tile_load"(%r, %c0, %c0) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   // CHECK: "wsc.tile_load"(%{{.*}}, %{{.*}}, %{{.*}}) {transpose}
   %tt = "wsc.tile_load"(%r, %c0, %c0) {transpose} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  // CHECK: "wsc.tile_load"(%{{.*}}, %{{.*}}, %{{.*}}) {fill = 0xFF800000 : f32}
+  %tf = "wsc.tile_load"(%r, %c0, %c0) {fill = 0xFF800000 : f32} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   // CHECK: "wsc.tile_broadcast"(%{{.*}}, %{{.*}}) {along = "cols"} : (memref<?xbf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   %b = "wsc.tile_broadcast"(%bias, %c0) {along = "cols"} : (memref<?xbf16>, index) -> !wsc.acc<array<i64: 64, 128>, f32>
   // CHECK: "wsc.tile_broadcast"(%{{.*}}, %{{.*}}) {along = "rows"}

@@ -4,6 +4,7 @@ mistakes in a kernel's code raise errors located at the user's line."""
 
 import difflib
 import json
+import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -1507,6 +1508,53 @@ def rows_scaled_kernel() -> KernelBuilder:
 def test_tile_division_is_correct_on_the_gpu(hopper, tmp_path):
     compiled = rows_scaled_kernel().finish().compile()
     artifact = compiled.write_artifact(tmp_path / "rows", a_dim0=999, a_dim1=50)
+    report = run_artifact(artifact, bench=False)
+    assert report["ok"] and report["nan_count"] == 0, report
+
+
+def row_softmax_reference(a):
+    powers = np.exp2(a - a.max(axis=1, keepdims=True))
+    return powers / powers.sum(axis=1, keepdims=True)
+
+
+def row_softmax_kernel() -> KernelBuilder:
+    """b = the base-2 softmax of each row of a, rows of at most 64 elements:
+    the elements past a row's end read as -inf, so that they add nothing to
+    the max or to the sum of powers (read as 0, each would add 2^-max)."""
+    kb = KernelBuilder("row_softmax", grid=[("a_dim0", 64)], check=row_softmax_reference)
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    row = kb.block_idx.x * 64
+    t = kb.load_tile(x, [row, 0], [64, 64], fill=float("-inf"))
+    powers = kb.exp2(t - kb.row_max(t))
+    kb.store_global(y, powers / kb.row_sum(powers), [row, 0])
+    return kb
+
+
+def test_a_tile_load_reads_its_fill_outside_the_tensor():
+    """fill= is the value of the elements outside the tensor: an f32
+    attribute of wsc.tile_load, the register's value before the predicated
+    load in the PTX; 0 (no attribute) by default."""
+    kernel = row_softmax_kernel().finish()
+    assert "fill = 0xFF800000 : f32" in str(kernel)
+    assert re.search(r"mov\.f32 %r\d+, 0fFF800000; @p ld\.global", kernel.compile().ptx)
+    kb = KernelBuilder("k", grid=[("a_dim0", 64)])
+    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
+    kb.store_global(y, kb.load_tile(x, [0, 0], [64, 64]), [0, 0])
+    assert "fill" not in str(kb.finish())
+
+
+def test_a_fill_must_be_a_number():
+    kb = KernelBuilder("k", grid=[("a_dim0", 64)])
+    x = kb.global_tensor(f32)
+    with pytest.raises(BuildTypeError, match="fill must be a number") as error:
+        kb.load_tile(x, [0, 0], [64, 64], fill="-inf")
+    assert error.value.where.line == line_of('fill="-inf")')
+
+
+@pytest.mark.cuda
+def test_a_fill_of_minus_infinity_is_correct_on_the_gpu(hopper, tmp_path):
+    compiled = row_softmax_kernel().finish().compile()
+    artifact = compiled.write_artifact(tmp_path / "softmax", a_dim0=999, a_dim1=50)
     report = run_artifact(artifact, bench=False)
     assert report["ok"] and report["nan_count"] == 0, report
 

@@ -773,21 +773,33 @@ class KernelBuilder:
         return self._register_shape(shape, f32, what)
 
     def load_tile(
-        self, src: GlobalTensor, offsets: Sequence, shape: Sequence[int], transpose: bool = False
+        self,
+        src: GlobalTensor,
+        offsets: Sequence,
+        shape: Sequence[int],
+        transpose: bool = False,
+        fill: float = 0.0,
     ) -> RegisterTile:
         """src[offsets[0]:+rows, offsets[1]:+cols] as an f32 register tile of
-        `shape` in the accumulator's layout (0 outside src), e.g. a residual to
-        add to it. With `transpose` the tile is the transpose of src's block at
-        `offsets`, as kb.store_global(..., transpose=True) writes it. A shape
-        [rows, 1] loads a row vector: column offsets[1] of those rows."""
+        `shape` in the accumulator's layout, e.g. a residual to add to it.
+        Elements outside src read as `fill`: 0, or e.g. float("-inf") for a
+        tile whose row_max must not see them. With `transpose` the tile is the
+        transpose of src's block at `offsets`, as kb.store_global(...,
+        transpose=True) writes it. A shape [rows, 1] loads a row vector:
+        column offsets[1] of those rows."""
         where = caller()
         self._loaded(src, 2, "load_tile")
         rows, cols = self._tile_shape(shape, "load_tile")
         if not isinstance(transpose, bool):
             raise BuildTypeError(f"load_tile: transpose must be a bool, got {transpose!r}", where)
+        if isinstance(fill, bool) or not isinstance(fill, (int, float)):
+            raise BuildTypeError(
+                f"load_tile: fill must be a number (the value read outside src), got {fill!r}",
+                where,
+            )
         row, col = self._offsets(offsets, "load_tile")
         with self._at(where):
-            value = dialect.tile_load(src.value, row, col, (rows, cols), transpose)
+            value = dialect.tile_load(src.value, row, col, (rows, cols), transpose, float(fill))
         return RegisterTile(self, value, f32, (rows, cols))
 
     def broadcast(

@@ -10,6 +10,7 @@ has no op of the needed form, llvm.inline_asm.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 from mlir import ir
@@ -647,10 +648,15 @@ _ELEMENT_LOADS = {2: ("h", "b16"), 4: ("f", "f32")}
 
 
 def load_global_masked(
-    address: ir.Value, offset: int, inside: ir.Value, element: str, read_only: bool
+    address: ir.Value,
+    offset: int,
+    inside: ir.Value,
+    element: str,
+    read_only: bool,
+    fill: float = 0.0,
 ) -> ir.Value:
     """The `element` at the global address + `offset` bytes (an immediate: one
-    address register serves a row of loads), or 0 where `inside` (i1) is
+    address register serves a row of loads), or `fill` where `inside` (i1) is
     false; the load is predicated off there, so the address may lie outside
     the tensor. Data the kernel never writes (`read_only`) is read through
     the non-coherent cache by an asm without side effects, so repeated reads
@@ -658,19 +664,28 @@ def load_global_masked(
     width = 4 if element == "f32" else 2
     constraint, ptx_type = _ELEMENT_LOADS[width]
     register = float_type("f32") if width == 4 else ir.IntegerType.get_signless(16)
-    zero = "0f00000000" if width == 4 else "0"
+    # A 16-bit element holds no exact f32 fill: it is selected after widening.
+    outside = f"0f{_f32_bits(fill):08X}" if width == 4 else "0"
     cache = ".nc" if read_only else ""
     value = llvm.InlineAsmOp(
         register,
         [address, arith.extui(i32(), inside)],
-        f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.{ptx_type} $0, {zero}; "
+        f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.{ptx_type} $0, {outside}; "
         f"@p ld.global{cache}.{ptx_type} $0, [$1+{offset}]; }}",
         f"={constraint},l,r",
         has_side_effects=not read_only,
     ).result
     if width == 4:
         return value
-    return arith.extf(float_type("f32"), arith.bitcast(float_type(element), value))
+    widened = arith.extf(float_type("f32"), arith.bitcast(float_type(element), value))
+    if _f32_bits(fill) == 0:
+        return widened
+    return select(inside, widened, float_const(fill))
+
+
+def _f32_bits(value: float) -> int:
+    """The bits of `value` rounded to f32 (PTX writes f32 immediates as 0fXXXXXXXX)."""
+    return int.from_bytes(struct.pack("<f", value), "little")
 
 
 def load_global_v4_l2(address: ir.Value, offset: int = 0) -> list[ir.Value]:

@@ -61,7 +61,8 @@ How each wsc op is lowered:
   element by element with bounds checks for a partial tile.
 * wsc.ring_advance: stage + 1 wrapping to 0 with the phase flipped.
 * wsc.tile_load / wsc.tile_broadcast (along columns): each element one
-  ld.global predicated off outside the tensor (0 there), at an immediate
+  ld.global predicated off outside the tensor (0 there, or a tile load's
+  `fill`: set before the load for f32, selected after widening 16 bits), at an immediate
   offset from one address register per fragment row (per vector), .nc and
   mergeable where the kernel never writes the tensor; transposed loads, row
   vectors and broadcasts along rows address each element on its own.
@@ -1322,22 +1323,33 @@ class KernelLowering(KernelPlan):
         return (col, row) if transpose else (row, col)
 
     def _global_element(
-        self, base, ld, bounds, row, col, element: str, read_only: bool, exact: bool
+        self,
+        base,
+        ld,
+        bounds,
+        row,
+        col,
+        element: str,
+        read_only: bool,
+        exact: bool,
+        fill: float = 0.0,
     ) -> ir.Value:
-        """tensor[row, col] as an f32 (0 outside `bounds`), by a load predicated
-        off outside: the address needs no select, so a loop steps it."""
+        """tensor[row, col] as an f32 (`fill` outside `bounds`), by a load
+        predicated off outside: the address needs no select, so a loop steps it."""
         inside = E.andi(self._inside(row, bounds[0], exact), self._inside(col, bounds[1], exact))
         i64 = E.i64()
         offset = E.addi(
             E.muli(E.arith_extsi(row, i64), E.arith_extsi(ld, i64)), E.arith_extsi(col, i64)
         )
-        return self._vector_element(base, offset, inside, element, read_only)
+        return self._vector_element(base, offset, inside, element, read_only, fill)
 
     @staticmethod
-    def _vector_element(base, offset, inside, element: str, read_only: bool) -> ir.Value:
-        """base[offset] as an f32, or 0 where `inside` is false."""
+    def _vector_element(
+        base, offset, inside, element: str, read_only: bool, fill: float = 0.0
+    ) -> ir.Value:
+        """base[offset] as an f32, or `fill` where `inside` is false."""
         address = E.ptrtoint(E.gep(base, [offset], E.float_type(element)), E.i64())
-        return E.load_global_masked(address, 0, inside, element, read_only)
+        return E.load_global_masked(address, 0, inside, element, read_only, fill)
 
     def _lower_tile_load(self, op):
         load = ops.TileLoad(op)
@@ -1350,12 +1362,15 @@ class KernelLowering(KernelPlan):
         origin = (self._i32(load.row), self._i32(load.col))
         exact = self.exact_origin[id(op)]
         read_only = self._read_only(position)
+        fill = 0.0 if load.fill is None else load.fill
         vector = _fragment(load.result).row_vector
         if vector or load.transpose:
 
             def compute(i: int, r: int) -> ir.Value:
                 row, col = self._element_position(warp, lane, origin, load.transpose, i, r, vector)
-                return self._global_element(base, ld, bounds, row, col, element, read_only, exact)
+                return self._global_element(
+                    base, ld, bounds, row, col, element, read_only, exact, fill
+                )
 
             self._define_tile(op, compute)
             return
@@ -1379,7 +1394,9 @@ class KernelLowering(KernelPlan):
             inside = E.andi(
                 row_inside, self._inside(E.addi(col_base, E.const(column, i32)), bounds[1], exact)
             )
-            return E.load_global_masked(address, column * element_bytes, inside, element, read_only)
+            return E.load_global_masked(
+                address, column * element_bytes, inside, element, read_only, fill
+            )
 
         self._define_tile(op, element_of)
 
