@@ -45,7 +45,8 @@ func.func @epilogue_math(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x
 // CHECK: role = "producer"
 
 // A residual tile and a vector along rows (a per-row scale) are read at the
-// group's rows; a vector along columns (a bias) is read as written.
+// group's rows, the tile with its fill; a vector along columns (a bias) is
+// read as written.
 func.func @epilogue_loads(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>, %res_in: memref<?x?xf16>, %v: memref<?xf32>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -75,7 +76,7 @@ func.func @epilogue_loads(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?
     %ns, %np = "wsc.ring_advance"(%s, %p) {num_stages = 2 : i32} : (index, i1) -> (index, i1)
     scf.yield %ns, %np : index, i1
   }
-  %res = "wsc.tile_load"(%res_in, %c0, %c0) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 128, 128>, f32>
+  %res = "wsc.tile_load"(%res_in, %c0, %c0) {fill = 1.000000e+00 : f32} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 128, 128>, f32>
   %scale = "wsc.tile_broadcast"(%v, %c0) {along = "rows"} : (memref<?xf32>, index) -> !wsc.acc<array<i64: 128, 128>, f32>
   %bias = "wsc.tile_broadcast"(%v, %c0) {along = "cols"} : (memref<?xf32>, index) -> !wsc.acc<array<i64: 128, 128>, f32>
   %scaled = "wsc.tile_binary"(%acc, %scale) {kind = "mul"} : (!wsc.acc<array<i64: 128, 128>, f32>, !wsc.acc<array<i64: 128, 128>, f32>) -> !wsc.acc<array<i64: 128, 128>, f32>
@@ -86,12 +87,12 @@ func.func @epilogue_loads(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?
 }
 
 // CHECK-LABEL: func.func @epilogue_loads
-// CHECK: "wsc.tile_load"(%arg3, %c0, %c0) : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
+// CHECK: "wsc.tile_load"(%arg3, %c0, %c0) {fill = 1.000000e+00 : f32} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 128>, f32>
 // CHECK: "wsc.tile_broadcast"(%arg4, %c0) {along = "rows"}
 // CHECK: "wsc.tile_broadcast"(%arg4, %c0) {along = "cols"}
 // CHECK: %[[ROWS:.*]] = arith.constant 64 : index
 // CHECK: %[[ROW:.*]] = arith.addi %c0, %[[ROWS]] : index
-// CHECK: "wsc.tile_load"(%arg3, %[[ROW]], %c0)
+// CHECK: "wsc.tile_load"(%arg3, %[[ROW]], %c0) {fill = 1.000000e+00 : f32}
 // CHECK: %[[FIRST:.*]] = arith.addi %c0, %[[ROWS]] : index
 // CHECK: "wsc.tile_broadcast"(%arg4, %[[FIRST]]) {along = "rows"}
 // CHECK: "wsc.tile_broadcast"(%arg4, %c0) {along = "cols"}
