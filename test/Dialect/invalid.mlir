@@ -553,6 +553,13 @@ func.func @fill_not_an_f32(%x: memref<?x?xf16>) attributes {wsc.num_threads = 12
   return
 }
 // -----
+func.func @fill_not_typed_f32(%x: memref<?x?xf16>) attributes {wsc.num_threads = 128 : i32} {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'wsc.tile_load' op 'fill' must be an f32 attribute, got 1.000000e+00 : f64}}
+  %t = "wsc.tile_load"(%x, %c0, %c0) {fill = 1.0} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 64>, f32>
+  return
+}
+// -----
 func.func @fill_of_a_broadcast(%v: memref<?xf16>) attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   // expected-error @below {{'wsc.tile_broadcast' op 'fill' applies to wsc.tile_load only}}

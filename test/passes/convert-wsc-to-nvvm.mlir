@@ -668,22 +668,30 @@ func.func @row_max(%c: memref<?x?xf32>, %r: memref<?x?xf32>)
 
 // -----
 
-// A tile load with a fill: elements outside the tensor read as -inf, so that
-// a row max of a ragged tile ignores them. An f32 element starts as the fill
-// (0fFF800000) before its predicated load; a 16-bit one cannot hold every
-// f32, so it is widened and then selected against the fill.
+// Tile loads with a fill: elements outside the tensor read as -inf, so that
+// a row max of a ragged tile ignores them. An element starts as the fill
+// before its predicated load: f32 -inf is 0fFF800000, f16 -inf 0xFC00. A
+// fill that a 16-bit element cannot hold (0.1) is selected after widening.
 // CHECK-LABEL: llvm.func @tile_load_fill
+// CHECK: %[[TENTH:.*]] = llvm.mlir.constant(1.000000e-01 : f32) : f32
 // CHECK: llvm.inline_asm "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.f32 $0, 0fFF800000; @p ld.global.nc.f32 $0, [$1+0]; }"
+// CHECK: llvm.inline_asm "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0xFC00; @p ld.global.nc.b16 $0, [$1+0]; }"
+// CHECK-NEXT: llvm.bitcast {{.*}} : i16 to f16
+// CHECK-NEXT: llvm.fpext {{.*}} : f16 to f32
+// CHECK-NEXT: llvm.inline_asm "max.NaN.f32
 // CHECK: llvm.inline_asm "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.nc.b16 $0, [$1+0]; }"
-// CHECK: llvm.fpext {{.*}} : f16 to f32
-// CHECK: llvm.select {{.*}} : i1, f32
+// CHECK-NEXT: llvm.bitcast {{.*}} : i16 to f16
+// CHECK-NEXT: llvm.fpext {{.*}} : f16 to f32
+// CHECK-NEXT: llvm.select {{.*}}, {{.*}}, %[[TENTH]] : i1, f32
 // CHECK: nvvm.shfl.sync  bfly
 func.func @tile_load_fill(%c: memref<?x?xf32>, %r: memref<?x?xf32>, %h: memref<?x?xf16>)
     attributes {wsc.num_threads = 128 : i32} {
   %c0 = arith.constant 0 : index
   %x = "wsc.tile_load"(%r, %c0, %c0) {fill = 0xFF800000 : f32} : (memref<?x?xf32>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
   %y = "wsc.tile_load"(%h, %c0, %c0) {fill = 0xFF800000 : f32} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
-  %s = "wsc.tile_binary"(%x, %y) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %z = "wsc.tile_load"(%h, %c0, %c0) {fill = 0.1 : f32} : (memref<?x?xf16>, index, index) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %xy = "wsc.tile_binary"(%x, %y) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
+  %s = "wsc.tile_binary"(%xy, %z) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
   %m = "wsc.tile_row_reduce"(%s) {kind = "max"} : (!wsc.acc<array<i64: 64, 16>, f32>) -> !wsc.acc<array<i64: 64, 1>, f32>
   %b = "wsc.tile_binary"(%s, %m) {kind = "sub"} : (!wsc.acc<array<i64: 64, 16>, f32>, !wsc.acc<array<i64: 64, 1>, f32>) -> !wsc.acc<array<i64: 64, 16>, f32>
   "wsc.store"(%b, %c, %c0, %c0) : (!wsc.acc<array<i64: 64, 16>, f32>, memref<?x?xf32>, index, index) -> ()

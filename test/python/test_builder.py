@@ -1525,22 +1525,32 @@ def row_softmax_kernel() -> KernelBuilder:
 def test_a_tile_load_reads_its_fill_outside_the_tensor():
     """fill= is the value of the elements outside the tensor: an f32
     attribute of wsc.tile_load, the register's value before the predicated
-    load in the PTX; 0 (no attribute) by default."""
+    load in the PTX (an f16 element's where f16 holds it, e.g. -inf, else
+    selected after widening); 0 (no attribute) by default."""
     kernel = row_softmax_kernel().finish()
     assert "fill = 0xFF800000 : f32" in str(kernel)
     assert re.search(r"mov\.f32 %r\d+, 0fFF800000; @p ld\.global", kernel.compile().ptx)
     kb = KernelBuilder("k", grid=[("a_dim0", 64)])
-    x, y = kb.global_tensor(f32), kb.global_tensor(f32)
-    kb.store_global(y, kb.load_tile(x, [0, 0], [64, 64]), [0, 0])
-    assert "fill" not in str(kb.finish())
+    x, h, y = kb.global_tensor(f32), kb.global_tensor(f16), kb.global_tensor(f32)
+    plain = kb.load_tile(x, [0, 0], [64, 64])
+    negative = kb.load_tile(h, [0, 0], [64, 64], transpose=True, fill=np.float32(-np.inf))
+    tenth = kb.load_tile(h, [0, 0], [64, 1], fill=0.1)
+    kb.store_global(y, plain + negative * tenth, [0, 0])
+    kernel = kb.finish()
+    assert str(kernel).count("fill = ") == 2
+    ptx = kernel.compile().ptx
+    assert re.search(r"mov\.b16 %rs\d+, 0xFC00; @p ld\.global", ptx)
+    assert re.search(r"selp\.f32\s+%r\d+, %r\d+, 0f3DCCCCCD", ptx)
 
 
 def test_a_fill_must_be_a_number():
     kb = KernelBuilder("k", grid=[("a_dim0", 64)])
     x = kb.global_tensor(f32)
-    with pytest.raises(BuildTypeError, match="fill must be a number") as error:
+    with pytest.raises(BuildTypeError, match=r'fill must be a number .*float\("-inf"\)') as error:
         kb.load_tile(x, [0, 0], [64, 64], fill="-inf")
     assert error.value.where.line == line_of('fill="-inf")')
+    with pytest.raises(BuildTypeError, match="fill 1000* is beyond any float"):
+        kb.load_tile(x, [0, 0], [64, 64], fill=10**400)
 
 
 @pytest.mark.cuda

@@ -782,8 +782,9 @@ class KernelBuilder:
     ) -> RegisterTile:
         """src[offsets[0]:+rows, offsets[1]:+cols] as an f32 register tile of
         `shape` in the accumulator's layout, e.g. a residual to add to it.
-        Elements outside src read as `fill`: 0, or e.g. float("-inf") for a
-        tile whose row_max must not see them. With `transpose` the tile is the
+        Elements outside src read as `fill` (rounded to f32): 0, or e.g.
+        float("-inf") for a tile whose row_max must not see them. With
+        `transpose` the tile is the
         transpose of src's block at `offsets`, as kb.store_global(...,
         transpose=True) writes it. A shape [rows, 1] loads a row vector:
         column offsets[1] of those rows."""
@@ -792,14 +793,19 @@ class KernelBuilder:
         rows, cols = self._tile_shape(shape, "load_tile")
         if not isinstance(transpose, bool):
             raise BuildTypeError(f"load_tile: transpose must be a bool, got {transpose!r}", where)
-        if isinstance(fill, bool) or not isinstance(fill, (int, float)):
+        if isinstance(fill, bool) or not isinstance(fill, numbers.Real):
             raise BuildTypeError(
-                f"load_tile: fill must be a number (the value read outside src), got {fill!r}",
+                f"load_tile: fill must be a number (the value read outside src, e.g. "
+                f'float("-inf")), got {fill!r}',
                 where,
             )
+        try:
+            outside = float(fill)
+        except OverflowError:
+            raise BuildTypeError(f"load_tile: fill {fill} is beyond any float", where) from None
         row, col = self._offsets(offsets, "load_tile")
         with self._at(where):
-            value = dialect.tile_load(src.value, row, col, (rows, cols), transpose, float(fill))
+            value = dialect.tile_load(src.value, row, col, (rows, cols), transpose, outside)
         return RegisterTile(self, value, f32, (rows, cols))
 
     def broadcast(

@@ -664,8 +664,12 @@ def load_global_masked(
     width = 4 if element == "f32" else 2
     constraint, ptx_type = _ELEMENT_LOADS[width]
     register = float_type("f32") if width == 4 else ir.IntegerType.get_signless(16)
-    # A 16-bit element holds no exact f32 fill: it is selected after widening.
-    outside = f"0f{_f32_bits(fill):08X}" if width == 4 else "0"
+    # A fill the 16-bit element cannot hold exactly is selected after widening.
+    bits16 = None if width == 4 else _exact_bits16(fill, element)
+    if width == 4:
+        outside = f"0f{_f32_bits(fill):08X}"
+    else:
+        outside = f"0x{bits16:04X}" if bits16 else "0"
     cache = ".nc" if read_only else ""
     value = llvm.InlineAsmOp(
         register,
@@ -678,7 +682,7 @@ def load_global_masked(
     if width == 4:
         return value
     widened = arith.extf(float_type("f32"), arith.bitcast(float_type(element), value))
-    if _f32_bits(fill) == 0:
+    if bits16 is not None:
         return widened
     return select(inside, widened, float_const(fill))
 
@@ -686,6 +690,24 @@ def load_global_masked(
 def _f32_bits(value: float) -> int:
     """The bits of `value` rounded to f32 (PTX writes f32 immediates as 0fXXXXXXXX)."""
     return int.from_bytes(struct.pack("<f", value), "little")
+
+
+def _exact_bits16(value: float, element: str) -> int | None:
+    """The bits of `value` as an f16 or bf16 `element`, where that holds it
+    exactly once rounded to f32 (0, -0, infinities, small integers); else None.
+    Any NaN is kept as a NaN."""
+    bits = _f32_bits(value)
+    if element == "bf16":  # bf16 is the top half of an f32
+        return bits >> 16 if bits & 0xFFFF == 0 else None
+    single = struct.unpack("<f", bits.to_bytes(4, "little"))[0]
+    try:
+        half = struct.pack("<e", single)
+    except OverflowError:
+        return None
+    same = struct.unpack("<e", half)[0]
+    if same == single or (same != same and single != single):
+        return int.from_bytes(half, "little")
+    return None
 
 
 def load_global_v4_l2(address: ir.Value, offset: int = 0) -> list[ir.Value]:
