@@ -784,10 +784,9 @@ class KernelBuilder:
         `shape` in the accumulator's layout, e.g. a residual to add to it.
         Elements outside src read as `fill` (rounded to f32): 0, or e.g.
         float("-inf") for a tile whose row_max must not see them. With
-        `transpose` the tile is the
-        transpose of src's block at `offsets`, as kb.store_global(...,
-        transpose=True) writes it. A shape [rows, 1] loads a row vector:
-        column offsets[1] of those rows."""
+        `transpose` the tile is the transpose of src's block at `offsets`, as
+        kb.store_global(..., transpose=True) writes it. A shape [rows, 1]
+        loads a row vector: column offsets[1] of those rows."""
         where = caller()
         self._loaded(src, 2, "load_tile")
         rows, cols = self._tile_shape(shape, "load_tile")

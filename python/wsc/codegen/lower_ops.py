@@ -62,7 +62,8 @@ How each wsc op is lowered:
 * wsc.ring_advance: stage + 1 wrapping to 0 with the phase flipped.
 * wsc.tile_load / wsc.tile_broadcast (along columns): each element one
   ld.global predicated off outside the tensor (0 there, or a tile load's
-  `fill`: set before the load for f32, selected after widening 16 bits), at an immediate
+  `fill`: the register's value before the load where the element holds it
+  exactly, else selected after widening), at an immediate
   offset from one address register per fragment row (per vector), .nc and
   mergeable where the kernel never writes the tensor; transposed loads, row
   vectors and broadcasts along rows address each element on its own.
